@@ -1,0 +1,64 @@
+"""Run memhub's async core from synchronous code: one event loop thread per process.
+
+A dedicated loop (rather than ``asyncio.run`` per call) keeps one connection pool per process
+for every sync caller and every thread, and works inside a running loop (Jupyter) too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+__all__ = ["portal_loop", "run_sync"]
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+
+
+def portal_loop() -> asyncio.AbstractEventLoop:
+    """The process's background loop, started on first use."""
+    global _loop, _thread
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="memhub-loop", daemon=True)
+            thread.start()
+            _loop, _thread = loop, thread
+            atexit.register(_stop_portal)
+        return _loop
+
+
+def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    """Run ``coro`` on the portal loop and wait for its result in the calling thread."""
+    loop = portal_loop()
+    if threading.current_thread() is _thread:
+        coro.close()
+        raise RuntimeError("memhub's sync API was called from its own event loop; use AsyncMemory")
+    future: Future[T] = asyncio.run_coroutine_threadsafe(coro, loop)
+    try:
+        return future.result(timeout)
+    except BaseException:
+        future.cancel()
+        raise
+
+
+def _stop_portal() -> None:
+    global _loop
+    with _lock:
+        loop, _loop = _loop, None
+    if loop is None or loop.is_closed():
+        return
+    from memhub.store.database import close_all_databases
+
+    # Best effort: at interpreter exit a pool that cannot close cleanly is not worth a traceback.
+    with contextlib.suppress(Exception):
+        asyncio.run_coroutine_threadsafe(close_all_databases(), loop).result(10)
+    loop.call_soon_threadsafe(loop.stop)

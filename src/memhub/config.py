@@ -1,0 +1,95 @@
+"""memhub's settings: explicit objects, filled from the environment only by ``from_env()``.
+
+Every variable is ``MEMHUB_<FIELD>``; ARKOS's ``DB_URL`` and the agent-kit plan's ``MEM0__*``
+variables are honoured as fallbacks so both seeds run unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["MemhubSettings", "default_data_dir"]
+
+
+def default_data_dir() -> Path:
+    """Per-user data directory (XDG): ``$XDG_DATA_HOME/memhub`` or ``~/.local/share/memhub``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memhub"
+
+
+class MemhubSettings(BaseSettings):
+    """All of memhub's knobs. Construct directly, or with :meth:`from_env`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MEMHUB_", extra="ignore", populate_by_name=True, validate_default=True
+    )
+
+    # -- database ----------------------------------------------------------------------
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MEMHUB_DATABASE_URL", "DB_URL", "MEM0__PG_URI"),
+        description="PostgreSQL URL; unset: embedded server; `memory://`: in-process store.",
+    )
+    data_dir: Path = Field(default_factory=default_data_dir, description="Embedded server home.")
+    database_name: str = Field(
+        default="memhub", description="Database created on the embedded server."
+    )
+    pool_min_size: int = Field(default=1, ge=0)
+    pool_max_size: int = Field(default=10, ge=1)
+    connect_timeout: float = Field(
+        default=5.0, gt=0, description="Seconds to wait for a connection."
+    )
+    statement_timeout_ms: int = Field(default=30_000, ge=0, description="0 disables it.")
+
+    # -- limits ------------------------------------------------------------------------
+    max_id_length: int = Field(default=255, ge=1, description="ARKOS's VARCHAR(255) ids.")
+    max_text_chars: int = Field(default=32_000, ge=1)
+
+    # -- embedder ----------------------------------------------------------------------
+    embedder: str = Field(default="minilm", description="minilm | openai | vllm | ollama | tei")
+    embedder_model: str | None = None
+    embedder_base_url: str | None = None
+    embedder_api_key: str | None = None
+    embedder_dimension: int | None = None
+    embedder_threads: int = Field(default=1, ge=1)
+
+    # -- LLM (consolidation); no base URL and no model means no LLM ----------------------
+    llm_provider: str = "openai_compatible"
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout: float = Field(default=60.0, gt=0)
+
+    # -- background worker -------------------------------------------------------------
+    worker: Literal["thread", "off"] = Field(
+        default="thread", description="`thread`: ingest in-process; `off`: run `memhub worker`."
+    )
+    worker_batch_size: int = Field(default=64, ge=1)
+    worker_poll_interval: float = Field(default=0.5, gt=0)
+    job_max_attempts: int = Field(default=5, ge=1)
+
+    # -- agent ---------------------------------------------------------------------------
+    memory_enabled: bool = Field(
+        default=True, validation_alias=AliasChoices("MEMHUB_MEMORY_ENABLED", "MEM0_ENABLED")
+    )
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _expand(cls, value: Any) -> Any:
+        return Path(value).expanduser() if isinstance(value, str | Path) else value
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> MemhubSettings:
+        """Settings from ``MEMHUB_*`` and the seeds' variables; explicit overrides win."""
+        explicit = {key: value for key, value in overrides.items() if value is not None}
+        return cls(**explicit)
+
+    @property
+    def llm_configured(self) -> bool:
+        """True when an LLM endpoint is set, so consolidation can run."""
+        return bool(self.llm_model and (self.llm_base_url or self.llm_api_key))

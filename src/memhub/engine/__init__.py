@@ -1,0 +1,1 @@
+"""Policy: what to store, how to find it again, and the background work between the two."""

@@ -1,0 +1,151 @@
+"""Check and normalise what callers pass in, before anything is written.
+
+Every rejection is a :class:`UsageError` that says what was wrong; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from memhub.errors import UsageError
+from memhub.messages import Message, UserMessage, message_class
+from memhub.store.records import Scope
+
+__all__ = [
+    "Limits",
+    "check_id",
+    "check_limit",
+    "check_text",
+    "normalize_messages",
+    "parse_timestamp",
+    "scope_of",
+]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits from the settings."""
+
+    max_id_length: int = 255
+    max_text_chars: int = 32_000
+
+
+def check_id(name: str, value: object, limits: Limits) -> str:
+    """A user/session/agent/run id: a non-empty string within ARKOS's VARCHAR(255)."""
+    if not isinstance(value, str):
+        raise UsageError(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise UsageError(f"{name} must not be empty")
+    if len(value) > limits.max_id_length:
+        raise UsageError(f"{name} is {len(value)} characters; the limit is {limits.max_id_length}")
+    if "\x00" in value:
+        raise UsageError(f"{name} must not contain NUL characters")
+    return value
+
+
+def check_text(name: str, value: object, limits: Limits, *, allow_empty: bool = False) -> str:
+    """Message or memory text: a string PostgreSQL can store, within the size limit."""
+    if not isinstance(value, str):
+        raise UsageError(f"{name} must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise UsageError(f"{name} must not be empty")
+    if len(value) > limits.max_text_chars:
+        raise UsageError(
+            f"{name} is {len(value)} characters; the limit is {limits.max_text_chars}"
+            " (MEMHUB_MAX_TEXT_CHARS)"
+        )
+    if "\x00" in value:
+        raise UsageError(f"{name} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates from a bad decode
+        raise UsageError(f"{name} is not valid UTF-8 text: {exc.reason}") from exc
+    return value
+
+
+def check_limit(limit: object, *, maximum: int = 1000) -> int:
+    """A result count between 1 and ``maximum``."""
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise UsageError(f"limit must be an integer, got {type(limit).__name__}")
+    if limit <= 0 or limit > maximum:
+        raise UsageError(f"limit must be between 1 and {maximum}, got {limit}")
+    return limit
+
+
+def scope_of(
+    limits: Limits,
+    user_id: object = None,
+    agent_id: object = None,
+    run_id: object = None,
+) -> Scope:
+    """A non-empty scope; every call of the Mem0-style API needs one."""
+    scope = Scope(
+        user_id=None if user_id is None else check_id("user_id", user_id, limits),
+        agent_id=None if agent_id is None else check_id("agent_id", agent_id, limits),
+        run_id=None if run_id is None else check_id("run_id", run_id, limits),
+    )
+    if scope.is_empty():
+        raise UsageError("one of user_id, agent_id or run_id is required")
+    return scope
+
+
+def parse_timestamp(value: object) -> datetime | None:
+    """A datetime, an ISO 8601 string or a Unix time in seconds; naive values are UTC."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        ts = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        ts = datetime.fromtimestamp(float(value), tz=UTC)
+    elif isinstance(value, str):
+        try:
+            ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise UsageError(f"timestamp {value!r} is not ISO 8601") from exc
+    else:
+        raise UsageError(
+            f"timestamp must be a datetime, ISO string or number, got {type(value).__name__}"
+        )
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+def _from_mapping(item: Mapping[str, Any], limits: Limits) -> Message:
+    role = item.get("role", "user")
+    if not isinstance(role, str):
+        raise UsageError("message role must be a string")
+    cls = message_class(role)
+    content = check_text("message content", item.get("content"), limits)
+    extra = {k: v for k, v in item.items() if k not in ("role", "content")}
+    return cls.model_validate({**extra, "content": content, "role": role})
+
+
+def normalize_messages(messages: object, limits: Limits) -> list[Message]:
+    """Mem0's accepted shapes: a string, a message dict, a Message, or a list of them."""
+    if isinstance(messages, str | Message | Mapping):
+        items: Sequence[object] = [messages]
+    elif isinstance(messages, Sequence):
+        items = messages
+    else:
+        raise UsageError(
+            f"messages must be a string, a message dict, a Message or a list, "
+            f"got {type(messages).__name__}"
+        )
+    if not items:
+        raise UsageError("messages must not be empty")
+    result: list[Message] = []
+    for item in items:
+        if isinstance(item, str):
+            result.append(UserMessage(content=check_text("message", item, limits)))
+        elif isinstance(item, Message):
+            check_text("message content", item.content, limits)
+            result.append(item)
+        elif isinstance(item, Mapping):
+            result.append(_from_mapping(item, limits))
+        else:
+            raise UsageError(
+                f"a message must be a string, dict or Message, got {type(item).__name__}"
+            )
+    return result

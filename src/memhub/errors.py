@@ -1,0 +1,102 @@
+"""The one error tree of memhub.
+
+    MemhubError
+    ├── ConfigurationError          settings that cannot work (bad URL, dimension mismatch)
+    ├── UsageError (ValueError)     the caller passed something invalid
+    ├── StoreError                  the database failed
+    │   ├── StoreUnavailable        it cannot be reached (down, timeout, pool exhausted)
+    │   ├── MemoryNotFound          no such memory in the caller's scope
+    │   └── Conflict                a concurrent change won
+    └── ProviderError               an embedder or LLM failed
+        ├── ProviderHTTPError       the provider answered with an HTTP error or not at all
+        └── ProviderOutputError     the provider answered with something unusable
+
+Exceptions of dependencies (psycopg, openai, onnxruntime) are translated at the adapter
+boundary with ``raise ... from exc`` so callers only ever catch these.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "Conflict",
+    "MemhubError",
+    "MemoryNotFound",
+    "ProviderError",
+    "ProviderHTTPError",
+    "ProviderOutputError",
+    "StoreError",
+    "StoreUnavailable",
+    "UsageError",
+]
+
+
+class MemhubError(Exception):
+    """Base of every error memhub raises on purpose."""
+
+    __module__ = "memhub"
+
+
+class ConfigurationError(MemhubError):
+    """The configuration cannot work; the message names the fix."""
+
+    __module__ = "memhub"
+
+
+class UsageError(MemhubError, ValueError):
+    """The caller passed an invalid argument; nothing was written."""
+
+    __module__ = "memhub"
+
+
+class StoreError(MemhubError):
+    """The database failed to do what was asked."""
+
+    __module__ = "memhub"
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached right now; retrying later may work."""
+
+    __module__ = "memhub"
+
+
+class MemoryNotFound(StoreError, KeyError):
+    """No memory with that id exists in the caller's scope."""
+
+    __module__ = "memhub"
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the plain message
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+class Conflict(StoreError):
+    """A concurrent change made this one impossible."""
+
+    __module__ = "memhub"
+
+
+class ProviderError(MemhubError):
+    """An embedder or LLM provider failed."""
+
+    __module__ = "memhub"
+
+
+class ProviderHTTPError(ProviderError):
+    """The provider answered with an HTTP error, or did not answer in time."""
+
+    __module__ = "memhub"
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class ProviderOutputError(ProviderError):
+    """The provider answered, but with output memhub cannot use."""
+
+    __module__ = "memhub"
+
+    def __init__(self, message: str, *, raw: str | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw

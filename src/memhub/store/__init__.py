@@ -1,0 +1,1 @@
+"""Storage: SQL, migrations, the embedded server and vector search; nothing else."""

@@ -1,0 +1,145 @@
+"""One async connection pool per database URL and event loop, opened after migrations.
+
+Connections are checked on checkout, so a server that restarted costs one reconnect rather
+than one failed call; every wait is bounded by the configured connect timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool
+
+from memhub.config import MemhubSettings
+from memhub.errors import ConfigurationError
+from memhub.store.embedded import embedded_database_url
+from memhub.store.errors import translate_errors
+from memhub.store.migrate import apply_migrations
+
+__all__ = ["AsyncConn", "Database", "resolve_database_url"]
+
+log = logging.getLogger(__name__)
+
+AsyncConn = psycopg.AsyncConnection[TupleRow]
+
+
+def resolve_database_url(settings: MemhubSettings) -> str:
+    """The configured URL, or the embedded server's (started on demand)."""
+    url = settings.database_url
+    if url is None:
+        return embedded_database_url(settings.data_dir, settings.database_name)
+    if not url.startswith(("postgresql://", "postgres://")) and "=" not in url:
+        raise ConfigurationError(
+            f"database URL {url!r} is not a PostgreSQL URL; expected postgresql://user:pass@host/db"
+        )
+    return url
+
+
+@dataclass
+class Database:
+    """A migrated database and its connection pool, shared by every memhub object using it."""
+
+    url: str
+    settings: MemhubSettings
+    pool: AsyncConnectionPool[AsyncConn] | None = None
+    users: int = 0
+    _open_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def open(self) -> None:
+        """Migrate, then open the pool. Idempotent."""
+        async with self._open_lock:
+            if self.pool is not None:
+                return
+            with translate_errors("connecting to PostgreSQL"):
+                conn = await psycopg.AsyncConnection.connect(
+                    self.url,
+                    autocommit=True,
+                    connect_timeout=max(1, int(self.settings.connect_timeout)),
+                )
+                async with conn:
+                    await apply_migrations(conn)
+                pool: AsyncConnectionPool[AsyncConn] = AsyncConnectionPool(
+                    self.url,
+                    min_size=self.settings.pool_min_size,
+                    max_size=self.settings.pool_max_size,
+                    timeout=self.settings.connect_timeout,
+                    kwargs=self._connection_kwargs(),
+                    configure=register_vector_async,
+                    check=AsyncConnectionPool.check_connection,
+                    open=False,
+                    name="memhub",
+                )
+                await pool.open(wait=False)
+                self.pool = pool
+
+    def _connection_kwargs(self) -> dict[str, object]:
+        kwargs: dict[str, object] = {
+            "autocommit": True,
+            "connect_timeout": max(1, int(self.settings.connect_timeout)),
+        }
+        if self.settings.statement_timeout_ms:
+            kwargs["options"] = f"-c statement_timeout={self.settings.statement_timeout_ms}"
+        return kwargs
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConn]:
+        """A pooled connection in autocommit mode; use ``conn.transaction()`` for atomic work."""
+        if self.pool is None:
+            await self.open()
+        assert self.pool is not None
+        async with self.pool.connection() as conn:
+            yield conn
+
+    async def close(self) -> None:
+        """Close the pool; the object can be opened again later."""
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            await pool.close()
+
+
+_registry: dict[tuple[str, int], Database] = {}
+
+
+async def acquire_database(settings: MemhubSettings) -> Database:
+    """The process's shared :class:`Database` for these settings on the running loop."""
+    url = settings.database_url
+    if url is None or not url.startswith("memory://"):
+        url = await asyncio.to_thread(resolve_database_url, settings)
+    key = (url, id(asyncio.get_running_loop()))
+    database = _registry.get(key)
+    if database is None:
+        database = _registry[key] = Database(url=url, settings=settings)
+    database.users += 1
+    try:
+        await database.open()
+    except BaseException:
+        await release_database(database)
+        raise
+    return database
+
+
+async def release_database(database: Database) -> None:
+    """Drop one user of ``database``; the last one closes its pool."""
+    database.users -= 1
+    if database.users > 0:
+        return
+    for key, value in list(_registry.items()):
+        if value is database:
+            del _registry[key]
+    await database.close()
+
+
+async def close_all_databases() -> None:
+    """Close every pool opened on the running loop (used at interpreter exit)."""
+    loop_id = id(asyncio.get_running_loop())
+    for key, database in list(_registry.items()):
+        if key[1] == loop_id:
+            del _registry[key]
+            await database.close()

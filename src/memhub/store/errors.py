@@ -1,0 +1,28 @@
+"""Translate psycopg's exceptions into memhub's error tree, at the store boundary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import psycopg_pool
+
+from memhub.errors import StoreError, StoreUnavailable
+
+__all__ = ["translate_errors"]
+
+
+@contextmanager
+def translate_errors(action: str) -> Iterator[None]:
+    """Re-raise psycopg and pool failures as :class:`StoreError` subclasses naming ``action``."""
+    try:
+        yield
+    except psycopg_pool.PoolTimeout as exc:
+        raise StoreUnavailable(f"{action}: no database connection available ({exc})") from exc
+    except (psycopg.OperationalError, psycopg.errors.AdminShutdown, OSError) as exc:
+        raise StoreUnavailable(f"{action}: database unavailable ({exc})") from exc
+    except psycopg.errors.QueryCanceled as exc:
+        raise StoreUnavailable(f"{action}: statement timed out ({exc})") from exc
+    except psycopg.Error as exc:
+        raise StoreError(f"{action}: {exc}") from exc

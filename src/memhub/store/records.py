@@ -1,0 +1,151 @@
+"""Plain records passed between the store and the engine (no I/O, no validation logic)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+__all__ = [
+    "Candidate",
+    "HistoryEvent",
+    "Job",
+    "MemoryRecord",
+    "NewJob",
+    "NewMemory",
+    "NewTurn",
+    "Scope",
+    "Turn",
+]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose data: any of user, agent and run; ids that are None do not narrow."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+    def is_empty(self) -> bool:
+        return self.user_id is None and self.agent_id is None and self.run_id is None
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            k: v
+            for k, v in (
+                ("user_id", self.user_id),
+                ("agent_id", self.agent_id),
+                ("run_id", self.run_id),
+            )
+            if v is not None
+        }
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    """A conversation message about to be stored in ``conversation_context``."""
+
+    user_id: str
+    session_id: str
+    role: str
+    message: str  # ARKOS's JSON form of the message
+    agent_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: datetime | None = None  # None: the database's now()
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A stored conversation message."""
+
+    id: int
+    user_id: str
+    session_id: str
+    role: str
+    message: str
+    agent_id: str | None
+    metadata: dict[str, Any] | None
+    created_at: datetime | None
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """Background work queued with the turns it is about; the store adds their ids."""
+
+    kind: str
+    scope: Scope
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A claimed job."""
+
+    id: int
+    kind: str
+    scope: Scope
+    payload: dict[str, Any]
+    attempts: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory about to be inserted."""
+
+    id: UUID
+    scope: Scope
+    memory: str
+    hash: str
+    embedding: Any  # float32 vector of the store's dimension
+    metadata: dict[str, Any]
+    memory_type: str | None = None
+    valid_from: datetime | None = None
+    source_turn_ids: tuple[int, ...] = ()
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A stored memory, as read back."""
+
+    id: UUID
+    scope: Scope
+    memory: str
+    hash: str
+    metadata: dict[str, Any]
+    memory_type: str | None
+    valid_from: datetime
+    valid_to: datetime | None
+    superseded_by: UUID | None
+    source_turn_ids: tuple[int, ...]
+    created_at: datetime
+    updated_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A search candidate with the raw signals the engine fuses into one score."""
+
+    record: MemoryRecord
+    vector_similarity: float | None  # cosine similarity in [-1, 1], None if not a vector hit
+    vector_rank: int | None  # 1-based
+    text_score: float | None  # ts_rank_cd-like, None if not a text hit
+    text_rank: int | None
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One change to one memory."""
+
+    id: int
+    memory_id: UUID
+    event: str
+    old_memory: str | None
+    new_memory: str | None
+    actor: str | None
+    turn_ids: tuple[int, ...]
+    metadata: dict[str, Any]
+    created_at: datetime
