@@ -1,0 +1,25 @@
+"""Test doubles that ship with memhub, for its own tests and for users' tests of their code."""
+
+from __future__ import annotations
+
+from memhub.testing.openai_server import (
+    DelayedReply,
+    HTTPErrorReply,
+    RawReply,
+    RecordedRequest,
+    Reply,
+    ScriptedOpenAIServer,
+    deterministic_embedding,
+    tool_call,
+)
+
+__all__ = [
+    "DelayedReply",
+    "HTTPErrorReply",
+    "RawReply",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedOpenAIServer",
+    "deterministic_embedding",
+    "tool_call",
+]
