@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
+BENCH_VENV := .venv-bench
+PROFILE ?= default
+
 .PHONY: run test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
@@ -28,5 +31,12 @@ unit: $(STAMP)
 
 test: lint typecheck unit
 
+# Benchmarks need torch and mem0ai (bench/requirements.txt): a venv of their own.
+bench:
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -r bench/requirements.txt -e .
+	$(BENCH_VENV)/bin/python -m bench --profile $(PROFILE)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache
