@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 from psycopg import sql
 
 from memhub.config import MemhubSettings
-from memhub.store.embedded import embedded_database_url
+from memhub.store.embedded import embedded_database_url, stop_embedded_server
 from memhub.store.migrate import apply_migrations
 
 TEMPLATE = "memhub_test_template"
@@ -24,9 +26,31 @@ _counter = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def pg_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The data directory of the session's embedded server."""
-    return tmp_path_factory.mktemp("memhub-home")
+def pg_home() -> Iterator[Path]:
+    """The data directory of the session's embedded server.
+
+    Not under pytest's tmp_path: pytest prunes old run directories, and a concurrent pytest
+    run would delete a live server's files from under it.
+    """
+    home = Path(tempfile.mkdtemp(prefix="memhub-test-"))
+    yield home
+    stop_embedded_server(home)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _close_sync_memories() -> Iterator[None]:
+    """Close what sync ``Memory`` objects left open on the portal loop after each test."""
+    yield
+    from memhub._portal import run_sync
+    from memhub.memory.shared import close_all_engines
+    from memhub.store.database import close_all_databases
+
+    async def close() -> None:
+        await close_all_engines()
+        await close_all_databases()
+
+    run_sync(close())
 
 
 @pytest.fixture(scope="session")

@@ -56,9 +56,14 @@ def _stop_portal() -> None:
         loop, _loop = _loop, None
     if loop is None or loop.is_closed():
         return
+    from memhub.memory.shared import close_all_engines
     from memhub.store.database import close_all_databases
+
+    async def shutdown() -> None:
+        await close_all_engines()  # workers first: they use the pools
+        await close_all_databases()
 
     # Best effort: at interpreter exit a pool that cannot close cleanly is not worth a traceback.
     with contextlib.suppress(Exception):
-        asyncio.run_coroutine_threadsafe(close_all_databases(), loop).result(10)
+        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(10)
     loop.call_soon_threadsafe(loop.stop)

@@ -64,6 +64,9 @@ class MemhubSettings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout: float = Field(default=60.0, gt=0)
+    custom_instructions: str | None = Field(
+        default=None, description="What to remember and what never to store (consolidation)."
+    )
 
     # -- background worker -------------------------------------------------------------
     worker: Literal["thread", "off"] = Field(
@@ -72,6 +75,9 @@ class MemhubSettings(BaseSettings):
     worker_batch_size: int = Field(default=64, ge=1)
     worker_poll_interval: float = Field(default=0.5, gt=0)
     job_max_attempts: int = Field(default=5, ge=1)
+    job_retry_base_seconds: float = Field(
+        default=1.0, gt=0, description="First retry delay; doubles per attempt (max 5 min)."
+    )
 
     # -- agent ---------------------------------------------------------------------------
     memory_enabled: bool = Field(

@@ -48,9 +48,10 @@ class UserMessage(Message):
 
 
 class AIMessage(Message):
-    """What the assistant answered."""
+    """What the assistant answered; ``tool_calls`` in OpenAI's shape when it called tools."""
 
     role: Literal["assistant"] = "assistant"
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 class SystemMessage(Message):

@@ -1,10 +1,12 @@
-"""The ``memhub`` command line: ``demo``, ``migrate`` and the operational commands."""
+"""The ``memhub`` command line: the demo, the worker, jobs, search and migrations."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -30,6 +32,8 @@ def _demo(settings: MemhubSettings) -> int:
     print(f"stored 3 turns in session {memory.session_id}; read back from PostgreSQL:")
     for turn in memory.retrieve_short_memory(turns=5):
         print(f"  {turn.role:>9}: {turn.content}")
+    recalled = memory.retrieve_long_memory([UserMessage(content="What colour do I like?")], 2)
+    print(f"long-term recall for 'What colour do I like?':\n  {recalled.content!r}")
     memory.close()
     return 0
 
@@ -43,6 +47,60 @@ async def _migrate(settings: MemhubSettings) -> int:
     return 0
 
 
+async def _worker(settings: MemhubSettings, concurrency: int) -> int:
+    from memhub.memory.shared import acquire_engine, release_engine
+
+    engine = await acquire_engine(settings.model_copy(update={"worker": "off"}))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    logging.getLogger("memhub").info("worker started (%s concurrent batches)", concurrency)
+    try:
+        await asyncio.gather(*(engine.worker.run(stop) for _ in range(concurrency)))
+    finally:
+        await release_engine(engine)
+    return 0
+
+
+async def _jobs(settings: MemhubSettings, action: str, ids: list[int]) -> int:
+    from memhub.store.postgres import PostgresStore
+
+    store = await PostgresStore.open(settings)
+    try:
+        if action == "stats":
+            parked = await store.list_jobs("parked", 10_000)
+            print(json.dumps({"queued": await store.pending_jobs(), "parked": len(parked)}))
+        elif action == "parked":
+            for job in await store.list_jobs("parked", 1000):
+                print(
+                    json.dumps(
+                        {
+                            "id": job.id,
+                            "kind": job.kind,
+                            **job.scope.as_dict(),
+                            "attempts": job.attempts,
+                            "error": job.last_error,
+                        }
+                    )
+                )
+        elif action == "retry":
+            print(f"requeued {await store.requeue_parked(ids or None)} parked jobs")
+    finally:
+        await store.aclose()
+    return 0
+
+
+async def _search(settings: MemhubSettings, query: str, user_id: str, limit: int) -> int:
+    from memhub.memory import AsyncMemory
+
+    async with AsyncMemory(settings=settings.model_copy(update={"worker": "off"})) as memory:
+        found = await memory.search(query, user_id=user_id, limit=limit)
+    for hit in found["results"]:
+        print(f"{hit['score']:.3f}  {hit['memory']}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memhub", description="Memory for LLM agents.")
     parser.add_argument("--database-url", help="PostgreSQL URL (default: embedded server)")
@@ -50,19 +108,37 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="store a short conversation and print it back")
     commands.add_parser("migrate", help="apply database migrations")
+    worker = commands.add_parser("worker", help="process queued jobs until stopped")
+    worker.add_argument("--concurrency", type=int, default=1, help="batches in flight")
+    jobs = commands.add_parser("jobs", help="inspect the job queue")
+    jobs.add_argument("action", choices=["stats", "parked", "retry"])
+    jobs.add_argument("ids", nargs="*", type=int, help="job ids for retry (default: all)")
+    search = commands.add_parser("search", help="search a user's memories")
+    search.add_argument("query")
+    search.add_argument("--user-id", required=True)
+    search.add_argument("--limit", type=int, default=10)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memhub`` command."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         settings = MemhubSettings.from_env(database_url=args.database_url)
         if args.command == "demo":
             return _demo(settings)
         if args.command == "migrate":
             return asyncio.run(_migrate(settings))
+        if args.command == "worker":
+            return asyncio.run(_worker(settings, max(1, args.concurrency)))
+        if args.command == "jobs":
+            return asyncio.run(_jobs(settings, args.action, args.ids))
+        if args.command == "search":
+            return asyncio.run(_search(settings, args.query, args.user_id, args.limit))
     except MemhubError as exc:
         print(f"memhub: {exc}", file=sys.stderr)
         return 1

@@ -9,27 +9,47 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from memhub.config import MemhubSettings
-from memhub.engine.inputs import Limits, check_id
-from memhub.errors import MemhubError, UsageError
+from memhub.embed import Embedder
+from memhub.engine.fusion import FusionConfig, fuse
+from memhub.engine.ingest import turns_and_job
+from memhub.engine.inputs import (
+    Limits,
+    check_id,
+    check_limit,
+    check_text,
+    normalize_messages,
+    parse_timestamp,
+    scope_of,
+)
+from memhub.engine.text import memory_hash
+from memhub.errors import MemoryNotFound, UsageError
+from memhub.filters import parse_filters
+from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
+from memhub.memory.shared import Engine, acquire_engine, release_engine
 from memhub.messages import Message, SystemMessage
 from memhub.messages import deserialize as _deserialize
 from memhub.messages import serialize as _serialize
-from memhub.store.postgres import PostgresStore
-from memhub.store.records import NewJob, NewTurn, Scope
+from memhub.store.records import Scope
 
 __all__ = ["AsyncMemory"]
 
 log = logging.getLogger("memhub")
 
-INGEST_JOB = "ingest"
+
+def _memory_id(value: object) -> uuid.UUID:
+    try:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except ValueError:
+        raise UsageError(f"memory_id {value!r} is not a UUID") from None
 
 
 class AsyncMemory:
-    """Short- and long-term memory for one application, optionally bound to a user and session.
+    """Short- and long-term memory, optionally bound to one user and session (ARKOS's way).
 
     Args:
         user_id: The user ARKOS's methods act for (the Mem0-style methods take it per call).
@@ -38,6 +58,8 @@ class AsyncMemory:
             those the embedded server.
         use_long_term: Also queue every turn for long-term memory.
         settings: Explicit settings; by default they come from the environment.
+        embedder: An embedder to use instead of the one the settings name.
+        fusion: How search fuses its signals.
     """
 
     def __init__(
@@ -48,11 +70,15 @@ class AsyncMemory:
         use_long_term: bool = True,
         *,
         settings: MemhubSettings | None = None,
+        embedder: Embedder | None = None,
+        fusion: FusionConfig | None = None,
     ) -> None:
-        self.settings = settings or MemhubSettings.from_env(database_url=db_url)
-        if settings is not None and db_url is not None:
-            self.settings = settings.model_copy(update={"database_url": db_url})
-        self.limits = Limits(self.settings.max_id_length, self.settings.max_text_chars)
+        if settings is None:
+            settings = MemhubSettings.from_env(database_url=db_url)
+        elif db_url is not None:
+            settings = settings.model_copy(update={"database_url": db_url})
+        self.settings = settings
+        self.limits = Limits(settings.max_id_length, settings.max_text_chars)
         self.user_id = None if user_id is None else check_id("user_id", user_id, self.limits)
         self.session_id = (
             str(uuid.uuid4())
@@ -60,30 +86,263 @@ class AsyncMemory:
             else check_id("session_id", session_id, self.limits)
         )
         self.use_long_term = use_long_term
-        self._store: PostgresStore | None = None
+        self.fusion = fusion or FusionConfig()
+        self._embedder = embedder
+        self._engine_ref: Engine | None = None
         self._open_lock: asyncio.Lock | None = None
 
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> AsyncMemory:
+        """Build from a Mem0-style config dict (``vector_store``, ``embedder``, ``llm``)."""
+        from memhub.memory.mem0_config import settings_from_mem0_config
+
+        return cls(settings=settings_from_mem0_config(config))
+
     # -- lifecycle --------------------------------------------------------------------------
-    async def _storage(self) -> PostgresStore:
-        if self._store is None:
+    async def _engine(self) -> Engine:
+        if self._engine_ref is None:
             if self._open_lock is None:
                 self._open_lock = asyncio.Lock()
             async with self._open_lock:
-                if self._store is None:
-                    self._store = await PostgresStore.open(self.settings)
-        return self._store
+                if self._engine_ref is None:
+                    self._engine_ref = await acquire_engine(self.settings, self._embedder)
+        return self._engine_ref
 
     async def aclose(self) -> None:
-        """Release this object's database connections and background work."""
-        store, self._store = self._store, None
-        if store is not None:
-            await store.aclose()
+        """Release this object's share of the pool, the embedder and the worker."""
+        engine, self._engine_ref = self._engine_ref, None
+        if engine is not None:
+            await release_engine(engine)
 
     async def __aenter__(self) -> AsyncMemory:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    # -- Mem0-style API ---------------------------------------------------------------------
+    async def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        memory_type: str | None = None,
+        timestamp: datetime | str | float | None = None,
+        wait: bool = False,
+    ) -> dict[str, Any]:
+        """Store messages and queue them for long-term memory; returns once they are durable.
+
+        Args:
+            messages: A string, a message dict, a :class:`Message`, or a list of them.
+            user_id: Whose memory (one of user_id, agent_id, run_id is required).
+            agent_id: The agent's memory.
+            run_id: The run (conversation); also the turns' session id.
+            metadata: Stored with every turn and memory; cannot override scope ids.
+            infer: With an LLM configured, extract facts; False stores each turn as it is.
+            memory_type: Mem0's ``"procedural_memory"`` for an agent run summary.
+            timestamp: When the messages were said (historic imports); default now.
+            wait: Return only once the memories are searchable.
+
+        Returns:
+            ``{"results": [...]}``: with ``wait`` the memories added, else empty (queued).
+        """
+        scope = scope_of(self.limits, user_id, agent_id, run_id)
+        items = normalize_messages(messages, self.limits)
+        meta = self._check_metadata(metadata)
+        said_at = parse_timestamp(timestamp)
+        payload: dict[str, Any] = {"infer": bool(infer)}
+        if memory_type is not None:
+            payload["memory_type"] = check_id("memory_type", memory_type, self.limits)
+        turns, job = turns_and_job(
+            items, scope, session_id=None, metadata=meta, created_at=said_at, job_payload=payload
+        )
+        engine = await self._engine()
+        turn_ids = await engine.store.append_turns(turns, job)
+        engine.worker.wake()
+        if not wait:
+            return {"results": [], "queued_turn_ids": turn_ids}
+        await self._drain(engine, scope)
+        added = await engine.store.list_memories(scope, None, 1000, False)
+        wanted = set(turn_ids)
+        return {
+            "results": [
+                {**memory_item(r), "event": "ADD"}
+                for r in added
+                if wanted.intersection(r.source_turn_ids)
+            ]
+        }
+
+    def _check_metadata(self, metadata: object) -> dict[str, Any]:
+        if metadata is None:
+            return {}
+        if not isinstance(metadata, Mapping):
+            raise UsageError(f"metadata must be a dict, got {type(metadata).__name__}")
+        clash = sorted({"user_id", "agent_id", "run_id"} & set(metadata))
+        if clash:
+            raise UsageError(
+                f"metadata cannot set scope ids ({', '.join(clash)}); pass them as arguments"
+            )
+        return dict(metadata)
+
+    async def _drain(self, engine: Engine, scope: Scope) -> None:
+        # Jobs in retry backoff keep this waiting until they succeed or are parked (bounded
+        # by job_max_attempts); callers that need a deadline wrap it in asyncio.timeout().
+        while await engine.store.pending_jobs(scope):
+            if not await engine.worker.run_once():
+                await asyncio.sleep(0.02)  # another worker holds the jobs; let it finish
+
+    async def wait_idle(self) -> None:
+        """Process (or wait for) every queued job of the database; benchmarks and tests use it."""
+        engine = await self._engine()
+        await self._drain(engine, Scope())
+
+    async def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: Mapping[str, Any] | None = None,
+        threshold: float | None = None,
+        include_superseded: bool = False,
+    ) -> dict[str, list[MemoryItem]]:
+        """Memories relevant to ``query``, best first, by meaning and by words.
+
+        Returns:
+            ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
+        """
+        scope = scope_of(self.limits, user_id, agent_id, run_id)
+        check_text("query", query, self.limits)
+        limit = check_limit(limit)
+        parsed = parse_filters(filters)
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
+        engine = await self._engine()
+        vector = (await engine.embedder.embed([query]))[0]
+        k = max(limit, self.fusion.candidates)
+        candidates = await engine.store.search_candidates(
+            scope, query, vector, k, parsed, include_superseded
+        )
+        scored = fuse(candidates, self.fusion, datetime.now(UTC))
+        results = [
+            memory_item(s.candidate.record, s.score)
+            for s in scored
+            if threshold is None or s.score >= threshold
+        ]
+        return {"results": results[:limit]}
+
+    async def get(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> MemoryItem | None:
+        """One memory by id (None if absent); with scope ids, only inside that scope."""
+        scope = self._optional_scope(user_id, agent_id, run_id)
+        engine = await self._engine()
+        record = await engine.store.get_memory(scope, _memory_id(memory_id))
+        return None if record is None else memory_item(record)
+
+    def _optional_scope(self, user_id: object, agent_id: object, run_id: object) -> Scope | None:
+        if user_id is None and agent_id is None and run_id is None:
+            return None
+        return scope_of(self.limits, user_id, agent_id, run_id)
+
+    async def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        include_superseded: bool = False,
+    ) -> dict[str, list[MemoryItem]]:
+        """The scope's memories, newest first."""
+        scope = scope_of(self.limits, user_id, agent_id, run_id)
+        limit = check_limit(limit, maximum=10_000)
+        engine = await self._engine()
+        records = await engine.store.list_memories(
+            scope, parse_filters(filters), limit, include_superseded
+        )
+        return {"results": [memory_item(r) for r in records]}
+
+    async def update(
+        self,
+        memory_id: str | uuid.UUID,
+        data: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Correct a memory's text (and optionally its metadata); the old text stays in history."""
+        scope = self._optional_scope(user_id, agent_id, run_id)
+        text = check_text("data", data, self.limits)
+        meta = None if metadata is None else self._check_metadata(metadata)
+        engine = await self._engine()
+        vector = (await engine.embedder.embed([text]))[0]
+        record = await engine.store.update_memory(
+            scope, _memory_id(memory_id), text, memory_hash(text), vector, meta, actor="user"
+        )
+        return {"message": "Memory updated successfully!", "result": memory_item(record)}
+
+    async def delete(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, str]:
+        """Delete one memory; its history keeps a DELETE event with the last text."""
+        scope = self._optional_scope(user_id, agent_id, run_id)
+        engine = await self._engine()
+        await engine.store.delete_memory(scope, _memory_id(memory_id), actor="user")
+        return {"message": "Memory deleted successfully!"}
+
+    async def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Delete everything of the scope: memories, history, queued jobs and turns."""
+        scope = scope_of(self.limits, user_id, agent_id, run_id)
+        engine = await self._engine()
+        removed = await engine.store.delete_all(scope)
+        return {"message": "Memories deleted successfully!", "deleted": removed}
+
+    async def history(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[HistoryItem]:
+        """Every change of a memory, oldest first."""
+        scope = self._optional_scope(user_id, agent_id, run_id)
+        engine = await self._engine()
+        events = await engine.store.history(scope, _memory_id(memory_id))
+        if not events and await engine.store.get_memory(scope, _memory_id(memory_id)) is None:
+            raise MemoryNotFound(f"no memory {memory_id} in this scope")
+        return [history_item(e) for e in events]
+
+    async def reset(self) -> None:
+        """Delete all data of every user. Irreversible."""
+        engine = await self._engine()
+        await engine.store.reset()
 
     # -- ARKOS ------------------------------------------------------------------------------
     def start_new_session(self) -> str:
@@ -111,22 +370,19 @@ class AsyncMemory:
         user_id = self._require_user()
         if not isinstance(message, Message):
             raise UsageError(f"expected a memhub Message, got {type(message).__name__}")
-        from memhub.engine.inputs import check_text
-
         check_text("message content", message.content, self.limits, allow_empty=True)
-        turn = NewTurn(
-            user_id=user_id,
+        turns, job = turns_and_job(
+            [message],
+            Scope(user_id=user_id),
             session_id=self.session_id,
-            role=message.role,
-            message=_serialize(message),
+            metadata=None,
+            created_at=None,
+            job_payload={"infer": True} if self.use_long_term else None,
         )
-        job = (
-            NewJob(kind=INGEST_JOB, scope=Scope(user_id=user_id), payload={"infer": True})
-            if self.use_long_term
-            else None
-        )
-        store = await self._storage()
-        (turn_id,) = await store.append_turns([turn], job)
+        engine = await self._engine()
+        (turn_id,) = await engine.store.append_turns(turns, job)
+        if job is not None:
+            engine.worker.wake()
         return turn_id
 
     async def add_memory(self, message: Message) -> bool:
@@ -143,8 +399,8 @@ class AsyncMemory:
         user_id = self._require_user()
         if isinstance(turns, bool) or not isinstance(turns, int) or turns <= 0:
             raise UsageError(f"turns must be a positive integer, got {turns!r}")
-        store = await self._storage()
-        rows = await store.recent_turns(user_id, self.session_id, turns)
+        engine = await self._engine()
+        rows = await engine.store.recent_turns(user_id, self.session_id, turns)
         return [_deserialize(row.message, row.role) for row in rows]
 
     async def retrieve_short_memory(self, turns: int) -> list[Message]:
@@ -155,30 +411,33 @@ class AsyncMemory:
             log.exception("retrieve_short_memory failed for user %s", self.user_id)
             return []
 
-    async def retrieve_long_memory(
+    async def long_memory(
         self, context: Sequence[Message] | None = None, mem0_limit: int = 10
     ) -> SystemMessage:
-        """ARKOS: memories relevant to the last two messages of ``context``.
-
-        Returns ``SystemMessage("retrieved memories:\\n...")``, or an empty one on error or
-        when nothing relevant is stored.
-        """
-        try:
-            user_id = self._require_user()
-            query = "\n".join(m.content for m in list(context or [])[-2:] if m.content.strip())
-            if not query:
-                return SystemMessage(content="")
-            found = await self.search(query, user_id=user_id, limit=mem0_limit)
-            lines = [
-                f"{hit['metadata'].get('role', 'user')}: {hit['memory']}"
-                for hit in found["results"]
-            ]
-        except Exception:
-            log.exception("retrieve_long_memory failed for user %s", self.user_id)
+        """Memories relevant to the last two messages of ``context`` (typed errors)."""
+        user_id = self._require_user()
+        query = "\n".join(m.content for m in list(context or [])[-2:] if m.content.strip())
+        if not query:
             return SystemMessage(content="")
+        # Read your own writes: ARKOS adds a turn and asks right after; finish this user's
+        # queued ingestion first (a no-op count query when nothing is pending).
+        engine = await self._engine()
+        async with asyncio.timeout(10.0):
+            await self._drain(engine, Scope(user_id=user_id))
+        found = await self.search(
+            query[-self.limits.max_text_chars :], user_id=user_id, limit=mem0_limit
+        )
+        lines = [f"{hit.get('role', 'user')}: {hit['memory']}" for hit in found["results"]]
         if not lines:
             return SystemMessage(content="")
         return SystemMessage(content="retrieved memories:\n" + "\n".join(lines))
 
-    async def search(self, query: str, **kwargs: Any) -> dict[str, Any]:  # replaced in issue 3
-        raise MemhubError("long-term search is not available yet")
+    async def retrieve_long_memory(
+        self, context: Sequence[Message] | None = None, mem0_limit: int = 10
+    ) -> SystemMessage:
+        """ARKOS: ``SystemMessage("retrieved memories:\\n...")``; empty on error or no hits."""
+        try:
+            return await self.long_memory(context, mem0_limit)
+        except Exception:
+            log.exception("retrieve_long_memory failed for user %s", self.user_id)
+            return SystemMessage(content="")

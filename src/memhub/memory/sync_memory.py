@@ -5,19 +5,24 @@ Each call runs on memhub's process-wide event loop thread, so every thread share
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from memhub._portal import run_sync
 from memhub.config import MemhubSettings
+from memhub.embed import Embedder
+from memhub.engine.fusion import FusionConfig
 from memhub.memory.async_memory import AsyncMemory
+from memhub.memory.results import HistoryItem, MemoryItem
 from memhub.messages import Message, SystemMessage
 
 __all__ = ["Memory"]
 
 
 class Memory:
-    """Synchronous memory; see :class:`AsyncMemory` for every method's meaning."""
+    """Synchronous memory; every method means what it means on :class:`AsyncMemory`."""
 
     def __init__(
         self,
@@ -27,8 +32,30 @@ class Memory:
         use_long_term: bool = True,
         *,
         settings: MemhubSettings | None = None,
+        embedder: Embedder | None = None,
+        fusion: FusionConfig | None = None,
     ) -> None:
-        self._async = AsyncMemory(user_id, session_id, db_url, use_long_term, settings=settings)
+        self._async = AsyncMemory(
+            user_id,
+            session_id,
+            db_url,
+            use_long_term,
+            settings=settings,
+            embedder=embedder,
+            fusion=fusion,
+        )
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Memory:
+        """Build from a Mem0-style config dict."""
+        memory = cls.__new__(cls)
+        memory._async = AsyncMemory.from_config(config)
+        return memory
+
+    @property
+    def async_memory(self) -> AsyncMemory:
+        """The async object every call goes to."""
+        return self._async
 
     @property
     def user_id(self) -> str | None:
@@ -55,6 +82,152 @@ class Memory:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    # -- Mem0-style API ---------------------------------------------------------------------
+    def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        memory_type: str | None = None,
+        timestamp: datetime | str | float | None = None,
+        wait: bool = False,
+    ) -> dict[str, Any]:
+        return run_sync(
+            self._async.add(
+                messages,
+                user_id=user_id,
+                agent_id=agent_id,
+                run_id=run_id,
+                metadata=metadata,
+                infer=infer,
+                memory_type=memory_type,
+                timestamp=timestamp,
+                wait=wait,
+            )
+        )
+
+    def wait_idle(self) -> None:
+        run_sync(self._async.wait_idle())
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        filters: Mapping[str, Any] | None = None,
+        threshold: float | None = None,
+        include_superseded: bool = False,
+    ) -> dict[str, list[MemoryItem]]:
+        return run_sync(
+            self._async.search(
+                query,
+                user_id=user_id,
+                agent_id=agent_id,
+                run_id=run_id,
+                limit=limit,
+                filters=filters,
+                threshold=threshold,
+                include_superseded=include_superseded,
+            )
+        )
+
+    def get(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> MemoryItem | None:
+        return run_sync(
+            self._async.get(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+        )
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        include_superseded: bool = False,
+    ) -> dict[str, list[MemoryItem]]:
+        return run_sync(
+            self._async.get_all(
+                user_id=user_id,
+                agent_id=agent_id,
+                run_id=run_id,
+                filters=filters,
+                limit=limit,
+                include_superseded=include_superseded,
+            )
+        )
+
+    def update(
+        self,
+        memory_id: str | uuid.UUID,
+        data: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        return run_sync(
+            self._async.update(
+                memory_id,
+                data,
+                metadata=metadata,
+                user_id=user_id,
+                agent_id=agent_id,
+                run_id=run_id,
+            )
+        )
+
+    def delete(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, str]:
+        return run_sync(
+            self._async.delete(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+        )
+
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        return run_sync(self._async.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id))
+
+    def history(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> list[HistoryItem]:
+        return run_sync(
+            self._async.history(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+        )
+
+    def reset(self) -> None:
+        run_sync(self._async.reset())
+
     # -- ARKOS ------------------------------------------------------------------------------
     def start_new_session(self) -> str:
         return self._async.start_new_session()
@@ -74,10 +247,12 @@ class Memory:
     def retrieve_short_memory(self, turns: int) -> list[Message]:
         return run_sync(self._async.retrieve_short_memory(turns))
 
+    def long_memory(
+        self, context: Sequence[Message] | None = None, mem0_limit: int = 10
+    ) -> SystemMessage:
+        return run_sync(self._async.long_memory(context, mem0_limit))
+
     def retrieve_long_memory(
         self, context: Sequence[Message] | None = None, mem0_limit: int = 10
     ) -> SystemMessage:
         return run_sync(self._async.retrieve_long_memory(context, mem0_limit))
-
-    def search(self, query: str, **kwargs: Any) -> dict[str, Any]:
-        return run_sync(self._async.search(query, **kwargs))

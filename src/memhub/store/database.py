@@ -30,6 +30,14 @@ log = logging.getLogger(__name__)
 AsyncConn = psycopg.AsyncConnection[TupleRow]
 
 
+async def _configure_connection(conn: AsyncConn) -> None:
+    await register_vector_async(conn)
+    # A scoped HNSW scan stops after ef_search candidates and filters afterwards, silently
+    # returning fewer hits than asked when many users share the table; iterative scans
+    # (pgvector >= 0.8) keep scanning until enough rows pass the filter.
+    await conn.execute("SET hnsw.iterative_scan = relaxed_order")
+
+
 def resolve_database_url(settings: MemhubSettings) -> str:
     """The configured URL, or the embedded server's (started on demand)."""
     url = settings.database_url
@@ -71,7 +79,7 @@ class Database:
                     max_size=self.settings.pool_max_size,
                     timeout=self.settings.connect_timeout,
                     kwargs=self._connection_kwargs(),
-                    configure=register_vector_async,
+                    configure=_configure_connection,
                     check=AsyncConnectionPool.check_connection,
                     open=False,
                     name="memhub",
@@ -84,8 +92,11 @@ class Database:
             "autocommit": True,
             "connect_timeout": max(1, int(self.settings.connect_timeout)),
         }
+        # UTC sessions: ARKOS's TIMESTAMP column then holds UTC wall time whoever writes it.
+        options = "-c timezone=UTC"
         if self.settings.statement_timeout_ms:
-            kwargs["options"] = f"-c statement_timeout={self.settings.statement_timeout_ms}"
+            options += f" -c statement_timeout={self.settings.statement_timeout_ms}"
+        kwargs["options"] = options
         return kwargs
 
     @asynccontextmanager

@@ -1,18 +1,71 @@
-"""The storage contract the engine relies on; PostgreSQL and the in-process store implement it."""
+"""The storage contract the engine relies on; PostgreSQL and the in-process store implement it.
+
+Everything a store returns is a plain record from :mod:`memhub.store.records`; every scope
+argument narrows by each of its ids that is set, and no method reaches outside its scope.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import Any, Protocol
+from uuid import UUID
 
-from memhub.store.records import NewJob, NewTurn, Turn
+import numpy as np
+import numpy.typing as npt
 
-__all__ = ["ConversationStore"]
+from memhub.filters import Filter
+from memhub.store.records import (
+    Candidate,
+    HistoryEvent,
+    Job,
+    MemoryRecord,
+    NewJob,
+    NewMemory,
+    NewTurn,
+    Scope,
+    Turn,
+)
+
+__all__ = ["JobBatch", "Store", "Vector"]
+
+Vector = npt.NDArray[np.float32]
 
 
-class ConversationStore(Protocol):
-    """Short-term memory: turns in order, per user and session."""
+class JobBatch(Protocol):
+    """Claimed jobs and the one transaction their results are written in.
 
+    Leaving the ``claim_jobs`` context normally commits; an exception rolls everything back
+    and leaves the jobs queued for :meth:`Store.fail_jobs`.
+    """
+
+    jobs: list[Job]
+
+    async def turns(self, ids: Sequence[int]) -> list[Turn]:
+        """The turns these jobs refer to, in id order."""
+        ...
+
+    async def insert_memories(self, memories: Sequence[NewMemory], actor: str) -> list[UUID | None]:
+        """Insert memories and their ADD history; None where an equal current memory exists."""
+        ...
+
+    async def complete(self, job_ids: Sequence[int]) -> None:
+        """Remove finished jobs from the queue."""
+        ...
+
+
+class Store(Protocol):
+    """Short-term turns, long-term memories with their history, and the durable job queue."""
+
+    # -- lifecycle and embedding space ----------------------------------------------------
+    async def aclose(self) -> None: ...
+
+    async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
+        """Fix the database's embedding model and dimension, or refuse a different one."""
+        ...
+
+    # -- conversations ---------------------------------------------------------------------
     async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
         """Store ``turns`` and ``job`` atomically; returns the new turn ids in order."""
         ...
@@ -21,6 +74,75 @@ class ConversationStore(Protocol):
         """The last ``limit`` turns of the session, oldest first."""
         ...
 
-    async def aclose(self) -> None:
-        """Release connections."""
+    # -- memories --------------------------------------------------------------------------
+    async def search_candidates(
+        self,
+        scope: Scope,
+        text_query: str,
+        vector: Vector,
+        k: int,
+        filters: Filter | None,
+        include_superseded: bool,
+    ) -> list[Candidate]:
+        """Up to ``k`` nearest memories by vector and up to ``k`` best by full text, merged."""
+        ...
+
+    async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None: ...
+
+    async def list_memories(
+        self,
+        scope: Scope,
+        filters: Filter | None,
+        limit: int,
+        include_superseded: bool,
+    ) -> list[MemoryRecord]:
+        """Newest first."""
+        ...
+
+    async def update_memory(
+        self,
+        scope: Scope | None,
+        memory_id: UUID,
+        text: str,
+        hash_: str,
+        vector: Vector,
+        metadata: dict[str, Any] | None,
+        actor: str,
+    ) -> MemoryRecord:
+        """Change a memory's text (and metadata) in place, with an UPDATE history event."""
+        ...
+
+    async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:
+        """Remove a memory, keeping a DELETE history event with its last text."""
+        ...
+
+    async def delete_all(self, scope: Scope) -> int:
+        """Remove everything of the scope: memories, history, jobs and, for a user, turns."""
+        ...
+
+    async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]: ...
+
+    async def reset(self) -> None:
+        """Remove all data of every scope (tests, notebooks)."""
+        ...
+
+    # -- jobs ------------------------------------------------------------------------------
+    def claim_jobs(self, limit: int) -> AbstractAsyncContextManager[JobBatch]:
+        """Claim up to ``limit`` ready jobs, keeping each owner's jobs in order."""
+        ...
+
+    async def fail_jobs(
+        self, job_ids: Sequence[int], error: str, retry_at: datetime, max_attempts: int
+    ) -> int:
+        """Count a failed attempt; jobs at ``max_attempts`` are parked. Returns how many parked."""
+        ...
+
+    async def pending_jobs(self, scope: Scope | None = None) -> int:
+        """Queued (not parked) jobs, optionally of one scope."""
+        ...
+
+    async def list_jobs(self, status: str, limit: int) -> list[Job]: ...
+
+    async def requeue_parked(self, job_ids: Sequence[int] | None) -> int:
+        """Put parked jobs back in the queue (all when ``job_ids`` is None)."""
         ...

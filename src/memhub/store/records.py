@@ -89,6 +89,8 @@ class Job:
     payload: dict[str, Any]
     attempts: int
     created_at: datetime
+    status: str = "queued"  # queued | parked
+    last_error: str | None = None
 
 
 @dataclass(frozen=True)

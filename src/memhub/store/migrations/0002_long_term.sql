@@ -68,5 +68,8 @@ CREATE TABLE IF NOT EXISTS memory_jobs (
     last_error  TEXT,
     created_at  TIMESTAMPTZ NOT NULL DEFAULT now()
 );
-CREATE INDEX IF NOT EXISTS memory_jobs_ready ON memory_jobs (run_after, id) WHERE status = 'queued';
+CREATE INDEX IF NOT EXISTS memory_jobs_ready ON memory_jobs (id) WHERE status = 'queued';
+-- "Is an older job of this owner still queued?": asked for every owner of every claimed batch.
+CREATE INDEX IF NOT EXISTS memory_jobs_owner
+    ON memory_jobs ((coalesce(user_id, agent_id, run_id, '')), id) WHERE status = 'queued';
 CREATE INDEX IF NOT EXISTS memory_jobs_user ON memory_jobs (user_id) WHERE user_id IS NOT NULL;

@@ -1,0 +1,74 @@
+"""From ``add()`` arguments to stored turns and their queued job; from turns to memories."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from memhub.engine.text import memory_hash
+from memhub.messages import Message, deserialize, serialize
+from memhub.store.records import NewJob, NewMemory, NewTurn, Scope, Turn
+
+__all__ = ["DEFAULT_SESSION", "INGEST_JOB", "memories_from_turns", "turns_and_job"]
+
+INGEST_JOB = "ingest"
+# Mem0-style calls without a run id still need ARKOS's NOT NULL session id.
+DEFAULT_SESSION = "default"
+
+
+def turns_and_job(
+    messages: Sequence[Message],
+    scope: Scope,
+    *,
+    session_id: str | None,
+    metadata: dict[str, Any] | None,
+    created_at: datetime | None,
+    job_payload: dict[str, Any] | None,
+) -> tuple[list[NewTurn], NewJob | None]:
+    """The turns to store for ``messages`` and, if ``job_payload`` is given, their job."""
+    session = session_id or scope.run_id or DEFAULT_SESSION
+    turns = [
+        NewTurn(
+            # conversation_context.user_id is NOT NULL; agent- or run-only turns use "" (an
+            # id no caller can pass, so it never collides with a real user).
+            user_id=scope.user_id or "",
+            session_id=session,
+            role=message.role,
+            message=serialize(message),
+            agent_id=scope.agent_id,
+            metadata=metadata or None,
+            created_at=created_at,
+        )
+        for message in messages
+    ]
+    job = None if job_payload is None else NewJob(kind=INGEST_JOB, scope=scope, payload=job_payload)
+    return turns, job
+
+
+def memories_from_turns(
+    turns: Sequence[Turn], scope: Scope, vectors: Sequence[Any], payload: dict[str, Any]
+) -> list[NewMemory]:
+    """One raw memory per non-empty turn: the message text as said, with its origin."""
+    memories: list[NewMemory] = []
+    for turn, vector in zip(turns, vectors, strict=True):
+        text = deserialize(turn.message, turn.role).content
+        metadata = {**(turn.metadata or {}), "role": turn.role, "session_id": turn.session_id}
+        # conversation_context keeps UTC wall time in a column without a time zone.
+        said_at = turn.created_at.replace(tzinfo=UTC) if turn.created_at else None
+        memories.append(
+            NewMemory(
+                id=uuid.uuid4(),
+                scope=scope,
+                memory=text,
+                hash=memory_hash(text),
+                embedding=vector,
+                metadata=metadata,
+                memory_type=payload.get("memory_type"),
+                valid_from=said_at,
+                source_turn_ids=(turn.id,),
+                created_at=said_at,
+            )
+        )
+    return memories

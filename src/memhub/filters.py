@@ -1,0 +1,398 @@
+"""Mem0-style filters: parsed once into a small tree, then evaluated here or compiled to SQL.
+
+:func:`matches` (the in-process store) and :mod:`memhub.store.pg_filters` (PostgreSQL) give
+the same answer on every record; a shared table of cases tests both.
+
+Fields
+    ``created_at updated_at valid_from valid_to``   timestamp columns; values are datetimes or
+                                                    ISO 8601 strings, naive meaning UTC
+    ``id user_id agent_id run_id memory_type``      columns (``id`` values must be UUIDs)
+    anything else                                   a metadata key; ``"a.b"`` is key ``b`` of
+                                                    the object at key ``a`` (dots always split)
+
+Semantics
+    ``{"f": v}``, ``eq``     exact JSON equality: ``1 == 1.0``, ``True != 1``, a list equals
+                             only an equal list (use ``contains`` for membership); ``None``
+                             matches an explicit JSON null, or a NULL column
+    ``ne``, ``nin``          exactly ``NOT eq`` / ``NOT in``: true when the key is missing
+    ``gt gte lt lte``        numbers with numbers, strings with strings (code-point order),
+                             booleans with booleans, timestamps with timestamps
+    ``in``                   ``eq`` to any of the listed values; ``in []`` matches nothing
+    ``contains``             substring of a string, or an element (by ``eq``) of a list
+    ``icontains``            substring of a string, ignoring ASCII case only (the same on
+                             every database locale)
+    ``{"f": "*"}``           the key is present (even as JSON null) / the column is not NULL
+    missing key, mixed types the condition is false (never an error); ``NOT`` negates
+    several keys / operators AND; ``{"AND"|"OR"|"NOT": [..]}`` (also ``and``, ``$and``...);
+                             ``NOT [a, b]`` means neither: ``NOT (a OR b)``
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any, Final
+from uuid import UUID
+
+from memhub.errors import UsageError
+
+__all__ = [
+    "COLUMN_FIELDS",
+    "COMPARISONS",
+    "EXISTS",
+    "MAX_CONDITIONS",
+    "MAX_DEPTH",
+    "OPERATORS",
+    "TIMESTAMP_FIELDS",
+    "And",
+    "Condition",
+    "Filter",
+    "Not",
+    "Or",
+    "matches",
+    "metadata_path",
+    "parse_filters",
+]
+
+COLUMN_FIELDS: Final = frozenset({"id", "user_id", "agent_id", "run_id", "memory_type"})
+TIMESTAMP_FIELDS: Final = frozenset({"created_at", "updated_at", "valid_from", "valid_to"})
+OPERATORS: Final = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains")
+COMPARISONS: Final = ("gt", "gte", "lt", "lte")
+EXISTS: Final = "exists"  # what {"field": "*"} parses to; not accepted as a written operator
+MAX_DEPTH: Final = 10
+MAX_CONDITIONS: Final = 100
+
+_LOGICAL: Final = {
+    name: kind
+    for kind in ("and", "or", "not")
+    for name in (kind, kind.upper(), "$" + kind, "$" + kind.upper())
+}
+_MAX_VALUE_DEPTH: Final = 32  # keeps hostile input from ending in a RecursionError
+_ASCII_LOWER: Final = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One test of one field: ``op`` is one of :data:`OPERATORS` or ``"exists"``.
+
+    ``value`` is normalised by :func:`parse_filters`: an aware UTC datetime for timestamp
+    fields, a UUID for ``id``, a tuple for ``in``/``nin``, a fresh JSON value otherwise.
+    """
+
+    field: str
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class And:
+    """All parts hold (true when there are none)."""
+
+    parts: tuple[Filter, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    """At least one part holds (false when there are none)."""
+
+    parts: tuple[Filter, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    """The part does not hold."""
+
+    part: Filter
+
+
+Filter = Condition | And | Or | Not
+
+
+# -- parsing -------------------------------------------------------------------------------
+def parse_filters(raw: Mapping[str, Any] | None) -> Filter | None:
+    """Parse Mem0's filter language into a :data:`Filter` tree.
+
+    Args:
+        raw: e.g. ``{"category": "work", "score": {"gte": 3}, "OR": [{..}, {..}]}``;
+            ``None`` or ``{}`` for no filter.
+
+    Returns:
+        The tree, or ``None`` when there is nothing to filter on.
+
+    Raises:
+        UsageError: the filter is malformed: an unknown operator, a value of the wrong kind,
+            nesting deeper than :data:`MAX_DEPTH` or more than :data:`MAX_CONDITIONS` conditions.
+    """
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise UsageError(f"filters must be a dict, got {type(raw).__name__}")
+    if not raw:
+        return None
+    return _parse_group(raw, depth=1, budget=[0])  # budget: conditions seen so far
+
+
+def _parse_group(raw: Mapping[Any, Any], depth: int, budget: list[int]) -> Filter:
+    if depth > MAX_DEPTH:
+        raise UsageError(f"filters are nested deeper than {MAX_DEPTH} levels")
+    parts: list[Filter] = []
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            raise UsageError(f"filter keys must be strings, got {key!r}")
+        if key in _LOGICAL:
+            parts.append(_parse_logical(_LOGICAL[key], key, value, depth, budget))
+        else:
+            parts.extend(_parse_field(key, value, budget))
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
+def _parse_logical(kind: str, key: str, value: Any, depth: int, budget: list[int]) -> Filter:
+    if not isinstance(value, list | tuple):
+        raise UsageError(f"{key!r} needs a list of filter dicts, got {type(value).__name__}")
+    parts: list[Filter] = []
+    for item in value:
+        if not isinstance(item, Mapping):
+            raise UsageError(f"{key!r} needs a list of filter dicts, got an item {item!r}")
+        parts.append(_parse_group(item, depth + 1, budget))
+    if kind == "and":
+        return And(tuple(parts))
+    if kind == "or":
+        return Or(tuple(parts))
+    return Not(parts[0] if len(parts) == 1 else Or(tuple(parts)))
+
+
+def _parse_field(field: str, value: Any, budget: list[int]) -> list[Condition]:
+    metadata_path(field)  # validates the name
+    if isinstance(value, Mapping):
+        if not value:
+            raise UsageError(f"the filter on {field!r} has no operator; {_allowed()}")
+        conditions = [_condition(field, _operator(field, op), v) for op, v in value.items()]
+    elif isinstance(value, str) and value == "*":
+        conditions = [Condition(field, EXISTS, True)]
+    else:
+        conditions = [_condition(field, "eq", value)]
+    budget[0] += len(conditions)
+    if budget[0] > MAX_CONDITIONS:
+        raise UsageError(f"filters have more than {MAX_CONDITIONS} conditions")
+    return conditions
+
+
+def _allowed() -> str:
+    return f"allowed operators: {', '.join(OPERATORS)} (a '$' prefix is accepted)"
+
+
+def _operator(field: str, op: Any) -> str:
+    name = op.removeprefix("$") if isinstance(op, str) else op
+    if name not in OPERATORS:
+        raise UsageError(
+            f"unknown operator {op!r} on {field!r}; {_allowed()}. To match a nested metadata "
+            f"key use a dotted field such as '{field}.{op}'; to match a whole object use "
+            "{'eq': {...}}"
+        )
+    return str(name)
+
+
+def metadata_path(field: str) -> tuple[str, ...]:
+    """The metadata keys a field name walks through: ``"a.b"`` -> ``("a", "b")``.
+
+    Raises:
+        UsageError: the name is empty, has an empty segment or contains a NUL character.
+    """
+    if not isinstance(field, str) or not field.strip():
+        raise UsageError(f"filter field names must be non-empty strings, got {field!r}")
+    path = tuple(field.split("."))
+    if "" in path or "\x00" in field:
+        raise UsageError(f"invalid filter field {field!r}: empty key or NUL character")
+    return path
+
+
+def _condition(field: str, op: str, value: Any) -> Condition:
+    if op in ("in", "nin"):
+        if not isinstance(value, list | tuple):
+            raise UsageError(f"{op!r} on {field!r} needs a list, got {type(value).__name__}")
+        return Condition(field, op, tuple(_value(field, v) for v in value))
+    if op in COMPARISONS and (value is None or isinstance(value, Mapping | list | tuple)):
+        raise UsageError(
+            f"{op!r} on {field!r} needs a single number, string, boolean or timestamp, "
+            f"got {value!r}"
+        )
+    if op in ("contains", "icontains") and (field in TIMESTAMP_FIELDS or field == "id"):
+        raise UsageError(f"{op!r} is not supported on {field!r}")
+    if op == "icontains" and not isinstance(value, str):
+        raise UsageError(f"'icontains' on {field!r} needs a string, got {value!r}")
+    return Condition(field, op, _value(field, value))
+
+
+def _value(field: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if field in TIMESTAMP_FIELDS:
+        return _timestamp(field, value)
+    if field == "id":
+        return _uuid(value)
+    return _json(field, value, 0)
+
+
+def _timestamp(field: str, value: Any) -> datetime:
+    try:
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        elif isinstance(value, date) and not isinstance(value, datetime):
+            value = datetime(value.year, value.month, value.day)
+        if isinstance(value, datetime):
+            return _as_utc(value)
+    except (ValueError, OverflowError) as exc:
+        raise UsageError(f"{field!r} needs an ISO 8601 timestamp, got {value!r}") from exc
+    raise UsageError(f"{field!r} needs a datetime or an ISO 8601 string, got {value!r}")
+
+
+def _as_utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _uuid(value: Any) -> UUID:
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(value)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"'id' needs a UUID, got {value!r}") from exc
+
+
+def _json(field: str, value: Any, depth: int) -> Any:
+    """A fresh copy of ``value``, refused unless PostgreSQL's jsonb can hold it."""
+    if depth > _MAX_VALUE_DEPTH:
+        raise UsageError(f"the filter value on {field!r} is nested too deeply")
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UsageError(f"the filter value on {field!r} must be finite, got {value!r}")
+        return value
+    if isinstance(value, str):
+        if "\x00" in value:  # jsonb cannot store NUL
+            raise UsageError(f"the filter value on {field!r} contains a NUL character")
+        return value
+    if isinstance(value, list | tuple):
+        return [_json(field, v, depth + 1) for v in value]
+    if isinstance(value, Mapping):
+        return {_json_key(field, k): _json(field, v, depth + 1) for k, v in value.items()}
+    raise UsageError(
+        f"the filter value on {field!r} must be JSON (str, number, bool, None, list, dict), "
+        f"got {type(value).__name__}"
+    )
+
+
+def _json_key(field: str, key: Any) -> str:
+    if not isinstance(key, str) or "\x00" in key:
+        raise UsageError(f"the filter value on {field!r} has an invalid object key {key!r}")
+    return key
+
+
+# -- evaluation ----------------------------------------------------------------------------
+_MISSING: Final = object()
+_NEGATED: Final = {"ne": "eq", "nin": "in"}
+_ORDER: Final = {"gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le}
+
+
+def matches(f: Filter, record: Mapping[str, Any]) -> bool:
+    """Whether a memory satisfies a filter, exactly as PostgreSQL would decide.
+
+    Args:
+        f: a tree from :func:`parse_filters`.
+        record: the memory's columns by name (missing ones count as NULL) and ``"metadata"``.
+
+    Returns:
+        True when the record is selected.
+    """
+    if isinstance(f, Condition):
+        return _matches_condition(f, record)
+    if isinstance(f, And):
+        return all(matches(p, record) for p in f.parts)
+    if isinstance(f, Or):
+        return any(matches(p, record) for p in f.parts)
+    return not matches(f.part, record)
+
+
+def _matches_condition(c: Condition, record: Mapping[str, Any]) -> bool:
+    actual = _lookup(c.field, record)
+    if c.op == EXISTS:
+        return actual is not (None if _is_column(c.field) else _MISSING)
+    negated = c.op in _NEGATED
+    op = _NEGATED.get(c.op, c.op)
+    held = actual is not _MISSING and _test(op, actual, c.value)
+    return not held if negated else held
+
+
+def _test(op: str, actual: Any, value: Any) -> bool:
+    if op == "eq":
+        return _equal(actual, value)
+    if op == "in":
+        return any(_equal(actual, v) for v in value)
+    if op == "contains":
+        if isinstance(actual, str):
+            return isinstance(value, str) and value in actual
+        return isinstance(actual, list | tuple) and any(_equal(e, value) for e in actual)
+    if op == "icontains":
+        return isinstance(actual, str) and _fold(value) in _fold(actual)
+    order = _compare(actual, value)
+    return order is not None and _ORDER[op](order, 0)
+
+
+def _is_column(field: str) -> bool:
+    return field in COLUMN_FIELDS or field in TIMESTAMP_FIELDS
+
+
+def _lookup(field: str, record: Mapping[str, Any]) -> Any:
+    """A column's value (None when NULL), or the metadata value (``_MISSING`` when absent)."""
+    if _is_column(field):
+        value = record.get(field)
+        if isinstance(value, datetime):
+            return _as_utc(value)
+        if field == "id" and isinstance(value, str):
+            return _uuid(value)
+        return value
+    current: Any = record.get("metadata") or {}
+    for key in metadata_path(field):
+        if not isinstance(current, Mapping) or key not in current:
+            return _MISSING
+        current = current[key]
+    return current
+
+
+def _fold(text: str) -> str:
+    return text.translate(_ASCII_LOWER)
+
+
+def _number(value: Any) -> Decimal | None:
+    """The decimal PostgreSQL sees: floats travel as their shortest repr in JSON."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """jsonb equality: booleans are not numbers, numbers compare by value."""
+    na, nb = _number(a), _number(b)
+    if na is not None or nb is not None:
+        return na is not None and nb is not None and na == nb
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _compare(a: Any, b: Any) -> int | None:
+    """-1, 0 or 1, or None when jsonpath would call the comparison unknown."""
+    na, nb = _number(a), _number(b)
+    if na is not None and nb is not None:
+        return (na > nb) - (na < nb)
+    if type(a) is type(b) and isinstance(a, bool | str | datetime | UUID):
+        return int(a > b) - int(a < b)
+    return None

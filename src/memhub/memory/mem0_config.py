@@ -1,0 +1,117 @@
+"""Mem0's config dict (``vector_store`` / ``embedder`` / ``llm``) mapped onto memhub's settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from memhub.config import MemhubSettings
+from memhub.errors import ConfigurationError
+
+__all__ = ["settings_from_mem0_config"]
+
+_VECTOR_STORES = ("pgvector", "supabase", "memhub")
+_LLM_URL_KEYS = (
+    "vllm_base_url",
+    "ollama_base_url",
+    "openai_base_url",
+    "lmstudio_base_url",
+    "base_url",
+)
+_EMBED_URL_KEYS = ("huggingface_base_url", "openai_base_url", "ollama_base_url", "base_url")
+
+
+def _section(config: Mapping[str, Any], name: str) -> tuple[str | None, dict[str, Any]]:
+    section = config.get(name)
+    if section is None:
+        return None, {}
+    if not isinstance(section, Mapping) or "provider" not in section:
+        raise ConfigurationError(f"config[{name!r}] must be {{'provider': ..., 'config': {{...}}}}")
+    inner = section.get("config") or {}
+    if not isinstance(inner, Mapping):
+        raise ConfigurationError(f"config[{name!r}]['config'] must be a dict")
+    return str(section["provider"]).lower(), {k: v for k, v in inner.items() if v is not None}
+
+
+def _database_url(provider: str, cfg: Mapping[str, Any]) -> str | None:
+    if provider not in _VECTOR_STORES:
+        raise ConfigurationError(
+            f"vector store {provider!r} is not supported; memhub stores vectors in PostgreSQL "
+            f"({', '.join(_VECTOR_STORES)})"
+        )
+    url = cfg.get("connection_string") or cfg.get("url")
+    if url:
+        return str(url)
+    if "host" not in cfg and "dbname" not in cfg:
+        return None  # no server named: the embedded one
+    user = quote(str(cfg.get("user", "postgres")))
+    password = cfg.get("password")
+    auth = f"{user}:{quote(str(password))}@" if password else f"{user}@"
+    return (
+        f"postgresql://{auth}{cfg.get('host', 'localhost')}:{cfg.get('port', 5432)}"
+        f"/{cfg.get('dbname', 'postgres')}"
+    )
+
+
+def _first(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    return next((str(cfg[k]) for k in keys if cfg.get(k)), None)
+
+
+def settings_from_mem0_config(config: Mapping[str, Any]) -> MemhubSettings:
+    """Settings for a Mem0-style config; unknown sections and providers are clear errors.
+
+    The environment still fills what the dict leaves out, as with Mem0.
+    """
+    if not isinstance(config, Mapping):
+        raise ConfigurationError("config must be a dict in Mem0's shape")
+    unknown = sorted(
+        set(config)
+        - {
+            "vector_store",
+            "embedder",
+            "llm",
+            "version",
+            "history_db_path",
+            "custom_fact_extraction_prompt",
+            "custom_instructions",
+            "custom_update_memory_prompt",
+            "graph_store",
+            "reranker",
+        }
+    )
+    if unknown:
+        raise ConfigurationError(f"unknown config keys: {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    store, store_cfg = _section(config, "vector_store")
+    if store is not None:
+        values["database_url"] = _database_url(store, store_cfg)
+    embedder, embed_cfg = _section(config, "embedder")
+    if embedder is not None:
+        values["embedder"] = embedder
+        values["embedder_model"] = embed_cfg.get("model")
+        values["embedder_base_url"] = _first(embed_cfg, _EMBED_URL_KEYS)
+        values["embedder_api_key"] = embed_cfg.get("api_key")
+        values["embedder_dimension"] = embed_cfg.get("embedding_dims")
+        if embedder == "huggingface" and values["embedder_base_url"] is None:
+            values["embedder"] = "minilm"
+            if values["embedder_model"] not in (
+                None,
+                "all-MiniLM-L6-v2",
+                "sentence-transformers/all-MiniLM-L6-v2",
+            ):
+                raise ConfigurationError(
+                    f"local Hugging Face model {values['embedder_model']!r} is not bundled; "
+                    "serve it with TEI/vLLM and set huggingface_base_url"
+                )
+            values["embedder_model"] = None
+    llm, llm_cfg = _section(config, "llm")
+    if llm is not None:
+        values["llm_provider"] = llm
+        values["llm_model"] = llm_cfg.get("model")
+        values["llm_base_url"] = _first(llm_cfg, _LLM_URL_KEYS)
+        values["llm_api_key"] = llm_cfg.get("api_key")
+    for key in ("custom_fact_extraction_prompt", "custom_instructions"):
+        if config.get(key):
+            values["custom_instructions"] = str(config[key])
+    return MemhubSettings.from_env(**values)

@@ -1,0 +1,144 @@
+"""What every memory object of a process shares per database and event loop.
+
+ARKOS creates one ``Memory`` per user; they must not each open a pool, load a model and
+start a worker. One :class:`Engine` per (database, loop) holds the store, the embedder and
+the background worker, reference-counted and closed with its last user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from memhub.config import MemhubSettings
+from memhub.embed import Embedder, create_embedder
+from memhub.engine.worker import Worker, WorkerConfig
+from memhub.store.postgres import PostgresStore
+from memhub.store.protocol import Store
+
+__all__ = [
+    "Engine",
+    "acquire_engine",
+    "close_all_engines",
+    "embedder_from_settings",
+    "release_engine",
+]
+
+log = logging.getLogger("memhub")
+
+
+def embedder_from_settings(settings: MemhubSettings) -> Embedder:
+    """The embedder the settings name (nothing is loaded until first use)."""
+    if settings.embedder in ("minilm", "onnx", "default"):
+        return create_embedder(settings.embedder, threads=settings.embedder_threads)
+    return create_embedder(
+        settings.embedder,
+        model=settings.embedder_model,
+        base_url=settings.embedder_base_url,
+        api_key=settings.embedder_api_key,
+        dimension=settings.embedder_dimension,
+    )
+
+
+@dataclass
+class Engine:
+    """A store, its embedder and (optionally) the in-process worker."""
+
+    store: Store
+    embedder: Embedder
+    worker: Worker
+    users: int = 0
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _task: asyncio.Task[None] | None = None
+
+    def start_worker(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self.worker.run(self._stop), name="memhub-worker"
+            )
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            self.worker.wake()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.embedder.aclose()
+        await self.store.aclose()
+
+
+_engines: dict[tuple[object, ...], Engine] = {}
+_lock: asyncio.Lock | None = None
+
+
+def _key(settings: MemhubSettings, embedder: Embedder | None) -> tuple[object, ...]:
+    return (
+        id(asyncio.get_running_loop()),
+        settings.database_url,
+        str(settings.data_dir),
+        settings.embedder,
+        settings.embedder_model,
+        settings.embedder_base_url,
+        id(embedder),
+    )
+
+
+async def acquire_engine(settings: MemhubSettings, embedder: Embedder | None = None) -> Engine:
+    """The shared engine for these settings on the running loop, opened on first use."""
+    global _lock
+    if _lock is None:
+        _lock = asyncio.Lock()
+    key = _key(settings, embedder)
+    async with _lock:
+        engine = _engines.get(key)
+        if engine is None:
+            engine = await _open_engine(settings, embedder)
+            _engines[key] = engine
+        engine.users += 1
+        return engine
+
+
+async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> Engine:
+    store = await PostgresStore.open(settings)
+    try:
+        chosen = embedder or embedder_from_settings(settings)
+        await store.ensure_embedding_space(chosen.model_name, chosen.dimension)
+    except BaseException:
+        await store.aclose()
+        raise
+    worker = Worker(
+        store,
+        chosen,
+        WorkerConfig(
+            batch_size=settings.worker_batch_size,
+            poll_interval=settings.worker_poll_interval,
+            max_attempts=settings.job_max_attempts,
+            backoff_base=settings.job_retry_base_seconds,
+        ),
+    )
+    engine = Engine(store=store, embedder=chosen, worker=worker)
+    if settings.worker == "thread":
+        engine.start_worker()
+    return engine
+
+
+async def release_engine(engine: Engine) -> None:
+    """Drop one user; the last one stops the worker and closes the store."""
+    engine.users -= 1
+    if engine.users > 0:
+        return
+    for key, value in list(_engines.items()):
+        if value is engine:
+            del _engines[key]
+    await engine.close()
+
+
+async def close_all_engines() -> None:
+    """Stop every engine of the running loop (interpreter exit)."""
+    loop_id = id(asyncio.get_running_loop())
+    for key, engine in list(_engines.items()):
+        if key[0] == loop_id:
+            del _engines[key]
+            await engine.close()

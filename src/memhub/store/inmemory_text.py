@@ -1,0 +1,107 @@
+"""Full-text matching of the in-process store: an approximation of PostgreSQL's english search.
+
+PostgreSQL indexes ``to_tsvector('english', memory)`` and memhub asks it for the OR of the
+query's words ranked by ``ts_rank``. Here text is split into lower-cased runs of letters and
+digits, PostgreSQL's english stop words are dropped and the rest go through a light stemmer
+(inflections only: plurals, ``-ing``, ``-ed``, a final ``e``; no derivational suffixes as
+Snowball strips). A document matches when it shares any term with the query, and scores with
+``ts_rank``'s own formula for an OR query at the default weight, so ranks agree with
+PostgreSQL's whenever the two stemmers agree on the words involved.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Final
+
+import numpy as np
+
+__all__ = ["STOP_WORDS", "stem", "terms", "text_score"]
+
+# PostgreSQL's english.stop (the Snowball list).
+STOP_WORDS: Final = frozenset(
+    """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
+    she her hers herself it its itself they them their theirs themselves what which who whom
+    this that these those am is are was were be been being have has had having do does did
+    doing a an the and but if or because as until while of at by for with about against
+    between into through during before after above below to from up down in out on off over
+    under again further then once here there when where why how all any both each few more
+    most other some such no nor not only own same so than too very s t can will just don
+    should now
+    """.split()
+)
+
+_WORD: Final = re.compile(r"[^\W_]+")
+_VOWELS: Final = frozenset("aeiouy")
+_NO_UNDOUBLE: Final = frozenset("aeiouylsz")
+_WEIGHT_D: Final = 0.1  # ts_rank's default weight of unlabelled (D) positions
+_ZETA_2: Final = 1.64493406685  # sum(1/i^2), the limit ts_rank divides by
+
+
+def stem(word: str) -> str:
+    """A light english stemmer: ``hiking``, ``hiked``, ``hikes`` and ``hike`` all give ``hik``.
+
+    Words of three letters or fewer and words holding digits are kept as they are.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ied") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("es") and word[-3] not in "aeo":
+        word = word[:-1]  # boxes -> boxe -> box (below)
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ing") and len(word) >= 5 and _VOWELS.intersection(word[:-3]):
+        word = _undouble(word[:-3])
+    elif (
+        word.endswith("ed")
+        and not word.endswith("eed")
+        and len(word) >= 5
+        and _VOWELS.intersection(word[:-2])
+    ):
+        return _undouble(word[:-2])  # hike + d: the final e is already gone
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def _undouble(word: str) -> str:
+    if len(word) >= 2 and word[-1] == word[-2] and word[-1] not in _NO_UNDOUBLE:
+        return word[:-1]
+    return word
+
+
+def terms(text: str) -> Counter[str]:
+    """The stemmed, stop-word-free terms of ``text`` with their frequencies."""
+    return Counter(
+        stem(word) for word in _WORD.findall(text.lower()) if word not in STOP_WORDS
+    )
+
+
+def text_score(document: Counter[str], query: Counter[str]) -> float | None:
+    """``ts_rank`` of ``document`` for the OR of the query's terms; None when none is shared.
+
+    PostgreSQL's ``calc_rank_or``: each distinct query term found ``n`` times adds
+    ``0.1 * sum(1/i^2 for i in 1..n) / (pi^2/6)``; the sum is divided by the number of
+    distinct query terms and returned as a ``real`` (float4).
+    """
+    if not query:
+        return None
+    total = 0.0
+    matched = False
+    for term in query:
+        count = document.get(term, 0)
+        if count:
+            matched = True
+            total += _WEIGHT_D * _harmonic2(count) / _ZETA_2
+    if not matched:
+        return None
+    return float(np.float32(total / len(query)))
+
+
+def _harmonic2(n: int) -> float:
+    return sum(1.0 / (i * i) for i in range(1, min(n, 256) + 1))  # tsvector keeps 256 positions

@@ -1,0 +1,201 @@
+"""Compile a parsed filter into a SQL condition over the ``memories`` table.
+
+Every condition compiles to a two-valued expression (never NULL), so ``NOT`` flips it exactly
+as :func:`memhub.filters.matches` does. Values travel as quoted literals, never formatted text.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Final
+from uuid import UUID
+
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from memhub.filters import (
+    COLUMN_FIELDS,
+    COMPARISONS,
+    EXISTS,
+    TIMESTAMP_FIELDS,
+    And,
+    Condition,
+    Filter,
+    Or,
+    metadata_path,
+)
+
+__all__ = ["compile_filter"]
+
+_TRUE: Final = sql.SQL("TRUE")
+_FALSE: Final = sql.SQL("FALSE")
+_SQL_ORDER: Final = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+_NEGATED: Final = {"ne": "eq", "nin": "in"}
+
+
+def compile_filter(f: Filter, table_alias: str = "m") -> sql.Composable:
+    """A boolean SQL expression selecting the rows of ``memories`` that ``f`` matches.
+
+    Args:
+        f: a tree from :func:`memhub.filters.parse_filters`.
+        table_alias: the alias ``memories`` has in the surrounding query.
+
+    Returns:
+        A composable to embed in a ``WHERE`` clause; it carries its values as literals.
+    """
+    if isinstance(f, Condition):
+        return _condition(f, table_alias)
+    if isinstance(f, And):
+        return _join(f.parts, "AND", _TRUE, table_alias)
+    if isinstance(f, Or):
+        return _join(f.parts, "OR", _FALSE, table_alias)
+    return sql.SQL("(NOT {})").format(compile_filter(f.part, table_alias))
+
+
+def _join(parts: tuple[Filter, ...], word: str, empty: sql.SQL, alias: str) -> sql.Composable:
+    if not parts:
+        return empty
+    joined = sql.SQL(f" {word} ").join(compile_filter(p, alias) for p in parts)
+    return sql.SQL("({})").format(joined)
+
+
+def _condition(c: Condition, alias: str) -> sql.Composable:
+    op = _NEGATED.get(c.op, c.op)
+    if c.field in COLUMN_FIELDS or c.field in TIMESTAMP_FIELDS:
+        expr = _column(sql.Identifier(alias, c.field), c.field, op, c.value)
+    else:
+        expr = _metadata(sql.Identifier(alias, "metadata"), metadata_path(c.field), op, c.value)
+    return sql.SQL("(NOT {})").format(expr) if op != c.op else expr
+
+
+# -- columns -------------------------------------------------------------------------------
+def _column(col: sql.Identifier, field: str, op: str, value: Any) -> sql.Composable:
+    if op == EXISTS:
+        return sql.SQL("({} IS NOT NULL)").format(col)
+    if op in ("eq", "in"):
+        return _column_in(col, field, (value,) if op == "eq" else value)
+    if not _fits_column(field, value):
+        return _FALSE  # a value of another type compares false, as in Python
+    # "C" collation: code-point order and ASCII-only case folding on every server locale.
+    target = sql.SQL('{} COLLATE "C"').format(col) if _is_text(field) else col
+    if op in COMPARISONS:
+        test = sql.SQL("{} {} {}").format(target, sql.SQL(_SQL_ORDER[op]), sql.Literal(value))
+    elif op == "contains":
+        test = sql.SQL("strpos({}, {}) > 0").format(target, sql.Literal(value))
+    else:  # icontains
+        test = sql.SQL('strpos(lower({}), lower({} COLLATE "C")) > 0').format(
+            target, sql.Literal(value)
+        )
+    return sql.SQL("({} IS NOT NULL AND {})").format(col, test)
+
+
+def _column_in(col: sql.Identifier, field: str, values: tuple[Any, ...]) -> sql.Composable:
+    tests: list[sql.Composable] = []
+    if any(v is None for v in values):
+        tests.append(sql.SQL("{} IS NULL").format(col))
+    typed = [sql.Literal(v) for v in values if v is not None and _fits_column(field, v)]
+    if typed:
+        literals = sql.SQL(", ").join(typed)
+        tests.append(sql.SQL("({} IS NOT NULL AND {} IN ({}))").format(col, col, literals))
+    if not tests:
+        return _FALSE
+    return sql.SQL("({})").format(sql.SQL(" OR ").join(tests))
+
+
+def _is_text(field: str) -> bool:
+    return field in COLUMN_FIELDS and field != "id"
+
+
+def _fits_column(field: str, value: Any) -> bool:
+    if field in TIMESTAMP_FIELDS:
+        return isinstance(value, datetime)
+    if field == "id":
+        return isinstance(value, UUID)
+    return isinstance(value, str)
+
+
+# -- metadata ------------------------------------------------------------------------------
+def _metadata(doc: sql.Identifier, path: tuple[str, ...], op: str, value: Any) -> sql.Composable:
+    at = _extract(doc, path)
+    if op == EXISTS:
+        return sql.SQL("({} IS NOT NULL)").format(at)
+    if op in ("eq", "in"):
+        return _metadata_in(doc, at, path, (value,) if op == "eq" else value)
+    if op in COMPARISONS:
+        return _metadata_compare(doc, path, op, value)
+    if op == "contains":
+        return _metadata_contains(doc, at, path, value)
+    return sql.SQL(
+        "coalesce(jsonb_typeof({at}) = 'string' AND strpos("
+        'lower(({at} #>> {root}) COLLATE "C"), lower({needle} COLLATE "C")) > 0, false)'
+    ).format(at=at, root=sql.Literal("{}"), needle=sql.Literal(value))
+
+
+def _jsonpath(path: tuple[str, ...], predicate: str = "") -> sql.Composable:
+    # Strict mode: lax mode would look through arrays ({"a": [{"b": 1}]} has no "a.b" for
+    # Python) and compare each element of an array value instead of the array itself.
+    keys = "".join("." + json.dumps(key, ensure_ascii=False) for key in path)
+    return sql.SQL("{}::jsonpath").format(sql.Literal(f"strict ${keys}{predicate}"))
+
+
+def _extract(doc: sql.Identifier, path: tuple[str, ...]) -> sql.Composable:
+    """The jsonb value at ``path``, or SQL NULL when any key on the way is missing.
+
+    Unlike ``#>``, it never reads an array element by a key that looks like an index.
+    """
+    return sql.SQL("jsonb_path_query_first({}, {}, '{{}}', true)").format(doc, _jsonpath(path))
+
+
+def _nest(path: tuple[str, ...], value: Any) -> Jsonb:
+    for key in reversed(path):
+        value = {key: value}
+    return Jsonb(value)
+
+
+def _metadata_in(
+    doc: sql.Identifier, at: sql.Composable, path: tuple[str, ...], values: tuple[Any, ...]
+) -> sql.Composable:
+    if not values:
+        return _FALSE
+    # Containment narrows through the GIN index; the exact jsonb equality decides, since
+    # containment alone would let [1, 2] match [1] and {"a": 1, "b": 2} match {"a": 1}.
+    if len(values) == 1:
+        return sql.SQL("({} @> {} AND coalesce({} = {}, false))").format(
+            doc, sql.Literal(_nest(path, values[0])), at, sql.Literal(Jsonb(values[0]))
+        )
+    nested = sql.SQL(", ").join(sql.Literal(_nest(path, v)) for v in values)
+    exact = sql.SQL(", ").join(sql.Literal(Jsonb(v)) for v in values)
+    return sql.SQL("({} @> ANY (ARRAY[{}]) AND coalesce({} = ANY (ARRAY[{}]), false))").format(
+        doc, nested, at, exact
+    )
+
+
+def _metadata_compare(
+    doc: sql.Identifier, path: tuple[str, ...], op: str, value: Any
+) -> sql.Composable:
+    # jsonpath calls comparisons of different types "unknown" (false) instead of raising;
+    # silent=true turns a missing key into NULL, which coalesce makes false.
+    predicate = f" ? (@ {_SQL_ORDER[op]} $v)"
+    return sql.SQL("coalesce(jsonb_path_exists({}, {}, {}, true), false)").format(
+        doc, _jsonpath(path, predicate), sql.Literal(Jsonb({"v": value}))
+    )
+
+
+def _metadata_contains(
+    doc: sql.Identifier, at: sql.Composable, path: tuple[str, ...], needle: Any
+) -> sql.Composable:
+    member = sql.SQL(
+        "({doc} @> {nested} AND EXISTS (SELECT 1 FROM jsonb_array_elements("
+        "CASE WHEN jsonb_typeof({at}) = 'array' THEN {at} END) AS memhub_element(item)"
+        " WHERE memhub_element.item = {needle}))"
+    ).format(
+        doc=doc, nested=sql.Literal(_nest(path, [needle])), at=at, needle=sql.Literal(Jsonb(needle))
+    )
+    if not isinstance(needle, str):
+        return member
+    substring = sql.SQL(
+        "coalesce(jsonb_typeof({at}) = 'string'"
+        ' AND strpos(({at} #>> {root}) COLLATE "C", {needle}) > 0, false)'
+    ).format(at=at, root=sql.Literal("{}"), needle=sql.Literal(needle))
+    return sql.SQL("({} OR {})").format(substring, member)

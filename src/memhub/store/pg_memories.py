@@ -1,0 +1,383 @@
+"""SQL for ``memories`` and ``memory_history``: insert, hybrid candidates, CRUD, deletion."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from memhub.errors import ConfigurationError, MemoryNotFound
+from memhub.filters import Filter
+from memhub.store.database import AsyncConn
+from memhub.store.pg_filters import compile_filter
+from memhub.store.records import Candidate, HistoryEvent, MemoryRecord, NewMemory, Scope
+
+__all__ = [
+    "delete_all",
+    "delete_memory",
+    "ensure_embedding_space",
+    "get_memory",
+    "history",
+    "insert_memories",
+    "list_memories",
+    "reset",
+    "search_candidates",
+    "update_memory",
+]
+
+_SPACE_LOCK_ID = 0x6D656D68_7665  # "memhve": one creator of the embedding column at a time
+
+COLUMNS = sql.SQL(
+    "m.id, m.user_id, m.agent_id, m.run_id, m.memory, m.hash, m.metadata, m.memory_type,"
+    " m.valid_from, m.valid_to, m.superseded_by, m.source_turn_ids, m.created_at, m.updated_at"
+)
+_N_COLUMNS = 14
+
+
+def record_from_row(row: Sequence[Any]) -> MemoryRecord:
+    """A :class:`MemoryRecord` from the first ``_N_COLUMNS`` values of ``row``."""
+    return MemoryRecord(
+        id=row[0],
+        scope=Scope(user_id=row[1], agent_id=row[2], run_id=row[3]),
+        memory=row[4],
+        hash=row[5],
+        metadata=row[6] or {},
+        memory_type=row[7],
+        valid_from=row[8],
+        valid_to=row[9],
+        superseded_by=row[10],
+        source_turn_ids=tuple(row[11] or ()),
+        created_at=row[12],
+        updated_at=row[13],
+    )
+
+
+def scope_sql(scope: Scope | None, alias: str = "m") -> sql.Composable:
+    """``AND``-ed equality on each id the scope sets (TRUE for no scope)."""
+    if scope is None:
+        return sql.SQL("TRUE")
+    parts = [
+        sql.SQL("{} = {}").format(sql.Identifier(alias, column), sql.Literal(value))
+        for column, value in scope.as_dict().items()
+    ]
+    return sql.SQL(" AND ").join(parts) if parts else sql.SQL("TRUE")
+
+
+def _where(scope: Scope | None, filters: Filter | None, include_superseded: bool) -> sql.Composable:
+    parts = [scope_sql(scope)]
+    if not include_superseded:
+        parts.append(sql.SQL("m.valid_to IS NULL"))
+    if filters is not None:
+        parts.append(compile_filter(filters, "m"))
+    return sql.SQL(" AND ").join(parts)
+
+
+async def ensure_embedding_space(conn: AsyncConn, model_name: str, dimension: int) -> None:
+    """Create the embedding column and its HNSW index once; refuse another model later."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK_ID,))
+        cur = await conn.execute(
+            "SELECT key, value FROM memhub_settings WHERE key IN"
+            " ('embedding_model', 'embedding_dimension')"
+        )
+        recorded = {str(k): str(v) for k, v in await cur.fetchall()}
+        if recorded:
+            if recorded.get("embedding_dimension") != str(dimension) or (
+                recorded.get("embedding_model") != model_name
+            ):
+                raise ConfigurationError(
+                    f"this database holds {recorded.get('embedding_dimension')}-dimensional "
+                    f"vectors of {recorded.get('embedding_model')!r}, but the configured embedder "
+                    f"is {model_name!r} ({dimension} dimensions); configure the recorded model, "
+                    "or run `memhub reembed` to re-embed every memory with the new one"
+                )
+            return
+        await conn.execute(
+            sql.SQL("ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding vector({})").format(
+                sql.Literal(dimension)
+            )
+        )
+        await conn.execute(
+            "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw"
+            " ON memories USING hnsw (embedding vector_cosine_ops)"
+        )
+        await conn.execute(
+            "INSERT INTO memhub_settings (key, value) VALUES"
+            " ('embedding_model', %s), ('embedding_dimension', %s)",
+            (model_name, str(dimension)),
+        )
+
+
+async def insert_memories(
+    conn: AsyncConn, memories: Sequence[NewMemory], actor: str
+) -> list[UUID | None]:
+    """Insert, skipping exact duplicates of a current memory; ADD history for each insert."""
+    if not memories:
+        return []
+    inserted: list[UUID | None] = []
+    async with conn.cursor() as cur:
+        # One statement per memory, sent as a batch: executemany pipelines them, and each
+        # parameter set gets its own result set (empty where ON CONFLICT skipped a duplicate).
+        await cur.executemany(
+            "INSERT INTO memories (id, user_id, agent_id, run_id, memory, hash, embedding,"
+            " metadata, memory_type, valid_from, source_turn_ids, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
+            " coalesce(%s::timestamptz, now()), %s, coalesce(%s::timestamptz, now()))"
+            " ON CONFLICT (coalesce(user_id, ''), coalesce(agent_id, ''),"
+            " coalesce(run_id, ''), hash) WHERE valid_to IS NULL DO NOTHING RETURNING id",
+            [
+                (
+                    new.id,
+                    new.scope.user_id,
+                    new.scope.agent_id,
+                    new.scope.run_id,
+                    new.memory,
+                    new.hash,
+                    np.asarray(new.embedding, dtype=np.float32),
+                    Jsonb(new.metadata),
+                    new.memory_type,
+                    new.valid_from,
+                    list(new.source_turn_ids),
+                    new.created_at,
+                )
+                for new in memories
+            ],
+            returning=True,
+        )
+        while True:
+            row = await cur.fetchone()
+            inserted.append(None if row is None else row[0])
+            if not cur.nextset():
+                break
+        added = [(m, i) for m, i in zip(memories, inserted, strict=True) if i is not None]
+        if added:
+            await cur.executemany(
+                "INSERT INTO memory_history"
+                " (memory_id, user_id, agent_id, run_id, event, new_memory, actor, turn_ids)"
+                " VALUES (%s, %s, %s, %s, 'ADD', %s, %s, %s)",
+                [
+                    (
+                        i,
+                        m.scope.user_id,
+                        m.scope.agent_id,
+                        m.scope.run_id,
+                        m.memory,
+                        actor,
+                        list(m.source_turn_ids),
+                    )
+                    for m, i in added
+                ],
+            )
+    return inserted
+
+
+def _text_query() -> sql.SQL:
+    # plainto_tsquery ANDs every word; a question rarely shares all of them with its answer,
+    # so the words are OR-ed and the ranking rewards documents matching more of them.
+    return sql.SQL("replace(plainto_tsquery('english', {q})::text, ' & ', ' | ')::tsquery")
+
+
+async def search_candidates(
+    conn: AsyncConn,
+    scope: Scope,
+    text_query: str,
+    vector: Any,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+) -> list[Candidate]:
+    """Vector and full-text candidates in one round trip; ranks are computed here."""
+    where = _where(scope, filters, include_superseded)
+    query = sql.SQL(
+        "WITH vec AS ("
+        "  SELECT m.id, 1 - (m.embedding <=> {v}) AS sim FROM memories m"
+        "  WHERE {where} AND m.embedding IS NOT NULL ORDER BY m.embedding <=> {v} LIMIT {k}"
+        "), q AS (SELECT {tsq} AS tsq),"
+        " txt AS ("
+        "  SELECT m.id, ts_rank(m.tsv, q.tsq) AS score FROM memories m, q"
+        "  WHERE {where} AND m.tsv @@ q.tsq ORDER BY score DESC LIMIT {k}"
+        ")"
+        " SELECT {cols}, vec.sim, txt.score FROM memories m"
+        " JOIN (SELECT id FROM vec UNION SELECT id FROM txt) ids ON ids.id = m.id"
+        " LEFT JOIN vec ON vec.id = m.id LEFT JOIN txt ON txt.id = m.id"
+    ).format(
+        v=sql.Placeholder("v"),
+        where=where,
+        k=sql.Placeholder("k"),
+        tsq=_text_query().format(q=sql.Placeholder("q")),
+        cols=COLUMNS,
+    )
+    cur = await conn.execute(
+        query, {"v": np.asarray(vector, dtype=np.float32), "k": k, "q": text_query}
+    )
+    rows = await cur.fetchall()
+    by_vec = sorted((r for r in rows if r[_N_COLUMNS] is not None), key=lambda r: -r[_N_COLUMNS])
+    by_txt = sorted(
+        (r for r in rows if r[_N_COLUMNS + 1] is not None), key=lambda r: -r[_N_COLUMNS + 1]
+    )
+    vec_rank = {r[0]: n for n, r in enumerate(by_vec, start=1)}
+    txt_rank = {r[0]: n for n, r in enumerate(by_txt, start=1)}
+    return [
+        Candidate(
+            record=record_from_row(r),
+            vector_similarity=None if r[_N_COLUMNS] is None else float(r[_N_COLUMNS]),
+            vector_rank=vec_rank.get(r[0]),
+            text_score=None if r[_N_COLUMNS + 1] is None else float(r[_N_COLUMNS + 1]),
+            text_rank=txt_rank.get(r[0]),
+        )
+        for r in rows
+    ]
+
+
+async def get_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
+    query = sql.SQL("SELECT {cols} FROM memories m WHERE m.id = {id} AND {scope}").format(
+        cols=COLUMNS, id=sql.Placeholder(), scope=scope_sql(scope)
+    )
+    cur = await conn.execute(query, (memory_id,))
+    row = await cur.fetchone()
+    return None if row is None else record_from_row(row)
+
+
+async def list_memories(
+    conn: AsyncConn,
+    scope: Scope,
+    filters: Filter | None,
+    limit: int,
+    include_superseded: bool,
+) -> list[MemoryRecord]:
+    query = sql.SQL(
+        "SELECT {cols} FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.id LIMIT {n}"
+    ).format(cols=COLUMNS, where=_where(scope, filters, include_superseded), n=sql.Placeholder())
+    cur = await conn.execute(query, (limit,))
+    return [record_from_row(row) for row in await cur.fetchall()]
+
+
+async def update_memory(
+    conn: AsyncConn,
+    scope: Scope | None,
+    memory_id: UUID,
+    text: str,
+    hash_: str,
+    vector: Any,
+    metadata: dict[str, Any] | None,
+    actor: str,
+) -> MemoryRecord:
+    async with conn.transaction():
+        old = await _locked(conn, scope, memory_id)
+        query = sql.SQL(
+            "UPDATE memories m SET memory = %s, hash = %s, embedding = %s,"
+            " metadata = coalesce(%s, m.metadata), updated_at = now()"
+            " WHERE m.id = %s RETURNING {cols}"
+        ).format(cols=COLUMNS)
+        cur = await conn.execute(
+            query,
+            (
+                text,
+                hash_,
+                np.asarray(vector, dtype=np.float32),
+                None if metadata is None else Jsonb(metadata),
+                memory_id,
+            ),
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        await _history(conn, old, "UPDATE", old.memory, text, actor)
+        return record_from_row(row)
+
+
+async def _locked(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> MemoryRecord:
+    query = sql.SQL("SELECT {cols} FROM memories m WHERE m.id = %s AND {scope} FOR UPDATE").format(
+        cols=COLUMNS, scope=scope_sql(scope)
+    )
+    cur = await conn.execute(query, (memory_id,))
+    row = await cur.fetchone()
+    if row is None:
+        raise MemoryNotFound(f"no memory {memory_id} in this scope")
+    return record_from_row(row)
+
+
+async def _history(
+    conn: AsyncConn,
+    record: MemoryRecord,
+    event: str,
+    old: str | None,
+    new: str | None,
+    actor: str,
+    turn_ids: Sequence[int] = (),
+) -> None:
+    await conn.execute(
+        "INSERT INTO memory_history (memory_id, user_id, agent_id, run_id, event, old_memory,"
+        " new_memory, actor, turn_ids) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            record.id,
+            record.scope.user_id,
+            record.scope.agent_id,
+            record.scope.run_id,
+            event,
+            old,
+            new,
+            actor,
+            list(turn_ids),
+        ),
+    )
+
+
+async def delete_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID, actor: str) -> None:
+    async with conn.transaction():
+        old = await _locked(conn, scope, memory_id)
+        await conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+        await _history(conn, old, "DELETE", old.memory, None, actor)
+
+
+async def delete_all(conn: AsyncConn, scope: Scope) -> int:
+    """Everything of the scope; a user's scope also takes their conversation turns."""
+    async with conn.transaction():
+        cur = await conn.execute(
+            sql.SQL("DELETE FROM memories m WHERE {}").format(scope_sql(scope))
+        )
+        removed = cur.rowcount
+        await conn.execute(
+            sql.SQL("DELETE FROM memory_history m WHERE {}").format(scope_sql(scope))
+        )
+        await conn.execute(sql.SQL("DELETE FROM memory_jobs m WHERE {}").format(scope_sql(scope)))
+        # Turns carry the run id as their session id (see memhub.engine.ingest).
+        turn_columns = {"user_id": "user_id", "agent_id": "agent_id", "run_id": "session_id"}
+        turn_where = sql.SQL(" AND ").join(
+            sql.SQL("{} = {}").format(sql.Identifier(turn_columns[key]), sql.Literal(value))
+            for key, value in scope.as_dict().items()
+        )
+        await conn.execute(sql.SQL("DELETE FROM conversation_context WHERE {}").format(turn_where))
+        return removed
+
+
+async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
+    query = sql.SQL(
+        "SELECT m.id, m.memory_id, m.event, m.old_memory, m.new_memory, m.actor, m.turn_ids,"
+        " m.metadata, m.created_at FROM memory_history m WHERE m.memory_id = %s AND {scope}"
+        " ORDER BY m.id"
+    ).format(scope=scope_sql(scope))
+    cur = await conn.execute(query, (memory_id,))
+    return [
+        HistoryEvent(
+            id=r[0],
+            memory_id=r[1],
+            event=r[2],
+            old_memory=r[3],
+            new_memory=r[4],
+            actor=r[5],
+            turn_ids=tuple(r[6] or ()),
+            metadata=r[7] or {},
+            created_at=r[8],
+        )
+        for r in await cur.fetchall()
+    ]
+
+
+async def reset(conn: AsyncConn) -> None:
+    await conn.execute(
+        "TRUNCATE memories, memory_history, memory_jobs, conversation_context RESTART IDENTITY"
+    )

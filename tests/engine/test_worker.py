@@ -1,0 +1,143 @@
+"""The background worker on a real database: crash safety, retries and parking."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+import pytest
+
+from memhub import AsyncMemory, MemhubSettings, ProviderError
+
+
+async def _count(db_url: str, sql: str) -> int:
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute(sql.encode())
+        row = await cur.fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def _start_worker(db_url: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "MEMHUB_DATABASE_URL": db_url, "MEMHUB_WORKER_BATCH_SIZE": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "memhub.cli", "worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+async def test_kill_9_mid_ingest_loses_and_duplicates_nothing(
+    settings: MemhubSettings, db_url: str
+) -> None:
+    total = 1000
+    async with AsyncMemory(settings=settings.model_copy(update={"worker": "off"})) as memory:
+        for start in range(0, total, 50):
+            batch = [f"fact number {n} about topic {n % 7}" for n in range(start, start + 50)]
+            await memory.add(batch, user_id="durable", infer=False)
+    assert await _count(db_url, "SELECT count(*) FROM memory_jobs") == total // 50
+
+    first = _start_worker(db_url)
+    try:
+        for _ in range(600):
+            if await _count(db_url, "SELECT count(*) FROM memories") > 0:
+                break
+            await asyncio.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.wait(30)
+    stored_at_kill = await _count(db_url, "SELECT count(*) FROM memories")
+    assert 0 < stored_at_kill < total, (
+        "the kill must land mid-ingest for this test to mean anything"
+    )
+
+    second = _start_worker(db_url)
+    try:
+        for _ in range(1200):
+            if await _count(db_url, "SELECT count(*) FROM memory_jobs") == 0:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        second.terminate()
+        second.wait(30)
+    assert await _count(db_url, "SELECT count(*) FROM memory_jobs") == 0
+    assert await _count(db_url, "SELECT count(*) FROM memories") == total
+    assert await _count(db_url, "SELECT count(DISTINCT source_turn_ids[1]) FROM memories") == total
+    assert await _count(db_url, "SELECT count(*) FROM memory_history WHERE event = 'ADD'") == total
+
+
+class FailingEmbedder:
+    """Stands in for an embedder whose server is down: a real one cannot be made to fail."""
+
+    model_name = "all-MiniLM-L6-v2"
+    dimension = 384
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.broken = True
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls += 1
+        if self.broken and texts != ["probe"]:
+            raise ProviderError("embedding server unreachable")
+        vectors = np.ones((len(texts), self.dimension), dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_failing_embedder_retries_then_parks_and_keeps_the_turn(
+    settings: MemhubSettings, db_url: str
+) -> None:
+    quick = settings.model_copy(
+        update={"worker": "off", "job_max_attempts": 3, "job_retry_base_seconds": 0.01}
+    )
+    embedder = FailingEmbedder()
+    async with AsyncMemory(settings=quick, embedder=embedder) as memory:
+        await memory.add("My passport number is in the drawer.", user_id="u", infer=False)
+        await memory.add("I prefer window seats.", user_id="u", infer=False)
+        async with asyncio.timeout(30):
+            await memory.wait_idle()  # retries with backoff until both jobs are parked
+        assert await _count(db_url, "SELECT count(*) FROM memory_jobs WHERE status = 'parked'") == 2
+        assert await _count(db_url, "SELECT min(attempts) FROM memory_jobs") == 3
+        async with await psycopg.AsyncConnection.connect(db_url) as conn:
+            cur = await conn.execute("SELECT last_error FROM memory_jobs")
+            errors = [row[0] for row in await cur.fetchall()]
+        assert all("embedding server unreachable" in e for e in errors)
+        assert await _count(db_url, "SELECT count(*) FROM conversation_context") == 2
+
+        embedder.broken = False
+        from memhub.store.postgres import PostgresStore
+
+        store = await PostgresStore.open(quick)
+        assert await store.requeue_parked(None) == 2
+        await store.aclose()
+        await memory.wait_idle()
+        assert await _count(db_url, "SELECT count(*) FROM memories") == 2
+
+
+@pytest.mark.parametrize("bad_kind", ["mystery"])
+async def test_one_bad_job_does_not_hold_back_the_batch(
+    settings: MemhubSettings, db_url: str, bad_kind: str
+) -> None:
+    quiet = settings.model_copy(update={"worker": "off", "job_max_attempts": 1})
+    async with AsyncMemory(settings=quiet) as memory:
+        await memory.add("good one", user_id="a", infer=False)
+        async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+            await conn.execute(
+                "INSERT INTO memory_jobs (kind, user_id, payload) VALUES (%s, 'b', '{}')",
+                (bad_kind,),
+            )
+        await memory.add("good two", user_id="c", infer=False)
+        await memory.wait_idle()
+    assert await _count(db_url, "SELECT count(*) FROM memories") == 2
+    assert await _count(db_url, "SELECT count(*) FROM memory_jobs WHERE status = 'parked'") == 1
