@@ -64,6 +64,7 @@ class MemhubSettings(BaseSettings):
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=3, ge=0, description="HTTP retries on 429/5xx/timeouts.")
     custom_instructions: str | None = Field(
         default=None, description="What to remember and what never to store (consolidation)."
     )
@@ -75,6 +76,10 @@ class MemhubSettings(BaseSettings):
     worker_batch_size: int = Field(default=64, ge=1)
     worker_poll_interval: float = Field(default=0.5, gt=0)
     job_max_attempts: int = Field(default=5, ge=1)
+    consolidation_delay: float = Field(
+        default=2.0, ge=0, description="Seconds turns wait so one LLM call covers several."
+    )
+    max_turns_per_call: int = Field(default=40, ge=1)
     job_retry_base_seconds: float = Field(
         default=1.0, gt=0, description="First retry delay; doubles per attempt (max 5 min)."
     )

@@ -48,7 +48,10 @@ def turns_and_job(
 
 
 def memories_from_turns(
-    turns: Sequence[Turn], scope: Scope, vectors: Sequence[Any], payload: dict[str, Any]
+    turns: Sequence[Turn],
+    scope: Scope,
+    vectors: Sequence[Any],
+    memory_type: str | None,
 ) -> list[NewMemory]:
     """One raw memory per non-empty turn: the message text as said, with its origin."""
     memories: list[NewMemory] = []
@@ -65,7 +68,7 @@ def memories_from_turns(
                 hash=memory_hash(text),
                 embedding=vector,
                 metadata=metadata,
-                memory_type=payload.get("memory_type"),
+                memory_type=memory_type,
                 valid_from=said_at,
                 source_turn_ids=(turn.id,),
                 created_at=said_at,

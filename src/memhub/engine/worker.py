@@ -1,8 +1,10 @@
 """The background worker: claims queued jobs, embeds their turns and stores the memories.
 
-Runs in-process as an asyncio task (the default) or alone as ``memhub worker``; any number of
-workers may share one database. A failed batch is retried job by job, so one bad job cannot
-hold the others back; a job that keeps failing is parked with its error, never dropped.
+Two lanes, each keeping every owner's jobs in order: ``ingest`` embeds turns and stores them
+as memories (fast, no LLM), so they are searchable at once; with an LLM configured it also
+queues ``consolidate`` jobs, which turn the raw turns into facts. A failed batch is retried
+job by job, so one bad job cannot hold the others back; a job that keeps failing is parked
+with its error, never dropped.
 """
 
 from __future__ import annotations
@@ -11,39 +13,64 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from memhub.embed.base import Embedder
+from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator
 from memhub.engine.ingest import INGEST_JOB, memories_from_turns
-from memhub.errors import MemhubError, StoreUnavailable
+from memhub.errors import MemhubError, ProviderOutputError, StoreUnavailable
 from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch, Store
-from memhub.store.records import Job, Turn
+from memhub.store.records import Job, NewJob, Turn
 
 __all__ = ["Worker", "WorkerConfig"]
 
 log = logging.getLogger("memhub.worker")
 
+INGEST_LANE = (INGEST_JOB,)
+CONSOLIDATE_LANE = (CONSOLIDATE_JOB,)
+
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    """Batching and retry knobs."""
+    """Batching and retry knobs.
+
+    Attributes:
+        batch_size: Jobs claimed at once (ingest embeds all their turns in one call).
+        poll_interval: Seconds between looks at an empty queue.
+        max_attempts: Failures before a job is parked.
+        backoff_base: First retry delay in seconds; doubles per attempt.
+        backoff_max: Longest retry delay.
+        consolidation_delay: Seconds a turn waits before consolidation, so one LLM call
+            covers the turns that follow it (fewer calls per turn under traffic).
+        max_turns_per_call: Most turns one consolidation call sees.
+    """
 
     batch_size: int = 64
     poll_interval: float = 0.5
     max_attempts: int = 5
     backoff_base: float = 1.0
     backoff_max: float = 300.0
+    consolidation_delay: float = 2.0
+    max_turns_per_call: int = 40
 
 
 class Worker:
-    """Turns queued jobs into memories."""
+    """Turns queued jobs into memories (and, with an LLM, into facts)."""
 
-    def __init__(self, store: Store, embedder: Embedder, config: WorkerConfig) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        config: WorkerConfig,
+        consolidator: Consolidator | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.config = config
+        self.consolidator = consolidator
         self._wake = asyncio.Event()
         self.processed = 0
         self.failed = 0
@@ -71,34 +98,41 @@ class Worker:
                     await asyncio.wait_for(self._wake.wait(), self.config.poll_interval)
 
     async def run_once(self) -> int:
-        """Claim and process one batch; returns how many jobs finished."""
+        """Claim and process one batch per lane; returns how many jobs finished."""
+        done = await self._lane(INGEST_LANE)
+        if self.consolidator is not None:
+            done += await self._lane(CONSOLIDATE_LANE)
+        return done
+
+    async def _lane(self, kinds: Sequence[str]) -> int:
         try:
-            async with self.store.claim_jobs(self.config.batch_size) as batch:
+            async with self.store.claim_jobs(self.config.batch_size, kinds) as batch:
                 if not batch.jobs:
                     return 0
-                await self._process(batch, batch.jobs)
-                done = len(batch.jobs)
+                done = await self._process(batch, batch.jobs)
+        except StoreUnavailable:
+            raise
         except (MemhubError, ValueError) as exc:
-            if isinstance(exc, StoreUnavailable):
-                raise
             log.warning("worker: batch failed (%s); retrying its jobs one by one", exc)
-            return await self._one_by_one()
+            return await self._one_by_one(kinds)
         self.processed += done
         return done
 
-    async def _one_by_one(self) -> int:
+    async def _one_by_one(self, kinds: Sequence[str]) -> int:
         done = 0
         for _ in range(self.config.batch_size):
+            job: Job | None = None
             try:
-                async with self.store.claim_jobs(1) as batch:
+                async with self.store.claim_jobs(1, kinds) as batch:
                     if not batch.jobs:
                         break
                     job = batch.jobs[0]
-                    await self._process(batch, batch.jobs)
-                    done += 1
+                    done += await self._process(batch, batch.jobs)
             except StoreUnavailable:
                 raise
             except (MemhubError, ValueError) as exc:
+                if job is None:
+                    raise
                 await self._record_failure(job, exc)
         self.processed += done
         return done
@@ -107,9 +141,10 @@ class Worker:
         self.failed += 1
         delay = min(self.config.backoff_max, self.config.backoff_base * 2**job.attempts)
         retry_at = datetime.now(UTC) + timedelta(seconds=delay * (0.5 + random.random()))
-        parked = await self.store.fail_jobs(
-            [job.id], f"{type(exc).__name__}: {exc}", retry_at, self.config.max_attempts
-        )
+        error = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, ProviderOutputError) and exc.raw:
+            error += f"\n--- raw model output ---\n{exc.raw[:3000]}"
+        parked = await self.store.fail_jobs([job.id], error, retry_at, self.config.max_attempts)
         if parked:
             log.error("worker: job %s parked after %s attempts: %s", job.id, job.attempts + 1, exc)
         else:
@@ -121,27 +156,73 @@ class Worker:
                 exc,
             )
 
-    async def _process(self, batch: JobBatch, jobs: list[Job]) -> None:
-        ingest = [job for job in jobs if job.kind == INGEST_JOB]
-        unknown = [job for job in jobs if job.kind != INGEST_JOB]
+    async def _process(self, batch: JobBatch, jobs: list[Job]) -> int:
+        unknown = [job for job in jobs if job.kind not in (INGEST_JOB, CONSOLIDATE_JOB)]
         if unknown:
             raise ValueError(f"unknown job kind {unknown[0].kind!r}")
-        turn_ids = [tid for job in ingest for tid in job.payload.get("turn_ids", [])]
+        if jobs[0].kind == INGEST_JOB:
+            await self._ingest(batch, jobs)
+            return len(jobs)
+        return await self._consolidate(batch, jobs)
+
+    async def _ingest(self, batch: JobBatch, jobs: list[Job]) -> None:
+        turn_ids = [tid for job in jobs for tid in job.payload.get("turn_ids", [])]
         turns = {turn.id: turn for turn in await batch.turns(turn_ids)}
         work: list[tuple[Job, list[Turn]]] = []
-        for job in ingest:
+        for job in jobs:
             job_turns = [turns[t] for t in job.payload.get("turn_ids", []) if t in turns]
             work.append((job, [t for t in job_turns if _text(t).strip()]))
         # One embedding call for the whole batch: batching is where the throughput comes from.
-        texts = [_text(t) for _, job_turns in work for t in job_turns]
-        vectors = await self.embedder.embed(texts)
+        vectors = await self.embedder.embed([_text(t) for _, job_turns in work for t in job_turns])
         offset = 0
         for job, job_turns in work:
-            chunk = vectors[offset : offset + len(job_turns)]
+            chunk = list(vectors[offset : offset + len(job_turns)])
             offset += len(job_turns)
-            memories = memories_from_turns(job_turns, job.scope, list(chunk), job.payload)
+            consolidate = self.consolidator is not None and bool(job.payload.get("infer"))
+            memory_type = TURN_MEMORY if consolidate else job.payload.get("memory_type")
+            memories = memories_from_turns(job_turns, job.scope, chunk, memory_type)
             await batch.insert_memories(memories, actor="worker")
+            if consolidate:
+                follow_up = {k: v for k, v in job.payload.items() if k != "infer"}
+                delay = timedelta(seconds=self.config.consolidation_delay)
+                await batch.enqueue(
+                    NewJob(kind=CONSOLIDATE_JOB, scope=job.scope, payload=follow_up),
+                    datetime.now(UTC) + delay,
+                )
         await batch.complete([job.id for job in jobs])
+
+    async def _consolidate(self, batch: JobBatch, jobs: list[Job]) -> int:
+        assert self.consolidator is not None
+        done = 0
+        by_owner: dict[tuple[str | None, str | None, str | None], list[Job]] = {}
+        for job in sorted(jobs, key=lambda j: j.id):
+            key = (job.scope.user_id, job.scope.agent_id, job.scope.run_id)
+            by_owner.setdefault(key, []).append(job)
+        for owner_jobs in by_owner.values():
+            for group in _call_groups(owner_jobs, self.config.max_turns_per_call):
+                await self.consolidator.run(batch, group)
+                done += len(group)
+        return done
+
+
+def _call_groups(jobs: list[Job], max_turns: int) -> list[list[Job]]:
+    """Consecutive jobs sharing one LLM call: same kind of summary, within the turn budget."""
+    groups: list[list[Job]] = []
+    current: list[Job] = []
+    turns = 0
+    for job in jobs:
+        n = len(job.payload.get("turn_ids", []))
+        same_kind = not current or (
+            current[0].payload.get("memory_type") == job.payload.get("memory_type")
+        )
+        if current and (turns + n > max_turns or not same_kind):
+            groups.append(current)
+            current, turns = [], 0
+        current.append(job)
+        turns += n
+    if current:
+        groups.append(current)
+    return groups
 
 
 def _text(turn: Turn) -> str:

@@ -154,7 +154,7 @@ class AsyncMemory:
         items = normalize_messages(messages, self.limits)
         meta = self._check_metadata(metadata)
         said_at = parse_timestamp(timestamp)
-        payload: dict[str, Any] = {"infer": bool(infer)}
+        payload = self._job_payload(infer)
         if memory_type is not None:
             payload["memory_type"] = check_id("memory_type", memory_type, self.limits)
         turns, job = turns_and_job(
@@ -175,6 +175,13 @@ class AsyncMemory:
                 if wanted.intersection(r.source_turn_ids)
             ]
         }
+
+    def _job_payload(self, infer: bool) -> dict[str, Any]:
+        # Instructions travel with the job: the worker may serve many Memory objects.
+        payload: dict[str, Any] = {"infer": bool(infer)}
+        if self.settings.custom_instructions:
+            payload["instructions"] = self.settings.custom_instructions
+        return payload
 
     def _check_metadata(self, metadata: object) -> dict[str, Any]:
         if metadata is None:
@@ -377,7 +384,7 @@ class AsyncMemory:
             session_id=self.session_id,
             metadata=None,
             created_at=None,
-            job_payload={"infer": True} if self.use_long_term else None,
+            job_payload=self._job_payload(True) if self.use_long_term else None,
         )
         engine = await self._engine()
         (turn_id,) = await engine.store.append_turns(turns, job)

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder, create_embedder
+from memhub.engine.consolidate import Consolidator
 from memhub.engine.worker import Worker, WorkerConfig
+from memhub.llm import LLM, create_llm
 from memhub.store.postgres import PostgresStore
 from memhub.store.protocol import Store
 
@@ -27,6 +29,20 @@ __all__ = [
 ]
 
 log = logging.getLogger("memhub")
+
+
+def llm_from_settings(settings: MemhubSettings) -> LLM | None:
+    """The consolidation LLM the settings configure, or None (turns are kept as they are)."""
+    if not settings.llm_configured:
+        return None
+    return create_llm(
+        settings.llm_provider,
+        model=settings.llm_model,
+        base_url=settings.llm_base_url,
+        api_key=settings.llm_api_key,
+        timeout=settings.llm_timeout,
+        max_retries=settings.llm_max_retries,
+    )
 
 
 def embedder_from_settings(settings: MemhubSettings) -> Embedder:
@@ -49,6 +65,7 @@ class Engine:
     store: Store
     embedder: Embedder
     worker: Worker
+    llm: LLM | None = None
     users: int = 0
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
@@ -66,6 +83,8 @@ class Engine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.embedder.aclose()
+        if self.llm is not None:
+            await self.llm.aclose()
         await self.store.aclose()
 
 
@@ -81,6 +100,9 @@ def _key(settings: MemhubSettings, embedder: Embedder | None) -> tuple[object, .
         settings.embedder,
         settings.embedder_model,
         settings.embedder_base_url,
+        settings.llm_provider,
+        settings.llm_model,
+        settings.llm_base_url,
         id(embedder),
     )
 
@@ -108,6 +130,7 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
     except BaseException:
         await store.aclose()
         raise
+    llm = llm_from_settings(settings)
     worker = Worker(
         store,
         chosen,
@@ -116,9 +139,12 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
             poll_interval=settings.worker_poll_interval,
             max_attempts=settings.job_max_attempts,
             backoff_base=settings.job_retry_base_seconds,
+            consolidation_delay=settings.consolidation_delay,
+            max_turns_per_call=settings.max_turns_per_call,
         ),
+        consolidator=None if llm is None else Consolidator(llm, chosen),
     )
-    engine = Engine(store=store, embedder=chosen, worker=worker)
+    engine = Engine(store=store, embedder=chosen, worker=worker, llm=llm)
     if settings.worker == "thread":
         engine.start_worker()
     return engine

@@ -13,12 +13,21 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from memhub.store import pg_conversations, pg_memories
+from memhub.filters import Filter
+from memhub.store import pg_consolidation, pg_conversations, pg_memories
 from memhub.store.database import AsyncConn, Database
 from memhub.store.errors import translate_errors
-from memhub.store.records import Job, NewMemory, Scope, Turn
+from memhub.store.records import Candidate, Job, NewJob, NewMemory, Scope, Turn
 
-__all__ = ["PgJobBatch", "claim_jobs", "fail_jobs", "list_jobs", "pending_jobs", "requeue_parked"]
+__all__ = [
+    "PgJobBatch",
+    "claim_jobs",
+    "fail_jobs",
+    "list_jobs",
+    "pending_jobs",
+    "requeue_parked",
+    "usage_stats",
+]
 
 
 def _job(row: Sequence[Any]) -> Job:
@@ -54,13 +63,58 @@ class PgJobBatch:
     async def complete(self, job_ids: Sequence[int]) -> None:
         await self.conn.execute("DELETE FROM memory_jobs WHERE id = ANY(%s)", (list(job_ids),))
 
+    async def enqueue(self, job: NewJob, run_after: datetime | None) -> None:
+        await pg_consolidation.enqueue_job(self.conn, job, run_after)
 
-async def _claim(conn: AsyncConn, limit: int) -> list[Job]:
+    async def related(
+        self, scope: Scope, text: str, vector: Any, k: int, filters: Filter | None
+    ) -> list[Candidate]:
+        return await pg_memories.search_candidates(
+            self.conn, scope, text, vector, k, filters, False
+        )
+
+    async def refine(
+        self,
+        scope: Scope,
+        memory_id: UUID,
+        text: str,
+        hash_: str,
+        vector: Any,
+        turn_ids: Sequence[int],
+    ) -> bool:
+        return await pg_consolidation.refine_memory(
+            self.conn, scope, memory_id, text, hash_, vector, turn_ids
+        )
+
+    async def supersede(
+        self, scope: Scope, old_id: UUID, new: NewMemory, closed_at: datetime
+    ) -> UUID:
+        return await pg_consolidation.supersede_memory(self.conn, scope, old_id, new, closed_at)
+
+    async def forget(self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]) -> None:
+        await pg_consolidation.forget_memory(self.conn, scope, memory_id, turn_ids)
+
+    async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:
+        return await pg_consolidation.retire_turn_memories(self.conn, scope, turn_ids)
+
+    async def record_usage(
+        self,
+        scope: Scope,
+        model: str,
+        usage: dict[str, int],
+        turns: int,
+        jobs: int,
+        operations: dict[str, int],
+    ) -> None:
+        await pg_consolidation.record_usage(self.conn, scope, model, usage, turns, jobs, operations)
+
+
+async def _claim(conn: AsyncConn, limit: int, kinds: Sequence[str]) -> list[Job]:
     cur = await conn.execute(
         "SELECT id, kind, user_id, agent_id, run_id, payload, attempts, created_at, status,"
         " last_error FROM memory_jobs WHERE status = 'queued' AND run_after <= now()"
-        " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
-        (limit,),
+        " AND kind = ANY(%s) ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
+        (list(kinds), limit),
     )
     jobs = [_job(row) for row in await cur.fetchall()]
     if not jobs:
@@ -68,24 +122,31 @@ async def _claim(conn: AsyncConn, limit: int) -> list[Job]:
     owners = sorted({_owner(job) for job in jobs})
     # An owner is ours if we hold its lock and no older job of it is queued outside our claim
     # (held by another worker, or waiting for a retry): that keeps each owner's jobs in order.
+    # Each lane (set of kinds) is ordered on its own, so a slow LLM step never delays the
+    # step that makes turns searchable.
     first = {owner: min(j.id for j in jobs if _owner(j) == owner) for owner in owners}
+    lane = ",".join(sorted(kinds))
     cur = await conn.execute(
         "SELECT o.owner FROM unnest(%s::text[], %s::bigint[]) AS o(owner, first_id)"
-        " WHERE pg_try_advisory_xact_lock(hashtextextended('memhub-owner:' || o.owner, 0))"
+        " WHERE pg_try_advisory_xact_lock("
+        "   hashtextextended('memhub-owner:' || %s || ':' || o.owner, 0))"
         " AND NOT EXISTS (SELECT 1 FROM memory_jobs j WHERE j.status = 'queued'"
-        "   AND coalesce(j.user_id, j.agent_id, j.run_id, '') = o.owner AND j.id < o.first_id)",
-        (owners, [first[o] for o in owners]),
+        "   AND coalesce(j.user_id, j.agent_id, j.run_id, '') = o.owner AND j.id < o.first_id"
+        "   AND j.kind = ANY(%s))",
+        (owners, [first[o] for o in owners], lane, list(kinds)),
     )
     mine = {str(row[0]) for row in await cur.fetchall()}
     return [job for job in jobs if _owner(job) in mine]
 
 
 @asynccontextmanager
-async def claim_jobs(database: Database, limit: int) -> AsyncIterator[PgJobBatch]:
-    """Claim up to ``limit`` jobs; leaving normally commits the batch's work."""
+async def claim_jobs(
+    database: Database, limit: int, kinds: Sequence[str]
+) -> AsyncIterator[PgJobBatch]:
+    """Claim up to ``limit`` jobs of ``kinds``; leaving normally commits the batch's work."""
     with translate_errors("claiming background jobs"):
         async with database.connection() as conn, conn.transaction():
-            yield PgJobBatch(conn=conn, jobs=await _claim(conn, limit))
+            yield PgJobBatch(conn=conn, jobs=await _claim(conn, limit, kinds))
 
 
 async def fail_jobs(
@@ -129,3 +190,7 @@ async def requeue_parked(conn: AsyncConn, job_ids: Sequence[int] | None) -> int:
         (None if job_ids is None else list(job_ids), None if job_ids is None else list(job_ids)),
     )
     return cur.rowcount
+
+
+async def usage_stats(conn: AsyncConn) -> dict[str, float]:
+    return await pg_consolidation.usage_stats(conn)

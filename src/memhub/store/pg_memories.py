@@ -308,10 +308,12 @@ async def _history(
     new: str | None,
     actor: str,
     turn_ids: Sequence[int] = (),
+    metadata: dict[str, Any] | None = None,
 ) -> None:
     await conn.execute(
         "INSERT INTO memory_history (memory_id, user_id, agent_id, run_id, event, old_memory,"
-        " new_memory, actor, turn_ids) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        " new_memory, actor, turn_ids, metadata)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (
             record.id,
             record.scope.user_id,
@@ -322,6 +324,7 @@ async def _history(
             new,
             actor,
             list(turn_ids),
+            Jsonb(metadata or {}),
         ),
     )
 
@@ -355,10 +358,15 @@ async def delete_all(conn: AsyncConn, scope: Scope) -> int:
 
 
 async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
+    """The memory's events, preceded by those of the facts it superseded (the whole chain)."""
     query = sql.SQL(
-        "SELECT m.id, m.memory_id, m.event, m.old_memory, m.new_memory, m.actor, m.turn_ids,"
-        " m.metadata, m.created_at FROM memory_history m WHERE m.memory_id = %s AND {scope}"
-        " ORDER BY m.id"
+        "WITH RECURSIVE chain(id) AS ("
+        "  SELECT %s::uuid"
+        "  UNION SELECT p.id FROM memories p JOIN chain c ON p.superseded_by = c.id"
+        ")"
+        " SELECT m.id, m.memory_id, m.event, m.old_memory, m.new_memory, m.actor, m.turn_ids,"
+        " m.metadata, m.created_at FROM memory_history m"
+        " WHERE m.memory_id IN (SELECT id FROM chain) AND {scope} ORDER BY m.id"
     ).format(scope=scope_sql(scope))
     cur = await conn.execute(query, (memory_id,))
     return [

@@ -129,8 +129,10 @@ class PostgresStore:
                 await pg_memories.reset(conn)
 
     # -- jobs -----------------------------------------------------------------------------
-    def claim_jobs(self, limit: int) -> AbstractAsyncContextManager[PgJobBatch]:
-        return pg_jobs.claim_jobs(self.database, limit)
+    def claim_jobs(
+        self, limit: int, kinds: Sequence[str]
+    ) -> AbstractAsyncContextManager[PgJobBatch]:
+        return pg_jobs.claim_jobs(self.database, limit, kinds)
 
     async def fail_jobs(
         self, job_ids: Sequence[int], error: str, retry_at: datetime, max_attempts: int
@@ -153,3 +155,8 @@ class PostgresStore:
         with translate_errors("requeueing jobs"):
             async with self.database.connection() as conn:
                 return await pg_jobs.requeue_parked(conn, job_ids)
+
+    async def usage_stats(self) -> dict[str, float]:
+        with translate_errors("reading LLM usage"):
+            async with self.database.connection() as conn:
+                return await pg_jobs.usage_stats(conn)

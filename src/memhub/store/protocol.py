@@ -54,6 +54,54 @@ class JobBatch(Protocol):
         """Remove finished jobs from the queue."""
         ...
 
+    async def enqueue(self, job: NewJob, run_after: datetime | None) -> None:
+        """Queue a follow-up job, committed with the batch."""
+        ...
+
+    async def related(
+        self, scope: Scope, text: str, vector: Vector, k: int, filters: Filter | None
+    ) -> list[Candidate]:
+        """Current memories related to new turns, as search would find them."""
+        ...
+
+    async def refine(
+        self,
+        scope: Scope,
+        memory_id: UUID,
+        text: str,
+        hash_: str,
+        vector: Vector,
+        turn_ids: Sequence[int],
+    ) -> bool:
+        """UPDATE a fact in place (history UPDATE); False if the new text already exists."""
+        ...
+
+    async def supersede(
+        self, scope: Scope, old_id: UUID, new: NewMemory, closed_at: datetime
+    ) -> UUID:
+        """Close a fact at ``closed_at`` and add its successor; returns the successor's id."""
+        ...
+
+    async def forget(self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]) -> None:
+        """Remove a fact the user asked to forget (history DELETE)."""
+        ...
+
+    async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:
+        """Remove raw ``turn`` memories of consolidated turns."""
+        ...
+
+    async def record_usage(
+        self,
+        scope: Scope,
+        model: str,
+        usage: dict[str, int],
+        turns: int,
+        jobs: int,
+        operations: dict[str, int],
+    ) -> None:
+        """Account one consolidation's LLM cost."""
+        ...
+
 
 class Store(Protocol):
     """Short-term turns, long-term memories with their history, and the durable job queue."""
@@ -127,8 +175,8 @@ class Store(Protocol):
         ...
 
     # -- jobs ------------------------------------------------------------------------------
-    def claim_jobs(self, limit: int) -> AbstractAsyncContextManager[JobBatch]:
-        """Claim up to ``limit`` ready jobs, keeping each owner's jobs in order."""
+    def claim_jobs(self, limit: int, kinds: Sequence[str]) -> AbstractAsyncContextManager[JobBatch]:
+        """Claim up to ``limit`` ready jobs of ``kinds``, keeping each owner's jobs in order."""
         ...
 
     async def fail_jobs(
@@ -145,4 +193,8 @@ class Store(Protocol):
 
     async def requeue_parked(self, job_ids: Sequence[int] | None) -> int:
         """Put parked jobs back in the queue (all when ``job_ids`` is None)."""
+        ...
+
+    async def usage_stats(self) -> dict[str, float]:
+        """LLM calls and tokens of consolidation, in total and per turn."""
         ...

@@ -1,0 +1,186 @@
+"""SQL for consolidation: the operations an LLM decided, applied inside the job's transaction.
+
+Each function writes its ``memory_history`` event with the turns it came from, so every fact
+can be traced back to what was said; a superseded fact is closed, never erased.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from memhub.store.database import AsyncConn
+from memhub.store.pg_memories import _history, _locked, insert_memories, scope_sql
+from memhub.store.records import NewJob, NewMemory, Scope
+
+__all__ = [
+    "enqueue_job",
+    "forget_memory",
+    "record_usage",
+    "refine_memory",
+    "retire_turn_memories",
+    "supersede_memory",
+    "usage_stats",
+]
+
+log = logging.getLogger("memhub.consolidation")
+
+
+async def enqueue_job(conn: AsyncConn, job: NewJob, run_after: datetime | None) -> None:
+    """Queue a follow-up job in the current transaction."""
+    await conn.execute(
+        "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload, run_after)"
+        " VALUES (%s, %s, %s, %s, %s, coalesce(%s, now()))",
+        (
+            job.kind,
+            job.scope.user_id,
+            job.scope.agent_id,
+            job.scope.run_id,
+            Jsonb(job.payload),
+            run_after,
+        ),
+    )
+
+
+async def refine_memory(
+    conn: AsyncConn,
+    scope: Scope,
+    memory_id: UUID,
+    text: str,
+    hash_: str,
+    vector: Any,
+    turn_ids: Sequence[int],
+) -> bool:
+    """UPDATE: the same fact, said better. False if the new text already exists as a fact."""
+    old = await _locked(conn, scope, memory_id)
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                "UPDATE memories SET memory = %s, hash = %s, embedding = %s, updated_at = now(),"
+                " source_turn_ids = source_turn_ids || %s::bigint[] WHERE id = %s",
+                (text, hash_, np.asarray(vector, dtype=np.float32), list(turn_ids), memory_id),
+            )
+    except psycopg.errors.UniqueViolation:
+        log.info("UPDATE of %s skipped: the refined text is already stored", memory_id)
+        return False
+    await _history(conn, old, "UPDATE", old.memory, text, "consolidation", turn_ids)
+    return True
+
+
+async def supersede_memory(
+    conn: AsyncConn, scope: Scope, old_id: UUID, new: NewMemory, closed_at: datetime
+) -> UUID:
+    """SUPERSEDE: close the old fact at ``closed_at`` and add its successor."""
+    old = await _locked(conn, scope, old_id)
+    await conn.execute(
+        "UPDATE memories SET valid_to = %s, updated_at = now() WHERE id = %s", (closed_at, old_id)
+    )
+    # The closing event first, so a fact's history reads in the order things happened.
+    await _history(
+        conn,
+        old,
+        "SUPERSEDE",
+        old.memory,
+        new.memory,
+        "consolidation",
+        new.source_turn_ids,
+        {"superseded_by": str(new.id)},
+    )
+    (successor,) = await insert_memories(conn, [new], actor="consolidation")
+    if successor is None:  # the new fact was already stored: link to that one
+        cur = await conn.execute(
+            sql.SQL(
+                "SELECT m.id FROM memories m WHERE {} AND m.hash = %s AND m.valid_to IS NULL"
+            ).format(scope_sql(new.scope)),
+            (new.hash,),
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        successor = row[0]
+        await conn.execute(
+            "UPDATE memory_history SET metadata = %s WHERE memory_id = %s AND event = 'SUPERSEDE'"
+            " AND id = (SELECT max(id) FROM memory_history WHERE memory_id = %s)",
+            (Jsonb({"superseded_by": str(successor)}), old_id, old_id),
+        )
+    await conn.execute("UPDATE memories SET superseded_by = %s WHERE id = %s", (successor, old_id))
+    return successor
+
+
+async def forget_memory(
+    conn: AsyncConn, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]
+) -> None:
+    """DELETE on the user's request; the history keeps the event and the last text."""
+    old = await _locked(conn, scope, memory_id)
+    await conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+    await _history(conn, old, "DELETE", old.memory, None, "consolidation", turn_ids)
+
+
+async def retire_turn_memories(conn: AsyncConn, scope: Scope, turn_ids: Sequence[int]) -> int:
+    """Remove the raw memories of consolidated turns (the turns themselves stay)."""
+    cur = await conn.execute(
+        sql.SQL(
+            "DELETE FROM memories m WHERE {} AND m.memory_type = 'turn'"
+            " AND m.source_turn_ids && %s::bigint[]"
+        ).format(scope_sql(scope)),
+        (list(turn_ids),),
+    )
+    return cur.rowcount
+
+
+async def record_usage(
+    conn: AsyncConn,
+    scope: Scope,
+    model: str,
+    usage: Mapping[str, int],
+    turns: int,
+    jobs: int,
+    operations: Mapping[str, int],
+) -> None:
+    """One row per LLM call batch: what consolidation costs, per scope."""
+    await conn.execute(
+        "INSERT INTO memory_llm_usage (user_id, agent_id, run_id, model, calls, prompt_tokens,"
+        " completion_tokens, turns, jobs, operations)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            scope.user_id,
+            scope.agent_id,
+            scope.run_id,
+            model,
+            usage["calls"],
+            usage["prompt_tokens"],
+            usage["completion_tokens"],
+            turns,
+            jobs,
+            Jsonb(dict(operations)),
+        ),
+    )
+
+
+async def usage_stats(conn: AsyncConn, since: datetime | None = None) -> dict[str, float]:
+    """LLM calls and tokens, in total and per processed turn."""
+    cur = await conn.execute(
+        "SELECT coalesce(sum(calls), 0), coalesce(sum(prompt_tokens), 0),"
+        " coalesce(sum(completion_tokens), 0), coalesce(sum(turns), 0)"
+        " FROM memory_llm_usage WHERE %s::timestamptz IS NULL OR created_at >= %s",
+        (since, since),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    calls, prompt, completion, turns = (int(v) for v in row)
+    per_turn = max(turns, 1)
+    return {
+        "llm_calls": calls,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "turns": turns,
+        "calls_per_turn": calls / per_turn,
+        "tokens_per_turn": (prompt + completion) / per_turn,
+    }
