@@ -346,6 +346,17 @@ class AsyncMemory:
             raise MemoryNotFound(f"no memory {memory_id} in this scope")
         return [history_item(e) for e in events]
 
+    async def recent_turns(
+        self, *, user_id: str, session_id: str, limit: int = 10
+    ) -> list[Message]:
+        """The last ``limit`` turns of one user's session (or run / thread), oldest first."""
+        user = check_id("user_id", user_id, self.limits)
+        session = check_id("session_id", session_id, self.limits)
+        limit = check_limit(limit, maximum=10_000)
+        engine = await self._engine()
+        rows = await engine.store.recent_turns(user, session, limit)
+        return [_deserialize(row.message, row.role) for row in rows]
+
     async def reset(self) -> None:
         """Delete all data of every user. Irreversible."""
         engine = await self._engine()
@@ -406,9 +417,7 @@ class AsyncMemory:
         user_id = self._require_user()
         if isinstance(turns, bool) or not isinstance(turns, int) or turns <= 0:
             raise UsageError(f"turns must be a positive integer, got {turns!r}")
-        engine = await self._engine()
-        rows = await engine.store.recent_turns(user_id, self.session_id, turns)
-        return [_deserialize(row.message, row.role) for row in rows]
+        return await self.recent_turns(user_id=user_id, session_id=self.session_id, limit=turns)
 
     async def retrieve_short_memory(self, turns: int) -> list[Message]:
         """ARKOS: the last ``turns`` messages of this session, oldest first; [] on error."""

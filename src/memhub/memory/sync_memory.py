@@ -225,6 +225,11 @@ class Memory:
             self._async.history(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
         )
 
+    def recent_turns(self, *, user_id: str, session_id: str, limit: int = 10) -> list[Message]:
+        return run_sync(
+            self._async.recent_turns(user_id=user_id, session_id=session_id, limit=limit)
+        )
+
     def reset(self) -> None:
         run_sync(self._async.reset())
 

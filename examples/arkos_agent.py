@@ -1,0 +1,49 @@
+"""ARKOS's agent pattern, unchanged, on memhub's ``Memory``: ``add_context`` / ``get_context``.
+
+Run ``python examples/arkos_agent.py``; set ``DB_URL`` for your own PostgreSQL, or leave it
+unset for memhub's embedded one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memhub import AIMessage, Memory, Message, UserMessage
+
+
+class Agent:
+    """The memory half of ARKOS's ``Agent``, as the ARKOS memory module documents it."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    def add_context(self, messages: Sequence[Message]) -> None:
+        """Store messages in memory."""
+        for message in messages:
+            self.memory.add_memory(message)
+
+    def get_context(self, turns: int = 5, include_long_term: bool = True) -> list[Message]:
+        """Retrieve context for the LLM."""
+        short_term = self.memory.retrieve_short_memory(turns)
+
+        if include_long_term:
+            long_term = self.memory.retrieve_long_memory(context=short_term)
+            if long_term and long_term.content.strip():
+                return [long_term, *short_term]
+
+        return short_term
+
+
+def main() -> None:
+    with Memory(user_id="alice", session_id=None) as memory:
+        agent = Agent(memory)
+        agent.add_context([UserMessage(content="I'm allergic to peanuts.")])
+        agent.add_context([AIMessage(content="Noted, no peanuts in any recipe.")])
+        memory.start_new_session()  # a new conversation: short-term is empty again
+        agent.add_context([UserMessage(content="Suggest a snack for my hike.")])
+        for message in agent.get_context(turns=5):
+            print(f"{message.role}: {message.content}")
+
+
+if __name__ == "__main__":
+    main()

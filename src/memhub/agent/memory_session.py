@@ -1,0 +1,132 @@
+"""One agent call's memory: a client bound to the resolved user and thread.
+
+Every operation is scoped to that user (the model can never name another), traced, and
+guarded: a failure is reported to the agent (logged and counted) and the call goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memhub import telemetry
+from memhub.agent.config import AgentMemoryConfig
+from memhub.agent.memory_flow import (
+    MemoryClient,
+    estimate_tokens,
+    exchange,
+    format_memories,
+    new_turn,
+    recall_query,
+)
+from memhub.messages import Message
+
+__all__ = ["MemorySession"]
+
+log = logging.getLogger("memhub.agent")
+
+ErrorHandler = Callable[[str, BaseException], None]
+
+
+@dataclass
+class MemorySession:
+    """Memory operations for one user and thread, on behalf of one agent."""
+
+    client: MemoryClient
+    user_id: str
+    thread_id: str
+    config: AgentMemoryConfig
+    agent_name: str
+    on_error: ErrorHandler
+
+    @property
+    def _attributes(self) -> dict[str, str]:
+        return {"memhub.agent": self.agent_name}
+
+    # -- guarded flow (never raises) --------------------------------------------------------
+
+    async def recall(self, conversation: Sequence[Message]) -> list[Mapping[str, Any]]:
+        """Memories for this call's turn; [] when there is nothing to ask or memory failed."""
+        turn = new_turn(conversation)
+        if not turn:
+            return []
+        try:
+            with telemetry.operation("agent.recall", self._attributes) as span:
+                recent: list[Message] = []
+                if len([m for m in conversation if m.role != "system"]) == 1:
+                    recent = await self._recent_turns()
+                hits = await self.search(recall_query(turn, recent), self.config.recall_limit)
+                span.set_attribute("memhub.recall.hits", len(hits))
+        except Exception as exc:  # memory must never fail the agent call; reported, counted
+            self.on_error("recall", exc)
+            return []
+        tokens = estimate_tokens(format_memories(hits, self.thread_id)) if hits else 0
+        meters = telemetry.instruments()
+        meters.recall_hits.record(len(hits), self._attributes)
+        meters.injected_tokens.record(tokens, self._attributes)
+        return hits
+
+    async def persist(self, conversation: Sequence[Message], answer: str, partial: bool) -> bool:
+        """Store the turn's user messages and the answer on the durable path; False on failure.
+
+        ``add`` returns once the turns are committed; extraction runs later in the worker.
+        """
+        messages = exchange(new_turn(conversation), answer)
+        if not messages:
+            return False
+        metadata: dict[str, Any] = {
+            "thread_id": self.thread_id,
+            "agent": self.agent_name,
+            "partial": partial,
+        }
+        if self.config.tags:
+            metadata["tags"] = list(self.config.tags)
+        try:
+            with telemetry.operation("agent.persist", {**self._attributes, "partial": partial}):
+                await self.client.add(
+                    messages,
+                    user_id=self.user_id,
+                    run_id=self.thread_id,
+                    metadata=metadata,
+                    infer=self.config.infer,
+                )
+        except Exception as exc:  # as in recall: logged and counted, the answer stands
+            self.on_error("persist", exc)
+            return False
+        return True
+
+    # -- scoped operations (raise; the memory tools use them) ------------------------------
+
+    async def search(self, query: str, limit: int) -> list[Mapping[str, Any]]:
+        """This user's memories for ``query``, from every thread."""
+        found = await self.client.search(
+            query, user_id=self.user_id, limit=limit, threshold=self.config.recall_threshold
+        )
+        return list(found.get("results", []))
+
+    async def remember(self, fact: str) -> None:
+        """Store ``fact`` for this user as said, without extraction (queued, durable)."""
+        metadata = {"thread_id": self.thread_id, "agent": self.agent_name, "source": "remember"}
+        await self.client.add(
+            [{"role": "user", "content": fact}],
+            user_id=self.user_id,
+            run_id=self.thread_id,
+            metadata=metadata,
+            infer=False,
+        )
+
+    async def forget(self, memory_id: str) -> None:
+        """Delete one of this user's memories; another user's id is not found."""
+        await self.client.delete(memory_id, user_id=self.user_id)
+
+    async def _recent_turns(self) -> list[Message]:
+        limit = self.config.short_term_turns
+        if limit == 0:
+            return []
+        return list(
+            await self.client.recent_turns(
+                user_id=self.user_id, session_id=self.thread_id, limit=limit
+            )
+        )

@@ -1,0 +1,116 @@
+"""OpenTelemetry spans and metrics for memhub's operations; no-ops unless the app installs an SDK.
+
+Only ``opentelemetry-api`` is used: the API's proxy tracer and meter forward to whatever
+provider the application configures later, and cost next to nothing when none is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+
+from opentelemetry import metrics, trace
+from opentelemetry.trace import Span, Status, StatusCode
+
+__all__ = [
+    "Instruments",
+    "instruments",
+    "meter",
+    "operation",
+    "record_memory_error",
+    "tracer",
+]
+
+_SCOPE = "memhub"
+Attributes = Mapping[str, str | int | float | bool]
+
+
+@cache
+def tracer() -> trace.Tracer:
+    """memhub's tracer (the API's proxy until an SDK is configured)."""
+    return trace.get_tracer(_SCOPE)
+
+
+@cache
+def meter() -> metrics.Meter:
+    """memhub's meter (the API's proxy until an SDK is configured)."""
+    return metrics.get_meter(_SCOPE)
+
+
+@dataclass(frozen=True)
+class Instruments:
+    """The metric instruments memhub records into."""
+
+    duration: metrics.Histogram
+    errors: metrics.Counter
+    recall_hits: metrics.Histogram
+    injected_tokens: metrics.Histogram
+
+
+@cache
+def instruments() -> Instruments:
+    """The instruments, created on first use."""
+    m = meter()
+    return Instruments(
+        duration=m.create_histogram(
+            "memhub.operation.duration", unit="s", description="Latency of memhub operations."
+        ),
+        errors=m.create_counter(
+            "memhub.agent.memory.errors",
+            description="Memory failures an agent call survived without memory.",
+        ),
+        recall_hits=m.create_histogram(
+            "memhub.agent.recall.hits", description="Memories recalled per agent call."
+        ),
+        injected_tokens=m.create_histogram(
+            "memhub.agent.recall.injected_tokens",
+            unit="{token}",
+            description="Estimated tokens of the injected memory message.",
+        ),
+    )
+
+
+@contextmanager
+def operation(
+    name: str, attributes: Attributes | None = None, *, activate: bool = True
+) -> Iterator[Span]:
+    """A span named ``memhub.<name>`` whose latency lands in ``memhub.operation.duration``.
+
+    An exception marks the span as failed and is re-raised unchanged. Pass ``activate=False``
+    around a ``yield`` of an async generator: an activated span's context token would be
+    detached in another context when the generator resumes.
+    """
+    attrs = {"memhub.operation": name, **(attributes or {})}
+    started = time.perf_counter()
+    outcome = "ok"
+    span = tracer().start_span(f"memhub.{name}", attributes=attrs)
+    try:
+        if activate:
+            with trace.use_span(
+                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+            ):
+                yield span
+        else:
+            yield span
+    except (GeneratorExit, asyncio.CancelledError):
+        outcome = "cancelled"  # an abandoned stream or a cancelled task, not a failure
+        raise
+    except BaseException as exc:
+        outcome = "error"
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+        raise
+    finally:
+        span.end()
+        instruments().duration.record(
+            time.perf_counter() - started, {**attrs, "memhub.outcome": outcome}
+        )
+
+
+def record_memory_error(operation_name: str, attributes: Attributes | None = None) -> None:
+    """Count one memory failure that an agent call survived."""
+    instruments().errors.add(1, {"memhub.operation": operation_name, **(attributes or {})})
