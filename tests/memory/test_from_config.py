@@ -1,0 +1,106 @@
+"""Mem0's config dicts, as Mem0's documentation writes them, build a working memhub."""
+
+from __future__ import annotations
+
+import pytest
+
+from memhub import AsyncMemory, ConfigurationError, Memory
+from memhub.memory.mem0_config import settings_from_mem0_config
+
+
+def test_mem0_pgvector_example_maps_to_a_url() -> None:
+    # Mem0's pgvector example (docs: components/vectordbs/dbs/pgvector).
+    config = {
+        "vector_store": {
+            "provider": "pgvector",
+            "config": {
+                "user": "test",
+                "password": "123",
+                "host": "127.0.0.1",
+                "port": "5432",
+                "collection_name": "memories",
+                "embedding_model_dims": 384,
+            },
+        }
+    }
+    settings = settings_from_mem0_config(config)
+    assert settings.database_url == "postgresql://test:123@127.0.0.1:5432/postgres"
+
+
+def test_arkos_config_maps_embedder_and_llm() -> None:
+    config = {
+        "vector_store": {
+            "provider": "supabase",
+            "config": {
+                "connection_string": "postgresql://u:p@db:5432/arkos",
+                "collection_name": "memories",
+                "index_method": "hnsw",
+                "index_measure": "cosine_distance",
+            },
+        },
+        "llm": {
+            "provider": "vllm",
+            "config": {
+                "model": "Qwen/Qwen2.5-7B-Instruct",
+                "vllm_base_url": "http://localhost:30000/v1",
+            },
+        },
+        "embedder": {
+            "provider": "huggingface",
+            "config": {"huggingface_base_url": "http://localhost:4444/v1"},
+        },
+        "custom_fact_extraction_prompt": "Only remember food preferences.",
+    }
+    settings = settings_from_mem0_config(config)
+    assert settings.database_url == "postgresql://u:p@db:5432/arkos"
+    assert (settings.llm_provider, settings.llm_model, settings.llm_base_url) == (
+        "vllm",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "http://localhost:30000/v1",
+    )
+    assert (settings.embedder, settings.embedder_base_url) == (
+        "huggingface",
+        "http://localhost:4444/v1",
+    )
+    assert settings.custom_instructions == "Only remember food preferences."
+    assert settings.llm_configured
+
+
+def test_local_huggingface_minilm_is_the_bundled_model() -> None:
+    settings = settings_from_mem0_config(
+        {
+            "embedder": {
+                "provider": "huggingface",
+                "config": {"model": "sentence-transformers/all-MiniLM-L6-v2"},
+            }
+        }
+    )
+    assert settings.embedder == "minilm"
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"vector_store": {"provider": "qdrant", "config": {}}}, "not supported"),
+        (
+            {"embedder": {"provider": "huggingface", "config": {"model": "BAAI/bge-large-en"}}},
+            "not bundled",
+        ),
+        ({"vectorstore": {}}, "unknown config keys"),
+        ({"llm": "openai"}, "must be"),
+    ],
+)
+def test_bad_configs_are_clear_errors(config: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        settings_from_mem0_config(config)
+
+
+def test_from_config_runs_end_to_end(db_url: str) -> None:
+    memory = Memory.from_config(
+        {"vector_store": {"provider": "pgvector", "config": {"connection_string": db_url}}}
+    )
+    memory.add("I am allergic to peanuts.", user_id="zoe", infer=False, wait=True)
+    hits = memory.search("food allergies", user_id="zoe", limit=1)["results"]
+    assert hits[0]["memory"] == "I am allergic to peanuts."
+    memory.close()
+    assert isinstance(AsyncMemory.from_config({}), AsyncMemory)
