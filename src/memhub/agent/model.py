@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from memhub.errors import ProviderOutputError
+from memhub.llm.base import Usage
 from memhub.messages import AIMessage, Message
 
 __all__ = [
@@ -63,24 +64,6 @@ class ToolCall:
                 f"tool call {self.name!r} arguments are not a JSON object", raw=self.arguments
             )
         return value
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Tokens the model counted."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-        )
 
 
 @dataclass(frozen=True)

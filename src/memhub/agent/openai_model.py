@@ -6,15 +6,14 @@ the class is first asked for; SDK errors are translated into memhub's error tree
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import openai
 
 from memhub.agent.model import ModelChunk, ModelResponse, ToolCall, ToolSpec, Usage
-from memhub.errors import ProviderError, ProviderHTTPError, ProviderOutputError
+from memhub.errors import ProviderOutputError
+from memhub.llm.openai_errors import translate_openai_errors
 from memhub.messages import Message
 
 __all__ = ["OpenAIChatModel"]
@@ -89,7 +88,7 @@ class OpenAIChatModel:
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> ModelResponse:
         """The whole answer at once."""
-        with _translate_errors(self):
+        with translate_openai_errors(f"chat model {self.model!r} at {self.base_url}"):
             response = await self._client.chat.completions.create(
                 **self._request(messages, tools, stream=False)
             )
@@ -105,7 +104,9 @@ class OpenAIChatModel:
         return ModelResponse(
             content=choice.message.content or "",
             tool_calls=calls,
-            usage=Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage(),
+            usage=Usage(usage.prompt_tokens, usage.completion_tokens, 1)
+            if usage
+            else Usage(calls=1),
             finish_reason=choice.finish_reason,
         )
 
@@ -117,14 +118,14 @@ class OpenAIChatModel:
         calls: dict[int, dict[str, str]] = {}
         usage = Usage()
         finish: str | None = None
-        with _translate_errors(self):
+        with translate_openai_errors(f"chat model {self.model!r} at {self.base_url}"):
             chunks = await self._client.chat.completions.create(
                 **self._request(messages, tools, stream=True)
             )
             try:
                 async for chunk in chunks:
                     if chunk.usage is not None:
-                        usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                        usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens, 1)
                     for choice in chunk.choices:
                         finish = choice.finish_reason or finish
                         _collect_calls(calls, choice.delta.tool_calls or [])
@@ -150,22 +151,7 @@ def _collect_calls(calls: dict[int, dict[str, str]], deltas: Sequence[Any]) -> N
             call["arguments"] += delta.function.arguments or ""
 
 
-@contextmanager
-def _translate_errors(model: OpenAIChatModel) -> Iterator[None]:
-    """The SDK's exceptions, after its retries, as memhub's error tree."""
-    where = f"chat model {model.model!r} at {model.base_url}"
-    try:
-        yield
-    except openai.APITimeoutError as exc:  # before APIConnectionError, its base class
-        raise ProviderHTTPError(f"{where} did not answer in time") from exc
-    except openai.APIConnectionError as exc:
-        raise ProviderHTTPError(f"cannot reach {where}: {exc}") from exc
-    except openai.APIStatusError as exc:
-        raise ProviderHTTPError(
-            f"{where} answered HTTP {exc.status_code}: {exc.message}",
-            status_code=exc.status_code,
-        ) from exc
-    except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
-        raise ProviderOutputError(f"{where} sent a malformed response: {exc}") from exc
-    except openai.OpenAIError as exc:
-        raise ProviderError(f"{where} failed: {exc}") from exc
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage(calls=1)
+    return Usage(usage.prompt_tokens, usage.completion_tokens, 1)

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Literal, get_args
 
 import openai
@@ -17,12 +16,12 @@ from openai.types.chat.completion_create_params import ResponseFormat
 
 from memhub.errors import (
     ConfigurationError,
-    ProviderError,
     ProviderHTTPError,
     ProviderOutputError,
     UsageError,
 )
 from memhub.llm.base import BaseLLM, ChatMessage, Completion, OutputSchema, Usage
+from memhub.llm.openai_errors import excerpt, translate_openai_errors
 
 __all__ = ["OPENAI_BASE_URL", "OpenAICompatibleLLM", "StructuredOutputMode"]
 
@@ -35,7 +34,6 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 # What "auto" tries next when a server rejects a response_format.
 _FALLBACK: dict[_Mode, _Mode] = {"json_schema": "json_object", "json_object": "none"}
 _REJECTION_MARKERS = ("response_format", "json_schema", "json_object")
-_EXCERPT = 300
 
 
 class OpenAICompatibleLLM(BaseLLM):
@@ -117,7 +115,9 @@ class OpenAICompatibleLLM(BaseLLM):
         while True:
             mode: _Mode = self._mode if output_schema is not None else "none"
             try:
-                with _translate_sdk_errors(self):
+                with translate_openai_errors(
+                    f"LLM {self.model_name!r} at {self.base_url}", self.timeout
+                ):
                     response = await self._client.chat.completions.create(
                         model=self.model_name,
                         messages=_to_sdk_messages(messages),
@@ -225,7 +225,7 @@ def _to_completion(response: object) -> Completion:
     # builds models without checking required fields, so the shape is checked here.
     if not isinstance(response, ChatCompletion) or not getattr(response, "choices", None):
         raise ProviderOutputError(
-            f"the LLM server did not return a chat completion: {_excerpt(response)}",
+            f"the LLM server did not return a chat completion: {excerpt(response)}",
             raw=response if isinstance(response, str) else None,
         )
     choice = response.choices[0]
@@ -241,29 +241,3 @@ def _to_completion(response: object) -> Completion:
         ),
         finish_reason=getattr(choice, "finish_reason", None),
     )
-
-
-@contextmanager
-def _translate_sdk_errors(llm: OpenAICompatibleLLM) -> Iterator[None]:
-    """Turn the SDK's exceptions (raised after its retries) into memhub's error tree."""
-    where = f"LLM {llm.model_name!r} at {llm.base_url}"
-    try:
-        yield
-    except openai.APITimeoutError as exc:  # before APIConnectionError, its base class
-        raise ProviderHTTPError(f"{where} did not answer within {llm.timeout} s") from exc
-    except openai.APIConnectionError as exc:
-        raise ProviderHTTPError(f"cannot reach {where}: {exc}") from exc
-    except openai.APIStatusError as exc:
-        raise ProviderHTTPError(
-            f"{where} answered HTTP {exc.status_code}: {_excerpt(exc.body or exc.message)}",
-            status_code=exc.status_code,
-        ) from exc
-    except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
-        raise ProviderOutputError(f"{where} sent a malformed response: {exc}") from exc
-    except openai.OpenAIError as exc:
-        raise ProviderError(f"{where} failed: {exc}") from exc
-
-
-def _excerpt(value: object) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
