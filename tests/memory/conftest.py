@@ -10,9 +10,13 @@ from memhub import AsyncMemory, MemhubSettings
 from memhub._portal import run_sync
 
 
-@pytest.fixture
-def shared_memory(settings: MemhubSettings) -> Iterator[AsyncMemory]:
+@pytest.fixture(params=["postgres", "in-process"])
+def shared_memory(
+    request: pytest.FixtureRequest, settings: MemhubSettings
+) -> Iterator[AsyncMemory]:
     """An AsyncMemory living on memhub's portal loop, for sync-driven tests (hypothesis)."""
+    if request.param == "in-process":
+        settings = settings.model_copy(update={"database_url": "memory://"})
     memory = AsyncMemory(settings=settings)
     yield memory
     run_sync(memory.aclose())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
@@ -17,10 +18,22 @@ from memhub import (
 )
 
 
-@pytest.fixture
-async def memory(settings: MemhubSettings) -> AsyncMemory:
+@pytest.fixture(params=["postgres", "in-process"])
+async def memory(
+    request: pytest.FixtureRequest, settings: MemhubSettings
+) -> AsyncIterator[AsyncMemory]:
+    """The same behavioural suite runs on PostgreSQL and on the ``memory://`` store."""
+    if request.param == "in-process":
+        settings = settings.model_copy(update={"database_url": "memory://"})
     async with AsyncMemory(settings=settings) as m:
-        yield m  # type: ignore[misc]
+        yield m
+
+
+@pytest.fixture
+async def pg_memory(settings: MemhubSettings) -> AsyncIterator[AsyncMemory]:
+    """PostgreSQL only, for tests that also check the rows themselves."""
+    async with AsyncMemory(settings=settings) as m:
+        yield m
 
 
 async def test_add_then_search_returns_mem0_shaped_results(memory: AsyncMemory) -> None:
@@ -115,7 +128,10 @@ async def test_by_id_calls_respect_a_given_scope(memory: AsyncMemory) -> None:
     assert (await memory.get(item["id"], user_id="frank"))["memory"] == "Secret of frank."  # type: ignore[index]
 
 
-async def test_delete_all_removes_everything_of_the_user(memory: AsyncMemory, db_url: str) -> None:
+async def test_delete_all_removes_everything_of_the_user(
+    pg_memory: AsyncMemory, db_url: str
+) -> None:
+    memory = pg_memory
     for user in ("hank", "ivy"):
         await memory.add(f"{user} likes chess.", user_id=user, infer=False, wait=True)
         await memory.add(f"{user} has a dog.", user_id=user, infer=False, wait=True)
@@ -127,6 +143,14 @@ async def test_delete_all_removes_everything_of_the_user(memory: AsyncMemory, db
             assert await cur.fetchone() == (0,), table
         cur = await conn.execute("SELECT count(*) FROM memories WHERE user_id = 'ivy'")
         assert await cur.fetchone() == (2,)
+
+
+async def test_delete_all_keeps_other_users(memory: AsyncMemory) -> None:
+    await memory.add("mine", user_id="one", infer=False, wait=True)
+    await memory.add("yours", user_id="two", infer=False, wait=True)
+    assert (await memory.delete_all(user_id="one"))["deleted"] == 1
+    assert (await memory.get_all(user_id="one"))["results"] == []
+    assert [r["memory"] for r in (await memory.get_all(user_id="two"))["results"]] == ["yours"]
 
 
 async def test_agent_and_run_scopes(memory: AsyncMemory) -> None:
@@ -182,8 +206,9 @@ async def test_reset_clears_everything(memory: AsyncMemory) -> None:
     ],
 )
 async def test_bad_input_is_a_clear_error_and_writes_nothing(
-    memory: AsyncMemory, db_url: str, call: object, message: str
+    pg_memory: AsyncMemory, db_url: str, call: object, message: str
 ) -> None:
+    memory = pg_memory
     with pytest.raises(UsageError, match=message):
         await call(memory)  # type: ignore[operator]
     async with await psycopg.AsyncConnection.connect(db_url) as conn:

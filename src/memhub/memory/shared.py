@@ -17,6 +17,7 @@ from memhub.embed import Embedder, create_embedder
 from memhub.engine.consolidate import Consolidator
 from memhub.engine.worker import Worker, WorkerConfig
 from memhub.llm import LLM, create_llm
+from memhub.store.inmemory import InMemoryStore
 from memhub.store.postgres import PostgresStore
 from memhub.store.protocol import Store
 
@@ -25,6 +26,7 @@ __all__ = [
     "acquire_engine",
     "close_all_engines",
     "embedder_from_settings",
+    "open_store",
     "release_engine",
 ]
 
@@ -122,8 +124,15 @@ async def acquire_engine(settings: MemhubSettings, embedder: Embedder | None = N
         return engine
 
 
+async def open_store(settings: MemhubSettings) -> Store:
+    """The store the settings name: ``memory://`` in-process, PostgreSQL otherwise."""
+    if (settings.database_url or "").startswith("memory://"):
+        return await InMemoryStore.open(settings)
+    return await PostgresStore.open(settings)
+
+
 async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> Engine:
-    store = await PostgresStore.open(settings)
+    store = await open_store(settings)
     try:
         chosen = embedder or embedder_from_settings(settings)
         await store.ensure_embedding_space(chosen.model_name, chosen.dimension)

@@ -61,7 +61,7 @@ class JobQueue:
 
     def __init__(self) -> None:
         self._rows: dict[int, _Row] = {}
-        self._owners: dict[str, int] = {}  # owner -> batch holding its lock
+        self._owners: dict[tuple[str, str], int] = {}  # (lane, owner) -> batch
         self._next_id = 1
 
     def clear(self) -> None:
@@ -70,19 +70,46 @@ class JobQueue:
         self._owners = {}
         self._next_id = 1
 
-    def add(self, new: NewJob, payload: dict[str, Any], now: datetime) -> int:
-        row = _Row(self._next_id, new.kind, new.scope, payload, run_after=now, created_at=now)
-        self._rows[row.id] = row
+    def reserve_id(self) -> int:
+        """A job id for :meth:`add` later (BIGSERIAL hands ids out before the commit)."""
         self._next_id += 1
+        return self._next_id - 1
+
+    def add(
+        self,
+        new: NewJob,
+        payload: dict[str, Any],
+        now: datetime,
+        run_after: datetime | None = None,
+        job_id: int | None = None,
+    ) -> int:
+        row = _Row(
+            job_id or self.reserve_id(),
+            new.kind,
+            new.scope,
+            payload,
+            run_after=run_after or now,
+            created_at=now,
+        )
+        late = bool(self._rows) and row.id < next(reversed(self._rows))
+        self._rows[row.id] = row
+        if late:  # a reserved id committed after newer jobs: keep dict order = id order
+            self._rows = dict(sorted(self._rows.items()))
         return row.id
 
-    def claim(self, batch: int, limit: int, now: datetime) -> list[Job]:
+    def claim(self, batch: int, limit: int, kinds: Sequence[str], now: datetime) -> list[Job]:
         """The jobs a new batch may take; see :func:`memhub.store.pg_jobs._claim`."""
         if limit <= 0:
             return []
+        wanted = set(kinds)
         selected: list[_Row] = []
         for row in self._rows.values():
-            if row.status == "queued" and row.run_after <= now and row.claimed_by is None:
+            if (
+                row.status == "queued"
+                and row.kind in wanted
+                and row.run_after <= now
+                and row.claimed_by is None
+            ):
                 selected.append(row)
                 if len(selected) == limit:
                     break
@@ -91,19 +118,20 @@ class JobQueue:
         first: dict[str, int] = {}
         for row in selected:
             first.setdefault(row.owner, row.id)
+        lane = ",".join(sorted(wanted))  # each lane (set of kinds) is ordered on its own
         mine = set()
         for owner, first_id in first.items():
-            if self._owners.setdefault(owner, batch) != batch:
+            if self._owners.setdefault((lane, owner), batch) != batch:
                 continue
             # PostgreSQL evaluates the lock before the ordering test, so the lock stays held
             # for the batch's lifetime even when the owner is not taken.
-            if not self._older_queued(owner, first_id):
+            if not self._older_queued(owner, first_id, wanted):
                 mine.add(owner)
         return [row.job() for row in selected if row.owner in mine]
 
-    def _older_queued(self, owner: str, first_id: int) -> bool:
+    def _older_queued(self, owner: str, first_id: int, kinds: set[str]) -> bool:
         return any(
-            row.status == "queued" and row.owner == owner
+            row.status == "queued" and row.owner == owner and row.kind in kinds
             for row in self._rows.values()
             if row.id < first_id
         )

@@ -1,25 +1,28 @@
 """Full-text matching of the in-process store: an approximation of PostgreSQL's english search.
 
-PostgreSQL indexes ``to_tsvector('english', memory)`` and memhub asks it for the OR of the
-query's words ranked by ``ts_rank``. Here text is split into lower-cased runs of letters and
-digits, PostgreSQL's english stop words are dropped and the rest go through a light stemmer
-(inflections only: plurals, ``-ing``, ``-ed``, a final ``e``; no derivational suffixes as
-Snowball strips). A document matches when it shares any term with the query, and scores with
-``ts_rank``'s own formula for an OR query at the default weight, so ranks agree with
-PostgreSQL's whenever the two stemmers agree on the words involved.
+PostgreSQL indexes ``to_tsvector('english', memory)``. Here text is split into lower-cased
+runs of letters and digits, PostgreSQL's english stop words are dropped and the rest go
+through a light stemmer (inflections only: plurals, ``-ing``, ``-ed``, a final ``e``; none of
+the derivational suffixes Snowball strips). A memory matches when it shares any term with the
+query; :func:`bm25_scores` is the formula of :func:`memhub.store.pg_memories._bm25_cte` (the
+default ranking) and :func:`text_score` that of ``ts_rank`` over an OR query, so ranks agree
+with PostgreSQL's whenever the two stemmers agree on the words involved.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 import numpy as np
 
-__all__ = ["STOP_WORDS", "stem", "terms", "text_score"]
+__all__ = ["STOP_WORDS", "bm25_scores", "stem", "terms", "text_score"]
 
-# PostgreSQL's english.stop (the Snowball list).
+# PostgreSQL's english.stop (the Snowball list), kept as one string as in that file: a list
+# literal would take 127 lines.
 STOP_WORDS: Final = frozenset(
     """
     i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
@@ -30,7 +33,7 @@ STOP_WORDS: Final = frozenset(
     under again further then once here there when where why how all any both each few more
     most other some such no nor not only own same so than too very s t can will just don
     should now
-    """.split()
+    """.split()  # noqa: SIM905
 )
 
 _WORD: Final = re.compile(r"[^\W_]+")
@@ -77,9 +80,7 @@ def _undouble(word: str) -> str:
 
 def terms(text: str) -> Counter[str]:
     """The stemmed, stop-word-free terms of ``text`` with their frequencies."""
-    return Counter(
-        stem(word) for word in _WORD.findall(text.lower()) if word not in STOP_WORDS
-    )
+    return Counter(stem(word) for word in _WORD.findall(text.lower()) if word not in STOP_WORDS)
 
 
 def text_score(document: Counter[str], query: Counter[str]) -> float | None:
@@ -105,3 +106,32 @@ def text_score(document: Counter[str], query: Counter[str]) -> float | None:
 
 def _harmonic2(n: int) -> float:
     return sum(1.0 / (i * i) for i in range(1, min(n, 256) + 1))  # tsvector keeps 256 positions
+
+
+def bm25_scores(
+    documents: Sequence[Counter[str]], query: Iterable[str], k1: float = 1.2, b: float = 0.75
+) -> list[float | None]:
+    """memhub's PostgreSQL BM25 for each document (None: no shared term).
+
+    ``documents`` are all memories the search may return (the scope, after filters): their
+    count is N. Term frequency counts as 1; a document's length is its number of distinct
+    terms (``length(tsvector)``) and the average length is taken over the (term, document)
+    matches, as the SQL does. Unlike the SQL, no per-term or per-scope cap applies.
+    """
+    n = len(documents)
+    hits = {t: [i for i, doc in enumerate(documents) if t in doc] for t in set(query)}
+    pairs = [(t, i) for t, found in hits.items() for i in found]
+    scores: list[float | None] = [None] * n
+    if not pairs:
+        return scores
+    avgdl = max(sum(len(documents[i]) for _, i in pairs) / len(pairs), 1.0)
+    idf = {
+        t: math.log(1 + (max(n, len(found)) - len(found) + 0.5) / (len(found) + 0.5))
+        for t, found in hits.items()
+    }
+    total: dict[int, float] = {}
+    for t, i in pairs:
+        total[i] = total.get(i, 0.0) + idf[t]
+    for i, weight in total.items():
+        scores[i] = weight * (k1 + 1) / (1 + k1 * (1 - b + b * len(documents[i]) / avgdl))
+    return scores

@@ -1,0 +1,428 @@
+"""The ``memory://`` store: memhub's data in this process, for notebooks and unit tests.
+
+It behaves as :class:`memhub.store.postgres.PostgresStore` does (the rules are in its SQL),
+with exact cosine search in numpy and the full-text approximation of
+:mod:`memhub.store.inmemory_text`. Nothing outlives the object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import itertools
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+from memhub.config import MemhubSettings
+from memhub.errors import ConfigurationError, MemoryNotFound, StoreError
+from memhub.filters import Filter
+from memhub.store.inmemory_jobs import JobQueue
+from memhub.store.inmemory_rows import as_utc, check_text, in_scope, jsonb, utc_now
+from memhub.store.inmemory_tables import Tables
+from memhub.store.protocol import Vector
+from memhub.store.records import (
+    Candidate,
+    HistoryEvent,
+    Job,
+    MemoryRecord,
+    NewJob,
+    NewMemory,
+    NewTurn,
+    Scope,
+    Turn,
+)
+
+__all__ = ["InMemoryBatch", "InMemoryStore"]
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Usage:
+    scope: Scope
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    turns: int
+
+
+class InMemoryBatch:
+    """Claimed jobs and their writes: memory writes apply at once and are undone on rollback;
+    completions, follow-up jobs and usage apply when the claim ends normally.
+
+    Unlike PostgreSQL, other readers see the memory writes before the commit (no isolation).
+    """
+
+    def __init__(self, store: InMemoryStore, number: int, jobs: list[Job], now: datetime) -> None:
+        self.jobs = jobs
+        self.number = number
+        self.now = now  # PostgreSQL's now() inside the batch's transaction
+        self.undo: list[Callable[[], None]] = []
+        self.completed: list[int] = []
+        self.enqueued: list[tuple[int, NewJob, dict[str, Any], datetime | None]] = []
+        self.usage: list[_Usage] = []
+        self.open = True
+        self.failed = False  # a failed write dooms the batch, as it aborts a transaction
+        self.doomed = False  # reset() ran meanwhile: whatever the batch wrote goes too
+        self._store = store
+
+    async def _run(self, op: Callable[[], T]) -> T:
+        if not self.open:
+            raise StoreError("this job batch is closed")
+        if self.failed:
+            raise StoreError("current transaction is aborted, commands ignored until its end")
+        async with self._store.lock:
+            try:
+                return op()
+            except MemoryNotFound:
+                raise  # raised before any SQL fails: the transaction goes on
+            except StoreError:
+                self.failed = True
+                raise
+
+    async def turns(self, ids: Sequence[int]) -> list[Turn]:
+        return await self._run(lambda: self._store.turns_by_ids(ids))
+
+    async def insert_memories(self, memories: Sequence[NewMemory], actor: str) -> list[UUID | None]:
+        tables = self._store.tables
+        return await self._run(
+            lambda: [tables.insert(m, actor, self.now, self.undo) for m in memories]
+        )
+
+    async def complete(self, job_ids: Sequence[int]) -> None:
+        await self._run(lambda: self.completed.extend(job_ids))
+
+    async def enqueue(self, job: NewJob, run_after: datetime | None) -> None:
+        payload = jsonb(job.payload, "queueing a job")
+        when = None if run_after is None else as_utc(run_after, run_after)
+        queue = self._store.jobs
+        await self._run(lambda: self.enqueued.append((queue.reserve_id(), job, payload, when)))
+
+    async def related(
+        self, scope: Scope, text: str, vector: Vector, k: int, filters: Filter | None
+    ) -> list[Candidate]:
+        return await self._run(
+            lambda: self._store.tables.search(scope, text, vector, k, filters, False)
+        )
+
+    async def refine(
+        self,
+        scope: Scope,
+        memory_id: UUID,
+        text: str,
+        hash_: str,
+        vector: Vector,
+        turn_ids: Sequence[int],
+    ) -> bool:
+        def op() -> bool:
+            tables = self._store.tables
+            mem = tables.located(scope, memory_id)
+            old_text, old_turns = mem.memory, mem.source_turn_ids
+            if not tables.rewrite(mem, text, hash_, vector, self.now, self.undo):
+                return False  # PostgreSQL's unique violation, caught in a savepoint
+            tables.change(mem, self.undo, source_turn_ids=old_turns + tuple(turn_ids))
+            tables.event(
+                mem, "UPDATE", old_text, text, "consolidation", self.now, self.undo, turn_ids
+            )
+            return True
+
+        return await self._run(op)
+
+    async def supersede(
+        self, scope: Scope, old_id: UUID, new: NewMemory, closed_at: datetime
+    ) -> UUID:
+        tables = self._store.tables
+        return await self._run(
+            lambda: tables.supersede(scope, old_id, new, closed_at, self.now, self.undo)
+        )
+
+    async def forget(self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]) -> None:
+        def op() -> None:
+            tables = self._store.tables
+            mem = tables.located(scope, memory_id)
+            tables.detach(mem, self.undo)
+            tables.event(
+                mem, "DELETE", mem.memory, None, "consolidation", self.now, self.undo, turn_ids
+            )
+
+        await self._run(op)
+
+    async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:
+        def op() -> int:
+            tables, wanted = self._store.tables, set(turn_ids)
+            retired = [
+                m
+                for m in tables.memories.values()
+                if in_scope(scope, m.scope)
+                and m.memory_type == "turn"
+                and wanted.intersection(m.source_turn_ids)
+            ]
+            for mem in retired:
+                tables.detach(mem, self.undo)
+            return len(retired)
+
+        return await self._run(op)
+
+    async def record_usage(
+        self,
+        scope: Scope,
+        model: str,
+        usage: dict[str, int],
+        turns: int,
+        jobs: int,
+        operations: dict[str, int],
+    ) -> None:
+        row = _Usage(
+            scope, usage["calls"], usage["prompt_tokens"], usage["completion_tokens"], turns
+        )
+        await self._run(lambda: self.usage.append(row))
+
+
+class InMemoryStore:
+    """memhub's data in this process's memory; the ``memory://`` URL selects it."""
+
+    def __init__(self) -> None:
+        # memhub's async core runs on one event loop and no critical section awaits, so the
+        # lock only keeps whole operations apart (and keeps them whole should one ever await).
+        self.lock = asyncio.Lock()
+        self.tables = Tables()
+        self.jobs = JobQueue()
+        self._model: str | None = None
+        self._batch_numbers = itertools.count(1)
+        self._open: dict[int, InMemoryBatch] = {}
+        self._clear()
+
+    def _clear(self) -> None:
+        self.tables.clear()
+        self.jobs.clear()
+        self._turns: dict[int, Turn] = {}
+        self._next_turn = 1
+        self._usage: list[_Usage] = []
+
+    @classmethod
+    async def open(cls, settings: MemhubSettings) -> InMemoryStore:
+        """A new, empty store (the settings' URL is not used: ``memory://`` has no address)."""
+        return cls()
+
+    async def aclose(self) -> None:
+        """Nothing to release; the data lives as long as the object."""
+
+    async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
+        async with self.lock:
+            vectors = self.tables.vectors
+            if self._model is None:
+                self._model, vectors.dim = model_name, dimension
+                vectors.clear()
+            elif self._model != model_name or vectors.dim != dimension:
+                raise ConfigurationError(
+                    f"this store holds {vectors.dim}-dimensional vectors of {self._model!r}, "
+                    f"but the configured embedder is {model_name!r} ({dimension} dimensions); "
+                    "configure the recorded model, or run `memhub reembed` to re-embed every "
+                    "memory with the new one"
+                )
+
+    # -- conversations --------------------------------------------------------------------
+    async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
+        action = "storing conversation turns"
+        for t in turns:
+            check_text(action, 255, user_id=t.user_id, session_id=t.session_id, agent_id=t.agent_id)
+            check_text(action, 50, role=t.role)
+            check_text(action, message=t.message)
+        metadata = [None if t.metadata is None else jsonb(t.metadata, action) for t in turns]
+        payload: dict[str, Any] = {}
+        if job is not None:
+            check_text(action, 255, **job.scope.as_dict())
+            check_text(action, kind=job.kind)
+            payload = jsonb(job.payload, action)
+        now = utc_now()
+        async with self.lock:
+            ids = list(range(self._next_turn, self._next_turn + len(turns)))
+            self._next_turn += len(turns)
+            for turn_id, t, meta in zip(ids, turns, metadata, strict=True):
+                said_at = as_utc(t.created_at, now).replace(tzinfo=None)  # TIMESTAMP: UTC wall time
+                self._turns[turn_id] = Turn(
+                    turn_id, t.user_id, t.session_id, t.role, t.message, t.agent_id, meta, said_at
+                )
+            if job is not None:
+                self.jobs.add(job, {**payload, "turn_ids": ids}, now)
+        return ids
+
+    async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:
+        async with self.lock:
+            rows = [
+                t
+                for t in self._turns.values()
+                if t.user_id == user_id and t.session_id == session_id
+            ]
+            return [_copy_turn(t) for t in rows[-limit:]] if limit > 0 else []
+
+    def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
+        """The turns with these ids, in id order (call under the lock)."""
+        return [_copy_turn(self._turns[i]) for i in sorted(set(ids)) if i in self._turns]
+
+    # -- memories -------------------------------------------------------------------------
+    async def search_candidates(
+        self,
+        scope: Scope,
+        text_query: str,
+        vector: Vector,
+        k: int,
+        filters: Filter | None,
+        include_superseded: bool,
+    ) -> list[Candidate]:
+        async with self.lock:
+            return self.tables.search(scope, text_query, vector, k, filters, include_superseded)
+
+    async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
+        async with self.lock:
+            mem = self.tables.memories.get(memory_id)
+            return mem.record() if mem is not None and in_scope(scope, mem.scope) else None
+
+    async def list_memories(
+        self, scope: Scope, filters: Filter | None, limit: int, include_superseded: bool
+    ) -> list[MemoryRecord]:
+        async with self.lock:
+            rows = self.tables.eligible(scope, filters, include_superseded)
+            rows.sort(key=lambda m: m.id)
+            rows.sort(key=lambda m: m.created_at, reverse=True)  # ORDER BY created_at DESC, id
+            return [m.record() for m in rows[: max(limit, 0)]]
+
+    async def update_memory(
+        self,
+        scope: Scope | None,
+        memory_id: UUID,
+        text: str,
+        hash_: str,
+        vector: Vector,
+        metadata: dict[str, Any] | None,
+        actor: str,
+    ) -> MemoryRecord:
+        action = "updating a memory"
+        async with self.lock:
+            mem = self.tables.located(scope, memory_id)
+            meta = None if metadata is None else jsonb(metadata, action)
+            old_text, now = mem.memory, utc_now()
+            if not self.tables.rewrite(mem, text, hash_, vector, now, None):
+                raise StoreError(
+                    f"{action}: duplicate key value violates unique constraint"
+                    ' "memories_current_hash"'
+                )
+            if meta is not None:
+                mem.metadata = meta
+            self.tables.event(mem, "UPDATE", old_text, text, actor, now, None)
+            return mem.record()
+
+    async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:
+        async with self.lock:
+            mem = self.tables.located(scope, memory_id)
+            self.tables.detach(mem, None)
+            self.tables.event(mem, "DELETE", mem.memory, None, actor, utc_now(), None)
+
+    async def delete_all(self, scope: Scope) -> int:
+        if scope.is_empty():  # PostgreSQL fails on the turns' empty WHERE and deletes nothing
+            raise StoreError("deleting a scope: the scope sets no id")
+        async with self.lock:
+            removed = self.tables.delete_scope(scope)
+            self.jobs.delete_scope(scope)
+            # Turns carry the run id as their session id (see memhub.engine.ingest).
+            ids = {"user_id": "user_id", "agent_id": "agent_id", "run_id": "session_id"}
+            wanted = {ids[key]: value for key, value in scope.as_dict().items()}
+            self._turns = {
+                i: t
+                for i, t in self._turns.items()
+                if not all(getattr(t, column) == value for column, value in wanted.items())
+            }
+            return removed
+
+    async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
+        async with self.lock:
+            return [
+                dataclasses.replace(e, metadata=copy.deepcopy(e.metadata))
+                for e in self.tables.chain_history(scope, memory_id)
+            ]
+
+    async def reset(self) -> None:
+        async with self.lock:
+            # TRUNCATE waits for open batches and then removes what they wrote: dooming them
+            # (their later writes are undone at their end) ends in the same state.
+            for batch in self._open.values():
+                batch.undo.clear()
+                batch.doomed = True
+            self._clear()
+
+    # -- jobs -----------------------------------------------------------------------------
+    @asynccontextmanager
+    async def claim_jobs(self, limit: int, kinds: Sequence[str]) -> AsyncIterator[InMemoryBatch]:
+        """Claim up to ``limit`` ready jobs of ``kinds``; leaving normally commits the batch."""
+        async with self.lock:
+            now = utc_now()
+            number = next(self._batch_numbers)
+            batch = InMemoryBatch(self, number, self.jobs.claim(number, limit, kinds, now), now)
+            self._open[number] = batch
+        committed = False
+        try:
+            yield batch
+            async with self.lock:
+                self._finish(batch, commit=True)
+                committed = True
+        finally:
+            if not committed:
+                # Synchronous and without the lock: no critical section awaits, so none is
+                # interrupted, and the claim is released even while this task is cancelled.
+                self._finish(batch, commit=False)
+
+    def _finish(self, batch: InMemoryBatch, commit: bool) -> None:
+        batch.open = False
+        self._open.pop(batch.number, None)
+        if commit and not batch.failed and not batch.doomed:
+            self.jobs.remove(batch.completed)
+            for job_id, job, payload, run_after in batch.enqueued:
+                self.jobs.add(job, payload, batch.now, run_after, job_id)
+            self._usage.extend(batch.usage)
+        else:
+            for undo in reversed(batch.undo):
+                undo()
+        self.jobs.release(batch.number)
+
+    async def fail_jobs(
+        self, job_ids: Sequence[int], error: str, retry_at: datetime, max_attempts: int
+    ) -> int:
+        async with self.lock:
+            return self.jobs.fail(job_ids, error, as_utc(retry_at, retry_at), max_attempts)
+
+    async def pending_jobs(self, scope: Scope | None = None) -> int:
+        async with self.lock:
+            return self.jobs.pending(scope)
+
+    async def list_jobs(self, status: str, limit: int) -> list[Job]:
+        async with self.lock:
+            return self.jobs.listed(status, limit)
+
+    async def requeue_parked(self, job_ids: Sequence[int] | None) -> int:
+        async with self.lock:
+            return self.jobs.requeue(job_ids, utc_now())
+
+    async def usage_stats(self) -> dict[str, float]:
+        """LLM calls and tokens of consolidation, in total and per turn."""
+        async with self.lock:
+            calls = sum(u.calls for u in self._usage)
+            prompt = sum(u.prompt_tokens for u in self._usage)
+            completion = sum(u.completion_tokens for u in self._usage)
+            turns = sum(u.turns for u in self._usage)
+        per_turn = max(turns, 1)
+        return {
+            "llm_calls": calls,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "turns": turns,
+            "calls_per_turn": calls / per_turn,
+            "tokens_per_turn": (prompt + completion) / per_turn,
+        }
+
+
+def _copy_turn(turn: Turn) -> Turn:
+    return dataclasses.replace(turn, metadata=copy.deepcopy(turn.metadata))
