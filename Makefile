@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/memhub demo
+	$(BIN)/memhub serve
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
@@ -26,7 +26,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy src
 
+# The browser test drives Debian's Chromium (never `playwright install`: no downloads here).
 unit: $(STAMP)
+	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium)
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit

@@ -102,12 +102,24 @@ async def _search(settings: MemhubSettings, query: str, user_id: str, limit: int
     return 0
 
 
+def _serve(settings: MemhubSettings, args: argparse.Namespace) -> int:
+    from memhub.server import ServerSettings, serve
+
+    logging.getLogger("memhub").setLevel(logging.INFO)
+    serve(settings, ServerSettings.from_env(host=args.host, port=args.port, auth=args.auth))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memhub", description="Memory for LLM agents.")
     parser.add_argument("--database-url", help="PostgreSQL URL (default: embedded server)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", help="store a short conversation and print it back")
+    serve = commands.add_parser("serve", help="run the REST API and the web page")
+    serve.add_argument("--host", help="interface to bind (default 127.0.0.1, MEMHUB_HOST)")
+    serve.add_argument("--port", type=int, help="port (default 8765, MEMHUB_PORT)")
+    serve.add_argument("--auth", choices=["on", "off"], help="API keys (default on)")
     commands.add_parser("migrate", help="apply database migrations")
     worker = commands.add_parser("worker", help="process queued jobs until stopped")
     worker.add_argument("--concurrency", type=int, default=1, help="batches in flight")
@@ -132,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = MemhubSettings.from_env(database_url=args.database_url)
         if args.command == "demo":
             return _demo(settings)
+        if args.command == "serve":
+            return _serve(settings, args)
         if args.command == "migrate":
             return asyncio.run(_migrate(settings))
         if args.command == "worker":

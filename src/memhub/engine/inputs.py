@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from memhub.errors import UsageError
 from memhub.messages import Message, UserMessage, message_class
 from memhub.store.records import Scope
@@ -119,7 +121,10 @@ def _from_mapping(item: Mapping[str, Any], limits: Limits) -> Message:
     cls = message_class(role)
     content = check_text("message content", item.get("content"), limits)
     extra = {k: v for k, v in item.items() if k not in ("role", "content")}
-    return cls.model_validate({**extra, "content": content, "role": role})
+    try:
+        return cls.model_validate({**extra, "content": content, "role": role})
+    except ValidationError as exc:
+        raise UsageError(f"invalid {role} message: {exc.errors()[0]['msg']}") from exc
 
 
 def normalize_messages(messages: object, limits: Limits) -> list[Message]:

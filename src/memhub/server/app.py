@@ -1,0 +1,128 @@
+"""The FastAPI application: the REST API under ``/v1``, ``/healthz``, and the web page at ``/``."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memhub.config import MemhubSettings
+from memhub.memory.async_memory import AsyncMemory
+from memhub.server import routes_admin, routes_memories
+from memhub.server.errors import install_error_handlers
+from memhub.server.settings import ServerSettings
+from memhub.server.state import ServerState
+from memhub.store import pg_keys
+from memhub.store.database import acquire_database, release_database
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("memhub.server")
+
+STATIC = Path(__file__).with_name("static")
+# The page loads only its own files: no CDN, no inline script, nothing to inject into.
+_PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def _announce_bootstrap_key(secret: str, server: ServerSettings) -> None:
+    # stdout, not the log: it is meant for the person starting the server, once.
+    print(
+        "\n"
+        "memhub: no API keys existed, so an admin key was created. It is shown only now:\n\n"
+        f"    {secret}\n\n"
+        f"Store it safely. Paste it into http://{server.host}:{server.port}/ or send it as\n"
+        "'Authorization: Bearer <key>'; create tenant keys with POST /v1/keys. Only its hash\n"
+        "is stored; set MEMHUB_ADMIN_KEY to use an admin key of your own instead.\n",
+        flush=True,
+    )
+
+
+async def _bootstrap(state: ServerState) -> None:
+    if state.server.auth != "on" or state.server.admin_key is not None:
+        return
+    async with state.connection("creating the first admin key") as conn:
+        secret = await pg_keys.bootstrap_admin_key(conn)
+    if secret is not None:
+        _announce_bootstrap_key(secret, state.server)
+
+
+class _TrailingSlashes:
+    """Serve ``/v1/memories/`` as ``/v1/memories``: Mem0's clients add the slash."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path.startswith("/v1/") and path.endswith("/"):
+            scope = {**scope, "path": path.rstrip("/"), "raw_path": path.rstrip("/").encode()}
+        await self.app(scope, receive, send)
+
+
+def create_app(
+    settings: MemhubSettings | None = None,
+    memory: AsyncMemory | None = None,
+    *,
+    server: ServerSettings | None = None,
+) -> FastAPI:
+    """The memhub server application.
+
+    Args:
+        settings: memhub's settings; default ``MemhubSettings.from_env()`` (or ``memory``'s).
+        memory: A facade to serve; its owner closes it. By default the app opens its own
+            from ``settings`` at startup (running the in-process worker) and closes it at
+            shutdown.
+        server: Authentication and listening settings; default ``ServerSettings.from_env()``.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own = memory is None
+        facade = memory or AsyncMemory(settings=settings or MemhubSettings.from_env())
+        server_settings = server or ServerSettings.from_env()
+        try:
+            database = await acquire_database(facade.settings)
+            try:
+                # Open the engine now, not on the first request: its worker then drains jobs
+                # queued before a restart, and a broken embedder fails the start.
+                await facade.get(uuid.UUID(int=0))
+                state = ServerState(memory=facade, database=database, server=server_settings)
+                await _bootstrap(state)
+                app.state.memhub = state
+                yield
+            finally:
+                app.state.memhub = None
+                await release_database(database)
+        finally:
+            if own:
+                await facade.aclose()
+
+    app = FastAPI(
+        title="memhub",
+        summary="Memory for LLM agents on PostgreSQL + pgvector, Mem0-style.",
+        version="1",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.add_middleware(_TrailingSlashes)
+    app.include_router(routes_memories.router)
+    app.include_router(routes_admin.router)
+    app.include_router(routes_admin.health_router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
+
+    return app

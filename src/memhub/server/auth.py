@@ -1,0 +1,59 @@
+"""API-key authentication: ``Authorization: Bearer <key>`` (or Mem0's ``Token <key>``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+
+from memhub.server.state import ServerState, get_state
+from memhub.server.tenancy import Principal
+from memhub.store import pg_keys
+
+__all__ = ["AdminCaller", "Caller", "State", "authenticate", "require_admin"]
+
+_SCHEMES = ("bearer", "token")
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+LOCAL_ADMIN = Principal(name="local (auth off)", tenant=None)
+ENV_ADMIN = Principal(name="admin (MEMHUB_ADMIN_KEY)", tenant=None)
+
+
+def _presented_key(request: Request) -> str:
+    header = request.headers.get("authorization")
+    if not header:
+        raise HTTPException(401, "missing API key: send 'Authorization: Bearer <key>'", _CHALLENGE)
+    scheme, _, key = header.strip().partition(" ")
+    if scheme.lower() not in _SCHEMES or not key.strip():
+        raise HTTPException(
+            401, "malformed Authorization header: expected 'Bearer <key>'", _CHALLENGE
+        )
+    return key.strip()
+
+
+async def authenticate(request: Request) -> Principal:
+    """The caller of this request; 401 without a valid, unrevoked key."""
+    state = get_state(request)
+    if state.server.auth == "off":
+        return LOCAL_ADMIN
+    key = _presented_key(request)
+    admin_key = state.server.admin_key
+    if admin_key is not None and pg_keys.keys_equal(key, admin_key.get_secret_value()):
+        return ENV_ADMIN
+    async with state.connection("checking an API key") as conn:
+        found = await pg_keys.find_active_key(conn, key)
+    if found is None:
+        raise HTTPException(401, "invalid or revoked API key", _CHALLENGE)
+    return Principal(name=found.name, tenant=found.tenant, key_id=found.id)
+
+
+async def require_admin(caller: Annotated[Principal, Depends(authenticate)]) -> Principal:
+    """The caller, if it holds an admin key; 403 for tenant keys."""
+    if not caller.is_admin:
+        raise HTTPException(403, "this route needs an admin key")
+    return caller
+
+
+Caller = Annotated[Principal, Depends(authenticate)]
+AdminCaller = Annotated[Principal, Depends(require_admin)]
+State = Annotated[ServerState, Depends(get_state)]

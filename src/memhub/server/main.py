@@ -1,0 +1,52 @@
+"""``serve()``: run the app under uvicorn (``memhub serve``, ``make run``)."""
+
+from __future__ import annotations
+
+import logging
+
+from memhub.config import MemhubSettings
+from memhub.server.settings import ServerSettings
+
+__all__ = ["serve"]
+
+log = logging.getLogger("memhub.server")
+
+LOOPBACK = "127.0.0.1"
+
+
+def listen_address(server: ServerSettings) -> tuple[str, int]:
+    """Where to listen: with authentication off, never beyond this machine."""
+    if server.auth == "off":
+        log.warning(
+            "MEMHUB_AUTH=off: every caller is admin; listening on %s only (local development)",
+            LOOPBACK,
+        )
+        if server.host != LOOPBACK:
+            log.warning("ignoring MEMHUB_HOST=%s because authentication is off", server.host)
+        return LOOPBACK, server.port
+    return server.host, server.port
+
+
+def serve(
+    settings: MemhubSettings | None = None,
+    server: ServerSettings | None = None,
+    *,
+    log_level: str = "info",
+) -> None:
+    """Run the REST API and web page until interrupted (blocks).
+
+    Args:
+        settings: memhub's settings; default ``MemhubSettings.from_env()``.
+        server: Host, port and authentication; default ``ServerSettings.from_env()``.
+        log_level: uvicorn's log level.
+    """
+    import uvicorn
+
+    from memhub.server.app import create_app
+
+    settings = settings or MemhubSettings.from_env()
+    server = server or ServerSettings.from_env()
+    host, port = listen_address(server)
+    app = create_app(settings, server=server)
+    log.info("memhub server on http://%s:%s (API docs at /docs)", host, port)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, proxy_headers=False)

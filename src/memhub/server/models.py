@@ -1,0 +1,212 @@
+"""Request and response bodies of the REST API (they make the OpenAPI spec)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AddRequest",
+    "AddResponse",
+    "ChatMessage",
+    "DeleteAllResponse",
+    "ErrorBody",
+    "Health",
+    "HistoryOut",
+    "JobStats",
+    "KeyCreate",
+    "KeyCreated",
+    "KeyList",
+    "KeyOut",
+    "MemoryList",
+    "MemoryOut",
+    "MessageResponse",
+    "SearchRequest",
+    "UpdateRequest",
+    "UpdateResponse",
+    "UserList",
+    "UserOut",
+    "WhoAmI",
+]
+
+
+def _id() -> Any:
+    return Field(default=None, min_length=1, max_length=255)
+
+
+class _Strict(BaseModel):
+    # Unknown fields are refused so a typo ("user": "alice") fails loudly instead of
+    # silently writing to the wrong scope.
+    model_config = ConfigDict(extra="forbid")
+
+
+class ChatMessage(BaseModel):
+    """One chat message, as OpenAI and Mem0 shape it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str = Field(default="user", examples=["user"])
+    content: str = Field(examples=["I moved to Paris last month."])
+
+
+class _Scoped(_Strict):
+    user_id: str | None = _id()
+    agent_id: str | None = _id()
+    run_id: str | None = _id()
+    # Sent by Mem0's MemoryClient; accepted and ignored.
+    version: str | None = Field(default=None, description="Ignored (Mem0 client compatibility).")
+    output_format: str | None = Field(
+        default=None, description="Ignored (Mem0 client compatibility)."
+    )
+
+
+class AddRequest(_Scoped):
+    """``POST /v1/memories``: store messages and queue them for long-term memory."""
+
+    messages: str | ChatMessage | list[ChatMessage | str]
+    metadata: dict[str, Any] | None = None
+    infer: bool = True
+    timestamp: datetime | float | None = Field(
+        default=None, description="When the messages were said (ISO 8601 or Unix seconds)."
+    )
+    wait: bool = Field(default=False, description="Answer once the memories are searchable.")
+
+
+class SearchRequest(_Scoped):
+    """``POST /v1/memories/search``."""
+
+    query: str = Field(min_length=1)
+    limit: int = Field(default=100, ge=1, le=1000, validation_alias=AliasChoices("limit", "top_k"))
+    filters: dict[str, Any] | None = None
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    include_superseded: bool = False
+
+
+class UpdateRequest(_Strict):
+    """``PUT /v1/memories/{id}``: the corrected text (``text`` as in Mem0, or ``data``)."""
+
+    text: str = Field(min_length=1, validation_alias=AliasChoices("text", "data"))
+    metadata: dict[str, Any] | None = None
+
+
+class MemoryOut(BaseModel):
+    """One memory, Mem0-shaped, plus its validity interval."""
+
+    id: str
+    memory: str
+    hash: str
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str | None
+    valid_from: str
+    valid_to: str | None
+    score: float | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    memory_type: str | None = None
+    superseded_by: str | None = None
+    role: str | None = None
+    event: str | None = None
+
+
+class MemoryList(BaseModel):
+    results: list[MemoryOut]
+
+
+class AddResponse(MemoryList):
+    queued_turn_ids: list[int] | None = None
+
+
+class UpdateResponse(BaseModel):
+    message: str
+    result: MemoryOut
+
+
+class MessageResponse(BaseModel):
+    message: str
+
+
+class DeleteAllResponse(MessageResponse):
+    deleted: int
+
+
+class HistoryOut(BaseModel):
+    id: str
+    memory_id: str
+    event: str
+    old_memory: str | None
+    new_memory: str | None
+    actor: str | None
+    turn_ids: list[int]
+    created_at: str
+    is_deleted: bool
+
+
+class UserOut(BaseModel):
+    user_id: str
+    memories: int = Field(description="Current (not superseded) memories.")
+    turns: int = Field(description="Stored conversation turns.")
+    last_activity: datetime | None
+
+
+class UserList(BaseModel):
+    results: list[UserOut]
+
+
+class JobStats(BaseModel):
+    queued: int
+    parked: int
+    llm: dict[str, float]
+
+
+class KeyCreate(_Strict):
+    """``POST /v1/keys``: a tenant key (``tenant``) or an admin key (``is_admin``)."""
+
+    name: str = Field(min_length=1, max_length=200)
+    tenant: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$",
+        description="Lowercase letters, digits, '-' and '_'; its ids never meet another's.",
+    )
+    is_admin: bool = False
+
+
+class KeyOut(BaseModel):
+    id: int
+    name: str
+    prefix: str = Field(description="The key's first characters, to tell keys apart.")
+    tenant: str | None
+    is_admin: bool
+    created_at: datetime
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+class KeyCreated(KeyOut):
+    key: str = Field(description="The secret; shown only in this answer, store it now.")
+
+
+class KeyList(BaseModel):
+    results: list[KeyOut]
+
+
+class WhoAmI(BaseModel):
+    """``GET /v1/me``: who the key belongs to."""
+
+    name: str
+    tenant: str | None
+    is_admin: bool
+
+
+class Health(BaseModel):
+    status: str
+    database: str
+
+
+class ErrorBody(BaseModel):
+    error: str
+    type: str
+    details: list[dict[str, Any]] | None = None

@@ -1,0 +1,112 @@
+"""Keys, users, jobs and health: everything of the API that is not a memory call."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import JSONResponse
+
+from memhub.errors import StoreUnavailable, UsageError
+from memhub.server import queries
+from memhub.server.auth import AdminCaller, Caller, State
+from memhub.server.models import (
+    ErrorBody,
+    Health,
+    JobStats,
+    KeyCreate,
+    KeyCreated,
+    KeyList,
+    KeyOut,
+    UserList,
+    WhoAmI,
+)
+from memhub.store import pg_jobs, pg_keys
+
+__all__ = ["health_router", "router"]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody} for status in (401, 403, 422, 503)
+}
+router = APIRouter(prefix="/v1", responses=_ERRORS)
+health_router = APIRouter(tags=["health"])
+
+
+@router.get("/me", response_model=WhoAmI, tags=["keys"])
+async def whoami(caller: Caller) -> dict[str, Any]:
+    """Who the presented key belongs to."""
+    return {"name": caller.name, "tenant": caller.tenant, "is_admin": caller.is_admin}
+
+
+@router.post("/keys", response_model=KeyCreated, status_code=201, tags=["keys"])
+async def create_key(body: KeyCreate, caller: AdminCaller, state: State) -> dict[str, Any]:
+    """Create a key; the answer holds its secret, which is never shown again."""
+    if body.is_admin == (body.tenant is not None):
+        raise UsageError("a key is either a tenant key (tenant) or an admin key (is_admin)")
+    async with state.connection("creating an API key") as conn:
+        key, secret = await pg_keys.create_key(conn, body.name, body.tenant, body.is_admin)
+    return {**dataclasses.asdict(key), "key": secret}
+
+
+@router.get("/keys", response_model=KeyList, tags=["keys"])
+async def list_keys(
+    caller: AdminCaller, state: State, include_revoked: bool = False
+) -> dict[str, Any]:
+    """Every key (without secrets), oldest first."""
+    async with state.connection("listing API keys") as conn:
+        keys = await pg_keys.list_keys(conn, include_revoked)
+    return {"results": [dataclasses.asdict(key) for key in keys]}
+
+
+@router.delete(
+    "/keys/{key_id}",
+    response_model=KeyOut,
+    tags=["keys"],
+    responses={404: {"model": ErrorBody}},
+)
+async def revoke_key(key_id: int, caller: AdminCaller, state: State) -> dict[str, Any]:
+    """Revoke a key at once (idempotent); its calls answer 401 from now on."""
+    async with state.connection("revoking an API key") as conn:
+        key = await pg_keys.revoke_key(conn, key_id)
+    if key is None:
+        raise HTTPException(404, f"no API key {key_id}")
+    return dataclasses.asdict(key)
+
+
+@router.get("/users", response_model=UserList, tags=["users"])
+async def list_users(
+    caller: Caller,
+    state: State,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    """Users having memories or conversation turns, by id (a tenant sees only its own)."""
+    prefix = None if caller.tenant is None else f"{caller.tenant}:"
+    async with state.connection("listing users") as conn:
+        rows = await queries.list_users(conn, prefix, limit, offset)
+    return {
+        "results": [
+            {**dataclasses.asdict(row), "user_id": caller.shown_id(row.user_id)} for row in rows
+        ]
+    }
+
+
+@router.get("/jobs/stats", response_model=JobStats, tags=["jobs"])
+async def job_stats(caller: AdminCaller, state: State) -> dict[str, Any]:
+    """Queued and parked background jobs, and what LLM consolidation has cost."""
+    async with state.connection("reading job statistics") as conn:
+        counts = await queries.job_counts(conn)
+        usage = await pg_jobs.usage_stats(conn)
+    return {"queued": counts["queued"], "parked": counts["parked"], "llm": usage}
+
+
+@health_router.get("/healthz", response_model=Health, responses={503: {"model": Health}})
+async def healthz(state: State) -> Any:
+    """200 when the database answers, else 503 (no key needed; reveals nothing else)."""
+    try:
+        async with state.connection("checking health") as conn:
+            await conn.execute("SELECT 1")
+    except StoreUnavailable:
+        return JSONResponse({"status": "unavailable", "database": "unreachable"}, 503)
+    return {"status": "ok", "database": "ok"}

@@ -1,0 +1,191 @@
+"""``/v1/memories``: the Mem0-style memory API over HTTP, inside the caller's namespace."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from memhub.errors import MemoryNotFound
+from memhub.server import queries
+from memhub.server.auth import Caller, State
+from memhub.server.models import (
+    AddRequest,
+    AddResponse,
+    ChatMessage,
+    DeleteAllResponse,
+    ErrorBody,
+    HistoryOut,
+    MemoryList,
+    MemoryOut,
+    MessageResponse,
+    SearchRequest,
+    UpdateRequest,
+    UpdateResponse,
+)
+from memhub.server.tenancy import Principal, ScopeIds
+
+__all__ = ["router"]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody} for status in (401, 404, 422, 503)
+}
+router = APIRouter(prefix="/v1/memories", tags=["memories"], responses=_ERRORS)
+
+ScopeId = Annotated[str | None, Query(min_length=1, max_length=255)]
+
+
+def _plain(messages: str | ChatMessage | list[ChatMessage | str]) -> Any:
+    if isinstance(messages, ChatMessage):
+        return messages.model_dump()
+    if isinstance(messages, list):
+        return [m.model_dump() if isinstance(m, ChatMessage) else m for m in messages]
+    return messages
+
+
+async def _owned_scope(
+    state: State,
+    caller: Principal,
+    memory_id: uuid.UUID,
+    ids: tuple[str | None, str | None, str | None],
+) -> ScopeIds:
+    """The scope a by-id call runs in; for a tenant, exactly the memory's own stored ids.
+
+    A memory of another namespace answers like one that does not exist, so ids cannot be
+    probed across tenants. Deleted memories are found through their history.
+    """
+    scope = caller.scope(state.limits, *ids)
+    if caller.is_admin:
+        return scope
+    async with state.connection("finding a memory's owner") as conn:
+        stored = await queries.memory_scope(conn, memory_id)
+    if (
+        stored is None
+        or not caller.owns(stored)
+        or any(value is not None and stored[field] != value for field, value in scope.items())
+    ):
+        raise MemoryNotFound(f"no memory {memory_id} in this scope")
+    return ScopeIds(user_id=stored["user_id"], agent_id=stored["agent_id"], run_id=stored["run_id"])
+
+
+@router.post("", response_model=AddResponse, response_model_exclude_unset=True)
+async def add_memories(body: AddRequest, caller: Caller, state: State) -> dict[str, Any]:
+    """Store messages; with ``wait`` answer once their memories are searchable."""
+    scope = caller.scope(state.limits, body.user_id, body.agent_id, body.run_id)
+    added = await state.memory.add(
+        _plain(body.messages),
+        **scope,
+        metadata=body.metadata,
+        infer=body.infer,
+        timestamp=body.timestamp,
+        wait=body.wait,
+    )
+    return {**added, "results": [caller.present(item) for item in added["results"]]}
+
+
+@router.post("/search", response_model=MemoryList, response_model_exclude_unset=True)
+async def search_memories(body: SearchRequest, caller: Caller, state: State) -> dict[str, Any]:
+    """Memories relevant to ``query``, best first, each with a ``score`` in [0, 1]."""
+    caller.check_filters(body.filters)
+    found = await state.memory.search(
+        body.query,
+        **caller.scope(state.limits, body.user_id, body.agent_id, body.run_id),
+        limit=body.limit,
+        filters=body.filters,
+        threshold=body.threshold,
+        include_superseded=body.include_superseded,
+    )
+    return {"results": [caller.present(item) for item in found["results"]]}
+
+
+@router.get("", response_model=MemoryList, response_model_exclude_unset=True)
+async def list_memories(
+    caller: Caller,
+    state: State,
+    user_id: ScopeId = None,
+    agent_id: ScopeId = None,
+    run_id: ScopeId = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    include_superseded: bool = False,
+) -> dict[str, Any]:
+    """The scope's memories, newest first (one of user_id, agent_id, run_id is required)."""
+    found = await state.memory.get_all(
+        **caller.scope(state.limits, user_id, agent_id, run_id),
+        limit=limit,
+        include_superseded=include_superseded,
+    )
+    return {"results": [caller.present(item) for item in found["results"]]}
+
+
+@router.delete("", response_model=DeleteAllResponse)
+async def delete_all_memories(
+    caller: Caller,
+    state: State,
+    user_id: ScopeId = None,
+    agent_id: ScopeId = None,
+    run_id: ScopeId = None,
+) -> dict[str, Any]:
+    """Delete everything of a scope: memories, history, queued jobs and turns."""
+    return await state.memory.delete_all(**caller.scope(state.limits, user_id, agent_id, run_id))
+
+
+@router.get("/{memory_id}", response_model=MemoryOut, response_model_exclude_unset=True)
+async def get_memory(
+    memory_id: uuid.UUID,
+    caller: Caller,
+    state: State,
+    user_id: ScopeId = None,
+    agent_id: ScopeId = None,
+    run_id: ScopeId = None,
+) -> Any:
+    """One memory by id; optional scope ids narrow the lookup."""
+    scope = await _owned_scope(state, caller, memory_id, (user_id, agent_id, run_id))
+    item = await state.memory.get(memory_id, **scope)
+    if item is None:
+        raise MemoryNotFound(f"no memory {memory_id} in this scope")
+    return caller.present(item)
+
+
+@router.put("/{memory_id}", response_model=UpdateResponse, response_model_exclude_unset=True)
+async def update_memory(
+    memory_id: uuid.UUID,
+    body: UpdateRequest,
+    caller: Caller,
+    state: State,
+    user_id: ScopeId = None,
+    agent_id: ScopeId = None,
+    run_id: ScopeId = None,
+) -> dict[str, Any]:
+    """Correct a memory's text (and optionally its metadata); the old text stays in history."""
+    scope = await _owned_scope(state, caller, memory_id, (user_id, agent_id, run_id))
+    updated = await state.memory.update(memory_id, body.text, metadata=body.metadata, **scope)
+    return {**updated, "result": caller.present(updated["result"])}
+
+
+@router.delete("/{memory_id}", response_model=MessageResponse)
+async def delete_memory(
+    memory_id: uuid.UUID,
+    caller: Caller,
+    state: State,
+    user_id: ScopeId = None,
+    agent_id: ScopeId = None,
+    run_id: ScopeId = None,
+) -> dict[str, str]:
+    """Delete one memory; its history keeps a DELETE event with the last text."""
+    scope = await _owned_scope(state, caller, memory_id, (user_id, agent_id, run_id))
+    return await state.memory.delete(memory_id, **scope)
+
+
+@router.get("/{memory_id}/history", response_model=list[HistoryOut])
+async def memory_history(
+    memory_id: uuid.UUID,
+    caller: Caller,
+    state: State,
+    user_id: ScopeId = None,
+    agent_id: ScopeId = None,
+    run_id: ScopeId = None,
+) -> Any:
+    """Every change of a memory, oldest first."""
+    scope = await _owned_scope(state, caller, memory_id, (user_id, agent_id, run_id))
+    return await state.memory.history(memory_id, **scope)

@@ -1,0 +1,142 @@
+"""SQL for the REST server's API keys: create, list, revoke, and look up by hash.
+
+Keys are 256-bit random tokens. Only their SHA-256 is stored: a slow password hash (bcrypt,
+argon2) defends guessable secrets against brute force, which a 2**256 search space already
+rules out, and a plain digest lets every request find its key with one indexed lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg import sql
+
+from memhub.store.database import AsyncConn
+
+__all__ = [
+    "KEY_PREFIX",
+    "ApiKey",
+    "bootstrap_admin_key",
+    "create_key",
+    "find_active_key",
+    "hash_key",
+    "keys_equal",
+    "list_keys",
+    "new_key",
+    "revoke_key",
+]
+
+KEY_PREFIX = "mhk_"
+# Shown in listings so people can tell keys apart without the secret: "mhk_" + 6 characters.
+_SHOWN_CHARS = len(KEY_PREFIX) + 6
+# Serialises first-start bootstrap between processes: "apikeys" as ASCII, packed.
+_BOOTSTRAP_LOCK_ID = 0x6170696B657973
+
+_COLUMNS = sql.SQL("id, name, prefix, tenant, is_admin, created_at, revoked_at, last_used_at")
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """One stored key, without its secret."""
+
+    id: int
+    name: str
+    prefix: str
+    tenant: str | None
+    is_admin: bool
+    created_at: datetime
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+def _key(row: Sequence[Any]) -> ApiKey:
+    return ApiKey(*row)
+
+
+def new_key() -> str:
+    """A fresh random key (43 URL-safe characters of entropy after the prefix)."""
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    """The stored form of ``key``."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def keys_equal(presented: str, expected: str) -> bool:
+    """Constant-time comparison of two keys (through their digests, so lengths leak nothing)."""
+    return hmac.compare_digest(hash_key(presented), hash_key(expected))
+
+
+async def create_key(
+    conn: AsyncConn, name: str, tenant: str | None, is_admin: bool
+) -> tuple[ApiKey, str]:
+    """Store a new key; returns it and the secret, which is never stored."""
+    secret = new_key()
+    cur = await conn.execute(
+        sql.SQL(
+            "INSERT INTO api_keys (name, key_hash, prefix, tenant, is_admin)"
+            " VALUES (%s, %s, %s, %s, %s) RETURNING {}"
+        ).format(_COLUMNS),
+        (name, hash_key(secret), secret[:_SHOWN_CHARS], tenant, is_admin),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return _key(row), secret
+
+
+async def list_keys(conn: AsyncConn, include_revoked: bool) -> list[ApiKey]:
+    """Every key, oldest first."""
+    cur = await conn.execute(
+        sql.SQL("SELECT {} FROM api_keys WHERE %s OR revoked_at IS NULL ORDER BY id").format(
+            _COLUMNS
+        ),
+        (include_revoked,),
+    )
+    return [_key(row) for row in await cur.fetchall()]
+
+
+async def revoke_key(conn: AsyncConn, key_id: int) -> ApiKey | None:
+    """Revoke a key (idempotent); None if there is no such key."""
+    cur = await conn.execute(
+        sql.SQL(
+            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())"
+            " WHERE id = %s RETURNING {}"
+        ).format(_COLUMNS),
+        (key_id,),
+    )
+    row = await cur.fetchone()
+    return None if row is None else _key(row)
+
+
+async def find_active_key(conn: AsyncConn, key: str) -> ApiKey | None:
+    """The unrevoked key ``key`` is, marking it used (at most once a minute, to spare writes)."""
+    cur = await conn.execute(
+        sql.SQL(
+            "WITH k AS (SELECT {cols} FROM api_keys WHERE key_hash = %s AND revoked_at IS NULL),"
+            " touched AS (UPDATE api_keys SET last_used_at = now() WHERE id = (SELECT id FROM k)"
+            "   AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute'))"
+            " SELECT {cols} FROM k"
+        ).format(cols=_COLUMNS),
+        (hash_key(key),),
+    )
+    row = await cur.fetchone()
+    return None if row is None else _key(row)
+
+
+async def bootstrap_admin_key(conn: AsyncConn) -> str | None:
+    """On a database without any key, create an admin key and return its secret; else None."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_BOOTSTRAP_LOCK_ID,))
+        cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM api_keys)")
+        row = await cur.fetchone()
+        if row is not None and row[0]:
+            return None
+        _, secret = await create_key(conn, "bootstrap admin", None, True)
+        return secret

@@ -1,0 +1,135 @@
+"""Failures answer with a typed JSON body and never a traceback; the spec and page are served."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from pydantic import SecretStr
+
+from memhub import AsyncMemory, MemhubSettings
+from memhub.errors import ProviderHTTPError
+from memhub.server import ServerSettings, create_app
+from tests.server.conftest import ADMIN_KEY, bearer
+
+
+class BrokenMemory(AsyncMemory):
+    """Fails the way a bug (search) or a provider outage (add) would."""
+
+    async def search(self, query: str, **kwargs: Any) -> Any:
+        raise RuntimeError("secret internal detail: password=hunter2")
+
+    async def add(self, messages: Any, **kwargs: Any) -> Any:
+        raise ProviderHTTPError("embedder at http://10.0.0.5 said 502", status_code=502)
+
+
+@pytest.fixture
+async def broken(settings: MemhubSettings) -> AsyncIterator[httpx.AsyncClient]:
+    memory = BrokenMemory(settings=settings)
+    app = create_app(memory=memory, server=ServerSettings(admin_key=SecretStr(ADMIN_KEY)))
+    try:
+        async with app.router.lifespan_context(app):
+            # raise_app_exceptions=False: Starlette re-raises unhandled errors for the server to
+            # log after answering; the client only sees the answer.
+            transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://t", headers=bearer(ADMIN_KEY)
+            ) as client:
+                yield client
+    finally:
+        await memory.aclose()
+
+
+async def test_unexpected_errors_are_500_without_details(
+    broken: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    response = await broken.post("/v1/memories/search", json={"query": "x", "user_id": "u"})
+    assert response.status_code == 500
+    assert response.json() == {
+        "error": "internal server error (see the server log)",
+        "type": "InternalError",
+    }
+    assert "hunter2" not in response.text
+    assert "Traceback" not in response.text
+    assert "hunter2" in caplog.text  # but the operator can see it
+
+
+async def test_provider_errors_are_500_without_details(broken: httpx.AsyncClient) -> None:
+    response = await broken.post("/v1/memories", json={"messages": "hi", "user_id": "u"})
+    assert response.status_code == 500
+    assert response.json()["type"] == "InternalError"
+    assert "10.0.0.5" not in response.text
+
+
+async def test_database_down_is_503(settings: MemhubSettings, pg_admin_url: str) -> None:
+    settings = settings.model_copy(update={"connect_timeout": 1.0})
+    app = create_app(settings, server=ServerSettings(admin_key=SecretStr(ADMIN_KEY)))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://t", headers=bearer(ADMIN_KEY)
+        ) as client,
+    ):
+        assert (await client.get("/healthz")).status_code == 200
+        assert settings.database_url is not None
+        name = str(conninfo_to_dict(settings.database_url)["dbname"])
+        async with await psycopg.AsyncConnection.connect(pg_admin_url, autocommit=True) as c:
+            await c.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+        health = await client.get("/healthz")
+        assert health.status_code == 503
+        assert health.json() == {"status": "unavailable", "database": "unreachable"}
+        listed = await client.get("/v1/memories", params={"user_id": "u"})
+        assert listed.status_code == 503
+        assert listed.json() == {
+            "error": "the database is unavailable; retry later",
+            "type": "StoreUnavailable",
+        }
+
+
+async def test_unknown_route_and_method_are_json(client: httpx.AsyncClient) -> None:
+    missing = await client.get("/v1/nothing-here")
+    assert missing.status_code == 404
+    assert missing.json() == {"error": "Not Found", "type": "NotFound"}
+    wrong = await client.patch("/v1/memories")
+    assert wrong.status_code == 405
+    assert wrong.json()["type"] == "MethodNotAllowed"
+
+
+async def test_openapi_spec_lists_the_routes(client: httpx.AsyncClient) -> None:
+    spec = (await client.get("/openapi.json")).json()
+    assert spec["info"]["title"] == "memhub"
+    paths = spec["paths"]
+    assert set(paths) >= {
+        "/v1/memories",
+        "/v1/memories/search",
+        "/v1/memories/{memory_id}",
+        "/v1/memories/{memory_id}/history",
+        "/v1/users",
+        "/v1/keys",
+        "/v1/keys/{key_id}",
+        "/v1/jobs/stats",
+        "/healthz",
+    }
+    assert set(paths["/v1/memories"]) == {"get", "post", "delete"}
+    assert set(paths["/v1/memories/{memory_id}"]) == {"get", "put", "delete"}
+    add_body = paths["/v1/memories"]["post"]["requestBody"]["content"]["application/json"]
+    assert add_body["schema"]["$ref"].endswith("/AddRequest")
+
+
+async def test_page_and_its_files_are_served(client: httpx.AsyncClient) -> None:
+    page = await client.get("/", headers={"Authorization": ""})
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert '<script type="module" src="/static/app.js">' in page.text
+    for name, kind in (("app.js", "javascript"), ("style.css", "text/css")):
+        response = await client.get(f"/static/{name}")
+        assert response.status_code == 200
+        assert kind in response.headers["content-type"]
+    # The page must not depend on anything outside the server.
+    assert "http" not in page.text.replace("http-equiv", "")
