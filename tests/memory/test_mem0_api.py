@@ -195,7 +195,10 @@ async def test_reset_clears_everything(memory: AsyncMemory) -> None:
         (lambda m: m.add("bad \ud800 text", user_id="u"), "not valid UTF-8"),
         (lambda m: m.add("hi", user_id="u", metadata={"user_id": "other"}), "cannot set scope ids"),
         (lambda m: m.add({"role": "wizard", "content": "x"}, user_id="u"), "unknown message role"),
-        (lambda m: m.add({"role": "tool", "content": "x", "tool_call_id": 5}, user_id="u"), "invalid tool message"),
+        (
+            lambda m: m.add({"role": "tool", "content": "x", "tool_call_id": 5}, user_id="u"),
+            "invalid tool message",
+        ),
         (lambda m: m.search("", user_id="u"), "must not be empty"),
         (lambda m: m.search("q"), "one of user_id"),
         (lambda m: m.search("q", user_id="u", limit=0), "limit must be between"),

@@ -10,6 +10,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from memhub.cli.data import add_subcommands, dispatch
 from memhub.config import MemhubSettings
 from memhub.errors import MemhubError
 
@@ -130,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--user-id", required=True)
     search.add_argument("--limit", type=int, default=10)
+    add_subcommands(commands)  # import, export, reembed, mcp
     return parser
 
 
@@ -154,6 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_jobs(settings, args.action, args.ids))
         if args.command == "search":
             return asyncio.run(_search(settings, args.query, args.user_id, args.limit))
+        code = dispatch(args, settings)
+        if code is not None:
+            return code
     except MemhubError as exc:
         print(f"memhub: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,87 @@
+"""memhub's MCP server: search, add, list, delete and history tools for any MCP client.
+
+Needs the ``mcp`` extra (``pip install 'memhub[mcp]'``). The options and the entry points
+import without it; :func:`create_server` and :func:`serve` load the SDK when first used, and
+raise :class:`~memhub.ConfigurationError` naming that command if it is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memhub.config import MemhubSettings
+from memhub.errors import MemhubError
+from memhub.mcp.config import MCPConfig, add_mcp_arguments, config_from_args
+
+if TYPE_CHECKING:
+    from memhub.mcp.server import create_server, serve
+    from memhub.mcp.tools import TOOLS, ChatMessage, ServerState
+
+__all__ = [
+    "TOOLS",
+    "ChatMessage",
+    "MCPConfig",
+    "ServerState",
+    "add_mcp_arguments",
+    "config_from_args",
+    "create_server",
+    "main",
+    "run",
+    "serve",
+]
+
+_LAZY = {
+    "create_server": "memhub.mcp.server",
+    "serve": "memhub.mcp.server",
+    "TOOLS": "memhub.mcp.tools",
+    "ChatMessage": "memhub.mcp.tools",
+    "ServerState": "memhub.mcp.tools",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The SDK is imported on first use of a name that needs it, not by `import memhub.mcp`.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memhub.mcp' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def run(settings: MemhubSettings, config: MCPConfig) -> int:
+    """Serve until stopped (blocking); the ``memhub mcp`` command. Returns an exit code."""
+    from memhub.mcp.server import serve
+
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how an HTTP server stops
+        asyncio.run(serve(settings, config))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m memhub.mcp``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m memhub.mcp", description="memhub's MCP server (stdio or HTTP)."
+    )
+    parser.add_argument("--database-url", help="PostgreSQL URL (default: embedded server)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    add_mcp_arguments(parser)
+    args = parser.parse_args(argv)
+    # On stdio, stdout carries the protocol: every log line goes to stderr.
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = MemhubSettings.from_env(database_url=args.database_url)
+        return run(settings, config_from_args(args))
+    except MemhubError as exc:
+        print(f"memhub mcp: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,184 @@
+"""The MCP tools through the SDK's in-process client, against a real database."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from typing import Any
+
+import pytest
+from mcp.types import CallToolResult, TextContent
+
+from mcp import Client, StdioServerParameters
+from memhub import MemhubSettings
+from memhub.mcp import MCPConfig, create_server
+
+TOOL_NAMES = {
+    "search_memories",
+    "add_memory",
+    "list_memories",
+    "delete_memory",
+    "get_memory_history",
+}
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, text_of(result)
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def failure(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    message = text_of(result)
+    assert "Traceback" not in message
+    return message
+
+
+async def test_tools_are_listed_with_schemas(settings: MemhubSettings) -> None:
+    async with Client(create_server(settings, MCPConfig())) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOL_NAMES
+    assert tools["search_memories"].input_schema["required"] == ["query"]
+    assert "user_id" in tools["delete_memory"].input_schema["properties"]
+
+
+async def test_each_user_sees_and_changes_only_their_own(settings: MemhubSettings) -> None:
+    async with Client(create_server(settings, MCPConfig())) as client:
+        added = await ok(client, "add_memory", text="I am allergic to peanuts", user_id="ada")
+        assert added["status"] == "stored"
+        await ok(
+            client,
+            "add_memory",
+            messages=[{"role": "user", "content": "My sister lives in Lyon"}],
+            user_id="bob",
+            metadata={"source": "chat"},
+        )
+        found = await ok(client, "search_memories", query="peanut allergy", user_id="ada")
+        assert found["results"][0]["memory"] == "I am allergic to peanuts"
+        memory_id = found["results"][0]["id"]
+        bobs = await ok(client, "list_memories", user_id="bob")
+        assert [m["memory"] for m in bobs["results"]] == ["My sister lives in Lyon"]
+        assert bobs["results"][0]["metadata"]["source"] == "chat"
+
+        # Bob knows Ada's memory id, but it is not in his scope.
+        assert "no memory" in await failure(
+            client, "delete_memory", memory_id=memory_id, user_id="bob"
+        )
+        assert "no memory" in await failure(
+            client, "get_memory_history", memory_id=memory_id, user_id="bob"
+        )
+        none_for_bob = await ok(client, "search_memories", query="peanut allergy", user_id="bob")
+        assert memory_id not in {m["id"] for m in none_for_bob["results"]}
+
+        await ok(client, "delete_memory", memory_id=memory_id, user_id="ada")
+        history = await ok(client, "get_memory_history", memory_id=memory_id, user_id="ada")
+        assert [e["event"] for e in history["history"]] == ["ADD", "DELETE"]
+        assert (await ok(client, "list_memories", user_id="ada"))["results"] == []
+
+
+async def test_user_id_is_required_without_a_default(settings: MemhubSettings) -> None:
+    async with Client(create_server(settings, MCPConfig())) as client:
+        message = await failure(client, "list_memories")
+    assert "user_id is required" in message
+    assert "MEMHUB_MCP_USER_ID" in message
+
+
+async def test_default_user_applies_when_user_id_is_omitted(settings: MemhubSettings) -> None:
+    async with Client(create_server(settings, MCPConfig(default_user_id="dee"))) as client:
+        await ok(client, "add_memory", text="Dee plays the cello")
+        listed = await ok(client, "list_memories")
+        assert [m["user_id"] for m in listed["results"]] == ["dee"]
+        assert (await ok(client, "list_memories", user_id="someone-else"))["results"] == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("search_memories", {"query": "x", "limit": 0}, "limit must be between 1 and 100"),
+        ("search_memories", {"query": "   "}, "query must not be empty"),
+        ("search_memories", {"query": 3}, "valid string"),
+        ("list_memories", {"limit": "many"}, "valid integer"),
+        ("add_memory", {}, "exactly one of text or messages"),
+        ("add_memory", {"text": "a", "messages": [{"content": "b"}]}, "exactly one of"),
+        ("add_memory", {"text": "a", "metadata": {"user_id": "x"}}, "cannot set scope ids"),
+        ("add_memory", {"messages": [{"role": "robot", "content": "hi"}]}, "role"),
+        ("delete_memory", {"memory_id": "not-a-uuid"}, "is not a UUID"),
+        ("delete_memory", {"memory_id": str(uuid.uuid4())}, "no memory"),
+        ("get_memory_history", {"memory_id": str(uuid.uuid4())}, "no memory"),
+        ("list_memories", {"user_id": "x" * 300}, "user_id is 300 characters"),
+    ],
+)
+async def test_bad_input_is_a_clear_tool_error(
+    settings: MemhubSettings, tool: str, arguments: dict[str, Any], expected: str
+) -> None:
+    async with Client(create_server(settings, MCPConfig(default_user_id="u"))) as client:
+        assert expected in await failure(client, tool, **arguments)
+
+
+async def test_a_refused_embedder_is_reported_not_crashed(settings: MemhubSettings) -> None:
+    wrong = settings.model_copy(update={"embedder": "nonsense"})
+    async with Client(create_server(wrong, MCPConfig(default_user_id="u"))) as client:
+        assert "unknown embedding provider" in await failure(client, "list_memories")
+
+
+async def test_stdio_subprocess_serves_the_tools(db_url: str, tmp_path: Any) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memhub.mcp"],
+        env={
+            **os.environ,
+            "MEMHUB_DATABASE_URL": db_url,
+            "MEMHUB_DATA_DIR": str(tmp_path),
+            "MEMHUB_MCP_USER_ID": "stdio-user",
+        },
+    )
+    async with Client(params, mode="legacy") as client:
+        assert {t.name for t in (await client.list_tools()).tools} == TOOL_NAMES
+        assert (await ok(client, "list_memories"))["results"] == []
+
+
+async def test_streamable_http_subprocess_serves_the_tools(db_url: str, tmp_path: Any) -> None:
+    import asyncio
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "MEMHUB_DATABASE_URL": db_url, "MEMHUB_DATA_DIR": str(tmp_path)}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memhub.mcp",
+        "--http",
+        "--port",
+        str(port),
+        "--user-id",
+        "web",
+        env=env,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            break
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            assert {t.name for t in (await client.list_tools()).tools} == TOOL_NAMES
+            await ok(client, "add_memory", text="Served over HTTP")
+            listed = await ok(client, "list_memories")
+            assert [m["memory"] for m in listed["results"]] == ["Served over HTTP"]
+    finally:
+        process.terminate()
+        await process.wait()
