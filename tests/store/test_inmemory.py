@@ -16,12 +16,12 @@ from memhub.filters import parse_filters
 from memhub.store.inmemory import InMemoryStore
 from memhub.store.inmemory_text import bm25_scores, stem, terms, text_score
 from memhub.store.protocol import Store
-from memhub.store.records import NewJob, NewMemory, NewTurn, Scope
+from memhub.store.records import Lane, NewJob, NewMemory, NewTurn, Scope
 
 U = Scope(user_id="u")
 V = Scope(user_id="v")
 X, Y, Z = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]
-INGEST = ("ingest",)
+INGEST = Lane(("ingest",))
 
 
 @pytest.fixture
@@ -705,7 +705,7 @@ async def test_enqueued_jobs_and_usage_arrive_with_the_commit(store: InMemorySto
     jobs = await store.list_jobs("queued", 10)
     assert [j.kind for j in jobs] == ["consolidate", "consolidate", "ingest"]  # id order
     assert jobs[-1].id == newer and jobs[0].payload == {"turn_ids": [1]}
-    async with store.claim_jobs(10, ("consolidate",)) as lane:
+    async with store.claim_jobs(10, Lane(("consolidate",))) as lane:
         assert [j.scope for j in lane.jobs] == [U]  # V's job waits until later
     stats = await store.usage_stats()
     assert stats["llm_calls"] == 2 and stats["turns"] == 4 and stats["tokens_per_turn"] == 10
@@ -717,7 +717,7 @@ async def test_each_lane_keeps_its_own_order(store: InMemoryStore) -> None:
         await batch.enqueue(NewJob("consolidate", U), None)
     async with store.claim_jobs(10, INGEST) as first:
         assert [j.id for j in first.jobs] == [ingest]
-        async with store.claim_jobs(10, ("consolidate",)) as second:
+        async with store.claim_jobs(10, Lane(("consolidate",))) as second:
             assert [j.kind for j in second.jobs] == ["consolidate"]  # not held back by ingest
 
 
@@ -748,3 +748,12 @@ async def test_every_candidate_carries_both_signals(store: InMemoryStore) -> Non
     assert signals == {"coffee black": (1, None), "green tea": (2, 1)}
     tea = next(c for c in found if c.record.memory == "green tea")
     assert tea.vector_similarity == pytest.approx(0.0) and tea.text_score is not None
+
+
+async def test_an_excluding_lane_takes_unknown_kinds() -> None:
+    store = InMemoryStore()
+    await store.append_turns([], NewJob(kind="mystery", scope=Scope(user_id="u")))
+    async with store.claim_jobs(10, Lane(("consolidate",))) as batch:
+        assert batch.jobs == []
+    async with store.claim_jobs(10, Lane(("consolidate",), exclude=True)) as batch:
+        assert [job.kind for job in batch.jobs] == ["mystery"]

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -23,14 +22,15 @@ from memhub.engine.ingest import INGEST_JOB, memories_from_turns
 from memhub.errors import MemhubError, ProviderOutputError, StoreUnavailable
 from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch, Store
-from memhub.store.records import Job, NewJob, Turn
+from memhub.store.records import Job, Lane, NewJob, Turn
 
 __all__ = ["Worker", "WorkerConfig"]
 
 log = logging.getLogger("memhub.worker")
 
-INGEST_LANE = (INGEST_JOB,)
-CONSOLIDATE_LANE = (CONSOLIDATE_JOB,)
+CONSOLIDATE_LANE = Lane((CONSOLIDATE_JOB,))
+# Everything else, so a job of a kind no code handles is claimed and parked, not left queued.
+INGEST_LANE = Lane((CONSOLIDATE_JOB,), exclude=True)
 
 
 @dataclass(frozen=True)
@@ -104,9 +104,9 @@ class Worker:
             done += await self._lane(CONSOLIDATE_LANE)
         return done
 
-    async def _lane(self, kinds: Sequence[str]) -> int:
+    async def _lane(self, lane: Lane) -> int:
         try:
-            async with self.store.claim_jobs(self.config.batch_size, kinds) as batch:
+            async with self.store.claim_jobs(self.config.batch_size, lane) as batch:
                 if not batch.jobs:
                     return 0
                 done = await self._process(batch, batch.jobs)
@@ -114,16 +114,16 @@ class Worker:
             raise
         except (MemhubError, ValueError) as exc:
             log.warning("worker: batch failed (%s); retrying its jobs one by one", exc)
-            return await self._one_by_one(kinds)
+            return await self._one_by_one(lane)
         self.processed += done
         return done
 
-    async def _one_by_one(self, kinds: Sequence[str]) -> int:
+    async def _one_by_one(self, lane: Lane) -> int:
         done = 0
         for _ in range(self.config.batch_size):
             job: Job | None = None
             try:
-                async with self.store.claim_jobs(1, kinds) as batch:
+                async with self.store.claim_jobs(1, lane) as batch:
                     if not batch.jobs:
                         break
                     job = batch.jobs[0]

@@ -28,6 +28,7 @@ from memhub.store.records import (
     Candidate,
     HistoryEvent,
     Job,
+    Lane,
     MemoryRecord,
     NewJob,
     NewMemory,
@@ -356,12 +357,12 @@ class InMemoryStore:
 
     # -- jobs -----------------------------------------------------------------------------
     @asynccontextmanager
-    async def claim_jobs(self, limit: int, kinds: Sequence[str]) -> AsyncIterator[InMemoryBatch]:
-        """Claim up to ``limit`` ready jobs of ``kinds``; leaving normally commits the batch."""
+    async def claim_jobs(self, limit: int, lane: Lane) -> AsyncIterator[InMemoryBatch]:
+        """Claim up to ``limit`` ready jobs of ``lane``; leaving normally commits the batch."""
         async with self.lock:
             now = utc_now()
             number = next(self._batch_numbers)
-            batch = InMemoryBatch(self, number, self.jobs.claim(number, limit, kinds, now), now)
+            batch = InMemoryBatch(self, number, self.jobs.claim(number, limit, lane, now), now)
             self._open[number] = batch
         committed = False
         try:

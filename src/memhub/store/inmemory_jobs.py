@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memhub.store.records import Job, NewJob, Scope
+from memhub.store.records import Job, Lane, NewJob, Scope
 
 __all__ = ["JobQueue"]
 
@@ -97,16 +97,15 @@ class JobQueue:
             self._rows = dict(sorted(self._rows.items()))
         return row.id
 
-    def claim(self, batch: int, limit: int, kinds: Sequence[str], now: datetime) -> list[Job]:
+    def claim(self, batch: int, limit: int, lane: Lane, now: datetime) -> list[Job]:
         """The jobs a new batch may take; see :func:`memhub.store.pg_jobs._claim`."""
         if limit <= 0:
             return []
-        wanted = set(kinds)
         selected: list[_Row] = []
         for row in self._rows.values():
             if (
                 row.status == "queued"
-                and row.kind in wanted
+                and lane.admits(row.kind)
                 and row.run_after <= now
                 and row.claimed_by is None
             ):
@@ -118,20 +117,19 @@ class JobQueue:
         first: dict[str, int] = {}
         for row in selected:
             first.setdefault(row.owner, row.id)
-        lane = ",".join(sorted(wanted))  # each lane (set of kinds) is ordered on its own
         mine = set()
         for owner, first_id in first.items():
-            if self._owners.setdefault((lane, owner), batch) != batch:
+            if self._owners.setdefault((lane.name, owner), batch) != batch:
                 continue
             # PostgreSQL evaluates the lock before the ordering test, so the lock stays held
             # for the batch's lifetime even when the owner is not taken.
-            if not self._older_queued(owner, first_id, wanted):
+            if not self._older_queued(owner, first_id, lane):
                 mine.add(owner)
         return [row.job() for row in selected if row.owner in mine]
 
-    def _older_queued(self, owner: str, first_id: int, kinds: set[str]) -> bool:
+    def _older_queued(self, owner: str, first_id: int, lane: Lane) -> bool:
         return any(
-            row.status == "queued" and row.owner == owner and row.kind in kinds
+            row.status == "queued" and row.owner == owner and lane.admits(row.kind)
             for row in self._rows.values()
             if row.id < first_id
         )

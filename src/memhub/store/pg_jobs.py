@@ -17,7 +17,7 @@ from memhub.filters import Filter
 from memhub.store import pg_consolidation, pg_conversations, pg_memories
 from memhub.store.database import AsyncConn, Database
 from memhub.store.errors import translate_errors
-from memhub.store.records import Candidate, Job, NewJob, NewMemory, Scope, Turn
+from memhub.store.records import Candidate, Job, Lane, NewJob, NewMemory, Scope, Turn
 
 __all__ = [
     "PgJobBatch",
@@ -109,12 +109,12 @@ class PgJobBatch:
         await pg_consolidation.record_usage(self.conn, scope, model, usage, turns, jobs, operations)
 
 
-async def _claim(conn: AsyncConn, limit: int, kinds: Sequence[str]) -> list[Job]:
+async def _claim(conn: AsyncConn, limit: int, lane: Lane) -> list[Job]:
     cur = await conn.execute(
         "SELECT id, kind, user_id, agent_id, run_id, payload, attempts, created_at, status,"
         " last_error FROM memory_jobs WHERE status = 'queued' AND run_after <= now()"
-        " AND kind = ANY(%s) ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
-        (list(kinds), limit),
+        " AND (kind = ANY(%s)) <> %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
+        (list(lane.kinds), lane.exclude, limit),
     )
     jobs = [_job(row) for row in await cur.fetchall()]
     if not jobs:
@@ -125,28 +125,25 @@ async def _claim(conn: AsyncConn, limit: int, kinds: Sequence[str]) -> list[Job]
     # Each lane (set of kinds) is ordered on its own, so a slow LLM step never delays the
     # step that makes turns searchable.
     first = {owner: min(j.id for j in jobs if _owner(j) == owner) for owner in owners}
-    lane = ",".join(sorted(kinds))
     cur = await conn.execute(
         "SELECT o.owner FROM unnest(%s::text[], %s::bigint[]) AS o(owner, first_id)"
         " WHERE pg_try_advisory_xact_lock("
         "   hashtextextended('memhub-owner:' || %s || ':' || o.owner, 0))"
         " AND NOT EXISTS (SELECT 1 FROM memory_jobs j WHERE j.status = 'queued'"
         "   AND coalesce(j.user_id, j.agent_id, j.run_id, '') = o.owner AND j.id < o.first_id"
-        "   AND j.kind = ANY(%s))",
-        (owners, [first[o] for o in owners], lane, list(kinds)),
+        "   AND (j.kind = ANY(%s)) <> %s)",
+        (owners, [first[o] for o in owners], lane.name, list(lane.kinds), lane.exclude),
     )
     mine = {str(row[0]) for row in await cur.fetchall()}
     return [job for job in jobs if _owner(job) in mine]
 
 
 @asynccontextmanager
-async def claim_jobs(
-    database: Database, limit: int, kinds: Sequence[str]
-) -> AsyncIterator[PgJobBatch]:
-    """Claim up to ``limit`` jobs of ``kinds``; leaving normally commits the batch's work."""
+async def claim_jobs(database: Database, limit: int, lane: Lane) -> AsyncIterator[PgJobBatch]:
+    """Claim up to ``limit`` jobs of ``lane``; leaving normally commits the batch's work."""
     with translate_errors("claiming background jobs"):
         async with database.connection() as conn, conn.transaction():
-            yield PgJobBatch(conn=conn, jobs=await _claim(conn, limit, kinds))
+            yield PgJobBatch(conn=conn, jobs=await _claim(conn, limit, lane))
 
 
 async def fail_jobs(

@@ -19,6 +19,7 @@ from memhub.store.records import (
     Candidate,
     HistoryEvent,
     Job,
+    Lane,
     MemoryRecord,
     NewJob,
     NewTurn,
@@ -129,10 +130,8 @@ class PostgresStore:
                 await pg_memories.reset(conn)
 
     # -- jobs -----------------------------------------------------------------------------
-    def claim_jobs(
-        self, limit: int, kinds: Sequence[str]
-    ) -> AbstractAsyncContextManager[PgJobBatch]:
-        return pg_jobs.claim_jobs(self.database, limit, kinds)
+    def claim_jobs(self, limit: int, lane: Lane) -> AbstractAsyncContextManager[PgJobBatch]:
+        return pg_jobs.claim_jobs(self.database, limit, lane)
 
     async def fail_jobs(
         self, job_ids: Sequence[int], error: str, retry_at: datetime, max_attempts: int

@@ -20,6 +20,7 @@ from memhub.store.records import (
     Candidate,
     HistoryEvent,
     Job,
+    Lane,
     MemoryRecord,
     NewJob,
     NewMemory,
@@ -175,8 +176,8 @@ class Store(Protocol):
         ...
 
     # -- jobs ------------------------------------------------------------------------------
-    def claim_jobs(self, limit: int, kinds: Sequence[str]) -> AbstractAsyncContextManager[JobBatch]:
-        """Claim up to ``limit`` ready jobs of ``kinds``, keeping each owner's jobs in order."""
+    def claim_jobs(self, limit: int, lane: Lane) -> AbstractAsyncContextManager[JobBatch]:
+        """Claim up to ``limit`` ready jobs of ``lane``, keeping each owner's jobs in order."""
         ...
 
     async def fail_jobs(

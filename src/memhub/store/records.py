@@ -11,6 +11,7 @@ __all__ = [
     "Candidate",
     "HistoryEvent",
     "Job",
+    "Lane",
     "MemoryRecord",
     "NewJob",
     "NewMemory",
@@ -151,3 +152,23 @@ class HistoryEvent:
     turn_ids: tuple[int, ...]
     metadata: dict[str, Any]
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Which job kinds a claim takes: ``kinds``, or every kind but them when ``exclude``.
+
+    Each lane keeps every owner's jobs in order on its own, so a slow lane (LLM calls) never
+    holds back a fast one. An excluding lane also takes kinds nobody handles, so such jobs are
+    parked with an error rather than left queued forever.
+    """
+
+    kinds: tuple[str, ...]
+    exclude: bool = False
+
+    def admits(self, kind: str) -> bool:
+        return (kind in self.kinds) != self.exclude
+
+    @property
+    def name(self) -> str:
+        return ("!" if self.exclude else "") + ",".join(sorted(self.kinds))
