@@ -111,9 +111,10 @@ class Mem0System(MemorySystem):
 
 
 class MemhubSystem(MemorySystem):
-    """memhub through its Mem0-shaped API (``memhub.Memory``).
+    """memhub through its Mem0-shaped API (``memhub.Memory``), with the in-process worker.
 
-    LEAD: this is the one place that knows memhub's API; adjust it as the API settles.
+    The query embedding is timed on a second embedder built exactly as memhub builds its own
+    (``embedder_from_settings``), or on the given one, so no private attribute is read.
     """
 
     name = "memhub"
@@ -125,10 +126,12 @@ class MemhubSystem(MemorySystem):
         embedder: SentenceTransformerEmbedder | None = None,
         name: str = "memhub",
     ) -> None:
-        from memhub import Memory
+        from memhub import MemhubSettings, Memory
 
-        self._embedder = embedder
-        self._memory = Memory(db_url=db_url, embedder=embedder)  # type: ignore[arg-type]
+        settings = MemhubSettings(database_url=db_url)
+        self._memory = Memory(settings=settings, embedder=embedder)  # type: ignore[arg-type]
+        self._query_embedder = embedder
+        self._settings = settings
         self.name = name
 
     def add(
@@ -146,17 +149,15 @@ class MemhubSystem(MemorySystem):
         return [_hit(r) for r in found["results"]]
 
     def embed_query(self, query: str) -> bool:
-        # LEAD: no public handle on the default embedder yet; this reads a private attribute.
-        embedder = self._embedder or getattr(self._memory.async_memory, "_embedder", None)
-        embed_sync = getattr(embedder, "embed_sync", None)
+        if self._query_embedder is None:
+            from memhub.memory.shared import embedder_from_settings
+
+            self._query_embedder = embedder_from_settings(self._settings)  # type: ignore[assignment]
+        embed_sync = getattr(self._query_embedder, "embed_sync", None)
         if not callable(embed_sync):
             return False
         embed_sync([query])
         return True
-
-    def process_ids(self) -> list[int]:
-        worker = getattr(self._memory, "worker_pid", None)  # LEAD: if ingestion gets a process.
-        return [os.getpid()] + ([worker] if isinstance(worker, int) else [])
 
     def close(self) -> None:
         self._memory.close()
@@ -166,7 +167,8 @@ class SentenceTransformerEmbedder:
     """memhub ``Embedder`` on Mem0's runtime (sentence-transformers + torch, float32 MiniLM).
 
     Lets memhub run with exactly Mem0's embedding cost, so the engine difference shows alone.
-    Follows ``memhub.embed.base.Embedder``; ``embed`` runs the model inline, as Mem0 does.
+    Follows ``memhub.embed.base.Embedder``; ``embed`` runs the model in a thread, like memhub's
+    default embedder, so the worker never blocks the event loop that serves ``add``.
     """
 
     dimension = 384
@@ -179,8 +181,10 @@ class SentenceTransformerEmbedder:
         return embed(texts)
 
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """The async form memhub's engine calls."""
-        return self.embed_sync(texts)
+        """The async form memhub's engine calls: off the event loop, as memhub's own embedder."""
+        import asyncio
+
+        return await asyncio.to_thread(self.embed_sync, texts)
 
     async def aclose(self) -> None:
         """Nothing to release: the model is process-wide."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 from uuid import UUID
 
 import numpy as np
@@ -17,6 +18,8 @@ from memhub.store.pg_filters import compile_filter
 from memhub.store.records import Candidate, HistoryEvent, MemoryRecord, NewMemory, Scope
 
 __all__ = [
+    "DEFAULT_TEXT_RANKING",
+    "TextRanking",
     "delete_all",
     "delete_memory",
     "ensure_embedding_space",
@@ -175,10 +178,89 @@ async def insert_memories(
     return inserted
 
 
+@dataclass(frozen=True)
+class TextRanking:
+    """How the full-text side ranks its candidates (the benchmark's ablation varies it).
+
+    ``bm25`` is Okapi BM25 with per-scope document frequencies computed at query time: every
+    query lexeme fetches at most ``term_cap`` matching memories of the scope, so a common word
+    costs bounded work at any scope size (its frequency is then a lower bound, and memories
+    matching only common words may be left out). Term frequency is taken as 1: memories are
+    short and rarely repeat a content word. ``ts_rank`` is PostgreSQL's rank over the OR of
+    the query's words (no IDF), kept for comparison.
+
+    Attributes:
+        method: ``bm25`` or ``ts_rank``.
+        k1: BM25 term-saturation constant (only matters through length normalisation here).
+        b: BM25 length normalisation, 0 (none) to 1 (full).
+        term_cap: Memories fetched per query lexeme, at most.
+        scope_cap: The scope's size is counted up to this; larger scopes count as this size.
+        score_all: Give every candidate both signals (its cosine similarity, and its text score
+            if it matches any query word), not only the retriever that found it; with False a
+            vector-only candidate has no text score even when it matches some words.
+    """
+
+    method: Literal["bm25", "ts_rank"] = "bm25"
+    k1: float = 1.2
+    b: float = 0.75
+    term_cap: int = 100
+    scope_cap: int = 1000
+    score_all: bool = True
+
+
+DEFAULT_TEXT_RANKING = TextRanking()
+
+
 def _text_query() -> sql.SQL:
     # plainto_tsquery ANDs every word; a question rarely shares all of them with its answer,
     # so the words are OR-ed and the ranking rewards documents matching more of them.
     return sql.SQL("replace(plainto_tsquery('english', {q})::text, ' & ', ' | ')::tsquery")
+
+
+def _ts_rank_cte(where: sql.Composable) -> sql.Composable:
+    return sql.SQL(
+        "q AS (SELECT {tsq} AS tsq),"
+        " txt_all AS ("
+        "  SELECT m.id, ts_rank(m.tsv, q.tsq) AS score FROM memories m, q"
+        "  WHERE {where} AND m.tsv @@ q.tsq"
+        ")"
+    ).format(tsq=_text_query().format(q=sql.Placeholder("q")), where=where)
+
+
+def _bm25_cte(where: sql.Composable) -> sql.Composable:
+    # The query's lexemes come from the same to_tsvector() that built m.tsv (stop words out,
+    # stemmed, deduplicated); each becomes a one-lexeme tsquery, quoted so any lexeme parses.
+    # Per lexeme, a LIMITed GIN probe yields its matches and (capped) document frequency;
+    # BM25 with tf = 1 is then sum(idf) * (k1 + 1) / (1 + k1 * (1 - b + b * dl / avgdl)),
+    # where dl is the memory's lexeme count and avgdl is averaged over the matched memories.
+    return sql.SQL(
+        "terms AS ("
+        "  SELECT t.lexeme, ('''' || replace(replace(t.lexeme, '\\', '\\\\'), '''', '''''')"
+        "   || '''')::tsquery AS tq FROM unnest(to_tsvector('english', {q})) t"
+        "), hits AS ("
+        "  SELECT t.lexeme, h.id, h.dl FROM terms t CROSS JOIN LATERAL ("
+        "   SELECT m.id, length(m.tsv) AS dl FROM memories m"
+        "   WHERE {where} AND m.tsv @@ t.tq LIMIT {term_cap}) h"
+        "), n AS ("
+        "  SELECT count(*)::float8 AS n FROM (SELECT 1 FROM memories m WHERE {where}"
+        "   LIMIT {scope_cap}) s"
+        "), idf AS ("
+        "  SELECT h.lexeme, ln(1 + (greatest(max(n.n), count(*)) - count(*) + 0.5)"
+        "   / (count(*) + 0.5)) AS w FROM hits h, n GROUP BY h.lexeme"
+        "), avgdl AS (SELECT greatest(avg(dl), 1)::float8 AS a FROM hits),"
+        " txt_all AS ("
+        "  SELECT h.id, sum(idf.w) * ({k1} + 1)"
+        "   / (1 + {k1} * (1 - {b} + {b} * max(h.dl) / max(avgdl.a))) AS score"
+        "  FROM hits h JOIN idf USING (lexeme), avgdl GROUP BY h.id"
+        ")"
+    ).format(
+        q=sql.Placeholder("q"),
+        where=where,
+        term_cap=sql.Placeholder("term_cap"),
+        scope_cap=sql.Placeholder("scope_cap"),
+        k1=sql.Placeholder("k1"),
+        b=sql.Placeholder("b"),
+    )
 
 
 async def search_candidates(
@@ -189,44 +271,57 @@ async def search_candidates(
     k: int,
     filters: Filter | None,
     include_superseded: bool,
+    *,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
 ) -> list[Candidate]:
     """Vector and full-text candidates in one round trip; ranks are computed here."""
     where = _where(scope, filters, include_superseded)
+    text_cte = _bm25_cte(where) if ranking.method == "bm25" else _ts_rank_cte(where)
     query = sql.SQL(
         "WITH vec AS ("
         "  SELECT m.id, 1 - (m.embedding <=> {v}) AS sim FROM memories m"
         "  WHERE {where} AND m.embedding IS NOT NULL ORDER BY m.embedding <=> {v} LIMIT {k}"
-        "), q AS (SELECT {tsq} AS tsq),"
-        " txt AS ("
-        "  SELECT m.id, ts_rank(m.tsv, q.tsq) AS score FROM memories m, q"
-        "  WHERE {where} AND m.tsv @@ q.tsq ORDER BY score DESC LIMIT {k}"
-        ")"
-        " SELECT {cols}, vec.sim, txt.score FROM memories m"
+        "), {text_cte},"
+        " txt AS (SELECT id, score FROM txt_all ORDER BY score DESC LIMIT {k})"
+        " SELECT {cols}, {sim}, t.score FROM memories m"
         " JOIN (SELECT id FROM vec UNION SELECT id FROM txt) ids ON ids.id = m.id"
-        " LEFT JOIN vec ON vec.id = m.id LEFT JOIN txt ON txt.id = m.id"
+        " LEFT JOIN vec ON vec.id = m.id LEFT JOIN {text_scores} t ON t.id = m.id"
     ).format(
+        sim=sql.SQL("1 - (m.embedding <=> {v})" if ranking.score_all else "vec.sim").format(
+            v=sql.Placeholder("v")
+        ),
+        text_scores=sql.Identifier("txt_all" if ranking.score_all else "txt"),
         v=sql.Placeholder("v"),
         where=where,
         k=sql.Placeholder("k"),
-        tsq=_text_query().format(q=sql.Placeholder("q")),
+        text_cte=text_cte,
         cols=COLUMNS,
     )
-    cur = await conn.execute(
-        query, {"v": np.asarray(vector, dtype=np.float32), "k": k, "q": text_query}
-    )
-    rows = await cur.fetchall()
-    by_vec = sorted((r for r in rows if r[_N_COLUMNS] is not None), key=lambda r: -r[_N_COLUMNS])
-    by_txt = sorted(
-        (r for r in rows if r[_N_COLUMNS + 1] is not None), key=lambda r: -r[_N_COLUMNS + 1]
-    )
+    params = {
+        "v": np.asarray(vector, dtype=np.float32),
+        "k": k,
+        "q": text_query,
+        "term_cap": ranking.term_cap,
+        "scope_cap": ranking.scope_cap,
+        "k1": ranking.k1,
+        "b": ranking.b,
+    }
+    cur = await conn.execute(query, params)
+    return _candidates(await cur.fetchall())
+
+
+def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
+    sim, txt = _N_COLUMNS, _N_COLUMNS + 1
+    by_vec = sorted((r for r in rows if r[sim] is not None), key=lambda r: -r[sim])
+    by_txt = sorted((r for r in rows if r[txt] is not None), key=lambda r: -r[txt])
     vec_rank = {r[0]: n for n, r in enumerate(by_vec, start=1)}
     txt_rank = {r[0]: n for n, r in enumerate(by_txt, start=1)}
     return [
         Candidate(
             record=record_from_row(r),
-            vector_similarity=None if r[_N_COLUMNS] is None else float(r[_N_COLUMNS]),
+            vector_similarity=None if r[sim] is None else float(r[sim]),
             vector_rank=vec_rank.get(r[0]),
-            text_score=None if r[_N_COLUMNS + 1] is None else float(r[_N_COLUMNS + 1]),
+            text_score=None if r[txt] is None else float(r[txt]),
             text_rank=txt_rank.get(r[0]),
         )
         for r in rows

@@ -1,0 +1,98 @@
+"""Fusion of vector, text, rank and recency signals: pure logic, no database."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memhub.engine.fusion import PRESETS, FusionConfig, fuse
+from memhub.store.records import Candidate, MemoryRecord, Scope
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _candidate(
+    sim: float | None,
+    vrank: int | None,
+    text: float | None,
+    trank: int | None,
+    age_days: float = 0.0,
+) -> Candidate:
+    at = NOW - timedelta(days=age_days)
+    record = MemoryRecord(
+        id=uuid.uuid4(),
+        scope=Scope(user_id="u"),
+        memory="m",
+        hash="h",
+        metadata={},
+        memory_type=None,
+        valid_from=at,
+        valid_to=None,
+        superseded_by=None,
+        source_turn_ids=(),
+        created_at=at,
+        updated_at=None,
+    )
+    return Candidate(record, sim, vrank, text, trank)
+
+
+def test_weights_must_add_up_to_one_and_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="add up to 1"):
+        FusionConfig(vector_weight=0.5, text_weight=0.1, rrf_weight=0.1)
+    with pytest.raises(ValueError, match="negative"):
+        FusionConfig(vector_weight=1.2, text_weight=-0.2, rrf_weight=0.0)
+
+
+def test_presets_are_valid_and_only_puts_all_weight_on_one_signal() -> None:
+    assert set(PRESETS) >= {"default", "compact", "semantic", "keyword", "recent"}
+    only = FusionConfig.only("text")
+    assert (only.vector_weight, only.text_weight, only.rrf_weight) == (0.0, 1.0, 0.0)
+    recent = PRESETS["default"].with_recency(0.2, 7.0)
+    total = recent.vector_weight + recent.text_weight + recent.rrf_weight + recent.recency_weight
+    assert total == pytest.approx(1.0)
+    assert recent.recency_half_life_days == 7.0
+
+
+def test_a_candidate_found_by_both_retrievers_beats_one_found_by_one() -> None:
+    both = _candidate(0.6, 1, 4.0, 1)
+    vector_only = _candidate(0.6, 2, None, None)
+    text_only = _candidate(None, None, 4.0, 2)
+    ranked = fuse([text_only, vector_only, both], PRESETS["default"], NOW)
+    assert ranked[0].candidate is both
+
+
+def test_the_best_candidate_of_every_signal_scores_one() -> None:
+    best = _candidate(1.0, 1, 3.0, 1)
+    (scored,) = fuse([best], FusionConfig(), NOW)
+    assert scored.score == pytest.approx(1.0)
+
+
+def test_recency_prefers_the_newer_of_two_equal_candidates() -> None:
+    old = _candidate(0.5, 1, 2.0, 1, age_days=90)
+    new = _candidate(0.5, 1, 2.0, 1, age_days=1)
+    ranked = fuse([old, new], PRESETS["recent"], NOW)
+    assert ranked[0].candidate is new
+    assert ranked[0].score > ranked[1].score
+
+
+signals = st.tuples(
+    st.one_of(st.none(), st.floats(-1.0, 1.0)),
+    st.one_of(st.none(), st.integers(1, 500)),
+    st.one_of(st.none(), st.floats(0.0, 1e6)),
+    st.one_of(st.none(), st.integers(1, 500)),
+    st.floats(0.0, 10_000.0),
+)
+
+
+@given(st.lists(signals, max_size=30), st.sampled_from(sorted(PRESETS)))
+def test_scores_stay_in_unit_interval_and_sorted(
+    rows: list[tuple[float | None, int | None, float | None, int | None, float]], preset: str
+) -> None:
+    ranked = fuse([_candidate(*row) for row in rows], PRESETS[preset], NOW)
+    scores = [s.score for s in ranked]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
