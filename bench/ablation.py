@@ -21,8 +21,8 @@ from bench.locomo import CATEGORY_NAMES, RECALL_CATEGORIES, Conversation, load_l
 from bench.metrics import QuestionResult, aggregate
 from bench.recall import TOP_N, ingest
 from memhub.engine.fusion import PRESETS, FusionConfig, fuse
-from memhub.store.pg_memories import DEFAULT_TEXT_RANKING, TextRanking, search_candidates
-from memhub.store.records import Scope
+from memhub.store.pg_memories import search_candidates
+from memhub.store.records import DEFAULT_TEXT_RANKING, Scope, TextRanking
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--auth", choices=["on", "off"], help="API keys (default on)")
     commands.add_parser("migrate", help="apply database migrations")
     worker = commands.add_parser("worker", help="process queued jobs until stopped")
-    worker.add_argument("--concurrency", type=int, default=1, help="batches in flight")
+    worker.add_argument(
+        "--concurrency", type=int, help="batches in flight (default MEMHUB_WORKER_CONCURRENCY)"
+    )
     jobs = commands.add_parser("jobs", help="inspect the job queue")
     jobs.add_argument("action", choices=["stats", "parked", "retry"])
     jobs.add_argument("ids", nargs="*", type=int, help="job ids for retry (default: all)")
@@ -151,7 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "migrate":
             return asyncio.run(_migrate(settings))
         if args.command == "worker":
-            return asyncio.run(_worker(settings, max(1, args.concurrency)))
+            concurrency = args.concurrency or settings.worker_concurrency
+            return asyncio.run(_worker(settings, max(1, concurrency)))
         if args.command == "jobs":
             return asyncio.run(_jobs(settings, args.action, args.ids))
         if args.command == "search":

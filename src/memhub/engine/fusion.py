@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
-from memhub.store.records import Candidate
+from memhub.store.records import DEFAULT_TEXT_RANKING, Candidate, TextRanking
 
 __all__ = ["PRESETS", "FusionConfig", "ScoredCandidate", "fuse"]
 
@@ -34,6 +34,7 @@ class FusionConfig:
         recency_weight: Share from recency (1 for now, halving every ``recency_half_life_days``).
         recency_half_life_days: How fast recency decays.
         candidates: How many candidates each retriever contributes, at least.
+        text: How the store ranks full-text candidates (BM25 parameters and work caps).
     """
 
     # Tuned on LoCoMo's dev conversations (docs/retrieval.md, `python -m bench.ablation`).
@@ -44,6 +45,7 @@ class FusionConfig:
     recency_weight: float = 0.0
     recency_half_life_days: float = 30.0
     candidates: int = 20
+    text: TextRanking = DEFAULT_TEXT_RANKING
 
     def __post_init__(self) -> None:
         weights = (self.vector_weight, self.text_weight, self.rrf_weight, self.recency_weight)

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator
 from memhub.engine.ingest import INGEST_JOB, memories_from_turns
-from memhub.errors import MemhubError, ProviderOutputError, StoreUnavailable
+from memhub.errors import Conflict, MemhubError, ProviderOutputError, StoreUnavailable
 from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch, Store
 from memhub.store.records import Job, Lane, NewJob, Turn
@@ -29,8 +29,17 @@ __all__ = ["Worker", "WorkerConfig"]
 log = logging.getLogger("memhub.worker")
 
 CONSOLIDATE_LANE = Lane((CONSOLIDATE_JOB,))
-# Everything else, so a job of a kind no code handles is claimed and parked, not left queued.
-INGEST_LANE = Lane((CONSOLIDATE_JOB,), exclude=True)
+
+
+def ingest_lane(consolidating: bool) -> Lane:
+    """Every kind but consolidate, so a job no code handles is claimed and parked.
+
+    Without consolidation the lane is unordered: raw turns carry their own time and duplicates
+    are refused by a unique index, so concurrent batches may share a user and one user's
+    backlog can use every core. With it, ingestion queues the consolidation jobs, which must
+    be created in the order the turns were said: then one user's turns go one batch at a time.
+    """
+    return Lane((CONSOLIDATE_JOB,), exclude=True, ordered=consolidating)
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,7 @@ class Worker:
 
     async def run_once(self) -> int:
         """Claim and process one batch per lane; returns how many jobs finished."""
-        done = await self._lane(INGEST_LANE)
+        done = await self._lane(ingest_lane(self.consolidator is not None))
         if self.consolidator is not None:
             done += await self._lane(CONSOLIDATE_LANE)
         return done
@@ -112,6 +121,9 @@ class Worker:
                 done = await self._process(batch, batch.jobs)
         except StoreUnavailable:
             raise
+        except Conflict as exc:  # lost a race with another batch: nothing wrong with the jobs
+            log.info("worker: batch rolled back by a concurrent change (%s); retrying", exc)
+            return 0
         except (MemhubError, ValueError) as exc:
             log.warning("worker: batch failed (%s); retrying its jobs one by one", exc)
             return await self._one_by_one(lane)

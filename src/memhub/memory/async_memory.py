@@ -11,6 +11,7 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from memhub.config import MemhubSettings
@@ -234,15 +235,11 @@ class AsyncMemory:
         vector = (await engine.embedder.embed([query]))[0]
         k = max(limit, self.fusion.candidates)
         candidates = await engine.store.search_candidates(
-            scope, query, vector, k, parsed, include_superseded
+            scope, query, vector, k, parsed, include_superseded, self.fusion.text
         )
         scored = fuse(candidates, self.fusion, datetime.now(UTC))
-        results = [
-            memory_item(s.candidate.record, s.score)
-            for s in scored
-            if threshold is None or s.score >= threshold
-        ]
-        return {"results": results[:limit]}
+        kept = (s for s in scored if threshold is None or s.score >= threshold)
+        return {"results": [memory_item(s.candidate.record, s.score) for s in islice(kept, limit)]}
 
     async def get(
         self,

@@ -70,20 +70,21 @@ class Engine:
     llm: LLM | None = None
     users: int = 0
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task[None] | None = None
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
-    def start_worker(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self.worker.run(self._stop), name="memhub-worker"
-            )
+    def start_worker(self, concurrency: int = 1) -> None:
+        """Run ``concurrency`` batch loops on the running loop (idle ones only poll)."""
+        loop = asyncio.get_running_loop()
+        while len(self._tasks) < concurrency:
+            name = f"memhub-worker-{len(self._tasks)}"
+            self._tasks.append(loop.create_task(self.worker.run(self._stop), name=name))
 
     async def close(self) -> None:
         self._stop.set()
-        if self._task is not None:
-            self.worker.wake()
+        self.worker.wake()
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
         await self.embedder.aclose()
         if self.llm is not None:
             await self.llm.aclose()
@@ -155,7 +156,7 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
     )
     engine = Engine(store=store, embedder=chosen, worker=worker, llm=llm)
     if settings.worker == "thread":
-        engine.start_worker()
+        engine.start_worker(settings.worker_concurrency)
     return engine
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,6 +30,21 @@ __all__ = ["AsyncConn", "Database", "resolve_database_url"]
 log = logging.getLogger(__name__)
 
 AsyncConn = psycopg.AsyncConnection[TupleRow]
+
+
+# A connection used this recently is trusted without a round trip: checking on every checkout
+# cost ~0.3 ms of the hot path, while a server that just went away fails the call either way.
+_FRESH_SECONDS = 2.0
+_last_returned: weakref.WeakKeyDictionary[AsyncConn, float] = weakref.WeakKeyDictionary()
+
+
+async def _stamp_returned(conn: AsyncConn) -> None:
+    _last_returned[conn] = time.monotonic()
+
+
+async def _check_stale(conn: AsyncConn) -> None:
+    if time.monotonic() - _last_returned.get(conn, float("-inf")) > _FRESH_SECONDS:
+        await AsyncConnectionPool.check_connection(conn)
 
 
 async def _configure_connection(conn: AsyncConn) -> None:
@@ -80,7 +97,8 @@ class Database:
                     timeout=self.settings.connect_timeout,
                     kwargs=self._connection_kwargs(),
                     configure=_configure_connection,
-                    check=AsyncConnectionPool.check_connection,
+                    check=_check_stale,
+                    reset=_stamp_returned,
                     open=False,
                     name="memhub",
                 )

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import psycopg
 import psycopg_pool
 
-from memhub.errors import StoreError, StoreUnavailable
+from memhub.errors import Conflict, StoreError, StoreUnavailable
 
 __all__ = ["translate_errors"]
 
@@ -18,6 +18,8 @@ def translate_errors(action: str) -> Iterator[None]:
     """Re-raise psycopg and pool failures as :class:`StoreError` subclasses naming ``action``."""
     try:
         yield
+    except psycopg.errors.TransactionRollback as exc:  # deadlock, serialization failure
+        raise Conflict(f"{action}: a concurrent change won; retry ({exc})") from exc
     except psycopg_pool.PoolTimeout as exc:
         raise StoreUnavailable(f"{action}: no database connection available ({exc})") from exc
     except (psycopg.OperationalError, psycopg.errors.AdminShutdown, OSError) as exc:

@@ -25,6 +25,7 @@ from memhub.store.inmemory_rows import as_utc, check_text, in_scope, jsonb, utc_
 from memhub.store.inmemory_tables import Tables
 from memhub.store.protocol import Vector
 from memhub.store.records import (
+    DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
     Job,
@@ -34,6 +35,7 @@ from memhub.store.records import (
     NewMemory,
     NewTurn,
     Scope,
+    TextRanking,
     Turn,
 )
 
@@ -274,9 +276,13 @@ class InMemoryStore:
         k: int,
         filters: Filter | None,
         include_superseded: bool,
+        ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
+        # Exact scoring over the scope: the PostgreSQL work caps of ``ranking`` do not apply.
         async with self.lock:
-            return self.tables.search(scope, text_query, vector, k, filters, include_superseded)
+            return self.tables.search(
+                scope, text_query, vector, k, filters, include_superseded, ranking
+            )
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
         async with self.lock:

@@ -114,6 +114,8 @@ class JobQueue:
                     break
         for row in selected:
             row.claimed_by = batch  # FOR UPDATE holds every selected row, taken or not
+        if not lane.ordered:
+            return [row.job() for row in selected]
         first: dict[str, int] = {}
         for row in selected:
             first.setdefault(row.owner, row.id)

@@ -27,7 +27,14 @@ from memhub.store.inmemory_rows import (
 )
 from memhub.store.inmemory_text import bm25_scores, terms
 from memhub.store.protocol import Vector
-from memhub.store.records import Candidate, HistoryEvent, NewMemory, Scope
+from memhub.store.records import (
+    DEFAULT_TEXT_RANKING,
+    Candidate,
+    HistoryEvent,
+    NewMemory,
+    Scope,
+    TextRanking,
+)
 
 __all__ = ["Tables", "Undo"]
 
@@ -241,6 +248,7 @@ class Tables:
         k: int,
         filters: Filter | None,
         include_superseded: bool,
+        ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
         """The ``k`` nearest by cosine and the ``k`` best by BM25, each scored on both signals.
 
@@ -260,7 +268,7 @@ class Tables:
             sims = {m.id: float(v) for (m, _), v in zip(embedded, values, strict=True)}
             # stable on insertion order: ties go to the older memory
             nearest = [embedded[i][0] for i in np.argsort(-values, kind="stable")[:k]]
-        bm25 = bm25_scores([m.terms for m in eligible], terms(text_query))
+        bm25 = bm25_scores([m.terms for m in eligible], terms(text_query), ranking.k1, ranking.b)
         scores = {m.id: s for m, s in zip(eligible, bm25, strict=True) if s is not None}
         best = sorted((m for m in eligible if m.id in scores), key=lambda m: -scores[m.id])[:k]
         chosen = {m.id: m for m in nearest + best}

@@ -117,7 +117,7 @@ async def _claim(conn: AsyncConn, limit: int, lane: Lane) -> list[Job]:
         (list(lane.kinds), lane.exclude, limit),
     )
     jobs = [_job(row) for row in await cur.fetchall()]
-    if not jobs:
+    if not jobs or not lane.ordered:
         return jobs
     owners = sorted({_owner(job) for job in jobs})
     # An owner is ours if we hold its lock and no older job of it is queued outside our claim

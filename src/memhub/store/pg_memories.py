@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -15,11 +14,17 @@ from memhub.errors import ConfigurationError, MemoryNotFound
 from memhub.filters import Filter
 from memhub.store.database import AsyncConn
 from memhub.store.pg_filters import compile_filter
-from memhub.store.records import Candidate, HistoryEvent, MemoryRecord, NewMemory, Scope
+from memhub.store.records import (
+    DEFAULT_TEXT_RANKING,
+    Candidate,
+    HistoryEvent,
+    MemoryRecord,
+    NewMemory,
+    Scope,
+    TextRanking,
+)
 
 __all__ = [
-    "DEFAULT_TEXT_RANKING",
-    "TextRanking",
     "delete_all",
     "delete_memory",
     "ensure_embedding_space",
@@ -70,8 +75,24 @@ def scope_sql(scope: Scope | None, alias: str = "m") -> sql.Composable:
     return sql.SQL(" AND ").join(parts) if parts else sql.SQL("TRUE")
 
 
-def _where(scope: Scope | None, filters: Filter | None, include_superseded: bool) -> sql.Composable:
-    parts = [scope_sql(scope)]
+def _bound_scope(scope: Scope) -> tuple[sql.Composable, dict[str, str]]:
+    """Scope equality with bound parameters: the statement text is the same for every user,
+    so psycopg prepares it once and the server skips re-parsing it on the hot path."""
+    ids = scope.as_dict()
+    parts = [
+        sql.SQL("{} = {}").format(sql.Identifier("m", column), sql.Placeholder(f"scope_{column}"))
+        for column in ids
+    ]
+    return sql.SQL(" AND ").join(parts), {f"scope_{c}": v for c, v in ids.items()}
+
+
+def _where(
+    scope: Scope | None,
+    filters: Filter | None,
+    include_superseded: bool,
+    scope_part: sql.Composable | None = None,
+) -> sql.Composable:
+    parts = [scope_part if scope_part is not None else scope_sql(scope)]
     if not include_superseded:
         parts.append(sql.SQL("m.valid_to IS NULL"))
     if filters is not None:
@@ -115,13 +136,22 @@ async def ensure_embedding_space(conn: AsyncConn, model_name: str, dimension: in
         )
 
 
+def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
+    scope = memory.scope
+    return (scope.user_id or "", scope.agent_id or "", scope.run_id or "", memory.hash)
+
+
 async def insert_memories(
     conn: AsyncConn, memories: Sequence[NewMemory], actor: str
 ) -> list[UUID | None]:
     """Insert, skipping exact duplicates of a current memory; ADD history for each insert."""
     if not memories:
         return []
-    inserted: list[UUID | None] = []
+    # Concurrent batches insert in one global order (scope, hash), so two of them waiting on
+    # each other's unique-index entries cannot deadlock.
+    order = sorted(range(len(memories)), key=lambda i: _dedup_key(memories[i]))
+    ordered = [memories[i] for i in order]
+    returned: list[UUID | None] = []
     async with conn.cursor() as cur:
         # One statement per memory, sent as a batch: executemany pipelines them, and each
         # parameter set gets its own result set (empty where ON CONFLICT skipped a duplicate).
@@ -147,15 +177,18 @@ async def insert_memories(
                     list(new.source_turn_ids),
                     new.created_at,
                 )
-                for new in memories
+                for new in ordered
             ],
             returning=True,
         )
         while True:
             row = await cur.fetchone()
-            inserted.append(None if row is None else row[0])
+            returned.append(None if row is None else row[0])
             if not cur.nextset():
                 break
+        inserted: list[UUID | None] = [None] * len(memories)
+        for position, value in zip(order, returned, strict=True):
+            inserted[position] = value
         added = [(m, i) for m, i in zip(memories, inserted, strict=True) if i is not None]
         if added:
             await cur.executemany(
@@ -176,39 +209,6 @@ async def insert_memories(
                 ],
             )
     return inserted
-
-
-@dataclass(frozen=True)
-class TextRanking:
-    """How the full-text side ranks its candidates (the benchmark's ablation varies it).
-
-    ``bm25`` is Okapi BM25 with per-scope document frequencies computed at query time: every
-    query lexeme fetches at most ``term_cap`` matching memories of the scope, so a common word
-    costs bounded work at any scope size (its frequency is then a lower bound, and memories
-    matching only common words may be left out). Term frequency is taken as 1: memories are
-    short and rarely repeat a content word. ``ts_rank`` is PostgreSQL's rank over the OR of
-    the query's words (no IDF), kept for comparison.
-
-    Attributes:
-        method: ``bm25`` or ``ts_rank``.
-        k1: BM25 term-saturation constant (only matters through length normalisation here).
-        b: BM25 length normalisation, 0 (none) to 1 (full).
-        term_cap: Memories fetched per query lexeme, at most.
-        scope_cap: The scope's size is counted up to this; larger scopes count as this size.
-        score_all: Give every candidate both signals (its cosine similarity, and its text score
-            if it matches any query word), not only the retriever that found it; with False a
-            vector-only candidate has no text score even when it matches some words.
-    """
-
-    method: Literal["bm25", "ts_rank"] = "bm25"
-    k1: float = 1.2
-    b: float = 0.75
-    term_cap: int = 100
-    scope_cap: int = 1000
-    score_all: bool = True
-
-
-DEFAULT_TEXT_RANKING = TextRanking()
 
 
 def _text_query() -> sql.SQL:
@@ -275,7 +275,8 @@ async def search_candidates(
     ranking: TextRanking = DEFAULT_TEXT_RANKING,
 ) -> list[Candidate]:
     """Vector and full-text candidates in one round trip; ranks are computed here."""
-    where = _where(scope, filters, include_superseded)
+    scope_part, scope_params = _bound_scope(scope)
+    where = _where(scope, filters, include_superseded, scope_part)
     text_cte = _bm25_cte(where) if ranking.method == "bm25" else _ts_rank_cte(where)
     query = sql.SQL(
         "WITH vec AS ("
@@ -305,6 +306,7 @@ async def search_candidates(
         "scope_cap": ranking.scope_cap,
         "k1": ranking.k1,
         "b": ranking.b,
+        **scope_params,
     }
     cur = await conn.execute(query, params)
     return _candidates(await cur.fetchall())

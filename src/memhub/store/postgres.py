@@ -16,6 +16,7 @@ from memhub.store.errors import translate_errors
 from memhub.store.pg_jobs import PgJobBatch
 from memhub.store.protocol import Vector
 from memhub.store.records import (
+    DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
     Job,
@@ -24,6 +25,7 @@ from memhub.store.records import (
     NewJob,
     NewTurn,
     Scope,
+    TextRanking,
     Turn,
 )
 
@@ -72,11 +74,19 @@ class PostgresStore:
         k: int,
         filters: Filter | None,
         include_superseded: bool,
+        ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
         with translate_errors("searching memories"):
             async with self.database.connection() as conn:
                 return await pg_memories.search_candidates(
-                    conn, scope, text_query, vector, k, filters, include_superseded
+                    conn,
+                    scope,
+                    text_query,
+                    vector,
+                    k,
+                    filters,
+                    include_superseded,
+                    ranking=ranking,
                 )
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:

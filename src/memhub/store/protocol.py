@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from memhub.filters import Filter
 from memhub.store.records import (
+    DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
     Job,
@@ -26,6 +27,7 @@ from memhub.store.records import (
     NewMemory,
     NewTurn,
     Scope,
+    TextRanking,
     Turn,
 )
 
@@ -132,6 +134,7 @@ class Store(Protocol):
         k: int,
         filters: Filter | None,
         include_superseded: bool,
+        ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
         """Up to ``k`` nearest memories by vector and up to ``k`` best by full text, merged."""
         ...

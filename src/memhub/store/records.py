@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 __all__ = [
+    "DEFAULT_TEXT_RANKING",
     "Candidate",
     "HistoryEvent",
     "Job",
@@ -17,6 +18,7 @@ __all__ = [
     "NewMemory",
     "NewTurn",
     "Scope",
+    "TextRanking",
     "Turn",
 ]
 
@@ -158,13 +160,15 @@ class HistoryEvent:
 class Lane:
     """Which job kinds a claim takes: ``kinds``, or every kind but them when ``exclude``.
 
-    Each lane keeps every owner's jobs in order on its own, so a slow lane (LLM calls) never
-    holds back a fast one. An excluding lane also takes kinds nobody handles, so such jobs are
-    parked with an error rather than left queued forever.
+    An ordered lane keeps every owner's jobs in order on its own, so a slow lane (LLM calls)
+    never holds back a fast one; an unordered one lets concurrent batches share an owner.
+    An excluding lane also takes kinds nobody handles, so such jobs are parked with an error
+    rather than left queued forever.
     """
 
     kinds: tuple[str, ...]
     exclude: bool = False
+    ordered: bool = True  # False: jobs of one owner may be processed concurrently
 
     def admits(self, kind: str) -> bool:
         return (kind in self.kinds) != self.exclude
@@ -172,3 +176,36 @@ class Lane:
     @property
     def name(self) -> str:
         return ("!" if self.exclude else "") + ",".join(sorted(self.kinds))
+
+
+@dataclass(frozen=True)
+class TextRanking:
+    """How the full-text side ranks its candidates (the benchmark's ablation varies it).
+
+    ``bm25`` is Okapi BM25 with per-scope document frequencies computed at query time: every
+    query lexeme fetches at most ``term_cap`` matching memories of the scope, so a common word
+    costs bounded work at any scope size (its frequency is then a lower bound, and memories
+    matching only common words may be left out). Term frequency is taken as 1: memories are
+    short and rarely repeat a content word. ``ts_rank`` is PostgreSQL's rank over the OR of
+    the query's words (no IDF), kept for comparison.
+
+    Attributes:
+        method: ``bm25`` or ``ts_rank``.
+        k1: BM25 term-saturation constant (only matters through length normalisation here).
+        b: BM25 length normalisation, 0 (none) to 1 (full).
+        term_cap: Memories fetched per query lexeme, at most.
+        scope_cap: The scope's size is counted up to this; larger scopes count as this size.
+        score_all: Give every candidate both signals (its cosine similarity, and its text score
+            if it matches any query word), not only the retriever that found it; with False a
+            vector-only candidate has no text score even when it matches some words.
+    """
+
+    method: Literal["bm25", "ts_rank"] = "bm25"
+    k1: float = 1.2
+    b: float = 0.75
+    term_cap: int = 100
+    scope_cap: int = 1000
+    score_all: bool = True
+
+
+DEFAULT_TEXT_RANKING = TextRanking()
