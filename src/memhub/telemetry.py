@@ -21,6 +21,7 @@ __all__ = [
     "instruments",
     "meter",
     "operation",
+    "record_llm_usage",
     "record_memory_error",
     "tracer",
 ]
@@ -49,6 +50,8 @@ class Instruments:
     errors: metrics.Counter
     recall_hits: metrics.Histogram
     injected_tokens: metrics.Histogram
+    llm_tokens: metrics.Counter
+    llm_calls: metrics.Counter
 
 
 @cache
@@ -70,6 +73,12 @@ def instruments() -> Instruments:
             "memhub.agent.recall.injected_tokens",
             unit="{token}",
             description="Estimated tokens of the injected memory message.",
+        ),
+        llm_tokens=m.create_counter(
+            "memhub.llm.tokens", unit="{token}", description="Tokens spent on consolidation."
+        ),
+        llm_calls=m.create_counter(
+            "memhub.llm.calls", description="LLM requests made by consolidation (with repairs)."
         ),
     )
 
@@ -109,6 +118,16 @@ def operation(
         instruments().duration.record(
             time.perf_counter() - started, {**attrs, "memhub.outcome": outcome}
         )
+
+
+def record_llm_usage(model: str, prompt_tokens: int, completion_tokens: int, calls: int) -> None:
+    """Count one consolidation call's LLM cost."""
+    tools = instruments()
+    tools.llm_calls.add(calls, {"memhub.model": model})
+    tools.llm_tokens.add(prompt_tokens, {"memhub.model": model, "memhub.token.type": "prompt"})
+    tools.llm_tokens.add(
+        completion_tokens, {"memhub.model": model, "memhub.token.type": "completion"}
+    )
 
 
 def record_memory_error(operation_name: str, attributes: Attributes | None = None) -> None:

@@ -141,3 +141,28 @@ async def test_one_bad_job_does_not_hold_back_the_batch(
         await memory.wait_idle()
     assert await _count(db_url, "SELECT count(*) FROM memories") == 2
     assert await _count(db_url, "SELECT count(*) FROM memory_jobs WHERE status = 'parked'") == 1
+
+
+async def test_concurrent_batches_on_one_user_with_duplicates(
+    settings: MemhubSettings, db_url: str
+) -> None:
+    # Jobs alternate between two sets of texts (H L L H H L ...), so concurrent batches of two
+    # jobs meet the same duplicates in opposite job orders. Whether they would have deadlocked
+    # depends on timing; what must always hold is below: no failed batch, each text once.
+    quiet = settings.model_copy(update={"worker": "off", "worker_batch_size": 2})
+    high = [f"repeated fact {n}" for n in range(10, 20)]
+    low = [f"repeated fact {n}" for n in range(10)]
+    async with AsyncMemory(settings=quiet) as memory:
+        for n in range(60):
+            await memory.add(high if n % 4 in (0, 3) else low, user_id="dup", infer=False)
+        engine = await memory._engine()
+
+        async def drain() -> None:
+            while await engine.store.pending_jobs():
+                if not await engine.worker.run_once():
+                    await asyncio.sleep(0.005)
+
+        await asyncio.gather(drain(), drain(), drain())
+        assert engine.worker.failed == 0
+    assert await _count(db_url, "SELECT count(*) FROM memories") == 20
+    assert await _count(db_url, "SELECT count(*) FROM memory_jobs") == 0

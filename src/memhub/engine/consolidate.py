@@ -34,6 +34,7 @@ from memhub.llm.base import Usage
 from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch
 from memhub.store.records import Job, MemoryRecord, NewMemory, Scope, Turn
+from memhub.telemetry import operation, record_llm_usage
 
 __all__ = ["CONSOLIDATE_JOB", "TURN_MEMORY", "Consolidator", "PlannedOp", "plan_operations"]
 
@@ -115,7 +116,8 @@ def _fact_number(raw: str | None, shown: int) -> int:
     return number
 
 
-def _usage(usage: Usage) -> dict[str, int]:
+def _usage(model: str, usage: Usage) -> dict[str, int]:
+    record_llm_usage(model, usage.prompt_tokens, usage.completion_tokens, usage.calls)
     return {
         "calls": usage.calls,
         "prompt_tokens": usage.prompt_tokens,
@@ -137,10 +139,11 @@ class Consolidator:
         turn_ids = [t for job in jobs for t in job.payload.get("turn_ids", [])]
         turns = [t for t in await batch.turns(turn_ids) if _content(t).strip()]
         if turns:
-            if jobs[0].payload.get("memory_type") == PROCEDURAL:
-                await self._procedural(batch, scope, turns, jobs)
-            else:
-                await self._facts(batch, scope, turns, jobs)
+            with operation("consolidate", {"memhub.turns": len(turns)}):
+                if jobs[0].payload.get("memory_type") == PROCEDURAL:
+                    await self._procedural(batch, scope, turns, jobs)
+                else:
+                    await self._facts(batch, scope, turns, jobs)
         await batch.retire_turn_memories(scope, turn_ids)
         await batch.complete([job.id for job in jobs])
 
@@ -168,7 +171,12 @@ class Consolidator:
         counts = Counter(op.kind for op in planned)
         await self._apply(batch, scope, planned)
         await batch.record_usage(
-            scope, self.llm.model_name, _usage(result.usage), len(turns), len(jobs), dict(counts)
+            scope,
+            self.llm.model_name,
+            _usage(self.llm.model_name, result.usage),
+            len(turns),
+            len(jobs),
+            dict(counts),
         )
 
     async def _apply(self, batch: JobBatch, scope: Scope, planned: Sequence[PlannedOp]) -> None:
@@ -235,7 +243,12 @@ class Consolidator:
             [self._fact(scope, op, vector, PROCEDURAL)], actor="consolidation"
         )
         await batch.record_usage(
-            scope, self.llm.model_name, _usage(result.usage), len(turns), len(jobs), {"ADD": 1}
+            scope,
+            self.llm.model_name,
+            _usage(self.llm.model_name, result.usage),
+            len(turns),
+            len(jobs),
+            {"ADD": 1},
         )
 
 

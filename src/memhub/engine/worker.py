@@ -22,7 +22,8 @@ from memhub.engine.ingest import INGEST_JOB, memories_from_turns
 from memhub.errors import Conflict, MemhubError, ProviderOutputError, StoreUnavailable
 from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch, Store
-from memhub.store.records import Job, Lane, NewJob, Turn
+from memhub.store.records import Job, Lane, NewJob, NewMemory, Turn
+from memhub.telemetry import operation
 
 __all__ = ["Worker", "WorkerConfig"]
 
@@ -173,7 +174,8 @@ class Worker:
         if unknown:
             raise ValueError(f"unknown job kind {unknown[0].kind!r}")
         if jobs[0].kind == INGEST_JOB:
-            await self._ingest(batch, jobs)
+            with operation("ingest", {"memhub.jobs": len(jobs)}):
+                await self._ingest(batch, jobs)
             return len(jobs)
         return await self._consolidate(batch, jobs)
 
@@ -187,13 +189,13 @@ class Worker:
         # One embedding call for the whole batch: batching is where the throughput comes from.
         vectors = await self.embedder.embed([_text(t) for _, job_turns in work for t in job_turns])
         offset = 0
+        memories: list[NewMemory] = []
         for job, job_turns in work:
             chunk = list(vectors[offset : offset + len(job_turns)])
             offset += len(job_turns)
             consolidate = self.consolidator is not None and bool(job.payload.get("infer"))
             memory_type = TURN_MEMORY if consolidate else job.payload.get("memory_type")
-            memories = memories_from_turns(job_turns, job.scope, chunk, memory_type)
-            await batch.insert_memories(memories, actor="worker")
+            memories += memories_from_turns(job_turns, job.scope, chunk, memory_type)
             if consolidate:
                 follow_up = {k: v for k, v in job.payload.items() if k != "infer"}
                 delay = timedelta(seconds=self.config.consolidation_delay)
@@ -201,6 +203,9 @@ class Worker:
                     NewJob(kind=CONSOLIDATE_JOB, scope=job.scope, payload=follow_up),
                     datetime.now(UTC) + delay,
                 )
+        # One insert for the whole batch: its rows go in one global order, so concurrent
+        # batches cannot deadlock on each other's duplicates.
+        await batch.insert_memories(memories, actor="worker")
         await batch.complete([job.id for job in jobs])
 
     async def _consolidate(self, batch: JobBatch, jobs: list[Job]) -> int:

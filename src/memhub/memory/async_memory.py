@@ -29,13 +29,14 @@ from memhub.engine.inputs import (
 )
 from memhub.engine.text import memory_hash
 from memhub.errors import MemoryNotFound, UsageError
-from memhub.filters import parse_filters
+from memhub.filters import Filter, parse_filters
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
 from memhub.memory.shared import Engine, acquire_engine, release_engine
 from memhub.messages import Message, SystemMessage
 from memhub.messages import deserialize as _deserialize
 from memhub.messages import serialize as _serialize
 from memhub.store.records import Scope
+from memhub.telemetry import operation
 
 __all__ = ["AsyncMemory"]
 
@@ -162,7 +163,8 @@ class AsyncMemory:
             items, scope, session_id=None, metadata=meta, created_at=said_at, job_payload=payload
         )
         engine = await self._engine()
-        turn_ids = await engine.store.append_turns(turns, job)
+        with operation("add", {"memhub.turns": len(turns)}):
+            turn_ids = await engine.store.append_turns(turns, job)
         engine.worker.wake()
         if not wait:
             return {"results": [], "queued_turn_ids": turn_ids}
@@ -232,7 +234,23 @@ class AsyncMemory:
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
         engine = await self._engine()
-        vector = (await engine.embedder.embed([query]))[0]
+        with operation("search"):
+            vector = (await engine.embedder.embed([query]))[0]
+            return await self._ranked(
+                engine, scope, query, vector, limit, parsed, threshold, include_superseded
+            )
+
+    async def _ranked(
+        self,
+        engine: Engine,
+        scope: Scope,
+        query: str,
+        vector: Any,
+        limit: int,
+        parsed: Filter | None,
+        threshold: float | None,
+        include_superseded: bool,
+    ) -> dict[str, list[MemoryItem]]:
         k = max(limit, self.fusion.candidates)
         candidates = await engine.store.search_candidates(
             scope, query, vector, k, parsed, include_superseded, self.fusion.text

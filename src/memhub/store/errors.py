@@ -18,7 +18,7 @@ def translate_errors(action: str) -> Iterator[None]:
     """Re-raise psycopg and pool failures as :class:`StoreError` subclasses naming ``action``."""
     try:
         yield
-    except psycopg.errors.TransactionRollback as exc:  # deadlock, serialization failure
+    except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
         raise Conflict(f"{action}: a concurrent change won; retry ({exc})") from exc
     except psycopg_pool.PoolTimeout as exc:
         raise StoreUnavailable(f"{action}: no database connection available ({exc})") from exc

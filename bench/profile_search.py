@@ -1,0 +1,121 @@
+"""Where one search's time goes at scale: the query embedding, the SQL round trip, the rest.
+
+Builds (once) a database of N synthetic memories for one user on its own embedded server,
+with real MiniLM vectors, then times ``search()`` and its two parts over synthetic queries.
+
+    python -m bench.profile_search --memories 100000 --home /tmp/memhub-profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+
+from bench import synth
+from memhub import AsyncMemory, MemhubSettings
+from memhub.embed import create_embedder
+from memhub.engine.text import memory_hash
+from memhub.store.postgres import PostgresStore
+from memhub.store.records import Scope
+
+USER = "hot-u0"
+
+
+async def build(settings: MemhubSettings, n: int) -> None:
+    """Fill the database with ``n`` memories through COPY (much faster than the worker)."""
+    store = await PostgresStore.open(settings)
+    embedder = create_embedder("minilm", threads=2)
+    await store.ensure_embedding_space(embedder.model_name, embedder.dimension)
+    url = store.database.url
+    await store.aclose()
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM memories").fetchone()
+        if row is not None and row[0] == n:
+            return
+    turns = list(synth.memories(0, n, users=1))
+    texts = [t.text for t in turns]
+    vectors = np.concatenate([await embedder.embed(texts[i : i + 1024]) for i in range(0, n, 1024)])
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("TRUNCATE memories")
+        conn.execute("DROP INDEX IF EXISTS memories_embedding_hnsw")
+        columns = "id, user_id, memory, hash, embedding, created_at, valid_from"
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                f"COPY memories ({columns}) FROM STDIN WITH (FORMAT BINARY)"  # constant text
+            ) as copy,
+        ):
+            copy.set_types(
+                ["uuid", "varchar", "text", "text", "vector", "timestamptz", "timestamptz"]
+            )
+            for turn, vector in zip(turns, vectors, strict=True):
+                at = turn.timestamp.astimezone()
+                unique = memory_hash(turn.text) + str(turn.index)  # synthetic texts repeat
+                copy.write_row((uuid.uuid4(), turn.user_id, turn.text, unique, vector, at, at))
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute(
+            "CREATE INDEX memories_embedding_hnsw ON memories"
+            " USING hnsw (embedding vector_cosine_ops)"
+        )
+        conn.execute("VACUUM ANALYZE memories")
+
+
+def _line(name: str, values: list[float]) -> str:
+    values.sort()
+    p50, p95 = values[len(values) // 2], values[int(len(values) * 0.95)]
+    return f"{name:<10} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
+
+
+async def profile(settings: MemhubSettings, queries: int) -> None:
+    memory = AsyncMemory(settings=settings)
+    engine = await memory._engine()
+    asked = [q for _, q in synth.queries(queries + 30, users=1)]
+    for q in asked[:30]:  # warm up: model, pool, prepared statements
+        await memory.search(q, user_id=USER, limit=10)
+    embed, query, total = [], [], []
+    for q in asked[30:]:
+        t0 = time.perf_counter()
+        vector = (await engine.embedder.embed([q]))[0]
+        t1 = time.perf_counter()
+        await engine.store.search_candidates(
+            Scope(user_id=USER),
+            q,
+            vector,
+            memory.fusion.candidates,
+            None,
+            False,
+            memory.fusion.text,
+        )
+        t2 = time.perf_counter()
+        await memory.search(q, user_id=USER, limit=10)
+        t3 = time.perf_counter()
+        embed.append((t1 - t0) * 1000)
+        query.append((t2 - t1) * 1000)
+        total.append((t3 - t2) * 1000)
+    print(_line("embedding", embed))
+    print(_line("SQL", query))
+    print(_line("search()", total))
+    await memory.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--home", type=Path, default=Path("/tmp/memhub-profile"))
+    args = parser.parse_args()
+    settings = MemhubSettings(data_dir=args.home, worker="off")
+    asyncio.run(build(settings, args.memories))
+    asyncio.run(profile(settings, args.queries))
+
+
+if __name__ == "__main__":
+    main()
