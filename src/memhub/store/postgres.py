@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -11,7 +11,7 @@ from uuid import UUID
 from memhub.config import MemhubSettings
 from memhub.filters import Filter
 from memhub.store import pg_conversations, pg_jobs, pg_memories
-from memhub.store.database import Database, acquire_database, release_database
+from memhub.store.database import AsyncConn, Database, acquire_database, release_database
 from memhub.store.errors import translate_errors
 from memhub.store.pg_jobs import PgJobBatch
 from memhub.store.protocol import Vector
@@ -44,26 +44,30 @@ class PostgresStore:
         """Connect (starting the embedded server if no URL is set) and migrate."""
         return cls(await acquire_database(settings))
 
+    @asynccontextmanager
+    async def _connect(self, action: str) -> AsyncIterator[AsyncConn]:
+        """A pooled connection whose failures surface as memhub errors naming ``action``."""
+        with translate_errors(action):
+            async with self.database.connection() as conn:
+                yield conn
+
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
             await release_database(self.database)
 
     async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
-        with translate_errors("checking the embedding space"):
-            async with self.database.connection() as conn:
-                await pg_memories.ensure_embedding_space(conn, model_name, dimension)
+        async with self._connect("checking the embedding space") as conn:
+            await pg_memories.ensure_embedding_space(conn, model_name, dimension)
 
     # -- conversations --------------------------------------------------------------------
     async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
-        with translate_errors("storing conversation turns"):
-            async with self.database.connection() as conn:
-                return await pg_conversations.append_turns(conn, turns, job)
+        async with self._connect("storing conversation turns") as conn:
+            return await pg_conversations.append_turns(conn, turns, job)
 
     async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:
-        with translate_errors("reading conversation turns"):
-            async with self.database.connection() as conn:
-                return await pg_conversations.recent_turns(conn, user_id, session_id, limit)
+        async with self._connect("reading conversation turns") as conn:
+            return await pg_conversations.recent_turns(conn, user_id, session_id, limit)
 
     # -- memories -------------------------------------------------------------------------
     async def search_candidates(
@@ -76,32 +80,27 @@ class PostgresStore:
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
-        with translate_errors("searching memories"):
-            async with self.database.connection() as conn:
-                return await pg_memories.search_candidates(
-                    conn,
-                    scope,
-                    text_query,
-                    vector,
-                    k,
-                    filters,
-                    include_superseded,
-                    ranking=ranking,
-                )
+        async with self._connect("searching memories") as conn:
+            return await pg_memories.search_candidates(
+                conn,
+                scope,
+                text_query,
+                vector,
+                k,
+                filters,
+                include_superseded,
+                ranking=ranking,
+            )
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
-        with translate_errors("reading a memory"):
-            async with self.database.connection() as conn:
-                return await pg_memories.get_memory(conn, scope, memory_id)
+        async with self._connect("reading a memory") as conn:
+            return await pg_memories.get_memory(conn, scope, memory_id)
 
     async def list_memories(
         self, scope: Scope, filters: Filter | None, limit: int, include_superseded: bool
     ) -> list[MemoryRecord]:
-        with translate_errors("listing memories"):
-            async with self.database.connection() as conn:
-                return await pg_memories.list_memories(
-                    conn, scope, filters, limit, include_superseded
-                )
+        async with self._connect("listing memories") as conn:
+            return await pg_memories.list_memories(conn, scope, filters, limit, include_superseded)
 
     async def update_memory(
         self,
@@ -113,31 +112,26 @@ class PostgresStore:
         metadata: dict[str, Any] | None,
         actor: str,
     ) -> MemoryRecord:
-        with translate_errors("updating a memory"):
-            async with self.database.connection() as conn:
-                return await pg_memories.update_memory(
-                    conn, scope, memory_id, text, hash_, vector, metadata, actor
-                )
+        async with self._connect("updating a memory") as conn:
+            return await pg_memories.update_memory(
+                conn, scope, memory_id, text, hash_, vector, metadata, actor
+            )
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:
-        with translate_errors("deleting a memory"):
-            async with self.database.connection() as conn:
-                await pg_memories.delete_memory(conn, scope, memory_id, actor)
+        async with self._connect("deleting a memory") as conn:
+            await pg_memories.delete_memory(conn, scope, memory_id, actor)
 
     async def delete_all(self, scope: Scope) -> int:
-        with translate_errors("deleting a scope"):
-            async with self.database.connection() as conn:
-                return await pg_memories.delete_all(conn, scope)
+        async with self._connect("deleting a scope") as conn:
+            return await pg_memories.delete_all(conn, scope)
 
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
-        with translate_errors("reading memory history"):
-            async with self.database.connection() as conn:
-                return await pg_memories.history(conn, scope, memory_id)
+        async with self._connect("reading memory history") as conn:
+            return await pg_memories.history(conn, scope, memory_id)
 
     async def reset(self) -> None:
-        with translate_errors("resetting the store"):
-            async with self.database.connection() as conn:
-                await pg_memories.reset(conn)
+        async with self._connect("resetting the store") as conn:
+            await pg_memories.reset(conn)
 
     # -- jobs -----------------------------------------------------------------------------
     def claim_jobs(self, limit: int, lane: Lane) -> AbstractAsyncContextManager[PgJobBatch]:
@@ -146,26 +140,21 @@ class PostgresStore:
     async def fail_jobs(
         self, job_ids: Sequence[int], error: str, retry_at: datetime, max_attempts: int
     ) -> int:
-        with translate_errors("recording a failed job"):
-            async with self.database.connection() as conn:
-                return await pg_jobs.fail_jobs(conn, job_ids, error, retry_at, max_attempts)
+        async with self._connect("recording a failed job") as conn:
+            return await pg_jobs.fail_jobs(conn, job_ids, error, retry_at, max_attempts)
 
     async def pending_jobs(self, scope: Scope | None = None) -> int:
-        with translate_errors("counting jobs"):
-            async with self.database.connection() as conn:
-                return await pg_jobs.pending_jobs(conn, scope)
+        async with self._connect("counting jobs") as conn:
+            return await pg_jobs.pending_jobs(conn, scope)
 
     async def list_jobs(self, status: str, limit: int) -> list[Job]:
-        with translate_errors("listing jobs"):
-            async with self.database.connection() as conn:
-                return await pg_jobs.list_jobs(conn, status, limit)
+        async with self._connect("listing jobs") as conn:
+            return await pg_jobs.list_jobs(conn, status, limit)
 
     async def requeue_parked(self, job_ids: Sequence[int] | None) -> int:
-        with translate_errors("requeueing jobs"):
-            async with self.database.connection() as conn:
-                return await pg_jobs.requeue_parked(conn, job_ids)
+        async with self._connect("requeueing jobs") as conn:
+            return await pg_jobs.requeue_parked(conn, job_ids)
 
     async def usage_stats(self) -> dict[str, float]:
-        with translate_errors("reading LLM usage"):
-            async with self.database.connection() as conn:
-                return await pg_jobs.usage_stats(conn)
+        async with self._connect("reading LLM usage") as conn:
+            return await pg_jobs.usage_stats(conn)
