@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 
 from memhub.errors import MemoryNotFound
 from memhub.server import queries
@@ -34,6 +35,22 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/v1/memories", tags=["memories"], responses=_ERRORS)
 
 ScopeId = Annotated[str | None, Query(min_length=1, max_length=255)]
+
+
+@dataclass(frozen=True)
+class ScopeQuery:
+    """The ``user_id`` / ``agent_id`` / ``run_id`` query parameters every scoped route takes."""
+
+    user_id: ScopeId = None
+    agent_id: ScopeId = None
+    run_id: ScopeId = None
+
+    @property
+    def ids(self) -> tuple[str | None, str | None, str | None]:
+        return (self.user_id, self.agent_id, self.run_id)
+
+
+Scoped = Annotated[ScopeQuery, Depends()]
 
 
 def _plain(messages: str | ChatMessage | list[ChatMessage | str]) -> Any:
@@ -103,15 +120,13 @@ async def search_memories(body: SearchRequest, caller: Caller, state: State) -> 
 async def list_memories(
     caller: Caller,
     state: State,
-    user_id: ScopeId = None,
-    agent_id: ScopeId = None,
-    run_id: ScopeId = None,
+    query: Scoped,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     include_superseded: bool = False,
 ) -> dict[str, Any]:
     """The scope's memories, newest first (one of user_id, agent_id, run_id is required)."""
     found = await state.memory.get_all(
-        **caller.scope(state.limits, user_id, agent_id, run_id),
+        **caller.scope(state.limits, *query.ids),
         limit=limit,
         include_superseded=include_superseded,
     )
@@ -122,12 +137,10 @@ async def list_memories(
 async def delete_all_memories(
     caller: Caller,
     state: State,
-    user_id: ScopeId = None,
-    agent_id: ScopeId = None,
-    run_id: ScopeId = None,
+    query: Scoped,
 ) -> dict[str, Any]:
     """Delete everything of a scope: memories, history, queued jobs and turns."""
-    return await state.memory.delete_all(**caller.scope(state.limits, user_id, agent_id, run_id))
+    return await state.memory.delete_all(**caller.scope(state.limits, *query.ids))
 
 
 @router.get("/{memory_id}", response_model=MemoryOut, response_model_exclude_unset=True)
@@ -135,12 +148,10 @@ async def get_memory(
     memory_id: uuid.UUID,
     caller: Caller,
     state: State,
-    user_id: ScopeId = None,
-    agent_id: ScopeId = None,
-    run_id: ScopeId = None,
+    query: Scoped,
 ) -> Any:
     """One memory by id; optional scope ids narrow the lookup."""
-    scope = await _owned_scope(state, caller, memory_id, (user_id, agent_id, run_id))
+    scope = await _owned_scope(state, caller, memory_id, query.ids)
     item = await state.memory.get(memory_id, **scope)
     if item is None:
         raise MemoryNotFound(f"no memory {memory_id} in this scope")
@@ -153,12 +164,10 @@ async def update_memory(
     body: UpdateRequest,
     caller: Caller,
     state: State,
-    user_id: ScopeId = None,
-    agent_id: ScopeId = None,
-    run_id: ScopeId = None,
+    query: Scoped,
 ) -> dict[str, Any]:
     """Correct a memory's text (and optionally its metadata); the old text stays in history."""
-    scope = await _owned_scope(state, caller, memory_id, (user_id, agent_id, run_id))
+    scope = await _owned_scope(state, caller, memory_id, query.ids)
     updated = await state.memory.update(memory_id, body.text, metadata=body.metadata, **scope)
     return {**updated, "result": caller.present(updated["result"])}
 
@@ -168,12 +177,10 @@ async def delete_memory(
     memory_id: uuid.UUID,
     caller: Caller,
     state: State,
-    user_id: ScopeId = None,
-    agent_id: ScopeId = None,
-    run_id: ScopeId = None,
+    query: Scoped,
 ) -> dict[str, str]:
     """Delete one memory; its history keeps a DELETE event with the last text."""
-    scope = await _owned_scope(state, caller, memory_id, (user_id, agent_id, run_id))
+    scope = await _owned_scope(state, caller, memory_id, query.ids)
     return await state.memory.delete(memory_id, **scope)
 
 
@@ -182,10 +189,8 @@ async def memory_history(
     memory_id: uuid.UUID,
     caller: Caller,
     state: State,
-    user_id: ScopeId = None,
-    agent_id: ScopeId = None,
-    run_id: ScopeId = None,
+    query: Scoped,
 ) -> Any:
     """Every change of a memory, oldest first."""
-    scope = await _owned_scope(state, caller, memory_id, (user_id, agent_id, run_id))
+    scope = await _owned_scope(state, caller, memory_id, query.ids)
     return await state.memory.history(memory_id, **scope)
