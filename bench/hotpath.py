@@ -138,7 +138,7 @@ def run_hotpath(system: MemorySystem, spec: HotpathSpec) -> dict[str, Any]:
     """Fill to each checkpoint, probe there; peak RSS over the whole workload."""
     checkpoints: list[dict[str, Any]] = []
     stored = 0
-    with PeakRSS(system.process_ids) as rss:
+    with PeakRSS(system.process_ids) as rss, PeakRSS(system.worker_process_ids) as worker_rss:
         for target in spec.checkpoints:
             fill = _fill(system, stored, target, spec) if target > stored else None
             stored = max(stored, target)
@@ -146,9 +146,12 @@ def run_hotpath(system: MemorySystem, spec: HotpathSpec) -> dict[str, Any]:
             checkpoints.append({"memories": target, "fill": fill, **probes})
             stored += added
             checkpoints[-1]["peak_rss_mb"] = rss.peak_bytes / 2**20
+            checkpoints[-1]["worker_peak_rss_mb"] = worker_rss.peak_bytes / 2**20
     return {
         "users": spec.users,
         "clients": spec.clients,
         "checkpoints": checkpoints,
         "peak_rss_mb": rss.peak_bytes / 2**20,
+        # 0 when the system has no worker process of its own (ingestion in the client)
+        "worker_peak_rss_mb": worker_rss.peak_bytes / 2**20,
     }

@@ -8,6 +8,9 @@ its own module) and one entry in :func:`open_system`.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +61,10 @@ class MemorySystem(ABC):
         Returns False when the system has no separate query embedding to time.
         """
         return False
+
+    def worker_process_ids(self) -> list[int]:
+        """Background ingestion processes of their own, whose RSS is also reported apart."""
+        return []
 
     def process_ids(self) -> list[int]:
         """Processes whose memory counts towards this system's RSS (workers, not PostgreSQL)."""
@@ -111,8 +118,11 @@ class Mem0System(MemorySystem):
 
 
 class MemhubSystem(MemorySystem):
-    """memhub through its Mem0-shaped API (``memhub.Memory``), with the in-process worker.
+    """memhub through its Mem0-shaped API (``memhub.Memory``).
 
+    With ``external_worker`` the client only enqueues (``MEMHUB_WORKER=off``) and one
+    ``memhub worker`` process ingests, as in a production deployment; its RSS is measured on
+    its own. Otherwise ingestion runs in the client's in-process worker.
     The query embedding is timed on a second embedder built exactly as memhub builds its own
     (``embedder_from_settings``), or on the given one, so no private attribute is read.
     """
@@ -125,14 +135,30 @@ class MemhubSystem(MemorySystem):
         *,
         embedder: SentenceTransformerEmbedder | None = None,
         name: str = "memhub",
+        external_worker: bool = False,
     ) -> None:
         from memhub import MemhubSettings, Memory
 
-        settings = MemhubSettings(database_url=db_url)
+        settings = MemhubSettings(
+            database_url=db_url, worker="off" if external_worker else "thread"
+        )
         self._memory = Memory(settings=settings, embedder=embedder)  # type: ignore[arg-type]
         self._query_embedder = embedder
         self._settings = settings
+        self._db_url = db_url
         self.name = name
+        self._worker: subprocess.Popen[bytes] | None = None
+        if external_worker:
+            env = {**os.environ, "MEMHUB_DATABASE_URL": db_url}
+            self._worker = subprocess.Popen(
+                [sys.executable, "-m", "memhub.cli", "worker"], env=env, stdin=subprocess.DEVNULL
+            )
+
+    def worker_process_ids(self) -> list[int]:
+        return [] if self._worker is None else [self._worker.pid]
+
+    def process_ids(self) -> list[int]:
+        return [os.getpid(), *self.worker_process_ids()]
 
     def add(
         self, text: str, *, user_id: str, metadata: Metadata, timestamp: datetime | None = None
@@ -142,7 +168,21 @@ class MemhubSystem(MemorySystem):
         )
 
     def flush(self) -> None:
-        self._memory.wait_idle()
+        if self._worker is None:
+            self._memory.wait_idle()
+            return
+        import psycopg
+
+        with psycopg.connect(self._db_url) as conn:
+            while True:
+                row = conn.execute(
+                    "SELECT count(*) FROM memory_jobs WHERE status = 'queued'"
+                ).fetchone()
+                if row is None or row[0] == 0:
+                    return
+                if self._worker.poll() is not None:
+                    raise RuntimeError(f"memhub worker exited with {self._worker.returncode}")
+                time.sleep(0.02)
 
     def search(self, query: str, *, user_id: str, k: int) -> list[Hit]:
         found = self._memory.search(query, user_id=user_id, limit=k)
@@ -161,6 +201,9 @@ class MemhubSystem(MemorySystem):
 
     def close(self) -> None:
         self._memory.close()
+        if self._worker is not None:
+            self._worker.terminate()
+            self._worker.wait(30)
 
 
 class SentenceTransformerEmbedder:
@@ -219,7 +262,7 @@ def open_system(name: str, *, db_url: str | None) -> MemorySystem:
 
         return Mem0System(mem0_config(db_url))
     if name == "memhub":
-        return MemhubSystem(db_url)
+        return MemhubSystem(db_url, external_worker=True)
     if name == "memhub-st":
         return MemhubSystem(db_url, embedder=SentenceTransformerEmbedder(), name=name)
     raise ValueError(f"unknown system {name!r}; known: {', '.join(SYSTEM_NAMES)}")

@@ -166,3 +166,19 @@ async def test_concurrent_batches_on_one_user_with_duplicates(
         assert engine.worker.failed == 0
     assert await _count(db_url, "SELECT count(*) FROM memories") == 20
     assert await _count(db_url, "SELECT count(*) FROM memory_jobs") == 0
+
+
+async def test_bulk_growth_refreshes_planner_statistics(
+    settings: MemhubSettings, db_url: str
+) -> None:
+    # Stale statistics right after a bulk import make PostgreSQL sort a whole scope by
+    # distance instead of using HNSW; the worker runs ANALYZE itself after enough growth.
+    quiet = settings.model_copy(update={"worker": "off"})
+    async with AsyncMemory(settings=quiet) as memory:
+        await memory.add([f"note {n}" for n in range(1100)], user_id="bulk", infer=False)
+        await memory.wait_idle()
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute(
+            "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'memories'"
+        )
+        assert await cur.fetchone() == (True,)

@@ -84,6 +84,8 @@ class Worker:
         self._wake = asyncio.Event()
         self.processed = 0
         self.failed = 0
+        self._inserted_since_analyze = 0
+        self._inserted_total = 0
 
     def wake(self) -> None:
         """New work was queued in this process: skip the rest of the idle wait."""
@@ -112,7 +114,16 @@ class Worker:
         done = await self._lane(ingest_lane(self.consolidator is not None))
         if self.consolidator is not None:
             done += await self._lane(CONSOLIDATE_LANE)
+        await self._refresh_statistics_after_growth()
         return done
+
+    async def _refresh_statistics_after_growth(self) -> None:
+        # Every 10 % of growth (at least 1,000 rows) this worker has written since it started.
+        grown = self._inserted_since_analyze
+        if grown >= max(1_000, self._inserted_total // 10):
+            self._inserted_total += grown
+            self._inserted_since_analyze = 0
+            await self.store.refresh_statistics()
 
     async def _lane(self, lane: Lane) -> int:
         try:
@@ -206,6 +217,7 @@ class Worker:
         # One insert for the whole batch: its rows go in one global order, so concurrent
         # batches cannot deadlock on each other's duplicates.
         await batch.insert_memories(memories, actor="worker")
+        self._inserted_since_analyze += len(memories)
         await batch.complete([job.id for job in jobs])
 
     async def _consolidate(self, batch: JobBatch, jobs: list[Job]) -> int:

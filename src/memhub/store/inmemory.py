@@ -430,6 +430,9 @@ class InMemoryStore:
             "tokens_per_turn": (prompt + completion) / per_turn,
         }
 
+    async def refresh_statistics(self) -> None:
+        """Nothing to refresh: the in-process store has no query planner."""
+
 
 def _copy_turn(turn: Turn) -> Turn:
     return dataclasses.replace(turn, metadata=copy.deepcopy(turn.metadata))

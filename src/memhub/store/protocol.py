@@ -199,6 +199,10 @@ class Store(Protocol):
         """Put parked jobs back in the queue (all when ``job_ids`` is None)."""
         ...
 
+    async def refresh_statistics(self) -> None:
+        """Refresh the query planner's statistics after bulk growth (no-op without a planner)."""
+        ...
+
     async def usage_stats(self) -> dict[str, float]:
         """LLM calls and tokens of consolidation, in total and per turn."""
         ...
