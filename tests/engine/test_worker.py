@@ -119,7 +119,9 @@ async def test_failing_embedder_retries_then_parks_and_keeps_the_turn(
         from memhub.store.postgres import PostgresStore
 
         store = await PostgresStore.open(quick)
+        assert await store.job_counts() == {"queued": 0, "parked": 2}
         assert await store.requeue_parked(None) == 2
+        assert await store.job_counts() == {"queued": 2, "parked": 0}
         await store.aclose()
         await memory.wait_idle()
         assert await _count(db_url, "SELECT count(*) FROM memories") == 2

@@ -757,3 +757,13 @@ async def test_an_excluding_lane_takes_unknown_kinds() -> None:
         assert batch.jobs == []
     async with store.claim_jobs(10, Lane(("consolidate",), exclude=True)) as batch:
         assert [job.kind for job in batch.jobs] == ["mystery"]
+
+
+async def test_job_counts_by_status() -> None:
+    store = InMemoryStore()
+    await store.append_turns([], NewJob(kind="mystery", scope=Scope(user_id="u")))
+    assert await store.job_counts() == {"queued": 1, "parked": 0}
+    async with store.claim_jobs(1, Lane(("consolidate",), exclude=True)) as batch:
+        (job,) = batch.jobs
+    await store.fail_jobs([job.id], "boom", datetime.now(UTC), max_attempts=1)
+    assert await store.job_counts() == {"queued": 0, "parked": 1}

@@ -70,9 +70,8 @@ async def _jobs(settings: MemhubSettings, action: str, ids: list[int]) -> int:
     store = await PostgresStore.open(settings)
     try:
         if action == "stats":
-            parked = await store.list_jobs("parked", 10_000)
-            stats = {"queued": await store.pending_jobs(), "parked": len(parked)}
-            print(json.dumps({**stats, "llm": await store.usage_stats()}, indent=2))
+            counts = await store.job_counts()
+            print(json.dumps({**counts, "llm": await store.usage_stats()}, indent=2))
         elif action == "parked":
             for job in await store.list_jobs("parked", 1000):
                 print(

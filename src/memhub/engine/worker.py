@@ -82,7 +82,6 @@ class Worker:
         self.config = config
         self.consolidator = consolidator
         self._wake = asyncio.Event()
-        self.processed = 0
         self.failed = 0
         self._inserted_since_analyze = 0
         self._inserted_total = 0
@@ -139,7 +138,6 @@ class Worker:
         except (MemhubError, ValueError) as exc:
             log.warning("worker: batch failed (%s); retrying its jobs one by one", exc)
             return await self._one_by_one(lane)
-        self.processed += done
         return done
 
     async def _one_by_one(self, lane: Lane) -> int:
@@ -158,7 +156,6 @@ class Worker:
                 if job is None:
                     raise
                 await self._record_failure(job, exc)
-        self.processed += done
         return done
 
     async def _record_failure(self, job: Job, exc: Exception) -> None:

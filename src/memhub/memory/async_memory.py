@@ -29,7 +29,7 @@ from memhub.engine.inputs import (
 )
 from memhub.engine.text import memory_hash
 from memhub.errors import MemoryNotFound, UsageError
-from memhub.filters import Filter, parse_filters
+from memhub.filters import parse_filters
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
 from memhub.memory.shared import Engine, acquire_engine, release_engine
 from memhub.messages import Message, SystemMessage
@@ -236,25 +236,10 @@ class AsyncMemory:
         engine = await self._engine()
         with operation("search"):
             vector = (await engine.embedder.embed([query]))[0]
-            return await self._ranked(
-                engine, scope, query, vector, limit, parsed, threshold, include_superseded
+            k = max(limit, self.fusion.candidates)
+            candidates = await engine.store.search_candidates(
+                scope, query, vector, k, parsed, include_superseded, self.fusion.text
             )
-
-    async def _ranked(
-        self,
-        engine: Engine,
-        scope: Scope,
-        query: str,
-        vector: Any,
-        limit: int,
-        parsed: Filter | None,
-        threshold: float | None,
-        include_superseded: bool,
-    ) -> dict[str, list[MemoryItem]]:
-        k = max(limit, self.fusion.candidates)
-        candidates = await engine.store.search_candidates(
-            scope, query, vector, k, parsed, include_superseded, self.fusion.text
-        )
         scored = fuse(candidates, self.fusion, datetime.now(UTC))
         kept = (s for s in scored if threshold is None or s.score >= threshold)
         return {"results": [memory_item(s.candidate.record, s.score) for s in islice(kept, limit)]}

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from memhub.store.database import AsyncConn
 
-__all__ = ["UserRow", "job_counts", "list_users", "memory_scope"]
+__all__ = ["UserRow", "list_users", "memory_scope"]
 
 
 @dataclass(frozen=True)
@@ -49,14 +49,6 @@ async def list_users(conn: AsyncConn, prefix: str | None, limit: int, offset: in
         UserRow(user_id=str(u), memories=int(m), turns=int(t), last_activity=last)
         for u, m, t, last in await cur.fetchall()
     ]
-
-
-async def job_counts(conn: AsyncConn) -> dict[str, int]:
-    """Background jobs per status (``queued``, ``parked``)."""
-    cur = await conn.execute("SELECT status, count(*) FROM memory_jobs GROUP BY status")
-    counts = {"queued": 0, "parked": 0}
-    counts.update({str(status): int(n) for status, n in await cur.fetchall()})
-    return counts
 
 
 async def memory_scope(conn: AsyncConn, memory_id: UUID) -> dict[str, str | None] | None:

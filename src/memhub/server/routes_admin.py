@@ -22,7 +22,7 @@ from memhub.server.models import (
     UserList,
     WhoAmI,
 )
-from memhub.store import pg_jobs, pg_keys
+from memhub.store import pg_consolidation, pg_jobs, pg_keys
 
 __all__ = ["health_router", "router"]
 
@@ -96,8 +96,8 @@ async def list_users(
 async def job_stats(caller: AdminCaller, state: State) -> dict[str, Any]:
     """Queued and parked background jobs, and what LLM consolidation has cost."""
     async with state.connection("reading job statistics") as conn:
-        counts = await queries.job_counts(conn)
-        usage = await pg_jobs.usage_stats(conn)
+        counts = await pg_jobs.job_counts(conn)
+        usage = await pg_consolidation.usage_stats(conn)
     return {"queued": counts["queued"], "parked": counts["parked"], "llm": usage}
 
 

@@ -138,9 +138,7 @@ _registry: dict[tuple[str, int], Database] = {}
 
 async def acquire_database(settings: MemhubSettings) -> Database:
     """The process's shared :class:`Database` for these settings on the running loop."""
-    url = settings.database_url
-    if url is None or not url.startswith("memory://"):
-        url = await asyncio.to_thread(resolve_database_url, settings)
+    url = await asyncio.to_thread(resolve_database_url, settings)
     key = (url, id(asyncio.get_running_loop()))
     database = _registry.get(key)
     if database is None:

@@ -37,6 +37,7 @@ from memhub.store.records import (
     Scope,
     TextRanking,
     Turn,
+    usage_summary,
 )
 
 __all__ = ["InMemoryBatch", "InMemoryStore"]
@@ -405,6 +406,10 @@ class InMemoryStore:
         async with self.lock:
             return self.jobs.pending(scope)
 
+    async def job_counts(self) -> dict[str, int]:
+        async with self.lock:
+            return self.jobs.counts()
+
     async def list_jobs(self, status: str, limit: int) -> list[Job]:
         async with self.lock:
             return self.jobs.listed(status, limit)
@@ -420,15 +425,7 @@ class InMemoryStore:
             prompt = sum(u.prompt_tokens for u in self._usage)
             completion = sum(u.completion_tokens for u in self._usage)
             turns = sum(u.turns for u in self._usage)
-        per_turn = max(turns, 1)
-        return {
-            "llm_calls": calls,
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "turns": turns,
-            "calls_per_turn": calls / per_turn,
-            "tokens_per_turn": (prompt + completion) / per_turn,
-        }
+        return usage_summary(calls, prompt, completion, turns)
 
     async def refresh_statistics(self) -> None:
         """Nothing to refresh: the in-process store has no query planner."""

@@ -168,6 +168,12 @@ class JobQueue:
             1 for row in self._rows.values() if row.status == "queued" and _narrows(narrow, row)
         )
 
+    def counts(self) -> dict[str, int]:
+        counts = {"queued": 0, "parked": 0}
+        for row in self._rows.values():
+            counts[row.status] += 1
+        return counts
+
     def listed(self, status: str, limit: int) -> list[Job]:
         rows = [row for row in self._rows.values() if row.status == status]
         return [row.job() for row in rows[: max(limit, 0)]]

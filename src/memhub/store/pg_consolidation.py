@@ -18,8 +18,8 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memhub.store.database import AsyncConn
-from memhub.store.pg_memories import _history, _locked, insert_memories, scope_sql
-from memhub.store.records import NewJob, NewMemory, Scope
+from memhub.store.pg_memories import history_event, insert_memories, lock_memory, scope_sql
+from memhub.store.records import NewJob, NewMemory, Scope, usage_summary
 
 __all__ = [
     "enqueue_job",
@@ -60,7 +60,7 @@ async def refine_memory(
     turn_ids: Sequence[int],
 ) -> bool:
     """UPDATE: the same fact, said better. False if the new text already exists as a fact."""
-    old = await _locked(conn, scope, memory_id)
+    old = await lock_memory(conn, scope, memory_id)
     try:
         async with conn.transaction():
             await conn.execute(
@@ -71,7 +71,7 @@ async def refine_memory(
     except psycopg.errors.UniqueViolation:
         log.info("UPDATE of %s skipped: the refined text is already stored", memory_id)
         return False
-    await _history(conn, old, "UPDATE", old.memory, text, "consolidation", turn_ids)
+    await history_event(conn, old, "UPDATE", old.memory, text, "consolidation", turn_ids)
     return True
 
 
@@ -79,12 +79,12 @@ async def supersede_memory(
     conn: AsyncConn, scope: Scope, old_id: UUID, new: NewMemory, closed_at: datetime
 ) -> UUID:
     """SUPERSEDE: close the old fact at ``closed_at`` and add its successor."""
-    old = await _locked(conn, scope, old_id)
+    old = await lock_memory(conn, scope, old_id)
     await conn.execute(
         "UPDATE memories SET valid_to = %s, updated_at = now() WHERE id = %s", (closed_at, old_id)
     )
     # The closing event first, so a fact's history reads in the order things happened.
-    await _history(
+    await history_event(
         conn,
         old,
         "SUPERSEDE",
@@ -118,9 +118,9 @@ async def forget_memory(
     conn: AsyncConn, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]
 ) -> None:
     """DELETE on the user's request; the history keeps the event and the last text."""
-    old = await _locked(conn, scope, memory_id)
+    old = await lock_memory(conn, scope, memory_id)
     await conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
-    await _history(conn, old, "DELETE", old.memory, None, "consolidation", turn_ids)
+    await history_event(conn, old, "DELETE", old.memory, None, "consolidation", turn_ids)
 
 
 async def retire_turn_memories(conn: AsyncConn, scope: Scope, turn_ids: Sequence[int]) -> int:
@@ -175,12 +175,4 @@ async def usage_stats(conn: AsyncConn, since: datetime | None = None) -> dict[st
     row = await cur.fetchone()
     assert row is not None
     calls, prompt, completion, turns = (int(v) for v in row)
-    per_turn = max(turns, 1)
-    return {
-        "llm_calls": calls,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "turns": turns,
-        "calls_per_turn": calls / per_turn,
-        "tokens_per_turn": (prompt + completion) / per_turn,
-    }
+    return usage_summary(calls, prompt, completion, turns)

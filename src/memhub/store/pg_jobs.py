@@ -23,10 +23,10 @@ __all__ = [
     "PgJobBatch",
     "claim_jobs",
     "fail_jobs",
+    "job_counts",
     "list_jobs",
     "pending_jobs",
     "requeue_parked",
-    "usage_stats",
 ]
 
 
@@ -171,6 +171,14 @@ async def pending_jobs(conn: AsyncConn, scope: Scope | None) -> int:
     return int(row[0]) if row else 0
 
 
+async def job_counts(conn: AsyncConn) -> dict[str, int]:
+    """Background jobs per status (``queued``, ``parked``)."""
+    cur = await conn.execute("SELECT status, count(*) FROM memory_jobs GROUP BY status")
+    counts = {"queued": 0, "parked": 0}
+    counts.update({str(status): int(n) for status, n in await cur.fetchall()})
+    return counts
+
+
 async def list_jobs(conn: AsyncConn, status: str, limit: int) -> list[Job]:
     cur = await conn.execute(
         "SELECT id, kind, user_id, agent_id, run_id, payload, attempts, created_at, status,"
@@ -187,7 +195,3 @@ async def requeue_parked(conn: AsyncConn, job_ids: Sequence[int] | None) -> int:
         (None if job_ids is None else list(job_ids), None if job_ids is None else list(job_ids)),
     )
     return cur.rowcount
-
-
-async def usage_stats(conn: AsyncConn) -> dict[str, float]:
-    return await pg_consolidation.usage_stats(conn)

@@ -25,19 +25,22 @@ from memhub.store.records import (
 )
 
 __all__ = [
+    "SPACE_LOCK_ID",
     "delete_all",
     "delete_memory",
     "ensure_embedding_space",
     "get_memory",
     "history",
+    "history_event",
     "insert_memories",
     "list_memories",
+    "lock_memory",
     "reset",
     "search_candidates",
     "update_memory",
 ]
 
-_SPACE_LOCK_ID = 0x6D656D68_7665  # "memhve": one creator of the embedding column at a time
+SPACE_LOCK_ID = 0x6D656D68_7665  # "memhve": one creator of the embedding column at a time
 
 COLUMNS = sql.SQL(
     "m.id, m.user_id, m.agent_id, m.run_id, m.memory, m.hash, m.metadata, m.memory_type,"
@@ -103,7 +106,7 @@ def _where(
 async def ensure_embedding_space(conn: AsyncConn, model_name: str, dimension: int) -> None:
     """Create the embedding column and its HNSW index once; refuse another model later."""
     async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK_ID,))
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SPACE_LOCK_ID,))
         cur = await conn.execute(
             "SELECT key, value FROM memhub_settings WHERE key IN"
             " ('embedding_model', 'embedding_dimension')"
@@ -364,7 +367,7 @@ async def update_memory(
     actor: str,
 ) -> MemoryRecord:
     async with conn.transaction():
-        old = await _locked(conn, scope, memory_id)
+        old = await lock_memory(conn, scope, memory_id)
         query = sql.SQL(
             "UPDATE memories m SET memory = %s, hash = %s, embedding = %s,"
             " metadata = coalesce(%s, m.metadata), updated_at = now()"
@@ -382,11 +385,11 @@ async def update_memory(
         )
         row = await cur.fetchone()
         assert row is not None
-        await _history(conn, old, "UPDATE", old.memory, text, actor)
+        await history_event(conn, old, "UPDATE", old.memory, text, actor)
         return record_from_row(row)
 
 
-async def _locked(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> MemoryRecord:
+async def lock_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> MemoryRecord:
     query = sql.SQL("SELECT {cols} FROM memories m WHERE m.id = %s AND {scope} FOR UPDATE").format(
         cols=COLUMNS, scope=scope_sql(scope)
     )
@@ -397,7 +400,7 @@ async def _locked(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> Memo
     return record_from_row(row)
 
 
-async def _history(
+async def history_event(
     conn: AsyncConn,
     record: MemoryRecord,
     event: str,
@@ -428,9 +431,9 @@ async def _history(
 
 async def delete_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID, actor: str) -> None:
     async with conn.transaction():
-        old = await _locked(conn, scope, memory_id)
+        old = await lock_memory(conn, scope, memory_id)
         await conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
-        await _history(conn, old, "DELETE", old.memory, None, actor)
+        await history_event(conn, old, "DELETE", old.memory, None, actor)
 
 
 async def delete_all(conn: AsyncConn, scope: Scope) -> int:

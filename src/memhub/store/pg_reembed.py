@@ -20,7 +20,7 @@ from memhub.store.database import AsyncConn
 
 # Shared with ensure_embedding_space: an engine opening during the swap waits for it, then
 # reads the new model. The constant is private to pg_memories; it must be the same lock.
-from memhub.store.pg_memories import _SPACE_LOCK_ID
+from memhub.store.pg_memories import SPACE_LOCK_ID
 
 __all__ = [
     "EmbeddingSpace",
@@ -88,7 +88,7 @@ async def prepare(conn: AsyncConn, model: str, dimension: int) -> bool:
         True when an interrupted run for the same model is resumed.
     """
     async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK_ID,))
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SPACE_LOCK_ID,))
         cur = await conn.execute("SELECT value FROM memhub_settings WHERE key = 'reembed_model'")
         row = await cur.fetchone()
         target = None if row is None else str(row[0])
@@ -184,7 +184,7 @@ async def swap(conn: AsyncConn, model: str, dimension: int, embed: Embed) -> int
     await conn.execute("SET statement_timeout = 0")
     try:
         async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK_ID,))
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SPACE_LOCK_ID,))
             await conn.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
             caught_up = await _catch_up(conn, embed)
             await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(_INDEX)))

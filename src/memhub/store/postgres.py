@@ -10,7 +10,7 @@ from uuid import UUID
 
 from memhub.config import MemhubSettings
 from memhub.filters import Filter
-from memhub.store import pg_conversations, pg_jobs, pg_memories
+from memhub.store import pg_consolidation, pg_conversations, pg_jobs, pg_memories
 from memhub.store.database import AsyncConn, Database, acquire_database, release_database
 from memhub.store.errors import translate_errors
 from memhub.store.pg_jobs import PgJobBatch
@@ -147,6 +147,10 @@ class PostgresStore:
         async with self._connect("counting jobs") as conn:
             return await pg_jobs.pending_jobs(conn, scope)
 
+    async def job_counts(self) -> dict[str, int]:
+        async with self._connect("counting jobs") as conn:
+            return await pg_jobs.job_counts(conn)
+
     async def list_jobs(self, status: str, limit: int) -> list[Job]:
         async with self._connect("listing jobs") as conn:
             return await pg_jobs.list_jobs(conn, status, limit)
@@ -157,11 +161,11 @@ class PostgresStore:
 
     async def usage_stats(self) -> dict[str, float]:
         async with self._connect("reading LLM usage") as conn:
-            return await pg_jobs.usage_stats(conn)
+            return await pg_consolidation.usage_stats(conn)
 
     async def refresh_statistics(self) -> None:
         # Right after a bulk import the planner still believes the table is small and sorts
-        # every row of a scope by distance instead of using HNSW (25 ms instead of 1 ms at
-        # 10k memories); autovacuum would only notice a minute or more later.
+        # every row of a scope by distance instead of using HNSW (25 ms measured at 10k
+        # memories, cold); autovacuum would only notice a minute or more later.
         async with self._connect("refreshing planner statistics") as conn:
             await conn.execute("ANALYZE memories")

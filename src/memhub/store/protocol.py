@@ -193,6 +193,10 @@ class Store(Protocol):
         """Queued (not parked) jobs, optionally of one scope."""
         ...
 
+    async def job_counts(self) -> dict[str, int]:
+        """Jobs per status: ``{"queued": n, "parked": m}``."""
+        ...
+
     async def list_jobs(self, status: str, limit: int) -> list[Job]: ...
 
     async def requeue_parked(self, job_ids: Sequence[int] | None) -> int:

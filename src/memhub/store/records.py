@@ -20,6 +20,7 @@ __all__ = [
     "Scope",
     "TextRanking",
     "Turn",
+    "usage_summary",
 ]
 
 
@@ -209,3 +210,16 @@ class TextRanking:
 
 
 DEFAULT_TEXT_RANKING = TextRanking()
+
+
+def usage_summary(calls: int, prompt: int, completion: int, turns: int) -> dict[str, float]:
+    """Consolidation's LLM cost, in total and per processed turn (what `jobs stats` prints)."""
+    per_turn = max(turns, 1)
+    return {
+        "llm_calls": calls,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "turns": turns,
+        "calls_per_turn": calls / per_turn,
+        "tokens_per_turn": (prompt + completion) / per_turn,
+    }
