@@ -245,3 +245,18 @@ async def test_arkos_retrieve_long_memory_on_the_seed_example(settings: MemhubSe
         empty = AsyncMemory(user_id="nobody", settings=settings)
         assert (await empty.retrieve_long_memory(question)).content == ""
         await empty.aclose()
+
+
+async def test_wait_returns_what_its_turns_became_in_a_large_scope(memory: AsyncMemory) -> None:
+    # More than 1,000 newer memories in the scope: the historic import must still come back.
+    await memory.add([f"recent note {n}" for n in range(1005)], user_id="big", infer=False)
+    await memory.wait_idle()
+    added = await memory.add(
+        ["We met in Lisbon.", "We met in Lisbon."],
+        user_id="big",
+        infer=False,
+        timestamp="2019-05-08T13:56:00Z",
+        wait=True,
+    )
+    assert [r["memory"] for r in added["results"]] == ["We met in Lisbon."]
+    assert added["results"][0]["created_at"].startswith("2019-05-08")

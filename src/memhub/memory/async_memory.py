@@ -169,15 +169,8 @@ class AsyncMemory:
         if not wait:
             return {"results": [], "queued_turn_ids": turn_ids}
         await self._drain(engine, scope)
-        added = await engine.store.list_memories(scope, None, 1000, False)
-        wanted = set(turn_ids)
-        return {
-            "results": [
-                {**memory_item(r), "event": "ADD"}
-                for r in added
-                if wanted.intersection(r.source_turn_ids)
-            ]
-        }
+        added = await engine.store.memories_for_turns(scope, turn_ids)
+        return {"results": [{**memory_item(r), "event": "ADD"} for r in added]}
 
     def _job_payload(self, infer: bool) -> dict[str, Any]:
         # Instructions travel with the job: the worker may serve many Memory objects.

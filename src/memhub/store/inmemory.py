@@ -290,6 +290,17 @@ class InMemoryStore:
             mem = self.tables.memories.get(memory_id)
             return mem.record() if mem is not None and in_scope(scope, mem.scope) else None
 
+    async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
+        wanted = set(turn_ids)
+        async with self.lock:
+            rows = [
+                m
+                for m in self.tables.eligible(scope, None, False)
+                if wanted.intersection(m.source_turn_ids)
+            ]
+            rows.sort(key=lambda m: (m.created_at, str(m.id)))
+            return [m.record() for m in rows]
+
     async def list_memories(
         self, scope: Scope, filters: Filter | None, limit: int, include_superseded: bool
     ) -> list[MemoryRecord]:

@@ -35,6 +35,7 @@ __all__ = [
     "insert_memories",
     "list_memories",
     "lock_memory",
+    "memories_for_turns",
     "reset",
     "search_candidates",
     "update_memory",
@@ -340,6 +341,17 @@ async def get_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> M
     cur = await conn.execute(query, (memory_id,))
     row = await cur.fetchone()
     return None if row is None else record_from_row(row)
+
+
+async def memories_for_turns(
+    conn: AsyncConn, scope: Scope, turn_ids: Sequence[int]
+) -> list[MemoryRecord]:
+    query = sql.SQL(
+        "SELECT {cols} FROM memories m WHERE {scope} AND m.valid_to IS NULL"
+        " AND m.source_turn_ids && %s::bigint[] ORDER BY m.created_at, m.id"
+    ).format(cols=COLUMNS, scope=scope_sql(scope))
+    cur = await conn.execute(query, (list(turn_ids),))
+    return [record_from_row(row) for row in await cur.fetchall()]
 
 
 async def list_memories(

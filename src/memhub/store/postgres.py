@@ -96,6 +96,10 @@ class PostgresStore:
         async with self._connect("reading a memory") as conn:
             return await pg_memories.get_memory(conn, scope, memory_id)
 
+    async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
+        async with self._connect("reading memories of turns") as conn:
+            return await pg_memories.memories_for_turns(conn, scope, turn_ids)
+
     async def list_memories(
         self, scope: Scope, filters: Filter | None, limit: int, include_superseded: bool
     ) -> list[MemoryRecord]:

@@ -141,6 +141,10 @@ class Store(Protocol):
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None: ...
 
+    async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
+        """The scope's current memories made from any of these turns, oldest first."""
+        ...
+
     async def list_memories(
         self,
         scope: Scope,
