@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator
-from memhub.engine.ingest import INGEST_JOB, memories_from_turns
+from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
 from memhub.errors import Conflict, MemhubError, ProviderOutputError, StoreUnavailable
 from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch, Store
@@ -203,7 +203,8 @@ class Worker:
             offset += len(job_turns)
             consolidate = self.consolidator is not None and bool(job.payload.get("infer"))
             memory_type = TURN_MEMORY if consolidate else job.payload.get("memory_type")
-            memories += memories_from_turns(job_turns, job.scope, chunk, memory_type)
+            ids = assigned_memory_ids(job.payload)
+            memories += memories_from_turns(job_turns, job.scope, chunk, memory_type, ids)
             if consolidate:
                 follow_up = {k: v for k, v in job.payload.items() if k != "infer"}
                 delay = timedelta(seconds=self.config.consolidation_delay)

@@ -30,6 +30,7 @@ from memhub.engine.inputs import (
 from memhub.engine.text import memory_hash
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
+from memhub.memory.compat import QUEUED_MESSAGE, as_of_filters, pick_limit, split_scope
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
 from memhub.memory.shared import Engine, acquire_engine, release_engine
 from memhub.messages import Message, SystemMessage
@@ -100,6 +101,11 @@ class AsyncMemory:
 
         return cls(settings=settings_from_mem0_config(config))
 
+    @property
+    def extracts_facts(self) -> bool:
+        """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
+        return self.settings.llm_configured
+
     # -- lifecycle --------------------------------------------------------------------------
     async def _engine(self) -> Engine:
         if self._engine_ref is None:
@@ -135,6 +141,7 @@ class AsyncMemory:
         memory_type: str | None = None,
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
+        remember_roles: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """Store messages and queue them for long-term memory; returns once they are durable.
 
@@ -148,9 +155,16 @@ class AsyncMemory:
             memory_type: Mem0's ``"procedural_memory"`` for an agent run summary.
             timestamp: When the messages were said (historic imports); default now.
             wait: Return only once the memories are searchable.
+            remember_roles: Only messages of these roles go to long-term memory (the others
+                are kept as conversation turns only); None: every message.
 
         Returns:
-            ``{"results": [...]}``: with ``wait`` the memories added, else empty (queued).
+            ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
+            becomes one memory (``infer=False``, or no LLM configured) its id is assigned now:
+            ``{"id", "memory", "event": "ADD", "role", "status": "PENDING"}``, searchable once
+            the worker has embedded it (usually within moments). When an LLM will extract
+            facts, they are not known yet: one ``{"message", "status": "PENDING", "event_id"}``
+            entry, as Mem0's asynchronous mode returns. With ``wait``, the memories themselves.
         """
         scope = scope_of(self.limits, user_id, agent_id, run_id)
         items = normalize_messages(messages, self.limits)
@@ -159,22 +173,55 @@ class AsyncMemory:
         payload = self._job_payload(infer)
         if memory_type is not None:
             payload["memory_type"] = check_id("memory_type", memory_type, self.limits)
+        roles = None if remember_roles is None else frozenset(remember_roles)
+        kept = [m for m in items if roles is None or m.role in roles]
+        one_per_turn = not infer or not self.extracts_facts
+        memory_ids = [uuid.uuid4() for _ in kept] if one_per_turn else []
+        if memory_ids:
+            payload["memory_ids"] = [str(i) for i in memory_ids]
         turns, job = turns_and_job(
-            items, scope, session_id=None, metadata=meta, created_at=said_at, job_payload=payload
+            items,
+            scope,
+            session_id=None,
+            metadata=meta,
+            created_at=said_at,
+            job_payload=payload,
+            remember_roles=roles,
         )
         engine = await self._engine()
         with operation("add", {"memhub.turns": len(turns)}):
             turn_ids = await engine.store.append_turns(turns, job)
         engine.worker.wake()
-        if not wait:
-            return {"results": [], "queued_turn_ids": turn_ids}
-        await self._drain(engine, scope)
-        added = await engine.store.memories_for_turns(scope, turn_ids)
-        return {"results": [{**memory_item(r), "event": "ADD"} for r in added]}
+        if wait:
+            await self._drain(engine, scope)
+            added = await engine.store.memories_for_turns(scope, turn_ids)
+            results: list[dict[str, Any]] = [{**memory_item(r), "event": "ADD"} for r in added]
+            return {"results": results, "status": "DONE", "queued_turn_ids": turn_ids}
+        if job is None:
+            return {"results": [], "status": "DONE", "queued_turn_ids": turn_ids}
+        if not one_per_turn:
+            event = {
+                "message": QUEUED_MESSAGE,
+                "status": "PENDING",
+                "event_id": payload["event_id"],
+            }
+            return {"results": [event], "status": "PENDING", "queued_turn_ids": turn_ids}
+        results = [
+            {
+                "id": str(mid),
+                "memory": m.content,
+                "event": "ADD",
+                "role": m.role,
+                "status": "PENDING",
+            }
+            for mid, m in zip(memory_ids, kept, strict=True)
+            if m.content.strip()
+        ]
+        return {"results": results, "status": "PENDING", "queued_turn_ids": turn_ids}
 
     def _job_payload(self, infer: bool) -> dict[str, Any]:
         # Instructions travel with the job: the worker may serve many Memory objects.
-        payload: dict[str, Any] = {"infer": bool(infer)}
+        payload: dict[str, Any] = {"infer": bool(infer), "event_id": str(uuid.uuid4())}
         if self.settings.custom_instructions:
             payload["instructions"] = self.settings.custom_instructions
         return payload
@@ -210,20 +257,37 @@ class AsyncMemory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         include_superseded: bool = False,
+        top_k: int | None = None,
+        as_of: datetime | str | float | None = None,
     ) -> dict[str, list[MemoryItem]]:
         """Memories relevant to ``query``, best first, by meaning and by words.
+
+        Args:
+            query: What to look for.
+            user_id: Whose memories (or pass scope ids inside ``filters``, Mem0 2.x style).
+            agent_id: The agent's memories.
+            run_id: The run's memories.
+            limit: Most results (default 100); ``top_k`` is the Mem0 2.x name.
+            filters: Mem0's filter language; may carry ``user_id`` / ``agent_id`` / ``run_id``.
+            threshold: Smallest score kept, in [0, 1].
+            include_superseded: Also search facts that were replaced.
+            top_k: Same as ``limit``.
+            as_of: Only what was true then: facts valid at that moment, superseded or not.
 
         Returns:
             ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
         """
-        scope = scope_of(self.limits, user_id, agent_id, run_id)
+        ids, rest = split_scope(user_id, agent_id, run_id, filters)
+        scope = scope_of(self.limits, **ids)
         check_text("query", query, self.limits)
-        limit = check_limit(limit)
-        parsed = parse_filters(filters)
+        limit = check_limit(pick_limit(limit, top_k, 100))
+        if as_of is not None:
+            rest, include_superseded = as_of_filters(as_of, rest), True
+        parsed = parse_filters(rest)
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
         engine = await self._engine()
@@ -263,15 +327,20 @@ class AsyncMemory:
         agent_id: str | None = None,
         run_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         include_superseded: bool = False,
+        top_k: int | None = None,
     ) -> dict[str, list[MemoryItem]]:
-        """The scope's memories, newest first."""
-        scope = scope_of(self.limits, user_id, agent_id, run_id)
-        limit = check_limit(limit, maximum=10_000)
+        """The scope's memories, newest first (at most ``limit`` / ``top_k``, default 100).
+
+        The scope ids may also come inside ``filters`` (Mem0 2.x).
+        """
+        ids, rest = split_scope(user_id, agent_id, run_id, filters)
+        scope = scope_of(self.limits, **ids)
+        limit = check_limit(pick_limit(limit, top_k, 100), maximum=10_000)
         engine = await self._engine()
         records = await engine.store.list_memories(
-            scope, parse_filters(filters), limit, include_superseded
+            scope, parse_filters(rest), limit, include_superseded
         )
         return {"results": [memory_item(r) for r in records]}
 
@@ -316,9 +385,16 @@ class AsyncMemory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Delete everything of the scope: memories, history, queued jobs and turns."""
-        scope = scope_of(self.limits, user_id, agent_id, run_id)
+        """Delete everything of the scope: memories, history, queued jobs and turns.
+
+        ``filters`` may carry the scope ids (Mem0 2.x); no other filter is accepted here.
+        """
+        ids, rest = split_scope(user_id, agent_id, run_id, filters)
+        if rest:
+            raise UsageError(f"delete_all takes only scope ids, not filters on {sorted(rest)}")
+        scope = scope_of(self.limits, **ids)
         engine = await self._engine()
         removed = await engine.store.delete_all(scope)
         return {"message": "Memories deleted successfully!", "deleted": removed}

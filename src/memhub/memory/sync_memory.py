@@ -73,6 +73,10 @@ class Memory:
     def settings(self) -> MemhubSettings:
         return self._async.settings
 
+    @property
+    def extracts_facts(self) -> bool:
+        return self._async.extracts_facts
+
     def close(self) -> None:
         run_sync(self._async.aclose())
 
@@ -95,6 +99,7 @@ class Memory:
         memory_type: str | None = None,
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
+        remember_roles: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         return run_sync(
             self._async.add(
@@ -107,6 +112,7 @@ class Memory:
                 memory_type=memory_type,
                 timestamp=timestamp,
                 wait=wait,
+                remember_roles=remember_roles,
             )
         )
 
@@ -120,10 +126,12 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         include_superseded: bool = False,
+        top_k: int | None = None,
+        as_of: datetime | str | float | None = None,
     ) -> dict[str, list[MemoryItem]]:
         return run_sync(
             self._async.search(
@@ -135,6 +143,8 @@ class Memory:
                 filters=filters,
                 threshold=threshold,
                 include_superseded=include_superseded,
+                top_k=top_k,
+                as_of=as_of,
             )
         )
 
@@ -157,8 +167,9 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         include_superseded: bool = False,
+        top_k: int | None = None,
     ) -> dict[str, list[MemoryItem]]:
         return run_sync(
             self._async.get_all(
@@ -168,6 +179,7 @@ class Memory:
                 filters=filters,
                 limit=limit,
                 include_superseded=include_superseded,
+                top_k=top_k,
             )
         )
 
@@ -210,8 +222,13 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        return run_sync(self._async.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        return run_sync(
+            self._async.delete_all(
+                user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters
+            )
+        )
 
     def history(
         self,

@@ -46,6 +46,7 @@ async def append_turns(conn: AsyncConn, turns: Sequence[NewTurn], job: NewJob | 
                 assert row is not None
                 ids.append(int(row[0]))
             if job is not None:
+                long_term = [i for i, t in zip(ids, turns, strict=True) if t.long_term]
                 await cur.execute(
                     "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
                     " VALUES (%s, %s, %s, %s, %s)",
@@ -54,7 +55,7 @@ async def append_turns(conn: AsyncConn, turns: Sequence[NewTurn], job: NewJob | 
                         job.scope.user_id,
                         job.scope.agent_id,
                         job.scope.run_id,
-                        Jsonb({**job.payload, "turn_ids": ids}),
+                        Jsonb({**job.payload, "turn_ids": long_term}),
                     ),
                 )
     return ids

@@ -1,0 +1,71 @@
+"""Mem0's two call styles in one place: 1.x (``user_id=``, ``limit=``) and 2.x (``filters=``,
+``top_k=``), resolved to memhub's scope, filters and limit before any I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from memhub.engine.inputs import parse_timestamp
+from memhub.errors import UsageError
+
+__all__ = ["QUEUED_MESSAGE", "as_of_filters", "pick_limit", "split_scope"]
+
+_SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+QUEUED_MESSAGE = "Memory processing has been queued for background execution"
+
+
+def split_scope(
+    user_id: str | None,
+    agent_id: str | None,
+    run_id: str | None,
+    filters: Mapping[str, Any] | None,
+) -> tuple[dict[str, str | None], dict[str, Any] | None]:
+    """The scope ids (from the arguments, or Mem0 2.x's ``filters``) and the other filters.
+
+    A scope id given both ways must agree; one given in ``filters`` as anything but a plain
+    value (an operator, a list) is refused, because a scope is one owner, never a query.
+    """
+    ids: dict[str, str | None] = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    if filters is None:
+        return ids, None
+    if not isinstance(filters, Mapping):
+        raise UsageError(f"filters must be a dict, got {type(filters).__name__}")
+    rest = dict(filters)
+    for key in _SCOPE_KEYS:
+        if key not in rest:
+            continue
+        value = rest.pop(key)
+        if not isinstance(value, str):
+            raise UsageError(f"filters[{key!r}] must be one id (a string), got {value!r}")
+        if ids[key] is not None and ids[key] != value:
+            raise UsageError(f"{key} given twice with different values: {ids[key]!r}, {value!r}")
+        ids[key] = value
+    return ids, rest or None
+
+
+def pick_limit(limit: object, top_k: object, default: int) -> object:
+    """``top_k`` (Mem0 2.x) or ``limit`` (1.x); both at once must agree."""
+    if limit is not None and top_k is not None and limit != top_k:
+        raise UsageError(f"limit={limit!r} and top_k={top_k!r} disagree; pass one")
+    if top_k is not None:
+        return top_k
+    return default if limit is None else limit
+
+
+def as_of_filters(as_of: datetime | str | float, filters: dict[str, Any] | None) -> dict[str, Any]:
+    """``filters`` narrowed to memories valid at ``as_of``: from ``valid_from`` to ``valid_to``.
+
+    A superseded fact was true from when it was said until its successor was said; a fact
+    still current has no end.
+    """
+    moment = parse_timestamp(as_of)
+    if moment is None:
+        raise UsageError("as_of must be a datetime, an ISO 8601 string or a Unix time")
+    valid = [
+        {"valid_from": {"lte": moment}},
+        {"OR": [{"valid_to": None}, {"valid_to": {"gt": moment}}]},
+    ]
+    return {"AND": [*valid, filters]} if filters else {"AND": valid}
