@@ -18,17 +18,6 @@ from memhub import (
 )
 
 
-@pytest.fixture(params=["postgres", "in-process"])
-async def memory(
-    request: pytest.FixtureRequest, settings: MemhubSettings
-) -> AsyncIterator[AsyncMemory]:
-    """The same behavioural suite runs on PostgreSQL and on the ``memory://`` store."""
-    if request.param == "in-process":
-        settings = settings.model_copy(update={"database_url": "memory://"})
-    async with AsyncMemory(settings=settings) as m:
-        yield m
-
-
 @pytest.fixture
 async def pg_memory(settings: MemhubSettings) -> AsyncIterator[AsyncMemory]:
     """PostgreSQL only, for tests that also check the rows themselves."""
