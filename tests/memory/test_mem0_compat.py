@@ -171,3 +171,12 @@ async def test_as_of_search_across_a_supersession(
         assert await lives("2020-01-01") == []  # before anything was said
         now = [r["memory"] for r in (await memory.search("live", user_id="ada"))["results"]]
         assert now == ["Ada lives in Paris."]
+
+
+async def test_update_takes_mem0_2x_text_keyword(memory: AsyncMemory) -> None:
+    added = await memory.add("I live in Rome.", user_id="u", infer=False, wait=True)
+    memory_id = added["results"][0]["id"]
+    await memory.update(memory_id, text="I live in Milan.")
+    assert (await memory.get(memory_id))["memory"] == "I live in Milan."  # type: ignore[index]
+    with pytest.raises(UsageError):
+        await memory.update(memory_id)

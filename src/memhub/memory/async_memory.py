@@ -30,7 +30,13 @@ from memhub.engine.inputs import (
 from memhub.engine.text import memory_hash
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
-from memhub.memory.compat import QUEUED_MESSAGE, as_of_filters, pick_limit, split_scope
+from memhub.memory.compat import (
+    as_of_filters,
+    pick_limit,
+    queued_facts,
+    queued_memories,
+    split_scope,
+)
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
 from memhub.memory.shared import Engine, acquire_engine, release_engine
 from memhub.messages import Message, SystemMessage
@@ -161,8 +167,9 @@ class AsyncMemory:
         Returns:
             ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
             becomes one memory (``infer=False``, or no LLM configured) its id is assigned now:
-            ``{"id", "memory", "event": "ADD", "role", "status": "PENDING"}``, searchable once
-            the worker has embedded it (usually within moments). When an LLM will extract
+            ``{"id", "memory", "event": "ADD", "actor_id", "role", "status": "PENDING"}``,
+            searchable once the worker has embedded it (usually within moments). When an LLM
+            will extract
             facts, they are not known yet: one ``{"message", "status": "PENDING", "event_id"}``
             entry, as Mem0's asynchronous mode returns. With ``wait``, the memories themselves.
         """
@@ -200,24 +207,8 @@ class AsyncMemory:
         if job is None:
             return {"results": [], "status": "DONE", "queued_turn_ids": turn_ids}
         if not one_per_turn:
-            event = {
-                "message": QUEUED_MESSAGE,
-                "status": "PENDING",
-                "event_id": payload["event_id"],
-            }
-            return {"results": [event], "status": "PENDING", "queued_turn_ids": turn_ids}
-        results = [
-            {
-                "id": str(mid),
-                "memory": m.content,
-                "event": "ADD",
-                "role": m.role,
-                "status": "PENDING",
-            }
-            for mid, m in zip(memory_ids, kept, strict=True)
-            if m.content.strip()
-        ]
-        return {"results": results, "status": "PENDING", "queued_turn_ids": turn_ids}
+            return queued_facts(payload["event_id"], turn_ids)
+        return queued_memories(memory_ids, kept, turn_ids)
 
     def _job_payload(self, infer: bool) -> dict[str, Any]:
         # Instructions travel with the job: the worker may serve many Memory objects.
@@ -347,16 +338,20 @@ class AsyncMemory:
     async def update(
         self,
         memory_id: str | uuid.UUID,
-        data: str,
+        data: str | None = None,
         *,
+        text: str | None = None,
         metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory's text (and optionally its metadata); the old text stays in history."""
+        """Correct a memory's text (``data``, or ``text`` as Mem0 2.x names it) and optionally
+        its metadata; the old text stays in history."""
         scope = self._optional_scope(user_id, agent_id, run_id)
-        text = check_text("data", data, self.limits)
+        if data is not None and text is not None and data != text:
+            raise UsageError("pass the new text once: data or text")
+        text = check_text("data", data if data is not None else text, self.limits)
         meta = None if metadata is None else self._check_metadata(metadata)
         engine = await self._engine()
         vector = (await engine.embedder.embed([text]))[0]

@@ -4,14 +4,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from memhub.engine.inputs import parse_timestamp
 from memhub.errors import UsageError
+from memhub.messages import Message
 
-__all__ = ["QUEUED_MESSAGE", "as_of_filters", "pick_limit", "split_scope"]
+__all__ = [
+    "QUEUED_MESSAGE",
+    "as_of_filters",
+    "pick_limit",
+    "queued_facts",
+    "queued_memories",
+    "split_scope",
+]
 
 _SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 QUEUED_MESSAGE = "Memory processing has been queued for background execution"
@@ -69,3 +78,28 @@ def as_of_filters(as_of: datetime | str | float, filters: dict[str, Any] | None)
         {"OR": [{"valid_to": None}, {"valid_to": {"gt": moment}}]},
     ]
     return {"AND": [*valid, filters]} if filters else {"AND": valid}
+
+
+def queued_memories(
+    memory_ids: Sequence[UUID], messages: Sequence[Message], turn_ids: list[int]
+) -> dict[str, Any]:
+    """``add()``'s answer when each message becomes one memory: its id is already final."""
+    results = [
+        {
+            "id": str(memory_id),
+            "memory": message.content,
+            "event": "ADD",
+            "actor_id": getattr(message, "name", None),
+            "role": message.role,
+            "status": "PENDING",
+        }
+        for memory_id, message in zip(memory_ids, messages, strict=True)
+        if message.content.strip()  # the worker skips empty turns
+    ]
+    return {"results": results, "status": "PENDING", "queued_turn_ids": turn_ids}
+
+
+def queued_facts(event_id: str, turn_ids: list[int]) -> dict[str, Any]:
+    """``add()``'s answer when an LLM will extract facts later: Mem0's asynchronous mode."""
+    event = {"message": QUEUED_MESSAGE, "status": "PENDING", "event_id": event_id}
+    return {"results": [event], "status": "PENDING", "queued_turn_ids": turn_ids}

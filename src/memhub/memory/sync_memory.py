@@ -186,8 +186,9 @@ class Memory:
     def update(
         self,
         memory_id: str | uuid.UUID,
-        data: str,
+        data: str | None = None,
         *,
+        text: str | None = None,
         metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         agent_id: str | None = None,
@@ -197,6 +198,7 @@ class Memory:
             self._async.update(
                 memory_id,
                 data,
+                text=text,
                 metadata=metadata,
                 user_id=user_id,
                 agent_id=agent_id,
