@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "agent": 4,
     "server": 4,
     "mcp": 4,
+    "integrations": 4,
     "cli": 5,
 }
 
