@@ -107,6 +107,15 @@ async def test_remember_roles_keeps_other_messages_short_term_only(memory: Async
     assert [t.content for t in turns] == ["I moved to Oslo.", "Nice!"]
 
 
+async def test_role_is_a_column_filters_can_use(memory: AsyncMemory) -> None:
+    said = [{"role": "user", "content": "Hi, I'm Ann."}, {"role": "assistant", "content": "Hi!"}]
+    await memory.add(said, user_id="f", infer=False, wait=True)
+    replies = await memory.get_all(user_id="f", filters={"role": "assistant"})
+    assert [m["memory"] for m in replies["results"]] == ["Hi!"]
+    hits = await memory.search("Ann", user_id="f", filters={"role": {"ne": "assistant"}})
+    assert [m["memory"] for m in hits["results"]] == ["Hi, I'm Ann."]
+
+
 # -- with an LLM (scripted) ------------------------------------------------------------------
 
 
