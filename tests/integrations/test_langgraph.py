@@ -162,3 +162,37 @@ async def test_a_sync_memory_serves_async_callers_too(settings: MemhubSettings) 
         await store.aput(("x",), "k", {"v": 1})
         assert store.get(("x",), "k") is not None  # and the sync path sees it
         assert (await store.aget(("x",), "k")).value == {"v": 1}  # type: ignore[union-attr]
+
+
+def test_a_compiled_graph_uses_the_store(settings: MemhubSettings) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        question: str
+        answer: str
+
+    def remember_then_recall(state: State, *, store: BaseStore) -> dict[str, str]:
+        store.put(("memories", "ada"), "food", {"text": "Ada is allergic to peanuts."})
+        hits = store.search(("memories", "ada"), query=state["question"], limit=1)
+        return {"answer": hits[0].value["text"]}
+
+    builder = StateGraph(State)
+    builder.add_node("recall", remember_then_recall)
+    builder.add_edge(START, "recall")
+    builder.add_edge("recall", END)
+    with Memory(settings=settings) as memory:
+        graph = builder.compile(store=MemhubStore(memory, index_fields=["text"]))
+        out = graph.invoke({"question": "What must Ada not eat?", "answer": ""})
+        assert out["answer"] == "Ada is allergic to peanuts."
+        # An update is a memory update: newest first without a query, old text in history.
+        store = MemhubStore(memory, index_fields=["text"])
+        store.put(("memories", "ada"), "food", {"text": "Ada can eat peanuts again."})
+        store.put(("memories", "ada"), "city", {"text": "Ada lives in Oslo."})
+        assert [i.key for i in store.search(("memories",))] == ["city", "food"]
+        (stored,) = memory.get_all(agent_id="langgraph", filters={"langgraph.key": "food"})[
+            "results"
+        ]
+        events = [(e["event"], e["old_memory"]) for e in memory.history(stored["id"])]
+        assert events[-1] == ("UPDATE", "Ada is allergic to peanuts.")

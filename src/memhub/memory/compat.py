@@ -70,9 +70,14 @@ def as_of_filters(as_of: datetime | str | float, filters: dict[str, Any] | None)
     A superseded fact was true from when it was said until its successor was said; a fact
     still current has no end.
     """
-    moment = parse_timestamp(as_of)
+    try:
+        moment = parse_timestamp(as_of)
+    except UsageError:
+        moment = None
     if moment is None:
-        raise UsageError("as_of must be a datetime, an ISO 8601 string or a Unix time")
+        raise UsageError(
+            f"as_of must be a datetime, an ISO 8601 string or a Unix time, got {as_of!r}"
+        )
     valid = [
         {"valid_from": {"lte": moment}},
         {"OR": [{"valid_to": None}, {"valid_to": {"gt": moment}}]},
