@@ -86,3 +86,29 @@ def test_script_files_and_the_echo(tmp_path: Path) -> None:
         load_script(path)
     request = {"messages": [{"role": "user", "content": "hello"}]}
     assert echo(request).endswith("You said: hello")
+
+
+def test_memhub_fake_llm_serves_chat_completions() -> None:
+    import json
+    import urllib.request
+
+    command = [str(Path(sys.executable).parent / "memhub"), "fake-llm", "--port", "0"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        banner = server.stdout.readline()
+        base_url = re.search(r"(http://127\.0\.0\.1:\d+/v1)", banner)
+        assert base_url is not None and "then echo" in banner, banner
+        body = {"model": "any", "messages": [{"role": "user", "content": "ping"}]}
+        request = urllib.request.Request(
+            base_url.group(1) + "/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer = json.load(response)
+        assert answer["choices"][0]["message"]["content"].endswith("You said: ping")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert server.returncode == 0
