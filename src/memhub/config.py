@@ -9,11 +9,31 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["MemhubSettings", "default_data_dir"]
+__all__ = ["MemhubSettings", "default_data_dir", "postgres_url"]
+
+
+def postgres_url(
+    host: str,
+    port: int | str | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    dbname: str | None = None,
+) -> str:
+    """A ``postgresql://`` URL from its parts, each percent-encoded (``/``, ``@``, ``:`` too).
+
+    The one builder behind Mem0's ``host``/``port``/... config and the ``MEM0__PG_*`` variables.
+    """
+    auth = quote(user or "postgres", safe="")
+    if password:
+        auth += ":" + quote(password, safe="")
+    host = f"[{host}]" if ":" in host and not host.startswith("[") else host  # IPv6
+    database = quote(dbname or "postgres", safe="")
+    return f"postgresql://{auth}@{host}:{port or 5432}/{database}"
 
 
 def default_data_dir() -> Path:
