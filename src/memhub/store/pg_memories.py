@@ -81,24 +81,15 @@ def _where(
 
 
 async def ensure_embedding_space(conn: AsyncConn, model_name: str, dimension: int) -> None:
-    """Create the embedding column and its HNSW index once; refuse another model later."""
+    """Create the embedding column and its HNSW index once; refuse another model later.
+
+    Once recorded, this is one read and takes no lock (every engine open calls it).
+    """
+    if _check_space(await _recorded_space(conn), model_name, dimension):
+        return
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SPACE_LOCK_ID,))
-        cur = await conn.execute(
-            "SELECT key, value FROM memhub_settings WHERE key IN"
-            " ('embedding_model', 'embedding_dimension')"
-        )
-        recorded = {str(k): str(v) for k, v in await cur.fetchall()}
-        if recorded:
-            if recorded.get("embedding_dimension") != str(dimension) or (
-                recorded.get("embedding_model") != model_name
-            ):
-                raise ConfigurationError(
-                    f"this database holds {recorded.get('embedding_dimension')}-dimensional "
-                    f"vectors of {recorded.get('embedding_model')!r}, but the configured embedder "
-                    f"is {model_name!r} ({dimension} dimensions); configure the recorded model, "
-                    "or run `memhub reembed` to re-embed every memory with the new one"
-                )
+        if _check_space(await _recorded_space(conn), model_name, dimension):
             return
         await conn.execute(
             sql.SQL("ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding vector({})").format(
@@ -114,6 +105,30 @@ async def ensure_embedding_space(conn: AsyncConn, model_name: str, dimension: in
             " ('embedding_model', %s), ('embedding_dimension', %s)",
             (model_name, str(dimension)),
         )
+
+
+async def _recorded_space(conn: AsyncConn) -> dict[str, str]:
+    cur = await conn.execute(
+        "SELECT key, value FROM memhub_settings WHERE key IN"
+        " ('embedding_model', 'embedding_dimension')"
+    )
+    return {str(k): str(v) for k, v in await cur.fetchall()}
+
+
+def _check_space(recorded: dict[str, str], model_name: str, dimension: int) -> bool:
+    """True when the database records this model; raises when it records another one."""
+    if not recorded:
+        return False
+    if recorded.get("embedding_dimension") != str(dimension) or (
+        recorded.get("embedding_model") != model_name
+    ):
+        raise ConfigurationError(
+            f"this database holds {recorded.get('embedding_dimension')}-dimensional "
+            f"vectors of {recorded.get('embedding_model')!r}, but the configured embedder "
+            f"is {model_name!r} ({dimension} dimensions); configure the recorded model, "
+            "or run `memhub reembed` to re-embed every memory with the new one"
+        )
+    return True
 
 
 def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
