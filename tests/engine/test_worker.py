@@ -26,7 +26,13 @@ async def _count(db_url: str, sql: str) -> int:
 
 
 def _start_worker(db_url: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "MEMHUB_DATABASE_URL": db_url, "MEMHUB_WORKER_BATCH_SIZE": "1"}
+    env = {
+        **os.environ,
+        "MEMHUB_DATABASE_URL": db_url,
+        "MEMHUB_WORKER_BATCH_SIZE": "1",
+        # a killed worker's lease expires this fast, so the next worker takes its job over
+        "MEMHUB_JOB_LEASE_SECONDS": "3",
+    }
     return subprocess.Popen(
         [sys.executable, "-m", "memhub.cli", "worker"],
         env=env,
