@@ -238,9 +238,11 @@ class Consolidator:
             for text, vector in zip(texts, vectors, strict=True)
         ]
         ranked = [sorted(c, key=_best_rank) for c in lists]
-        facts: dict[UUID, MemoryRecord] = {}
-        for rank in range(max((len(r) for r in ranked), default=0)):
-            for candidates in ranked:  # round robin: every turn gets its best facts shown
+        # Every turn's closest fact is shown, whatever the others found; then the rest round
+        # robin (each turn's second, then third, ...) up to related_k.
+        facts: dict[UUID, MemoryRecord] = {c[0].record.id: c[0].record for c in ranked if c}
+        for rank in range(1, max((len(r) for r in ranked), default=0)):
+            for candidates in ranked:
                 if rank < len(candidates) and len(facts) < self.related_k:
                     record = candidates[rank].record
                     facts.setdefault(record.id, record)

@@ -182,7 +182,10 @@ class AsyncMemory:
             # consolidated facts live in the user's scope, across runs
             facts = await engine.store.memories_for_turns(fact_scope(scope), turn_ids)
             added += [r for r in facts if r.id not in {a.id for a in added}]
-        result: dict[str, Any] = {"results": [{**memory_item(r), "event": "ADD"} for r in added]}
+        result: dict[str, Any] = {
+            "results": [{**memory_item(r), "event": "ADD"} for r in added],
+            "queued_turn_ids": turn_ids,
+        }
         if not settled:
             result["timed_out"] = True
         return result
