@@ -10,37 +10,32 @@ from psycopg import sql
 
 from memhub.errors import StoreError
 from memhub.store.database import AsyncConn
+from memhub.store.pg_bind import TURN_COLUMNS, Params, scope_where
 from memhub.store.pg_jobs import lock_scopes
 from memhub.store.records import Scope
 
 __all__ = ["delete_all"]
-
-# Turns carry the run id as their session id (see memhub.engine.ingest).
-_TURN_COLUMNS = {"user_id": "user_id", "agent_id": "agent_id", "run_id": "session_id"}
-
-
-def _where(scope: Scope, columns: dict[str, str] | None = None) -> tuple[sql.Composed, list[str]]:
-    ids = scope.as_dict()
-    clause = sql.SQL(" AND ").join(
-        sql.SQL("{} = %s").format(sql.Identifier((columns or {}).get(key, key))) for key in ids
-    )
-    return sql.SQL("WHERE {}").format(clause), list(ids.values())
 
 
 async def delete_all(conn: AsyncConn, scope: Scope) -> int:
     """Jobs, memories, history, LLM usage and turns of ``scope``; returns memories removed."""
     if scope.is_empty():
         raise StoreError("deleting a scope: the scope sets no id")
-    where, values = _where(scope)
-    turn_where, turn_values = _where(scope, _TURN_COLUMNS)
+    params = Params()
+    where = scope_where(scope, params, alias=None)
+    turns = Params()
+    turn_where = scope_where(scope, turns, alias=None, columns=TURN_COLUMNS)
+    removed = 0
     async with conn.transaction():
         await lock_scopes(conn, [scope])
-        await conn.execute(sql.SQL("DELETE FROM memory_jobs {}").format(where), values)
-        cur = await conn.execute(sql.SQL("DELETE FROM memories {}").format(where), values)
-        removed = cur.rowcount
-        await conn.execute(sql.SQL("DELETE FROM memory_history {}").format(where), values)
-        await conn.execute(sql.SQL("DELETE FROM memory_llm_usage {}").format(where), values)
+        for table in ("memory_jobs", "memories", "memory_history", "memory_llm_usage"):
+            cur = await conn.execute(
+                sql.SQL("DELETE FROM {} WHERE {}").format(sql.Identifier(table), where),
+                params.values,
+            )
+            if table == "memories":
+                removed = cur.rowcount
         await conn.execute(
-            sql.SQL("DELETE FROM conversation_context {}").format(turn_where), turn_values
+            sql.SQL("DELETE FROM conversation_context WHERE {}").format(turn_where), turns.values
         )
         return removed
