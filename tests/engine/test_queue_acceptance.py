@@ -379,3 +379,20 @@ async def test_related_facts_are_looked_up_per_turn(
         await memory.add([*filler, "My puppy has been sick since yesterday."], user_id="ada")
         await settle(memory, "ada")
     assert "Ada has a dog." in prompt_of(llm.chat_requests[-1].json)
+
+
+async def test_erasing_a_run_takes_only_that_runs_turns(
+    settings: MemhubSettings, db_url: str
+) -> None:
+    plain = settings.model_copy(update={"worker": "off"})
+    async with AsyncMemory(settings=plain) as memory:
+        await memory.add("said without a run id", user_id="ann")
+        await memory.add("said in a run named default", user_id="bea", run_id="default")
+        await memory.delete_all(run_id="default")
+    assert (
+        await count(db_url, "SELECT count(*) FROM conversation_context WHERE user_id = 'ann'") == 1
+    )
+    assert (
+        await count(db_url, "SELECT count(*) FROM conversation_context WHERE user_id = 'bea'") == 0
+    )
+    assert await count(db_url, "SELECT count(*) FROM memory_jobs WHERE user_id = 'ann'") == 1
