@@ -93,7 +93,7 @@ class MemhubSettings(BaseSettings):
         default=30.0, gt=0, description="Longest add(wait=True) waits for its own turns."
     )
     recall_wait_timeout: float = Field(
-        default=0.5, ge=0, description="Longest recall waits for its own turns' ingestion."
+        default=3.0, ge=0, description="Longest recall waits for its own turns' ingestion."
     )
     job_retry_base_seconds: float = Field(
         default=1.0, gt=0, description="First retry delay; doubles per attempt (max 5 min)."
