@@ -103,6 +103,18 @@ class MemhubSettings(BaseSettings):
         default=2.0, ge=0, description="Seconds turns wait so one LLM call covers several."
     )
     max_turns_per_call: int = Field(default=40, ge=1)
+    job_lease_seconds: float = Field(
+        default=60.0, gt=0, description="A claim's lease; a dead worker's jobs rerun after it."
+    )
+    worker_shutdown_grace: float = Field(
+        default=10.0, ge=0, description="Seconds in-flight work gets to finish on shutdown."
+    )
+    wait_timeout: float = Field(
+        default=30.0, gt=0, description="Longest add(wait=True) waits for its own turns."
+    )
+    recall_wait_timeout: float = Field(
+        default=3.0, ge=0, description="Longest recall waits for its own turns' ingestion."
+    )
     job_retry_base_seconds: float = Field(
         default=1.0, gt=0, description="First retry delay; doubles per attempt (max 5 min)."
     )

@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 from memhub.errors import ConfigurationError, MemoryNotFound
 from memhub.filters import Filter
 from memhub.store.database import AsyncConn
-from memhub.store.pg_bind import TURN_COLUMNS, Params, scope_where, vector_type_modifier
+from memhub.store.pg_bind import Params, scope_where, vector_type_modifier
 from memhub.store.pg_filters import compile_filter
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
@@ -27,7 +27,6 @@ from memhub.store.records import (
 
 __all__ = [
     "SPACE_LOCK_ID",
-    "delete_all",
     "delete_memory",
     "ensure_embedding_space",
     "get_memory",
@@ -449,29 +448,6 @@ async def delete_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID, a
         old = await lock_memory(conn, scope, memory_id)
         await conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
         await history_event(conn, old, "DELETE", old.memory, None, actor)
-
-
-async def delete_all(conn: AsyncConn, scope: Scope) -> int:
-    """Everything of the scope; a user's scope also takes their conversation turns."""
-    params = Params()
-    where = scope_where(scope, params)
-    async with conn.transaction():
-        cur = await conn.execute(
-            sql.SQL("DELETE FROM memories m WHERE {}").format(where), params.values
-        )
-        removed = cur.rowcount
-        await conn.execute(
-            sql.SQL("DELETE FROM memory_history m WHERE {}").format(where), params.values
-        )
-        await conn.execute(
-            sql.SQL("DELETE FROM memory_jobs m WHERE {}").format(where), params.values
-        )
-        turns = Params()
-        turn_where = scope_where(scope, turns, alias=None, columns=TURN_COLUMNS)
-        await conn.execute(
-            sql.SQL("DELETE FROM conversation_context WHERE {}").format(turn_where), turns.values
-        )
-        return removed
 
 
 async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
