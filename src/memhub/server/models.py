@@ -137,6 +137,9 @@ class AddResponse(BaseModel):
     results: list[MemoryOut | PendingOut]
     status: str | None = Field(default=None, description="PENDING (queued) or DONE (wait=True).")
     queued_turn_ids: list[int] | None = None
+    timed_out: bool | None = Field(
+        default=None, description="With wait: the deadline passed first; results so far."
+    )
 
 
 class UpdateResponse(BaseModel):

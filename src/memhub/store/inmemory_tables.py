@@ -57,7 +57,7 @@ class Tables:
 
     # -- primitives ---------------------------------------------------------------------------
     def holder(self, key: Key) -> UUID | None:
-        """The current fact with this key (the partial unique index ``memories_current_hash``).
+        """The current fact with this key (the partial unique index ``memories_current_fact_hash``).
 
         Checked on read, so a memory whose ``valid_to`` is set no longer counts. Turn memories
         (with a role) are outside the index, as in PostgreSQL.
@@ -65,6 +65,11 @@ class Tables:
         held = self._current.get(key)
         mem = None if held is None else self.memories.get(held)
         return None if mem is None or mem.valid_to is not None else mem.id
+
+    def current_hash(self, memory_id: UUID) -> str | None:
+        """The hash of a current memory; None if it is gone or superseded."""
+        mem = self.memories.get(memory_id)
+        return None if mem is None or mem.valid_to is not None else mem.hash
 
     def located(self, scope: Scope | None, memory_id: UUID) -> MemoryRow:
         mem = self.memories.get(memory_id)
