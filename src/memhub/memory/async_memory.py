@@ -17,11 +17,12 @@ from typing import Any
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.fusion import FusionConfig, fuse
-from memhub.engine.ingest import turns_and_job
+from memhub.engine.ingest import idempotency, turns_and_job
 from memhub.engine.inputs import (
     Limits,
     check_id,
     check_limit,
+    check_metadata,
     check_text,
     normalize_messages,
     parse_timestamp,
@@ -80,7 +81,13 @@ class AsyncMemory:
         elif db_url is not None:
             settings = settings.model_copy(update={"database_url": db_url})
         self.settings = settings
-        self.limits = Limits(settings.max_id_length, settings.max_text_chars)
+        self.limits = Limits(
+            settings.max_id_length,
+            settings.max_text_chars,
+            settings.max_messages_per_add,
+            settings.max_metadata_bytes,
+            settings.max_metadata_depth,
+        )
         self.user_id = None if user_id is None else check_id("user_id", user_id, self.limits)
         self.session_id = (
             str(uuid.uuid4())
@@ -135,6 +142,7 @@ class AsyncMemory:
         memory_type: str | None = None,
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Store messages and queue them for long-term memory; returns once they are durable.
 
@@ -148,6 +156,10 @@ class AsyncMemory:
             memory_type: Mem0's ``"procedural_memory"`` for an agent run summary.
             timestamp: When the messages were said (historic imports); default now.
             wait: Return only once the memories are searchable.
+            idempotency_key: A key of the caller's choosing for this call; calling again with
+                the same key, scope and messages returns the first call's result and writes
+                nothing (a retry after a dropped connection). Another request under a used
+                key raises :class:`UsageError`.
 
         Returns:
             ``{"results": [...]}``: with ``wait`` the memories added, else empty (queued).
@@ -162,9 +174,12 @@ class AsyncMemory:
         turns, job = turns_and_job(
             items, scope, session_id=None, metadata=meta, created_at=said_at, job_payload=payload
         )
+        key = None
+        if idempotency_key is not None:
+            key = idempotency(check_id("idempotency_key", idempotency_key, self.limits), turns, job)
         engine = await self._engine()
         with operation("add", {"memhub.turns": len(turns)}):
-            turn_ids = await engine.store.append_turns(turns, job)
+            turn_ids = await engine.store.append_turns(turns, job, key)
         engine.worker.wake()
         if not wait:
             return {"results": [], "queued_turn_ids": turn_ids}
@@ -180,16 +195,7 @@ class AsyncMemory:
         return payload
 
     def _check_metadata(self, metadata: object) -> dict[str, Any]:
-        if metadata is None:
-            return {}
-        if not isinstance(metadata, Mapping):
-            raise UsageError(f"metadata must be a dict, got {type(metadata).__name__}")
-        clash = sorted({"user_id", "agent_id", "run_id"} & set(metadata))
-        if clash:
-            raise UsageError(
-                f"metadata cannot set scope ids ({', '.join(clash)}); pass them as arguments"
-            )
-        return dict(metadata)
+        return check_metadata(metadata, self.limits)
 
     async def _drain(self, engine: Engine, scope: Scope) -> None:
         # Jobs in retry backoff keep this waiting until they succeed or are parked (bounded

@@ -95,6 +95,7 @@ class Memory:
         memory_type: str | None = None,
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         return run_sync(
             self._async.add(
@@ -107,6 +108,7 @@ class Memory:
                 memory_type=memory_type,
                 timestamp=timestamp,
                 wait=wait,
+                idempotency_key=idempotency_key,
             )
         )
 

@@ -17,6 +17,7 @@ from memhub.config import MemhubSettings
 from memhub.memory.async_memory import AsyncMemory
 from memhub.server import routes_admin, routes_memories
 from memhub.server.errors import install_error_handlers
+from memhub.server.limits import BodyLimit
 from memhub.server.settings import ServerSettings
 from memhub.server.state import ServerState
 from memhub.store import pg_keys
@@ -86,11 +87,12 @@ def create_app(
         server: Authentication and listening settings; default ``ServerSettings.from_env()``.
     """
 
+    server_settings = server or ServerSettings.from_env()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         own = memory is None
         facade = memory or AsyncMemory(settings=settings or MemhubSettings.from_env())
-        server_settings = server or ServerSettings.from_env()
         try:
             database = await acquire_database(facade.settings)
             try:
@@ -116,6 +118,8 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(_TrailingSlashes)
+    # Outermost: an oversized body is refused before routing, parsing or authentication.
+    app.add_middleware(BodyLimit, max_bytes=server_settings.max_body_bytes)
     app.include_router(routes_memories.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_admin.health_router)

@@ -78,7 +78,9 @@ class SearchRequest(_Scoped):
     """``POST /v1/memories/search``."""
 
     query: str = Field(min_length=1)
-    limit: int = Field(default=100, ge=1, le=1000, validation_alias=AliasChoices("limit", "top_k"))
+    limit: int = Field(
+        default=100, ge=1, le=1000, strict=True, validation_alias=AliasChoices("limit", "top_k")
+    )
     filters: dict[str, Any] | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     include_superseded: bool = False

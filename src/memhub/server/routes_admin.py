@@ -27,10 +27,13 @@ from memhub.store import pg_consolidation, pg_jobs, pg_keys
 __all__ = ["health_router", "router"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody} for status in (401, 403, 422, 503)
+    status: {"model": ErrorBody} for status in (401, 403, 413, 422, 429, 500, 503)
 }
 router = APIRouter(prefix="/v1", responses=_ERRORS)
 health_router = APIRouter(tags=["health"])
+
+MAX_OFFSET = 1_000_000
+"""Larger offsets are refused: an OFFSET reads and drops every row before it."""
 
 
 @router.get("/me", response_model=WhoAmI, tags=["keys"])
@@ -79,7 +82,7 @@ async def list_users(
     caller: Caller,
     state: State,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> dict[str, Any]:
     """Users having memories or conversation turns, by id (a tenant sees only its own)."""
     prefix = None if caller.tenant is None else f"{caller.tenant}:"

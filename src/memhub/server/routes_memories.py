@@ -6,11 +6,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Header, HTTPException, Query
 
 from memhub.errors import MemoryNotFound
 from memhub.server import queries
-from memhub.server.auth import Caller, State
+from memhub.server.auth import Caller, State, check_rate
+from memhub.server.errors import RETRY_AFTER_SECONDS
 from memhub.server.models import (
     AddRequest,
     AddResponse,
@@ -26,11 +27,12 @@ from memhub.server.models import (
     UpdateResponse,
 )
 from memhub.server.tenancy import Principal, ScopeIds
+from memhub.store import pg_quota
 
 __all__ = ["router"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody} for status in (401, 404, 422, 503)
+    status: {"model": ErrorBody} for status in (401, 404, 409, 413, 422, 429, 500, 502, 503)
 }
 router = APIRouter(prefix="/v1/memories", tags=["memories"], responses=_ERRORS)
 
@@ -86,10 +88,49 @@ async def _owned_scope(
     return ScopeIds(user_id=stored["user_id"], agent_id=stored["agent_id"], run_id=stored["run_id"])
 
 
+async def _check_quota(
+    state: State, caller: Principal, messages: str | ChatMessage | list[ChatMessage | str]
+) -> None:
+    """A tenant's queued-turn rate and backlog, checked before anything is written."""
+    if caller.tenant is None or caller.key_id is None:
+        return
+    server = state.server
+    if server.turn_rate_limit > 0:
+        count = len(messages) if isinstance(messages, list) else 1
+        wait = state.turns.take(caller.key_id, min(float(count), server.turn_burst))
+        check_rate(wait, "queued messages", "MEMHUB_TURN_RATE_LIMIT")
+    if server.max_queued_jobs > 0:
+        async with state.connection("counting a tenant's queued jobs") as conn:
+            queued = await pg_quota.queued_jobs_with_prefix(
+                conn, f"{caller.tenant}:", server.max_queued_jobs
+            )
+        if queued >= server.max_queued_jobs:
+            raise HTTPException(
+                429,
+                f"this tenant has {server.max_queued_jobs} or more adds waiting for the worker"
+                " (MEMHUB_MAX_QUEUED_JOBS); retry once they are processed",
+                {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+
+
 @router.post("", response_model=AddResponse, response_model_exclude_unset=True)
-async def add_memories(body: AddRequest, caller: Caller, state: State) -> dict[str, Any]:
+async def add_memories(
+    body: AddRequest,
+    caller: Caller,
+    state: State,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=255,
+            description="Retrying with the same key returns the first answer, writes nothing.",
+        ),
+    ] = None,
+) -> dict[str, Any]:
     """Store messages; with ``wait`` answer once their memories are searchable."""
     scope = caller.scope(state.limits, body.user_id, body.agent_id, body.run_id)
+    await _check_quota(state, caller, body.messages)
     added = await state.memory.add(
         _plain(body.messages),
         **scope,
@@ -97,6 +138,7 @@ async def add_memories(body: AddRequest, caller: Caller, state: State) -> dict[s
         infer=body.infer,
         timestamp=body.timestamp,
         wait=body.wait,
+        idempotency_key=idempotency_key,
     )
     return {**added, "results": [caller.present(item) for item in added["results"]]}
 

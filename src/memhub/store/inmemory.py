@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from memhub.config import MemhubSettings
-from memhub.errors import ConfigurationError, MemoryNotFound, StoreError
+from memhub.errors import ConfigurationError, MemoryNotFound, StoreError, UsageError
 from memhub.filters import Filter
 from memhub.store.inmemory_jobs import JobQueue
 from memhub.store.inmemory_rows import as_utc, check_text, in_scope, jsonb, utc_now
@@ -28,6 +28,7 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
+    IdempotencyKey,
     Job,
     Lane,
     MemoryRecord,
@@ -206,6 +207,7 @@ class InMemoryStore:
         self._turns: dict[int, Turn] = {}
         self._next_turn = 1
         self._usage: list[_Usage] = []
+        self._idempotency: dict[tuple[str, str], tuple[str, tuple[int, ...]]] = {}
 
     @classmethod
     async def open(cls, settings: MemhubSettings) -> InMemoryStore:
@@ -230,7 +232,12 @@ class InMemoryStore:
                 )
 
     # -- conversations --------------------------------------------------------------------
-    async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
+    async def append_turns(
+        self,
+        turns: Sequence[NewTurn],
+        job: NewJob | None,
+        idempotency: IdempotencyKey | None = None,
+    ) -> list[int]:
         action = "storing conversation turns"
         for t in turns:
             check_text(action, 255, user_id=t.user_id, session_id=t.session_id, agent_id=t.agent_id)
@@ -244,6 +251,15 @@ class InMemoryStore:
             payload = jsonb(job.payload, action)
         now = utc_now()
         async with self.lock:
+            if idempotency is not None:
+                first = self._idempotency.get((idempotency.owner, idempotency.key))
+                if first is not None:
+                    if first[0] != idempotency.fingerprint:
+                        raise UsageError(
+                            f"idempotency key {idempotency.key!r} was already used for a"
+                            " different request"
+                        )
+                    return list(first[1])
             ids = list(range(self._next_turn, self._next_turn + len(turns)))
             self._next_turn += len(turns)
             for turn_id, t, meta in zip(ids, turns, metadata, strict=True):
@@ -253,6 +269,11 @@ class InMemoryStore:
                 )
             if job is not None:
                 self.jobs.add(job, {**payload, "turn_ids": ids}, now)
+            if idempotency is not None:
+                self._idempotency[(idempotency.owner, idempotency.key)] = (
+                    idempotency.fingerprint,
+                    tuple(ids),
+                )
         return ids
 
     async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:

@@ -499,5 +499,6 @@ async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list
 
 async def reset(conn: AsyncConn) -> None:
     await conn.execute(
-        "TRUNCATE memories, memory_history, memory_jobs, conversation_context RESTART IDENTITY"
+        "TRUNCATE memories, memory_history, memory_jobs, conversation_context,"
+        " idempotency_keys RESTART IDENTITY"
     )

@@ -19,6 +19,7 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
+    IdempotencyKey,
     Job,
     Lane,
     MemoryRecord,
@@ -61,9 +62,14 @@ class PostgresStore:
             await pg_memories.ensure_embedding_space(conn, model_name, dimension)
 
     # -- conversations --------------------------------------------------------------------
-    async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
+    async def append_turns(
+        self,
+        turns: Sequence[NewTurn],
+        job: NewJob | None,
+        idempotency: IdempotencyKey | None = None,
+    ) -> list[int]:
         async with self._connect("storing conversation turns") as conn:
-            return await pg_conversations.append_turns(conn, turns, job)
+            return await pg_conversations.append_turns(conn, turns, job, idempotency)
 
     async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:
         async with self._connect("reading conversation turns") as conn:

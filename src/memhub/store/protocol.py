@@ -20,6 +20,7 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
+    IdempotencyKey,
     Job,
     Lane,
     MemoryRecord,
@@ -117,8 +118,17 @@ class Store(Protocol):
         ...
 
     # -- conversations ---------------------------------------------------------------------
-    async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
-        """Store ``turns`` and ``job`` atomically; returns the new turn ids in order."""
+    async def append_turns(
+        self,
+        turns: Sequence[NewTurn],
+        job: NewJob | None,
+        idempotency: IdempotencyKey | None = None,
+    ) -> list[int]:
+        """Store ``turns`` and ``job`` atomically; returns the new turn ids in order.
+
+        With ``idempotency``, a key stored before returns its first call's ids and writes
+        nothing; the same key with a different fingerprint raises :class:`UsageError`.
+        """
         ...
 
     async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:

@@ -11,6 +11,7 @@ __all__ = [
     "DEFAULT_TEXT_RANKING",
     "Candidate",
     "HistoryEvent",
+    "IdempotencyKey",
     "Job",
     "Lane",
     "MemoryRecord",
@@ -72,6 +73,21 @@ class Turn:
     agent_id: str | None
     metadata: dict[str, Any] | None
     created_at: datetime | None
+
+
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """A caller's key for one add: a retry with the same key stores nothing again.
+
+    Attributes:
+        owner: The scope the key belongs to, as stored (keys of different scopes never meet).
+        key: The caller's key.
+        fingerprint: A hash of the request; the same key with another request is refused.
+    """
+
+    owner: str
+    key: str
+    fingerprint: str
 
 
 @dataclass(frozen=True)
