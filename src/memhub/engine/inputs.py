@@ -209,6 +209,7 @@ def _from_mapping(item: Mapping[str, Any], limits: Limits) -> Message:
     cls = message_class(role)
     content = check_text("message content", item.get("content"), limits)
     extra = {k: v for k, v in item.items() if k not in ("role", "content")}
+    _check_json("message", extra, 1, limits.max_metadata_depth)  # stored with the turn
     try:
         return cls.model_validate({**extra, "content": content, "role": role})
     except ValidationError as exc:
