@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["MemhubSettings", "default_data_dir"]
+__all__ = ["MemhubSettings", "default_data_dir", "settings_error_line"]
 
 
 def default_data_dir() -> Path:
@@ -110,3 +110,18 @@ class MemhubSettings(BaseSettings):
     def llm_configured(self) -> bool:
         """True when an LLM endpoint is set, so consolidation can run."""
         return bool(self.llm_model and (self.llm_base_url or self.llm_api_key))
+
+
+def settings_error_line(exc: ValidationError, prefix: str = "MEMHUB_") -> str:
+    """One ``memhub:`` line naming each refused variable, for a command to print and exit.
+
+    The values are never repeated: a refused secret (an API key) must not reach a terminal
+    or a log.
+    """
+    problems = []
+    for error in exc.errors(include_input=False, include_url=False):
+        loc = error.get("loc") or ("?",)
+        name = str(loc[0])
+        variable = name if name.isupper() else prefix + name.upper()
+        problems.append(f"{variable}: {error.get('msg', 'invalid')}")
+    return "memhub: invalid setting " + "; ".join(problems)
