@@ -49,7 +49,6 @@ class MemhubSettings(BaseSettings):
     # -- limits ------------------------------------------------------------------------
     max_id_length: int = Field(default=255, ge=1, description="ARKOS's VARCHAR(255) ids.")
     max_text_chars: int = Field(default=32_000, ge=1)
-    max_messages_per_add: int = Field(default=100, ge=1, description="Messages in one add().")
     max_metadata_bytes: int = Field(default=16_384, ge=2, description="Metadata as JSON.")
     max_metadata_depth: int = Field(default=8, ge=1, description="Nesting of metadata.")
 

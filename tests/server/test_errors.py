@@ -147,7 +147,7 @@ async def test_openapi_spec_lists_the_routes(client: httpx.AsyncClient) -> None:
         "/healthz",
     }
     assert set(paths["/v1/memories"]) == {"get", "post", "delete"}
-    assert set(paths["/v1/memories/{memory_id}"]) == {"get", "put", "delete"}
+    assert set(paths["/v1/memories/{memory_id}"]) == {"get", "put", "patch", "delete"}
     add_body = paths["/v1/memories"]["post"]["requestBody"]["content"]["application/json"]
     assert add_body["schema"]["$ref"].endswith("/AddRequest")
 

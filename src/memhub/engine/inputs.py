@@ -36,7 +36,6 @@ class Limits:
 
     max_id_length: int = 255
     max_text_chars: int = 32_000
-    max_messages_per_add: int = 100
     max_metadata_bytes: int = 16_384
     max_metadata_depth: int = 8
 
@@ -229,11 +228,6 @@ def normalize_messages(messages: object, limits: Limits) -> list[Message]:
         )
     if not items:
         raise UsageError("messages must not be empty")
-    if len(items) > limits.max_messages_per_add:
-        raise UsageError(
-            f"{len(items)} messages in one call; the limit is {limits.max_messages_per_add}"
-            " (MEMHUB_MAX_MESSAGES_PER_ADD)"
-        )
     result: list[Message] = []
     for item in items:
         if isinstance(item, str):

@@ -84,9 +84,8 @@ class AsyncMemory:
         self.limits = Limits(
             settings.max_id_length,
             settings.max_text_chars,
-            settings.max_messages_per_add,
-            settings.max_metadata_bytes,
-            settings.max_metadata_depth,
+            max_metadata_bytes=settings.max_metadata_bytes,
+            max_metadata_depth=settings.max_metadata_depth,
         )
         self.user_id = None if user_id is None else check_id("user_id", user_id, self.limits)
         self.session_id = (
@@ -284,21 +283,43 @@ class AsyncMemory:
     async def update(
         self,
         memory_id: str | uuid.UUID,
-        data: str,
+        data: str | None = None,
         *,
         metadata: dict[str, Any] | None = None,
+        merge_metadata: bool = False,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory's text (and optionally its metadata); the old text stays in history."""
+        """Correct a memory's text and/or metadata; the old text stays in history.
+
+        Args:
+            memory_id: The memory.
+            data: The new text; None keeps it (a metadata-only change).
+            metadata: Replaces the caller's metadata keys (``merge_metadata``: is merged into
+                them). memhub's own keys (``role``, ``session_id``, ``provenance``) keep their
+                stored values either way.
+            merge_metadata: Merge instead of replace (``PATCH`` semantics).
+            user_id: With agent_id / run_id: only inside this scope.
+            agent_id: See user_id.
+            run_id: See user_id.
+        """
         scope = self._optional_scope(user_id, agent_id, run_id)
-        text = check_text("data", data, self.limits)
+        if data is None and metadata is None:
+            raise UsageError("pass the new text (data), metadata, or both")
+        text = None if data is None else check_text("data", data, self.limits)
         meta = None if metadata is None else self._check_metadata(metadata)
         engine = await self._engine()
-        vector = (await engine.embedder.embed([text]))[0]
+        vector = None if text is None else (await engine.embedder.embed([text]))[0]
         record = await engine.store.update_memory(
-            scope, _memory_id(memory_id), text, memory_hash(text), vector, meta, actor="user"
+            scope,
+            _memory_id(memory_id),
+            text,
+            None if text is None else memory_hash(text),
+            vector,
+            meta,
+            actor="user",
+            merge_metadata=merge_metadata,
         )
         return {"message": "Memory updated successfully!", "result": memory_item(record)}
 

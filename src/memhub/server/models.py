@@ -23,6 +23,7 @@ __all__ = [
     "MemoryList",
     "MemoryOut",
     "MessageResponse",
+    "PatchRequest",
     "SearchRequest",
     "UpdateRequest",
     "UpdateResponse",
@@ -90,6 +91,15 @@ class UpdateRequest(_Strict):
     """``PUT /v1/memories/{id}``: the corrected text (``text`` as in Mem0, or ``data``)."""
 
     text: str = Field(min_length=1, validation_alias=AliasChoices("text", "data"))
+    metadata: dict[str, Any] | None = None
+
+
+class PatchRequest(_Strict):
+    """``PATCH /v1/memories/{id}``: a new text, metadata merged into the stored keys, or both."""
+
+    text: str | None = Field(
+        default=None, min_length=1, validation_alias=AliasChoices("text", "data")
+    )
     metadata: dict[str, Any] | None = None
 
 

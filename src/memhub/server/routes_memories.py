@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query
 
-from memhub.errors import MemoryNotFound
+from memhub.errors import MemoryNotFound, UsageError
 from memhub.server import queries
 from memhub.server.auth import Caller, State, check_rate
 from memhub.server.errors import RETRY_AFTER_SECONDS
@@ -22,6 +22,7 @@ from memhub.server.models import (
     MemoryList,
     MemoryOut,
     MessageResponse,
+    PatchRequest,
     SearchRequest,
     UpdateRequest,
     UpdateResponse,
@@ -91,12 +92,17 @@ async def _owned_scope(
 async def _check_quota(
     state: State, caller: Principal, messages: str | ChatMessage | list[ChatMessage | str]
 ) -> None:
-    """A tenant's queued-turn rate and backlog, checked before anything is written."""
+    """Messages per call, and a tenant's queued-turn rate and backlog, before any write."""
+    server = state.server
+    count = len(messages) if isinstance(messages, list) else 1
+    if count > server.max_messages_per_add:
+        raise UsageError(
+            f"{count} messages in one call; the limit is {server.max_messages_per_add}"
+            " (MEMHUB_MAX_MESSAGES_PER_ADD)"
+        )
     if caller.tenant is None or caller.key_id is None:
         return
-    server = state.server
     if server.turn_rate_limit > 0:
-        count = len(messages) if isinstance(messages, list) else 1
         wait = state.turns.take(caller.key_id, min(float(count), server.turn_burst))
         check_rate(wait, "queued messages", "MEMHUB_TURN_RATE_LIMIT")
     if server.max_queued_jobs > 0:
@@ -208,9 +214,25 @@ async def update_memory(
     state: State,
     query: Scoped,
 ) -> dict[str, Any]:
-    """Correct a memory's text (and optionally its metadata); the old text stays in history."""
+    """Correct a memory's text; ``metadata`` replaces the caller's keys (memhub's own are kept)."""
     scope = await _owned_scope(state, caller, memory_id, query.ids)
     updated = await state.memory.update(memory_id, body.text, metadata=body.metadata, **scope)
+    return {**updated, "result": caller.present(updated["result"])}
+
+
+@router.patch("/{memory_id}", response_model=UpdateResponse, response_model_exclude_unset=True)
+async def patch_memory(
+    memory_id: uuid.UUID,
+    body: PatchRequest,
+    caller: Caller,
+    state: State,
+    query: Scoped,
+) -> dict[str, Any]:
+    """Change a memory's text and/or merge ``metadata`` into its keys (null values are kept)."""
+    scope = await _owned_scope(state, caller, memory_id, query.ids)
+    updated = await state.memory.update(
+        memory_id, body.text, metadata=body.metadata, merge_metadata=True, **scope
+    )
     return {**updated, "result": caller.present(updated["result"])}
 
 

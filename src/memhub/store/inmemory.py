@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from memhub.config import MemhubSettings
-from memhub.errors import ConfigurationError, MemoryNotFound, StoreError, UsageError
+from memhub.errors import ConfigurationError, Conflict, MemoryNotFound, StoreError, UsageError
 from memhub.filters import Filter
 from memhub.store.inmemory_jobs import JobQueue
 from memhub.store.inmemory_rows import as_utc, check_text, in_scope, jsonb, utc_now
@@ -38,6 +38,7 @@ from memhub.store.records import (
     Scope,
     TextRanking,
     Turn,
+    updated_metadata,
     usage_summary,
 )
 
@@ -335,25 +336,25 @@ class InMemoryStore:
         self,
         scope: Scope | None,
         memory_id: UUID,
-        text: str,
-        hash_: str,
-        vector: Vector,
+        text: str | None,
+        hash_: str | None,
+        vector: Vector | None,
         metadata: dict[str, Any] | None,
         actor: str,
+        *,
+        merge_metadata: bool = False,
     ) -> MemoryRecord:
         action = "updating a memory"
         async with self.lock:
             mem = self.tables.located(scope, memory_id)
-            meta = None if metadata is None else jsonb(metadata, action)
+            meta = jsonb(updated_metadata(mem.metadata, metadata, merge=merge_metadata), action)
             old_text, now = mem.memory, utc_now()
-            if not self.tables.rewrite(mem, text, hash_, vector, now, None):
-                raise StoreError(
-                    f"{action}: duplicate key value violates unique constraint"
-                    ' "memories_current_hash"'
-                )
-            if meta is not None:
-                mem.metadata = meta
-            self.tables.event(mem, "UPDATE", old_text, text, actor, now, None)
+            if text is not None and not self.tables.rewrite(
+                mem, text, hash_ or "", vector, now, None
+            ):
+                raise Conflict(f"{action}: it would duplicate an existing row")
+            mem.metadata = meta
+            self.tables.event(mem, "UPDATE", old_text, mem.memory, actor, now, None)
             return mem.record()
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:

@@ -116,15 +116,17 @@ class PostgresStore:
         self,
         scope: Scope | None,
         memory_id: UUID,
-        text: str,
-        hash_: str,
-        vector: Vector,
+        text: str | None,
+        hash_: str | None,
+        vector: Vector | None,
         metadata: dict[str, Any] | None,
         actor: str,
+        *,
+        merge_metadata: bool = False,
     ) -> MemoryRecord:
         async with self._connect("updating a memory") as conn:
             return await pg_memories.update_memory(
-                conn, scope, memory_id, text, hash_, vector, metadata, actor
+                conn, scope, memory_id, text, hash_, vector, metadata, actor, merge_metadata
             )
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:

@@ -169,13 +169,21 @@ class Store(Protocol):
         self,
         scope: Scope | None,
         memory_id: UUID,
-        text: str,
-        hash_: str,
-        vector: Vector,
+        text: str | None,
+        hash_: str | None,
+        vector: Vector | None,
         metadata: dict[str, Any] | None,
         actor: str,
+        *,
+        merge_metadata: bool = False,
     ) -> MemoryRecord:
-        """Change a memory's text (and metadata) in place, with an UPDATE history event."""
+        """Change a memory's text and/or metadata in place, with an UPDATE history event.
+
+        ``text`` None keeps the text (and hash and vector). ``metadata`` replaces the
+        caller's keys, or with ``merge_metadata`` is merged into them; memhub's own keys
+        (:data:`OWN_METADATA_KEYS`) keep their values either way (:func:`updated_metadata`).
+        Another current memory of the scope with the new text raises :class:`Conflict`.
+        """
         ...
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:
