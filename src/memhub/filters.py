@@ -293,7 +293,9 @@ def _json(field: str, value: Any, depth: int) -> Any:
         return value
     if isinstance(value, str):
         if "\x00" in value or not _encodable(value):  # jsonb cannot store NUL
-            raise UsageError(f"the filter value on {field!r} contains NUL or a lone surrogate")
+            raise UsageError(
+                f"the filter value on {field!r} contains a NUL character or a lone surrogate"
+            )
         return value
     if isinstance(value, list | tuple):
         return [_json(field, v, depth + 1) for v in value]

@@ -77,7 +77,11 @@ async def test_provider_outages_are_502_with_retry_after(broken: httpx.AsyncClie
 
 
 def _error_tree(root: type[MemhubError]) -> list[type[MemhubError]]:
-    found = [root]
+    """memhub's public error classes (``__module__ == "memhub"``), however deep.
+
+    Internal subclasses, such as the agent's ToolError, never leave their layer.
+    """
+    found = [root] if root.__module__ == "memhub" else []
     for sub in root.__subclasses__():
         found.extend(_error_tree(sub))
     return found

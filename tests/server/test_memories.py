@@ -283,3 +283,21 @@ async def test_put_replaces_and_patch_merges_metadata_keeping_memhubs_own(
 
     empty = await client.patch(f"/v1/memories/{memory_id}", json={})
     assert empty.status_code == 422
+
+
+async def test_list_pages_with_a_cursor_across_equal_timestamps(client: httpx.AsyncClient) -> None:
+    texts = [f"Fact number {n}." for n in range(5)]  # one batch: one created_at for all
+    body = {"messages": texts, "user_id": "pager", "infer": False, "wait": True}
+    assert (await client.post("/v1/memories", json=body)).status_code == 200
+    seen: list[str] = []
+    params: dict[str, str | int] = {"user_id": "pager", "limit": 2}
+    for _ in range(5):
+        page = (await client.get("/v1/memories", params=params)).json()
+        seen += [m["memory"] for m in page["results"]]
+        if "next_cursor" not in page:
+            break
+        params["cursor"] = page["next_cursor"]
+    assert sorted(seen) == sorted(texts)  # none skipped, none repeated
+    bad = await client.get("/v1/memories", params={"user_id": "pager", "cursor": "bm90LWpzb24"})
+    assert bad.status_code == 422
+    assert "invalid cursor" in bad.json()["error"]

@@ -11,6 +11,7 @@ __all__ = [
     "AddRequest",
     "AddResponse",
     "ChatMessage",
+    "DailyUsageOut",
     "DeleteAllResponse",
     "ErrorBody",
     "Health",
@@ -22,8 +23,13 @@ __all__ = [
     "KeyOut",
     "MemoryList",
     "MemoryOut",
+    "MemoryPage",
     "MessageResponse",
+    "ParkedJob",
+    "ParkedJobs",
     "PatchRequest",
+    "RetryRequest",
+    "RetryResponse",
     "SearchRequest",
     "UpdateRequest",
     "UpdateResponse",
@@ -128,6 +134,14 @@ class MemoryList(BaseModel):
     results: list[MemoryOut]
 
 
+class MemoryPage(MemoryList):
+    """A page of ``GET /v1/memories``; pass ``next_cursor`` back as ``cursor`` for the next."""
+
+    next_cursor: str | None = Field(
+        default=None, description="Present when more memories follow this page."
+    )
+
+
 class AddResponse(MemoryList):
     queued_turn_ids: list[int] | None = None
 
@@ -168,10 +182,48 @@ class UserList(BaseModel):
     results: list[UserOut]
 
 
+class DailyUsageOut(BaseModel):
+    day: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
 class JobStats(BaseModel):
     queued: int
     parked: int
     llm: dict[str, float]
+    by_kind: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Queued and parked jobs per job kind (worker lane)."
+    )
+    llm_per_day: list[DailyUsageOut] = Field(
+        default_factory=list, description="LLM calls and tokens per UTC day, last 14 days."
+    )
+
+
+class ParkedJob(BaseModel):
+    id: int
+    kind: str
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+
+
+class ParkedJobs(BaseModel):
+    results: list[ParkedJob]
+
+
+class RetryRequest(_Strict):
+    """``POST /v1/jobs/retry``: parked jobs to queue again (``ids`` null: all of them)."""
+
+    ids: list[int] | None = Field(default=None, max_length=1000)
+
+
+class RetryResponse(BaseModel):
+    requeued: int
 
 
 class KeyCreate(_Strict):

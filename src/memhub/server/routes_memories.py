@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, HTTPException, Query
 
 from memhub.errors import MemoryNotFound, UsageError
-from memhub.server import queries
+from memhub.server import pages, queries
 from memhub.server.auth import Caller, State, check_rate
 from memhub.server.errors import RETRY_AFTER_SECONDS
 from memhub.server.models import (
@@ -21,6 +21,7 @@ from memhub.server.models import (
     HistoryOut,
     MemoryList,
     MemoryOut,
+    MemoryPage,
     MessageResponse,
     PatchRequest,
     SearchRequest,
@@ -164,21 +165,33 @@ async def search_memories(body: SearchRequest, caller: Caller, state: State) -> 
     return {"results": [caller.present(item) for item in found["results"]]}
 
 
-@router.get("", response_model=MemoryList, response_model_exclude_unset=True)
+@router.get("", response_model=MemoryPage, response_model_exclude_unset=True)
 async def list_memories(
     caller: Caller,
     state: State,
     query: Scoped,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     include_superseded: bool = False,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=200, description="``next_cursor`` of the previous page."),
+    ] = None,
 ) -> dict[str, Any]:
-    """The scope's memories, newest first (one of user_id, agent_id, run_id is required)."""
+    """The scope's memories, newest first (one of user_id, agent_id, run_id is required).
+
+    A full page carries ``next_cursor``; pass it as ``cursor`` for the memories after it.
+    """
     found = await state.memory.get_all(
         **caller.scope(state.limits, *query.ids),
+        filters=None if cursor is None else pages.after(cursor),
         limit=limit,
         include_superseded=include_superseded,
     )
-    return {"results": [caller.present(item) for item in found["results"]]}
+    results = found["results"]
+    page: dict[str, Any] = {"results": [caller.present(item) for item in results]}
+    if len(results) == limit:
+        page["next_cursor"] = pages.cursor_of(results[-1])
+    return page
 
 
 @router.delete("", response_model=DeleteAllResponse)
