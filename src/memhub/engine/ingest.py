@@ -22,8 +22,9 @@ __all__ = [
 ]
 
 INGEST_JOB = "ingest"
-# Mem0-style calls without a run id still need ARKOS's NOT NULL session id.
-DEFAULT_SESSION = "default"
+# Mem0-style calls without a run id still need ARKOS's NOT NULL session id: "" is an id no
+# caller can pass, so erasing a run (its session's turns) never takes these.
+DEFAULT_SESSION = ""
 
 
 def turns_and_job(

@@ -144,6 +144,9 @@ class MemoryPage(MemoryList):
 
 class AddResponse(MemoryList):
     queued_turn_ids: list[int] | None = None
+    timed_out: bool | None = Field(
+        default=None, description="With wait: the deadline passed first; results so far."
+    )
 
 
 class UpdateResponse(BaseModel):
