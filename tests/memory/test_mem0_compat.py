@@ -189,3 +189,13 @@ async def test_update_takes_mem0_2x_text_keyword(memory: AsyncMemory) -> None:
     assert (await memory.get(memory_id))["memory"] == "I live in Milan."  # type: ignore[index]
     with pytest.raises(UsageError):
         await memory.update(memory_id)
+
+
+async def test_a_retry_under_an_idempotency_key_returns_the_same_ids(memory: AsyncMemory) -> None:
+    first = await memory.add("I keep bees.", user_id="i", infer=False, idempotency_key="k1")
+    again = await memory.add("I keep bees.", user_id="i", infer=False, idempotency_key="k1")
+    other = await memory.add("I keep bees.", user_id="j", infer=False, idempotency_key="k1")
+    assert first["results"][0]["id"] == again["results"][0]["id"] != other["results"][0]["id"]
+    await memory.wait_idle()
+    (stored,) = (await memory.get_all(user_id="i"))["results"]
+    assert stored["id"] == first["results"][0]["id"]

@@ -18,11 +18,12 @@ from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.consolidate import fact_scope
 from memhub.engine.fusion import FusionConfig, fuse
-from memhub.engine.ingest import INGEST_JOB, turns_and_job
+from memhub.engine.ingest import INGEST_JOB, idempotency, turns_and_job
 from memhub.engine.inputs import (
     Limits,
     check_id,
     check_limit,
+    check_metadata,
     check_text,
     normalize_messages,
     parse_timestamp,
@@ -33,6 +34,7 @@ from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
 from memhub.memory.compat import (
     as_of_filters,
+    id_source,
     pick_limit,
     queued_facts,
     queued_memories,
@@ -88,7 +90,12 @@ class AsyncMemory:
         elif db_url is not None:
             settings = settings.model_copy(update={"database_url": db_url})
         self.settings = settings
-        self.limits = Limits(settings.max_id_length, settings.max_text_chars)
+        self.limits = Limits(
+            settings.max_id_length,
+            settings.max_text_chars,
+            max_metadata_bytes=settings.max_metadata_bytes,
+            max_metadata_depth=settings.max_metadata_depth,
+        )
         self.user_id = None if user_id is None else check_id("user_id", user_id, self.limits)
         self.session_id = (
             str(uuid.uuid4())
@@ -150,6 +157,7 @@ class AsyncMemory:
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
         remember_roles: Sequence[str] | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Store messages and queue them for long-term memory; returns once they are durable.
 
@@ -167,6 +175,10 @@ class AsyncMemory:
                 waited for, nor run: a worker (in-process or ``memhub worker``) does them.
             remember_roles: Only messages of these roles go to long-term memory (the others
                 are kept as conversation turns only); None: every message.
+            idempotency_key: A key of the caller's choosing for this call; calling again with
+                the same key, scope and messages returns the first call's result and writes
+                nothing (a retry after a dropped connection). Another request under a used
+                key raises :class:`UsageError`.
 
         Returns:
             ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
@@ -182,13 +194,17 @@ class AsyncMemory:
         items = normalize_messages(messages, self.limits)
         meta = self._check_metadata(metadata)
         said_at = parse_timestamp(timestamp)
-        payload = self._job_payload(infer)
+        retry_key = None
+        if idempotency_key is not None:
+            retry_key = check_id("idempotency_key", idempotency_key, self.limits)
+        new_id = id_source(scope, retry_key)
+        payload = self._job_payload(infer, new_id("event"))
         if memory_type is not None:
             payload["memory_type"] = check_id("memory_type", memory_type, self.limits)
         roles = None if remember_roles is None else frozenset(remember_roles)
         kept = [m for m in items if roles is None or m.role in roles]
         one_per_turn = not infer or not self.extracts_facts
-        memory_ids = [uuid.uuid4() for _ in kept] if one_per_turn else []
+        memory_ids = [new_id(str(n)) for n in range(len(kept))] if one_per_turn else []
         if memory_ids:
             payload["memory_ids"] = [str(i) for i in memory_ids]
         turns, job = turns_and_job(
@@ -200,9 +216,10 @@ class AsyncMemory:
             job_payload=payload,
             remember_roles=roles,
         )
+        key = None if retry_key is None else idempotency(retry_key, turns, job)
         engine = await self._engine()
         with operation("add", {"memhub.turns": len(turns)}):
-            turn_ids = await engine.store.append_turns(turns, job)
+            turn_ids = await engine.store.append_turns(turns, job, key)
         engine.worker.wake()
         if not wait:
             if job is None:
@@ -227,24 +244,15 @@ class AsyncMemory:
             result["timed_out"] = True
         return result
 
-    def _job_payload(self, infer: bool) -> dict[str, Any]:
+    def _job_payload(self, infer: bool, event_id: uuid.UUID | None = None) -> dict[str, Any]:
         # Instructions travel with the job: the worker may serve many Memory objects.
-        payload: dict[str, Any] = {"infer": bool(infer), "event_id": str(uuid.uuid4())}
+        payload: dict[str, Any] = {"infer": bool(infer), "event_id": str(event_id or uuid.uuid4())}
         if self.settings.custom_instructions:
             payload["instructions"] = self.settings.custom_instructions
         return payload
 
     def _check_metadata(self, metadata: object) -> dict[str, Any]:
-        if metadata is None:
-            return {}
-        if not isinstance(metadata, Mapping):
-            raise UsageError(f"metadata must be a dict, got {type(metadata).__name__}")
-        clash = sorted({"user_id", "agent_id", "run_id"} & set(metadata))
-        if clash:
-            raise UsageError(
-                f"metadata cannot set scope ids ({', '.join(clash)}); pass them as arguments"
-            )
-        return dict(metadata)
+        return check_metadata(metadata, self.limits)
 
     @staticmethod
     async def _wait_for_turns(
@@ -385,21 +393,44 @@ class AsyncMemory:
         *,
         text: str | None = None,
         metadata: dict[str, Any] | None = None,
+        merge_metadata: bool = False,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory's text (``data``, or ``text`` as Mem0 2.x names it) and optionally
-        its metadata; the old text stays in history."""
+        """Correct a memory's text and/or metadata; the old text stays in history.
+
+        Args:
+            memory_id: The memory.
+            data: The new text; None keeps it (a metadata-only change).
+            text: The same as ``data``, as Mem0 2.x names it.
+            metadata: Replaces the caller's metadata keys (``merge_metadata``: is merged into
+                them). memhub's own keys (``role``, ``session_id``, ``provenance``) keep their
+                stored values either way.
+            merge_metadata: Merge instead of replace (``PATCH`` semantics).
+            user_id: With agent_id / run_id: only inside this scope.
+            agent_id: See user_id.
+            run_id: See user_id.
+        """
         scope = self._optional_scope(user_id, agent_id, run_id)
         if data is not None and text is not None and data != text:
             raise UsageError("pass the new text once: data or text")
-        text = check_text("data", data if data is not None else text, self.limits)
+        data = data if data is not None else text
+        if data is None and metadata is None:
+            raise UsageError("pass the new text (data), metadata, or both")
+        text = None if data is None else check_text("data", data, self.limits)
         meta = None if metadata is None else self._check_metadata(metadata)
         engine = await self._engine()
-        vector = (await engine.embedder.embed([text]))[0]
+        vector = None if text is None else (await engine.embedder.embed([text]))[0]
         record = await engine.store.update_memory(
-            scope, _memory_id(memory_id), text, memory_hash(text), vector, meta, actor="user"
+            scope,
+            _memory_id(memory_id),
+            text,
+            None if text is None else memory_hash(text),
+            vector,
+            meta,
+            actor="user",
+            merge_metadata=merge_metadata,
         )
         return {"message": "Memory updated successfully!", "result": memory_item(record)}
 

@@ -4,18 +4,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
-from uuid import UUID
+from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
 
 from memhub.engine.inputs import parse_timestamp
 from memhub.errors import UsageError
 from memhub.messages import Message
+from memhub.store.records import Scope
 
 __all__ = [
     "QUEUED_MESSAGE",
     "as_of_filters",
+    "id_source",
     "pick_limit",
     "queued_facts",
     "queued_memories",
@@ -108,3 +111,15 @@ def queued_facts(event_id: str, turn_ids: list[int]) -> dict[str, Any]:
     """``add()``'s answer when an LLM will extract facts later: Mem0's asynchronous mode."""
     event = {"message": QUEUED_MESSAGE, "status": "PENDING", "event_id": event_id}
     return {"results": [event], "status": "PENDING", "queued_turn_ids": turn_ids}
+
+
+def id_source(scope: Scope, idempotency_key: str | None) -> Callable[[str], UUID]:
+    """Where ``add()`` takes the ids it returns before the rows exist.
+
+    Random, except under an idempotency key: then derived from the scope and the key, so a
+    retry of the same call returns (and its job carries) the same ids as the first.
+    """
+    if idempotency_key is None:
+        return lambda _name: uuid4()
+    seed = json.dumps([scope.user_id, scope.agent_id, scope.run_id, idempotency_key])
+    return lambda name: uuid5(NAMESPACE_URL, f"memhub:add:{seed}:{name}")

@@ -100,6 +100,7 @@ class Memory:
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
         remember_roles: Sequence[str] | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         return run_sync(
             self._async.add(
@@ -113,6 +114,7 @@ class Memory:
                 timestamp=timestamp,
                 wait=wait,
                 remember_roles=remember_roles,
+                idempotency_key=idempotency_key,
             )
         )
 
@@ -190,6 +192,7 @@ class Memory:
         *,
         text: str | None = None,
         metadata: dict[str, Any] | None = None,
+        merge_metadata: bool = False,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
@@ -200,6 +203,7 @@ class Memory:
                 data,
                 text=text,
                 metadata=metadata,
+                merge_metadata=merge_metadata,
                 user_id=user_id,
                 agent_id=agent_id,
                 run_id=run_id,
