@@ -341,7 +341,12 @@ class InMemoryStore:
         action = "updating a memory"
         async with self.lock:
             mem = self.tables.located(scope, memory_id)
-            meta = jsonb(updated_metadata(mem.metadata, metadata, merge=merge_metadata), action)
+            meta = jsonb(
+                updated_metadata(
+                    mem.metadata, metadata, merge=merge_metadata, role_column=mem.role is not None
+                ),
+                action,
+            )
             old_text, now = mem.memory, utc_now()
             if text is not None and not self.tables.rewrite(
                 mem, text, hash_ or "", vector, now, None

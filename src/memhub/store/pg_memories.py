@@ -398,7 +398,14 @@ async def update_memory(
                 text,
                 hash_,
                 None if vector is None else np.asarray(vector, dtype=np.float32),
-                Jsonb(updated_metadata(dict(old.metadata), metadata, merge=merge_metadata)),
+                Jsonb(
+                    updated_metadata(
+                        dict(old.metadata),
+                        metadata,
+                        merge=merge_metadata,
+                        role_column=old.role is not None,
+                    )
+                ),
                 memory_id,
             ),
         )

@@ -88,19 +88,30 @@ class Turn:
 
 
 OWN_METADATA_KEYS = ("role", "session_id", "provenance")
-"""Metadata keys memhub writes itself; updates keep their stored values whatever is sent."""
+"""Metadata keys memhub (or its agent) wrote itself; updates keep their stored values.
+
+``provenance`` is never taken from an update. ``role`` and ``session_id`` are memhub's only in
+memories stored before migration 0011 (since then the role has a column and the metadata is
+the caller's alone): there the stored values are kept, elsewhere they are the caller's keys.
+"""
 
 
 def updated_metadata(
-    old: dict[str, Any], new: dict[str, Any] | None, *, merge: bool
+    old: dict[str, Any], new: dict[str, Any] | None, *, merge: bool, role_column: bool = False
 ) -> dict[str, Any]:
     """A memory's metadata after an update: ``new`` replaces (or with ``merge`` is merged
-    into) the caller's keys; memhub's own keys keep their stored values either way."""
+    into) the caller's keys; memhub's own keys keep their stored values either way.
+
+    ``role_column``: the memory has its role in the column (stored since migration 0011), so
+    only ``provenance`` of its metadata is memhub's.
+    """
     if new is None:
         return dict(old)
-    own = {key: old[key] for key in OWN_METADATA_KEYS if key in old}
+    keys = ("provenance",) if role_column else OWN_METADATA_KEYS
+    own = {key: old[key] for key in keys if key in old}
+    kept = {*own, "provenance"}
     base = dict(old) if merge else {}
-    return {**base, **{k: v for k, v in new.items() if k not in OWN_METADATA_KEYS}, **own}
+    return {**base, **{k: v for k, v in new.items() if k not in kept}, **own}
 
 
 @dataclass(frozen=True)
