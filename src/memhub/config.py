@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["MemhubSettings", "default_data_dir", "postgres_url"]
+__all__ = ["MemhubSettings", "default_data_dir", "postgres_url", "settings_error_line"]
 
 
 def postgres_url(
@@ -69,6 +69,8 @@ class MemhubSettings(BaseSettings):
     # -- limits ------------------------------------------------------------------------
     max_id_length: int = Field(default=255, ge=1, description="ARKOS's VARCHAR(255) ids.")
     max_text_chars: int = Field(default=32_000, ge=1)
+    max_metadata_bytes: int = Field(default=16_384, ge=2, description="Metadata as JSON.")
+    max_metadata_depth: int = Field(default=8, ge=1, description="Nesting of metadata.")
 
     # -- embedder ----------------------------------------------------------------------
     embedder: str = Field(default="minilm", description="minilm | openai | vllm | ollama | tei")
@@ -103,6 +105,18 @@ class MemhubSettings(BaseSettings):
         default=2.0, ge=0, description="Seconds turns wait so one LLM call covers several."
     )
     max_turns_per_call: int = Field(default=40, ge=1)
+    job_lease_seconds: float = Field(
+        default=60.0, gt=0, description="A claim's lease; a dead worker's jobs rerun after it."
+    )
+    worker_shutdown_grace: float = Field(
+        default=10.0, ge=0, description="Seconds in-flight work gets to finish on shutdown."
+    )
+    wait_timeout: float = Field(
+        default=30.0, gt=0, description="Longest add(wait=True) waits for its own turns."
+    )
+    recall_wait_timeout: float = Field(
+        default=3.0, ge=0, description="Longest recall waits for its own turns' ingestion."
+    )
     job_retry_base_seconds: float = Field(
         default=1.0, gt=0, description="First retry delay; doubles per attempt (max 5 min)."
     )
@@ -127,3 +141,18 @@ class MemhubSettings(BaseSettings):
     def llm_configured(self) -> bool:
         """True when an LLM endpoint is set, so consolidation can run."""
         return bool(self.llm_model and (self.llm_base_url or self.llm_api_key))
+
+
+def settings_error_line(exc: ValidationError, prefix: str = "MEMHUB_") -> str:
+    """One ``memhub:`` line naming each refused variable, for a command to print and exit.
+
+    The values are never repeated: a refused secret (an API key) must not reach a terminal
+    or a log.
+    """
+    problems = []
+    for error in exc.errors(include_input=False, include_url=False):
+        loc = error.get("loc") or ("?",)
+        name = str(loc[0])
+        variable = name if name.isupper() else prefix + name.upper()
+        problems.append(f"{variable}: {error.get('msg', 'invalid')}")
+    return "memhub: invalid setting " + "; ".join(problems)

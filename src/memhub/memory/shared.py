@@ -154,6 +154,8 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
             backoff_base=settings.job_retry_base_seconds,
             consolidation_delay=settings.consolidation_delay,
             max_turns_per_call=settings.max_turns_per_call,
+            lease_seconds=settings.job_lease_seconds,
+            shutdown_grace=settings.worker_shutdown_grace,
         ),
         consolidator=None if llm is None else Consolidator(llm, chosen),
     )

@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 from memhub.errors import ConfigurationError, MemoryNotFound
 from memhub.filters import Filter
 from memhub.store.database import AsyncConn
-from memhub.store.pg_bind import TURN_COLUMNS, Params, scope_where, vector_type_modifier
+from memhub.store.pg_bind import Params, scope_where, vector_type_modifier
 from memhub.store.pg_filters import compile_filter
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
@@ -23,11 +23,11 @@ from memhub.store.records import (
     NewMemory,
     Scope,
     TextRanking,
+    updated_metadata,
 )
 
 __all__ = [
     "SPACE_LOCK_ID",
-    "delete_all",
     "delete_memory",
     "ensure_embedding_space",
     "get_memory",
@@ -374,17 +374,18 @@ async def update_memory(
     conn: AsyncConn,
     scope: Scope | None,
     memory_id: UUID,
-    text: str,
-    hash_: str,
+    text: str | None,
+    hash_: str | None,
     vector: Any,
     metadata: dict[str, Any] | None,
     actor: str,
+    merge_metadata: bool = False,
 ) -> MemoryRecord:
     async with conn.transaction():
         old = await lock_memory(conn, scope, memory_id)
         query = sql.SQL(
-            "UPDATE memories m SET memory = %s, hash = %s, embedding = %s,"
-            " metadata = coalesce(%s, m.metadata), updated_at = now()"
+            "UPDATE memories m SET memory = coalesce(%s, m.memory), hash = coalesce(%s, m.hash),"
+            " embedding = coalesce(%s, m.embedding), metadata = %s, updated_at = now()"
             " WHERE m.id = %s RETURNING {cols}"
         ).format(cols=COLUMNS)
         cur = await conn.execute(
@@ -392,14 +393,15 @@ async def update_memory(
             (
                 text,
                 hash_,
-                np.asarray(vector, dtype=np.float32),
-                None if metadata is None else Jsonb(metadata),
+                None if vector is None else np.asarray(vector, dtype=np.float32),
+                Jsonb(updated_metadata(dict(old.metadata), metadata, merge=merge_metadata)),
                 memory_id,
             ),
         )
         row = await cur.fetchone()
         assert row is not None
-        await history_event(conn, old, "UPDATE", old.memory, text, actor)
+        new_text = old.memory if text is None else text
+        await history_event(conn, old, "UPDATE", old.memory, new_text, actor)
         return record_from_row(row)
 
 
@@ -451,29 +453,6 @@ async def delete_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID, a
         await history_event(conn, old, "DELETE", old.memory, None, actor)
 
 
-async def delete_all(conn: AsyncConn, scope: Scope) -> int:
-    """Everything of the scope; a user's scope also takes their conversation turns."""
-    params = Params()
-    where = scope_where(scope, params)
-    async with conn.transaction():
-        cur = await conn.execute(
-            sql.SQL("DELETE FROM memories m WHERE {}").format(where), params.values
-        )
-        removed = cur.rowcount
-        await conn.execute(
-            sql.SQL("DELETE FROM memory_history m WHERE {}").format(where), params.values
-        )
-        await conn.execute(
-            sql.SQL("DELETE FROM memory_jobs m WHERE {}").format(where), params.values
-        )
-        turns = Params()
-        turn_where = scope_where(scope, turns, alias=None, columns=TURN_COLUMNS)
-        await conn.execute(
-            sql.SQL("DELETE FROM conversation_context WHERE {}").format(turn_where), turns.values
-        )
-        return removed
-
-
 async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
     """The memory's events, preceded by those of the facts it superseded (the whole chain)."""
     params = Params()
@@ -505,5 +484,6 @@ async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list
 
 async def reset(conn: AsyncConn) -> None:
     await conn.execute(
-        "TRUNCATE memories, memory_history, memory_jobs, conversation_context RESTART IDENTITY"
+        "TRUNCATE memories, memory_history, memory_jobs, conversation_context,"
+        " idempotency_keys RESTART IDENTITY"
     )

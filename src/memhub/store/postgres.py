@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -10,7 +10,7 @@ from uuid import UUID
 
 from memhub.config import MemhubSettings
 from memhub.filters import Filter
-from memhub.store import pg_consolidation, pg_conversations, pg_jobs, pg_memories
+from memhub.store import pg_consolidation, pg_conversations, pg_erase, pg_jobs, pg_memories
 from memhub.store.database import AsyncConn, Database, acquire_database, release_database
 from memhub.store.errors import translate_errors
 from memhub.store.pg_jobs import PgJobBatch
@@ -19,8 +19,10 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
+    IdempotencyKey,
     Job,
     Lane,
+    Lease,
     MemoryRecord,
     NewJob,
     NewTurn,
@@ -38,6 +40,7 @@ class PostgresStore:
     def __init__(self, database: Database) -> None:
         self.database = database
         self._closed = False
+        self._cursors: dict[str, str | None] = {}  # per lane: the owner the last claim ended at
 
     @classmethod
     async def open(cls, settings: MemhubSettings) -> PostgresStore:
@@ -61,9 +64,14 @@ class PostgresStore:
             await pg_memories.ensure_embedding_space(conn, model_name, dimension)
 
     # -- conversations --------------------------------------------------------------------
-    async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
+    async def append_turns(
+        self,
+        turns: Sequence[NewTurn],
+        job: NewJob | None,
+        idempotency: IdempotencyKey | None = None,
+    ) -> list[int]:
         async with self._connect("storing conversation turns") as conn:
-            return await pg_conversations.append_turns(conn, turns, job)
+            return await pg_conversations.append_turns(conn, turns, job, idempotency)
 
     async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:
         async with self._connect("reading conversation turns") as conn:
@@ -110,15 +118,17 @@ class PostgresStore:
         self,
         scope: Scope | None,
         memory_id: UUID,
-        text: str,
-        hash_: str,
-        vector: Vector,
+        text: str | None,
+        hash_: str | None,
+        vector: Vector | None,
         metadata: dict[str, Any] | None,
         actor: str,
+        *,
+        merge_metadata: bool = False,
     ) -> MemoryRecord:
         async with self._connect("updating a memory") as conn:
             return await pg_memories.update_memory(
-                conn, scope, memory_id, text, hash_, vector, metadata, actor
+                conn, scope, memory_id, text, hash_, vector, metadata, actor, merge_metadata
             )
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:
@@ -127,7 +137,7 @@ class PostgresStore:
 
     async def delete_all(self, scope: Scope) -> int:
         async with self._connect("deleting a scope") as conn:
-            return await pg_memories.delete_all(conn, scope)
+            return await pg_erase.delete_all(conn, scope)
 
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
         async with self._connect("reading memory history") as conn:
@@ -138,14 +148,41 @@ class PostgresStore:
             await pg_memories.reset(conn)
 
     # -- jobs -----------------------------------------------------------------------------
-    def claim_jobs(self, limit: int, lane: Lane) -> AbstractAsyncContextManager[PgJobBatch]:
-        return pg_jobs.claim_jobs(self.database, limit, lane)
+    async def claim_jobs(self, lane: Lane, limit: int, lease: Lease) -> list[Job]:
+        jobs, self._cursors[lane.name] = await pg_jobs.claim_jobs(
+            self.database, lane, limit, lease, self._cursors.get(lane.name)
+        )
+        return jobs
 
-    async def fail_jobs(
-        self, job_ids: Sequence[int], error: str, retry_at: datetime, max_attempts: int
+    def apply_jobs(
+        self, jobs: Sequence[Job], owner: str, read_set: Mapping[UUID, str]
+    ) -> AbstractAsyncContextManager[PgJobBatch]:
+        return pg_jobs.apply_jobs(self.database, jobs, owner, read_set)
+
+    async def release_jobs(
+        self,
+        job_ids: Sequence[int],
+        owner: str,
+        error: str | None,
+        retry_at: datetime,
+        max_attempts: int,
     ) -> int:
-        async with self._connect("recording a failed job") as conn:
-            return await pg_jobs.fail_jobs(conn, job_ids, error, retry_at, max_attempts)
+        async with self._connect("releasing jobs") as conn:
+            return await pg_jobs.release_jobs(conn, job_ids, owner, error, retry_at, max_attempts)
+
+    async def extend_leases(self, job_ids: Sequence[int], owner: str, seconds: float) -> int:
+        async with self._connect("extending job leases") as conn:
+            return await pg_jobs.extend_leases(conn, job_ids, owner, seconds)
+
+    async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
+        async with self._connect("reading conversation turns") as conn:
+            return await pg_conversations.turns_by_ids(conn, ids)
+
+    async def pending_turn_jobs(
+        self, scope: Scope, turn_ids: Sequence[int], kinds: Sequence[str] | None
+    ) -> int:
+        async with self._connect("counting jobs") as conn:
+            return await pg_jobs.pending_turn_jobs(conn, scope, turn_ids, kinds)
 
     async def pending_jobs(self, scope: Scope | None = None) -> int:
         async with self._connect("counting jobs") as conn:

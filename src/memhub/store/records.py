@@ -9,10 +9,13 @@ from uuid import UUID
 
 __all__ = [
     "DEFAULT_TEXT_RANKING",
+    "OWN_METADATA_KEYS",
     "Candidate",
     "HistoryEvent",
+    "IdempotencyKey",
     "Job",
     "Lane",
+    "Lease",
     "MemoryRecord",
     "NewJob",
     "NewMemory",
@@ -20,6 +23,7 @@ __all__ = [
     "Scope",
     "TextRanking",
     "Turn",
+    "updated_metadata",
     "usage_summary",
 ]
 
@@ -31,6 +35,14 @@ class Scope:
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """Whose queue its jobs are in: ``coalesce(user_id, agent_id, run_id, '')``."""
+        for value in (self.user_id, self.agent_id, self.run_id):
+            if value is not None:
+                return value
+        return ""
 
     def is_empty(self) -> bool:
         return self.user_id is None and self.agent_id is None and self.run_id is None
@@ -74,6 +86,37 @@ class Turn:
     created_at: datetime | None
 
 
+OWN_METADATA_KEYS = ("role", "session_id", "provenance")
+"""Metadata keys memhub writes itself; updates keep their stored values whatever is sent."""
+
+
+def updated_metadata(
+    old: dict[str, Any], new: dict[str, Any] | None, *, merge: bool
+) -> dict[str, Any]:
+    """A memory's metadata after an update: ``new`` replaces (or with ``merge`` is merged
+    into) the caller's keys; memhub's own keys keep their stored values either way."""
+    if new is None:
+        return dict(old)
+    own = {key: old[key] for key in OWN_METADATA_KEYS if key in old}
+    base = dict(old) if merge else {}
+    return {**base, **{k: v for k, v in new.items() if k not in OWN_METADATA_KEYS}, **own}
+
+
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """A caller's key for one add: a retry with the same key stores nothing again.
+
+    Attributes:
+        owner: The scope the key belongs to, as stored (keys of different scopes never meet).
+        key: The caller's key.
+        fingerprint: A hash of the request; the same key with another request is refused.
+    """
+
+    owner: str
+    key: str
+    fingerprint: str
+
+
 @dataclass(frozen=True)
 class NewJob:
     """Background work queued with the turns it is about; the store adds their ids."""
@@ -95,6 +138,11 @@ class Job:
     created_at: datetime
     status: str = "queued"  # queued | parked
     last_error: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """Whose queue the job is in: ``coalesce(user_id, agent_id, run_id, '')``."""
+        return self.scope.owner
 
 
 @dataclass(frozen=True)
@@ -170,6 +218,9 @@ class Lane:
     kinds: tuple[str, ...]
     exclude: bool = False
     ordered: bool = True  # False: jobs of one owner may be processed concurrently
+    # An owner's jobs wait while the owner has queued jobs of other lanes created before the
+    # first of them became ready (consolidation waits for its window's turns to be ingested).
+    after_other_lanes: bool = False
 
     def admits(self, kind: str) -> bool:
         return (kind in self.kinds) != self.exclude
@@ -177,6 +228,21 @@ class Lane:
     @property
     def name(self) -> str:
         return ("!" if self.exclude else "") + ",".join(sorted(self.kinds))
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who claims jobs and on what terms.
+
+    Attributes:
+        owner: This worker's id, written on every job it leases.
+        seconds: How long a lease lasts unless extended; an expired lease is claimed again.
+        max_attempts: Claims a job gets; one found expired after that many is parked.
+    """
+
+    owner: str
+    seconds: float
+    max_attempts: int
 
 
 @dataclass(frozen=True)
