@@ -12,6 +12,8 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
+from pydantic import SecretStr
+
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder, create_embedder
 from memhub.engine.consolidate import Consolidator
@@ -41,10 +43,14 @@ def llm_from_settings(settings: MemhubSettings) -> LLM | None:
         settings.llm_provider,
         model=settings.llm_model,
         base_url=settings.llm_base_url,
-        api_key=settings.llm_api_key,
+        api_key=_secret(settings.llm_api_key),
         timeout=settings.llm_timeout,
         max_retries=settings.llm_max_retries,
     )
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return None if value is None else value.get_secret_value()
 
 
 def embedder_from_settings(settings: MemhubSettings) -> Embedder:
@@ -55,7 +61,7 @@ def embedder_from_settings(settings: MemhubSettings) -> Embedder:
         settings.embedder,
         model=settings.embedder_model,
         base_url=settings.embedder_base_url,
-        api_key=settings.embedder_api_key,
+        api_key=_secret(settings.embedder_api_key),
         dimension=settings.embedder_dimension,
     )
 

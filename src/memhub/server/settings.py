@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from memhub.config import EnvSettings
 
 __all__ = ["ServerSettings"]
 
 
-class ServerSettings(BaseSettings):
-    """How ``memhub serve`` listens and authenticates. Construct directly, or with :meth:`from_env`.
+class ServerSettings(EnvSettings):
+    """How ``memhub serve`` listens and authenticates. Read ``MEMHUB_*`` with :meth:`from_env`.
 
     Attributes:
         admin_key: A key with every right (managing keys, all users' data). Unset, the first
@@ -29,8 +31,3 @@ class ServerSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     auth: Literal["on", "off"] = "on"
-
-    @classmethod
-    def from_env(cls, **overrides: Any) -> ServerSettings:
-        """Settings from ``MEMHUB_*``; explicit, non-None overrides win."""
-        return cls(**{key: value for key, value in overrides.items() if value is not None})
