@@ -23,7 +23,7 @@ from memhub.errors import Conflict, MemhubError, ProviderOutputError, StoreUnava
 from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch, Store
 from memhub.store.records import Job, Lane, NewJob, NewMemory, Turn
-from memhub.telemetry import operation
+from memhub.telemetry import instruments, operation, queue_depth
 
 __all__ = ["Worker", "WorkerConfig"]
 
@@ -95,6 +95,7 @@ class Worker:
         while not stop.is_set():
             try:
                 done = await self.run_once()
+                await self._count_queue_for_metrics()
             except StoreUnavailable as exc:
                 if stop.is_set():
                     break
@@ -107,6 +108,13 @@ class Worker:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.config.poll_interval)
+
+    async def _count_queue_for_metrics(self) -> None:
+        # A query, so only while a metric reader collects memhub.queue.depth (rate-limited).
+        instruments()  # creates the gauge once, so that a reader can ask for it
+        depth = queue_depth()
+        if depth.due():
+            depth.update(await self.store.job_counts())
 
     async def run_once(self) -> int:
         """Claim and process one batch per lane; returns how many jobs finished."""
