@@ -16,7 +16,7 @@ LAYERS: dict[str, int] = {
     "messages": 0,
     "filters": 0,
     "telemetry": 0,
-    "testing": 0,
+    "testing": 2,
     "store": 1,
     "embed": 1,
     "llm": 1,
