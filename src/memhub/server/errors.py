@@ -12,7 +12,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from memhub.errors import MemhubError, MemoryNotFound, StoreUnavailable, UsageError
+from memhub.errors import (
+    MemhubError,
+    MemoryNotFound,
+    StatementTimeout,
+    StoreUnavailable,
+    UsageError,
+)
 
 __all__ = ["install_error_handlers"]
 
@@ -93,6 +99,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(UsageError, _usage)
     app.add_exception_handler(MemoryNotFound, _not_found)
     app.add_exception_handler(StoreUnavailable, _unavailable)
+    app.add_exception_handler(StatementTimeout, _unavailable)  # overloaded: retry later
     app.add_exception_handler(MemhubError, _internal)
     # Anything else: Starlette answers with this handler, then re-raises so the server logs it.
     app.add_exception_handler(Exception, _internal)

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import psycopg
 import psycopg_pool
 
-from memhub.errors import Conflict, StoreError, StoreUnavailable
+from memhub.errors import Conflict, StatementTimeout, StoreError, StoreUnavailable
 
 __all__ = ["translate_errors"]
 
@@ -22,9 +22,11 @@ def translate_errors(action: str) -> Iterator[None]:
         raise Conflict(f"{action}: a concurrent change won; retry ({exc})") from exc
     except psycopg_pool.PoolTimeout as exc:
         raise StoreUnavailable(f"{action}: no database connection available ({exc})") from exc
+    except psycopg.errors.QueryCanceled as exc:
+        # Before OperationalError, its base class: a statement that times out fails the work
+        # that ran it (a job counts an attempt), where an unreachable database does not.
+        raise StatementTimeout(f"{action}: statement timed out or was cancelled ({exc})") from exc
     except (psycopg.OperationalError, psycopg.errors.AdminShutdown, OSError) as exc:
         raise StoreUnavailable(f"{action}: database unavailable ({exc})") from exc
-    except psycopg.errors.QueryCanceled as exc:
-        raise StoreUnavailable(f"{action}: statement timed out ({exc})") from exc
     except psycopg.Error as exc:
         raise StoreError(f"{action}: {exc}") from exc
