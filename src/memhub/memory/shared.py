@@ -49,8 +49,11 @@ def llm_from_settings(settings: MemhubSettings) -> LLM | None:
     )
 
 
-def _secret(value: SecretStr | None) -> str | None:
-    return None if value is None else value.get_secret_value()
+def _secret(value: object) -> str | None:
+    # model_copy(update=...) skips validation, so a plain str may sit in a SecretStr field.
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    return None if value is None else str(value)
 
 
 def embedder_from_settings(settings: MemhubSettings) -> Embedder:
