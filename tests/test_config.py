@@ -46,3 +46,20 @@ def test_api_keys_are_secret_in_repr() -> None:
 def test_the_test_environment_holds_no_memhub_variables() -> None:
     # tests/fix_env.py strips them before every test.
     assert memhub_variables(os.environ) == []
+
+
+def test_arkos_memory_reads_the_environment_explicit_settings_do_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memhub import AsyncMemory, Memory
+
+    monkeypatch.setenv("DB_URL", "postgresql://arkos@db/arkos")
+    monkeypatch.setenv("MEMHUB_LLM_MODEL", "qwen2.5:7b")
+    # ARKOS: Memory(user_id, session_id, db_url, use_long_term) and the environment applies.
+    arkos = Memory("user-1", "session-1", None, True)
+    assert arkos.settings.database_url == "postgresql://arkos@db/arkos"
+    assert arkos.settings.llm_model == "qwen2.5:7b"
+    given = AsyncMemory("user-1", "session-1", "postgresql://given/db", True)
+    assert given.settings.database_url == "postgresql://given/db"  # an explicit db_url wins
+    explicit = AsyncMemory("user-1", settings=MemhubSettings(worker="off"))
+    assert explicit.settings.database_url is None and explicit.settings.llm_model is None

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from memhub import AsyncMemory, MemhubSettings
-from memhub.telemetry import METRIC_ATTRIBUTES, operation, queue_depth
+from memhub.telemetry import METRIC_ATTRIBUTES, QueueDepth, operation, queue_depth
 from memhub.testing import ScriptedOpenAIServer
 
 _installed: tuple[InMemorySpanExporter, InMemoryMetricReader] | None = None
@@ -128,3 +128,21 @@ def test_counts_reach_spans_but_not_metric_series(
         "memhub.agent": "a",
         "memhub.outcome": "ok",
     }
+
+
+def test_the_queue_is_counted_only_after_a_reader_asks_and_at_most_once_per_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr("memhub.telemetry.time.monotonic", lambda: clock[0])
+    depth = QueueDepth(interval=15.0)
+    assert not depth.due()  # no reader: never counted
+    assert list(depth.observe(None)) == []  # type: ignore[arg-type]
+    assert depth.due()
+    depth.update({"queued": 3, "parked": 0})
+    assert not depth.due()
+    observed = {o.attributes["memhub.status"]: o.value for o in depth.observe(None)}  # type: ignore[arg-type, index]
+    assert observed == {"queued": 3, "parked": 0}
+    assert not depth.due()  # asked again, but within the interval
+    clock[0] += 15.0
+    assert depth.due()
