@@ -7,6 +7,7 @@ that are about the environment set the variables they need with ``monkeypatch``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import pytest
 
@@ -15,7 +16,7 @@ _READ_BY_MEMHUB = ("MEMHUB_", "MEM0_", "MEM0__")
 _NAMES = ("DB_URL", "OPENAI_API_KEY")
 
 
-def memhub_variables(environ: dict[str, str] | os._Environ[str]) -> list[str]:
+def memhub_variables(environ: Mapping[str, str]) -> list[str]:
     """The names in ``environ`` that memhub (or a seed it honours) reads."""
     return [
         name
