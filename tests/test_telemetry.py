@@ -136,13 +136,13 @@ def test_the_queue_is_counted_only_after_a_reader_asks_and_at_most_once_per_inte
     clock = [100.0]
     monkeypatch.setattr("memhub.telemetry.time.monotonic", lambda: clock[0])
     depth = QueueDepth(interval=15.0)
-    assert not depth.due()  # no reader: never counted
+    assert not depth.claim()  # no reader: never counted
     assert list(depth.observe(None)) == []  # type: ignore[arg-type]
-    assert depth.due()
+    assert depth.claim()
+    assert not depth.claim()  # one worker loop counts, the others do not
     depth.update({"queued": 3, "parked": 0})
-    assert not depth.due()
     observed = {o.attributes["memhub.status"]: o.value for o in depth.observe(None)}  # type: ignore[arg-type, index]
     assert observed == {"queued": 3, "parked": 0}
-    assert not depth.due()  # asked again, but within the interval
+    assert not depth.claim()  # asked again, but within the interval
     clock[0] += 15.0
-    assert depth.due()
+    assert depth.claim()

@@ -130,15 +130,21 @@ class QueueDepth:
         self._asked = False
         self._counted_at = float("-inf")
 
-    def due(self) -> bool:
-        """True when a reader has asked since the last count and ``interval`` has passed."""
-        return self._asked and time.monotonic() - self._counted_at >= self.interval
+    def claim(self) -> bool:
+        """True, for one caller, when a reader has asked and ``interval`` has passed.
+
+        The caller then counts and passes the counts to :meth:`update`; concurrent worker
+        loops do not count twice.
+        """
+        now = time.monotonic()
+        if not self._asked or now - self._counted_at < self.interval:
+            return False
+        self._asked, self._counted_at = False, now
+        return True
 
     def update(self, counts: Mapping[str, int]) -> None:
         """Record the counts per status a worker just read."""
         self._counts = dict(counts)
-        self._counted_at = time.monotonic()
-        self._asked = False
 
     def observe(self, _options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:
         """The gauge's callback: the last counts, and a request for fresh ones."""

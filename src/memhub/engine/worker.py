@@ -113,7 +113,7 @@ class Worker:
         # A query, so only while a metric reader collects memhub.queue.depth (rate-limited).
         instruments()  # creates the gauge once, so that a reader can ask for it
         depth = queue_depth()
-        if depth.due():
+        if depth.claim():
             depth.update(await self.store.job_counts())
 
     async def run_once(self) -> int:
