@@ -123,10 +123,14 @@ class Memory:
             infer: With an LLM configured, extract facts; False stores each turn as it is.
             memory_type: Mem0's ``"procedural_memory"`` for an agent run summary.
             timestamp: When the messages were said (historic imports); default now.
-            wait: Return only once the memories are searchable.
+            wait: Wait (up to ``settings.wait_timeout`` seconds) until these messages' own
+                jobs are done, then return what they became. Other scopes' jobs are never
+                waited for, nor run: a worker (in-process or ``memhub worker``) does them.
 
         Returns:
             ``{"results": [...]}``: with ``wait`` the memories added, else empty (queued).
+            With ``wait``, ``"timed_out": True`` says the deadline passed first: the results
+            are what is searchable so far.
         """
         return run_sync(
             self._async.add(
