@@ -66,8 +66,8 @@ class StoreUnavailable(StoreError):
 class StatementTimeout(StoreError):
     """A statement ran past ``statement_timeout_ms`` (or was cancelled); the database is up.
 
-    Unlike :class:`StoreUnavailable` it is a failure of the work that ran the statement: a
-    background job counts an attempt, and is parked after too many.
+    Not a :class:`StoreUnavailable`: the work that ran the statement failed (a background job
+    counts an attempt and is parked after too many), the database did not go away.
     """
 
     __module__ = "memhub"
