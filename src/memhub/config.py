@@ -12,10 +12,16 @@ from pathlib import Path
 from typing import Any, Literal, Self
 from urllib.parse import quote
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-__all__ = ["EnvSettings", "MemhubSettings", "default_data_dir", "postgres_url"]
+__all__ = [
+    "EnvSettings",
+    "MemhubSettings",
+    "default_data_dir",
+    "postgres_url",
+    "settings_error_line",
+]
 
 # Set only while from_env() builds an object: explicit construction never sees the environment.
 _READING_ENVIRONMENT: ContextVar[bool] = ContextVar("memhub_reading_environment", default=False)
@@ -111,6 +117,8 @@ class MemhubSettings(EnvSettings):
     # -- limits ------------------------------------------------------------------------
     max_id_length: int = Field(default=255, ge=1, description="ARKOS's VARCHAR(255) ids.")
     max_text_chars: int = Field(default=32_000, ge=1)
+    max_metadata_bytes: int = Field(default=16_384, ge=2, description="Metadata as JSON.")
+    max_metadata_depth: int = Field(default=8, ge=1, description="Nesting of metadata.")
 
     # -- embedder ----------------------------------------------------------------------
     embedder: str = Field(default="minilm", description="minilm | openai | vllm | ollama | tei")
@@ -175,3 +183,18 @@ class MemhubSettings(EnvSettings):
     def llm_configured(self) -> bool:
         """True when an LLM endpoint is set, so consolidation can run."""
         return bool(self.llm_model and (self.llm_base_url or self.llm_api_key))
+
+
+def settings_error_line(exc: ValidationError, prefix: str = "MEMHUB_") -> str:
+    """One ``memhub:`` line naming each refused variable, for a command to print and exit.
+
+    The values are never repeated: a refused secret (an API key) must not reach a terminal
+    or a log.
+    """
+    problems = []
+    for error in exc.errors(include_input=False, include_url=False):
+        loc = error.get("loc") or ("?",)
+        name = str(loc[0])
+        variable = name if name.isupper() else prefix + name.upper()
+        problems.append(f"{variable}: {error.get('msg', 'invalid')}")
+    return "memhub: invalid setting " + "; ".join(problems)

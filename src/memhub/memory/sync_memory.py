@@ -111,6 +111,7 @@ class Memory:
         memory_type: str | None = None,
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Store messages and queue them for long-term memory; returns once they are durable.
 
@@ -126,6 +127,10 @@ class Memory:
             wait: Wait (up to ``settings.wait_timeout`` seconds) until these messages' own
                 jobs are done, then return what they became. Other scopes' jobs are never
                 waited for, nor run: a worker (in-process or ``memhub worker``) does them.
+            idempotency_key: A key of the caller's choosing for this call; calling again with
+                the same key, scope and messages returns the first call's result and writes
+                nothing (a retry after a dropped connection). Another request under a used
+                key raises :class:`UsageError`.
 
         Returns:
             ``{"results": [...]}``: with ``wait`` the memories added, else empty (queued).
@@ -143,6 +148,7 @@ class Memory:
                 memory_type=memory_type,
                 timestamp=timestamp,
                 wait=wait,
+                idempotency_key=idempotency_key,
             )
         )
 
@@ -218,19 +224,33 @@ class Memory:
     def update(
         self,
         memory_id: str | uuid.UUID,
-        data: str,
+        data: str | None = None,
         *,
         metadata: dict[str, Any] | None = None,
+        merge_metadata: bool = False,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory's text (and optionally its metadata); the old text stays in history."""
+        """Correct a memory's text and/or metadata; the old text stays in history.
+
+        Args:
+            memory_id: The memory.
+            data: The new text; None keeps it (a metadata-only change).
+            metadata: Replaces the caller's metadata keys (``merge_metadata``: is merged into
+                them). memhub's own keys (``role``, ``session_id``, ``provenance``) keep their
+                stored values either way.
+            merge_metadata: Merge instead of replace (``PATCH`` semantics).
+            user_id: With agent_id / run_id: only inside this scope.
+            agent_id: See user_id.
+            run_id: See user_id.
+        """
         return run_sync(
             self._async.update(
                 memory_id,
                 data,
                 metadata=metadata,
+                merge_metadata=merge_metadata,
                 user_id=user_id,
                 agent_id=agent_id,
                 run_id=run_id,
