@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memhub.testing.fake_embedder import FakeEmbedder
 from memhub.testing.openai_server import (
     DelayedReply,
     HTTPErrorReply,
@@ -15,6 +16,7 @@ from memhub.testing.openai_server import (
 
 __all__ = [
     "DelayedReply",
+    "FakeEmbedder",
     "HTTPErrorReply",
     "RawReply",
     "RecordedRequest",
