@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "agent": 4,
     "server": 4,
     "mcp": 4,
+    "integrations": 4,
     "cli": 5,
 }
 SIBLINGS_ALLOWED = {0}

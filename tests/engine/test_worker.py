@@ -140,8 +140,9 @@ async def test_concurrent_batches_on_one_user_with_duplicates(
     settings: MemhubSettings, db_url: str
 ) -> None:
     # Jobs alternate between two sets of texts (H L L H H L ...), so concurrent batches of two
-    # jobs meet the same duplicates in opposite job orders. Whether they would have deadlocked
-    # depends on timing; what must always hold is below: no failed batch, each text once.
+    # jobs meet the same texts in opposite job orders. Whether they would have deadlocked
+    # depends on timing; what must always hold is below: no failed batch, and every turn kept
+    # as its own memory (turn memories are not deduplicated, as in Mem0).
     quiet = settings.model_copy(update={"worker": "off", "worker_batch_size": 2})
     high = [f"repeated fact {n}" for n in range(10, 20)]
     low = [f"repeated fact {n}" for n in range(10)]
@@ -157,7 +158,8 @@ async def test_concurrent_batches_on_one_user_with_duplicates(
 
         await asyncio.gather(drain(), drain(), drain())
         assert engine.worker.failed == 0
-    assert await _count(db_url, "SELECT count(*) FROM memories") == 20
+    assert await _count(db_url, "SELECT count(*) FROM memories") == 600
+    assert await _count(db_url, "SELECT count(DISTINCT memory) FROM memories") == 20
     assert await _count(db_url, "SELECT count(*) FROM memory_jobs") == 0
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator, fact_scope
-from memhub.engine.ingest import INGEST_JOB, memories_from_turns
+from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
 from memhub.errors import Conflict, ProviderOutputError, StoreUnavailable
 from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch, Store
@@ -308,7 +308,10 @@ class Worker:
         )
         memories: list[NewMemory] = []
         for (job, turn), vector in zip(said, vectors, strict=True):
-            memories += memories_from_turns([turn], job.scope, [vector], _memory_type(self, job))
+            ids = assigned_memory_ids(job.payload)  # the ids add() already returned
+            memories += memories_from_turns(
+                [turn], job.scope, [vector], _memory_type(self, job), ids
+            )
         jobs = {job.id: job for job, _, _ in part} | {job.id: job for job in empty}
         complete = [job for job, index, _ in part if index == last[job.id]] + list(empty)
         async with self.store.apply_jobs(list(jobs.values()), self.id, {}) as batch:

@@ -99,6 +99,11 @@ class Memory:
         memory._async = AsyncMemory.from_config(config)
         return memory
 
+    @property
+    def extracts_facts(self) -> bool:
+        """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
+        return self._async.extracts_facts
+
     def add(
         self,
         messages: Any,
@@ -111,6 +116,7 @@ class Memory:
         memory_type: str | None = None,
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
+        remember_roles: Sequence[str] | None = None,
         idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Store messages and queue them for long-term memory; returns once they are durable.
@@ -127,15 +133,22 @@ class Memory:
             wait: Wait (up to ``settings.wait_timeout`` seconds) until these messages' own
                 jobs are done, then return what they became. Other scopes' jobs are never
                 waited for, nor run: a worker (in-process or ``memhub worker``) does them.
+            remember_roles: Only messages of these roles go to long-term memory (the others
+                are kept as conversation turns only); None: every message.
             idempotency_key: A key of the caller's choosing for this call; calling again with
                 the same key, scope and messages returns the first call's result and writes
                 nothing (a retry after a dropped connection). Another request under a used
                 key raises :class:`UsageError`.
 
         Returns:
-            ``{"results": [...]}``: with ``wait`` the memories added, else empty (queued).
-            With ``wait``, ``"timed_out": True`` says the deadline passed first: the results
-            are what is searchable so far.
+            ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
+            becomes one memory (``infer=False``, or no LLM configured) its id is assigned now:
+            ``{"id", "memory", "event": "ADD", "actor_id", "role", "status": "PENDING"}``,
+            searchable once the worker has embedded it (usually within moments). When an LLM
+            will extract facts, they are not known yet: one ``{"message", "status":
+            "PENDING", "event_id"}`` entry, as Mem0's asynchronous mode returns. With
+            ``wait``, the memories themselves (``"status": "DONE"``); ``"timed_out": True``
+            says the deadline passed first: the results are what is searchable so far.
         """
         return run_sync(
             self._async.add(
@@ -148,6 +161,7 @@ class Memory:
                 memory_type=memory_type,
                 timestamp=timestamp,
                 wait=wait,
+                remember_roles=remember_roles,
                 idempotency_key=idempotency_key,
             )
         )
@@ -163,12 +177,26 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         include_superseded: bool = False,
+        top_k: int | None = None,
+        as_of: datetime | str | float | None = None,
     ) -> dict[str, list[MemoryItem]]:
         """Memories relevant to ``query``, best first, by meaning and by words.
+
+        Args:
+            query: What to look for.
+            user_id: Whose memories (or pass scope ids inside ``filters``, Mem0 2.x style).
+            agent_id: The agent's memories.
+            run_id: The run's memories.
+            limit: Most results (default 100); ``top_k`` is the Mem0 2.x name.
+            filters: Mem0's filter language; may carry ``user_id`` / ``agent_id`` / ``run_id``.
+            threshold: Smallest score kept, in [0, 1].
+            include_superseded: Also search facts that were replaced.
+            top_k: Same as ``limit``.
+            as_of: Only what was true then: facts valid at that moment, superseded or not.
 
         Returns:
             ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
@@ -183,6 +211,8 @@ class Memory:
                 filters=filters,
                 threshold=threshold,
                 include_superseded=include_superseded,
+                top_k=top_k,
+                as_of=as_of,
             )
         )
 
@@ -206,10 +236,14 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         include_superseded: bool = False,
+        top_k: int | None = None,
     ) -> dict[str, list[MemoryItem]]:
-        """The scope's memories, newest first."""
+        """The scope's memories, newest first (at most ``limit`` / ``top_k``, default 100).
+
+        The scope ids may also come inside ``filters`` (Mem0 2.x).
+        """
         return run_sync(
             self._async.get_all(
                 user_id=user_id,
@@ -218,6 +252,7 @@ class Memory:
                 filters=filters,
                 limit=limit,
                 include_superseded=include_superseded,
+                top_k=top_k,
             )
         )
 
@@ -226,6 +261,7 @@ class Memory:
         memory_id: str | uuid.UUID,
         data: str | None = None,
         *,
+        text: str | None = None,
         metadata: dict[str, Any] | None = None,
         merge_metadata: bool = False,
         user_id: str | None = None,
@@ -237,6 +273,7 @@ class Memory:
         Args:
             memory_id: The memory.
             data: The new text; None keeps it (a metadata-only change).
+            text: The same as ``data``, as Mem0 2.x names it.
             metadata: Replaces the caller's metadata keys (``merge_metadata``: is merged into
                 them). memhub's own keys (``role``, ``session_id``, ``provenance``) keep their
                 stored values either way.
@@ -249,6 +286,7 @@ class Memory:
             self._async.update(
                 memory_id,
                 data,
+                text=text,
                 metadata=metadata,
                 merge_metadata=merge_metadata,
                 user_id=user_id,
@@ -271,10 +309,22 @@ class Memory:
         )
 
     def delete_all(
-        self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Delete everything of the scope: memories, history, queued jobs and turns."""
-        return run_sync(self._async.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        """Delete everything of the scope: memories, history, queued jobs and turns.
+
+        ``filters`` may carry the scope ids (Mem0 2.x); no other filter is accepted here.
+        """
+        return run_sync(
+            self._async.delete_all(
+                user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters
+            )
+        )
 
     def history(
         self,
