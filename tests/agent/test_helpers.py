@@ -163,8 +163,10 @@ def test_build_config_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = build_config_from_env()
     assert settings.database_url == "postgresql://mem:p%40ss@db.internal:6543/postgres"
     assert (settings.embedder, settings.embedder_model) == ("openai", "text-embedding-3-small")
-    assert settings.embedder_dimension == 1536 and settings.embedder_api_key == "sk-test"
-    assert (settings.llm_model, settings.llm_api_key) == ("gpt-4o-mini", "sk-test")
+    assert settings.embedder_dimension == 1536 and settings.embedder_api_key is not None
+    assert settings.embedder_api_key.get_secret_value() == "sk-test"
+    assert settings.llm_model == "gpt-4o-mini" and settings.llm_api_key is not None
+    assert settings.llm_api_key.get_secret_value() == "sk-test"
 
     monkeypatch.setenv("MEMHUB_LLM_MODEL", "qwen2.5")  # memhub's own variables win
     monkeypatch.setenv("MEM0__PG_URI", "postgresql://u@h/db")

@@ -94,7 +94,9 @@ class MemorySession:
         if self.config.tags:
             metadata["tags"] = list(self.config.tags)
         try:
-            with telemetry.operation("agent.persist", {**self._attributes, "partial": partial}):
+            with telemetry.operation(
+                "agent.persist", {**self._attributes, "memhub.partial": partial}
+            ):
                 await self.client.add(
                     messages,
                     user_id=self.user_id,

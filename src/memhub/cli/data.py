@@ -441,13 +441,7 @@ async def _fill(conn: AsyncConn, embed: Embed, batch: int, progress: Progress) -
     from memhub.store import pg_reembed
 
     progress.total = await pg_reembed.count_pending(conn)
-    after: uuid.UUID | None = None
-    done = 0
-    while rows := await pg_reembed.pending_rows(conn, after, batch):
-        await pg_reembed.store_vectors(conn, rows, await embed([r.memory for r in rows]))
-        after = rows[-1].id
-        done += len(rows)
-        progress.update(done)
+    done = await pg_reembed.catch_up(conn, embed, batch, progress.update)
     progress.finish()
     return done
 

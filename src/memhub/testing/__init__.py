@@ -9,6 +9,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memhub.testing.fake_embedder import FakeEmbedder
     from memhub.testing.openai_server import (
         DelayedReply,
         HTTPErrorReply,
@@ -20,8 +21,26 @@ if TYPE_CHECKING:
         tool_call,
     )
 
+_HOMES = {
+    "FakeEmbedder": "memhub.testing.fake_embedder",
+    **dict.fromkeys(
+        (
+            "DelayedReply",
+            "HTTPErrorReply",
+            "RawReply",
+            "RecordedRequest",
+            "Reply",
+            "ScriptedOpenAIServer",
+            "deterministic_embedding",
+            "tool_call",
+        ),
+        "memhub.testing.openai_server",
+    ),
+}
+
 __all__ = [
     "DelayedReply",
+    "FakeEmbedder",
     "HTTPErrorReply",
     "RawReply",
     "RecordedRequest",
@@ -33,9 +52,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name not in __all__:
+    home = _HOMES.get(name)
+    if home is None:
         raise AttributeError(f"module 'memhub.testing' has no attribute {name!r}")
-    value = getattr(import_module("memhub.testing.openai_server"), name)
+    value = getattr(import_module(home), name)
     globals()[name] = value
     return value
 
