@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from memhub.cli.data import add_subcommands, dispatch
+from memhub.cli.db import add_db_command, run_db
 from memhub.config import MemhubSettings
 from memhub.errors import MemhubError
 
@@ -106,7 +107,10 @@ def _serve(settings: MemhubSettings, args: argparse.Namespace) -> int:
     from memhub.server import ServerSettings, serve
 
     logging.getLogger("memhub").setLevel(logging.INFO)
-    serve(settings, ServerSettings.from_env(host=args.host, port=args.port, auth=args.auth))
+    try:
+        serve(settings, ServerSettings.from_env(host=args.host, port=args.port, auth=args.auth))
+    except KeyboardInterrupt:  # Ctrl-C after uvicorn's graceful shutdown: exit handlers run
+        return 130
     return 0
 
 
@@ -133,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--user-id", required=True)
     search.add_argument("--limit", type=int, default=10)
     add_subcommands(commands)  # import, export, reembed, mcp
+    add_db_command(commands)
     return parser
 
 
@@ -158,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_jobs(settings, args.action, args.ids))
         if args.command == "search":
             return asyncio.run(_search(settings, args.query, args.user_id, args.limit))
+        if args.command == "db":
+            return run_db(args, settings)
         code = dispatch(args, settings)
         if code is not None:
             return code

@@ -21,7 +21,11 @@ from psycopg_pool import AsyncConnectionPool
 
 from memhub.config import MemhubSettings
 from memhub.errors import ConfigurationError
-from memhub.store.embedded import embedded_database_url
+from memhub.store.embedded import (
+    embedded_database_url,
+    embedded_server_died,
+    ensure_embedded_running,
+)
 from memhub.store.errors import translate_errors
 from memhub.store.migrate import apply_migrations
 
@@ -35,6 +39,7 @@ AsyncConn = psycopg.AsyncConnection[TupleRow]
 # A connection used this recently is trusted without a round trip: checking on every checkout
 # cost ~0.3 ms of the hot path, while a server that just went away fails the call either way.
 _FRESH_SECONDS = 2.0
+_WATCH_SECONDS = 0.5
 _last_returned: weakref.WeakKeyDictionary[AsyncConn, float] = weakref.WeakKeyDictionary()
 
 
@@ -76,6 +81,7 @@ class Database:
     pool: AsyncConnectionPool[AsyncConn] | None = None
     users: int = 0
     _open_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _watchdog: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
         """Migrate, then open the pool. Idempotent."""
@@ -104,6 +110,8 @@ class Database:
                 )
                 await pool.open(wait=False)
                 self.pool = pool
+                if self.settings.database_url is None:
+                    self._watchdog = asyncio.create_task(self._watch_embedded(pool))
 
     def _connection_kwargs(self) -> dict[str, object]:
         kwargs: dict[str, object] = {
@@ -123,12 +131,35 @@ class Database:
         if self.pool is None:
             await self.open()
         assert self.pool is not None
+        if self.settings.database_url is None and embedded_server_died(self.settings.data_dir):
+            await self._heal_embedded(self.pool)
         async with self.pool.connection() as conn:
             yield conn
+
+    async def _watch_embedded(self, pool: AsyncConnectionPool[AsyncConn]) -> None:
+        # Calls waiting for a connection would only find the dead postmaster after the pool's
+        # timeout; this look (one syscall) notices it within WATCH_SECONDS.
+        while True:
+            await asyncio.sleep(_WATCH_SECONDS)
+            if embedded_server_died(self.settings.data_dir):
+                try:
+                    await self._heal_embedded(pool)
+                except Exception:  # a background task: log, keep watching
+                    log.exception("restarting the embedded PostgreSQL failed")
+
+    async def _heal_embedded(self, pool: AsyncConnectionPool[AsyncConn]) -> None:
+        # The embedded postmaster crashed: restart it (bounded, logged) and drop the pool's
+        # dead connections, so this server heals without a restart of its own.
+        await asyncio.to_thread(ensure_embedded_running, self.settings.data_dir)
+        if not embedded_server_died(self.settings.data_dir):
+            await pool.check()
 
     async def close(self) -> None:
         """Close the pool; the object can be opened again later."""
         pool, self.pool = self.pool, None
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.cancel()
         if pool is not None:
             await pool.close()
 

@@ -1,0 +1,40 @@
+"""Fixtures of the operations tests: data directories, and no process outliving its test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.ops.procs import postmaster_pid, private_home, spawned, stop
+
+
+@pytest.fixture(autouse=True)
+def _end_spawned() -> Iterator[None]:
+    """Kill what a failed test left running (a passing test stops its own processes)."""
+    yield
+    while spawned:
+        proc = spawned.pop()
+        if proc.poll() is None:
+            stop(proc, signal.SIGKILL)
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A fresh data directory (see :func:`private_home`); its server stopped, then removed."""
+    path = private_home()
+    yield path
+    for proc in spawned:  # the processes using it first, or they would restart it
+        if proc.poll() is None:
+            stop(proc, signal.SIGKILL)
+    pid = postmaster_pid(path / "pg")
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGQUIT)  # immediate shutdown; its children follow
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(path, ignore_errors=True)
