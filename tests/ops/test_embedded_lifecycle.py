@@ -93,7 +93,9 @@ def test_postmaster_killed_under_load_serves_again_within_10_s(home: Path, tmp_p
         done.set()
         for loader in loaders:
             loader.join(timeout=30)
-    assert healed_after < 10, f"still failing {healed_after:.1f} s after the kill:\n{log.read_text()}"
+    assert healed_after < 10, (
+        f"still failing {healed_after:.1f} s after the kill:\n{log.read_text()}"
+    )
     new = postmaster_pid(pgdata)
     assert new is not None and new != old and pid_alive(new)
     assert "died; restarting" in log.read_text()
