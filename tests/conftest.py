@@ -1,3 +1,3 @@
 """Test plugins: one real embedded PostgreSQL per session, a fresh database per test."""
 
-pytest_plugins = ["tests.fix_postgres"]
+pytest_plugins = ["tests.fix_postgres", "tests.fix_pgbouncer"]

@@ -39,6 +39,14 @@ class MemhubSettings(BaseSettings):
     database_name: str = Field(
         default="memhub", description="Database created on the embedded server."
     )
+    pgbouncer: bool = Field(
+        default=False,
+        description="The URL goes through PgBouncer in transaction mode: no prepared statements"
+        " or session state; migrations only checked unless MEMHUB_DIRECT_DATABASE_URL is set.",
+    )
+    direct_database_url: str | None = Field(
+        default=None, description="PostgreSQL itself (not the pooler), used for migrations."
+    )
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=10, ge=1)
     connect_timeout: float = Field(

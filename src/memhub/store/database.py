@@ -27,7 +27,7 @@ from memhub.store.embedded import (
     ensure_embedded_running,
 )
 from memhub.store.errors import translate_errors
-from memhub.store.migrate import apply_migrations
+from memhub.store.migrate import apply_migrations, available_migrations
 
 __all__ = ["AsyncConn", "Database", "resolve_database_url"]
 
@@ -50,6 +50,14 @@ async def _stamp_returned(conn: AsyncConn) -> None:
 async def _check_stale(conn: AsyncConn) -> None:
     if time.monotonic() - _last_returned.get(conn, float("-inf")) > _FRESH_SECONDS:
         await AsyncConnectionPool.check_connection(conn)
+
+
+async def _configure_pooled_connection(conn: AsyncConn) -> None:
+    # Behind PgBouncer in transaction mode, a session setting lands on whichever server
+    # connection ran it; TimeZone is one of the few PgBouncer tracks and re-applies per
+    # client. hnsw.iterative_scan is set per search instead (PostgresStore.search_candidates).
+    await register_vector_async(conn)
+    await conn.execute("SET timezone TO 'UTC'")
 
 
 async def _configure_connection(conn: AsyncConn) -> None:
@@ -89,20 +97,18 @@ class Database:
             if self.pool is not None:
                 return
             with translate_errors("connecting to PostgreSQL"):
-                conn = await psycopg.AsyncConnection.connect(
-                    self.url,
-                    autocommit=True,
-                    connect_timeout=max(1, int(self.settings.connect_timeout)),
-                )
-                async with conn:
-                    await apply_migrations(conn)
+                await self._migrate()
                 pool: AsyncConnectionPool[AsyncConn] = AsyncConnectionPool(
                     self.url,
                     min_size=self.settings.pool_min_size,
                     max_size=self.settings.pool_max_size,
                     timeout=self.settings.connect_timeout,
                     kwargs=self._connection_kwargs(),
-                    configure=_configure_connection,
+                    configure=(
+                        _configure_pooled_connection
+                        if self.settings.pgbouncer
+                        else _configure_connection
+                    ),
                     check=_check_stale,
                     reset=_stamp_returned,
                     open=False,
@@ -113,11 +119,43 @@ class Database:
                 if self.settings.database_url is None:
                     self._watchdog = asyncio.create_task(self._watch_embedded(pool))
 
+    async def _migrate(self) -> None:
+        # Migrations hold a session-level advisory lock, which transaction pooling would
+        # hand to another client: behind PgBouncer they run on the direct URL, or are checked.
+        url = self.settings.direct_database_url if self.settings.pgbouncer else self.url
+        conn = await psycopg.AsyncConnection.connect(
+            url or self.url,
+            autocommit=True,
+            connect_timeout=max(1, int(self.settings.connect_timeout)),
+            prepare_threshold=None,
+        )
+        async with conn:
+            if url is not None:
+                await apply_migrations(conn)
+                return
+            done: set[str] = set()
+            cur = await conn.execute("SELECT to_regclass('memhub_schema_migrations')")
+            if (await cur.fetchone()) != (None,):
+                cur = await conn.execute("SELECT version FROM memhub_schema_migrations")
+                done = {str(row[0]) for row in await cur.fetchall()}
+        missing = [m.version for m in available_migrations() if m.version not in done]
+        if missing:
+            raise ConfigurationError(
+                f"the database lacks migrations {', '.join(missing)}; with MEMHUB_PGBOUNCER, "
+                "set MEMHUB_DIRECT_DATABASE_URL to PostgreSQL itself so memhub can apply them"
+            )
+
     def _connection_kwargs(self) -> dict[str, object]:
         kwargs: dict[str, object] = {
             "autocommit": True,
             "connect_timeout": max(1, int(self.settings.connect_timeout)),
         }
+        if self.settings.pgbouncer:
+            # PgBouncer 1.18 forwards no protocol-level prepared statements and refuses the
+            # `options` startup parameter; statement_timeout then belongs to the role
+            # (ALTER ROLE ... SET statement_timeout), see docs/scaling.md.
+            kwargs["prepare_threshold"] = None
+            return kwargs
         # UTC sessions: ARKOS's TIMESTAMP column then holds UTC wall time whoever writes it.
         options = "-c timezone=UTC"
         if self.settings.statement_timeout_ms:

@@ -32,6 +32,18 @@ from memhub.store.records import (
 __all__ = ["PostgresStore"]
 
 
+@asynccontextmanager
+async def _search_settings(conn: AsyncConn, pooled: bool) -> AsyncIterator[None]:
+    # Behind PgBouncer no session setting survives, so the search's own transaction sets
+    # what database._configure_connection sets per connection otherwise.
+    if not pooled:
+        yield
+        return
+    async with conn.transaction():
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        yield
+
+
 class PostgresStore:
     """memhub's data in one PostgreSQL database (with pgvector)."""
 
@@ -80,7 +92,8 @@ class PostgresStore:
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
-        async with self._connect("searching memories") as conn:
+        pooled = self.database.settings.pgbouncer
+        async with self._connect("searching memories") as conn, _search_settings(conn, pooled):
             return await pg_memories.search_candidates(
                 conn,
                 scope,
