@@ -146,7 +146,17 @@ class TcpPostgres:
             )
         else:  # a streaming replica of ``primary``
             self.pg.pg_basebackup(
-                ["-D", str(pgdata), "-d", primary.url("postgres"), "-R", "-X", "stream"],
+                [
+                    "-D",
+                    str(pgdata),
+                    "-d",
+                    primary.url("postgres"),
+                    "-R",
+                    "-X",
+                    "stream",
+                    "-c",
+                    "fast",
+                ],
                 user=self.user,
                 timeout=120,
             )

@@ -99,6 +99,9 @@ def _key(settings: MemhubSettings, embedder: Embedder | None) -> tuple[object, .
     return (
         id(asyncio.get_running_loop()),
         settings.database_url,
+        settings.read_database_url,
+        settings.read_your_writes_wait,
+        settings.pgbouncer,
         str(settings.data_dir),
         settings.embedder,
         settings.embedder_model,

@@ -88,6 +88,7 @@ class Database:
     settings: MemhubSettings
     pool: AsyncConnectionPool[AsyncConn] | None = None
     users: int = 0
+    migrate: bool = True  # False for read replicas: they replay the primary's schema
     _open_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _watchdog: asyncio.Task[None] | None = None
 
@@ -97,7 +98,8 @@ class Database:
             if self.pool is not None:
                 return
             with translate_errors("connecting to PostgreSQL"):
-                await self._migrate()
+                if self.migrate:
+                    await self._migrate()
                 pool: AsyncConnectionPool[AsyncConn] = AsyncConnectionPool(
                     self.url,
                     min_size=self.settings.pool_min_size,

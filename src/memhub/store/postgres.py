@@ -28,6 +28,7 @@ from memhub.store.records import (
     TextRanking,
     Turn,
 )
+from memhub.store.replicas import ReadRouter
 
 __all__ = ["PostgresStore"]
 
@@ -47,14 +48,17 @@ async def _search_settings(conn: AsyncConn, pooled: bool) -> AsyncIterator[None]
 class PostgresStore:
     """memhub's data in one PostgreSQL database (with pgvector)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, settings: MemhubSettings | None = None) -> None:
         self.database = database
         self._closed = False
+        settings = settings or database.settings
+        replicas = (settings.read_database_url or "").split()
+        self.reads = ReadRouter(database, settings, replicas) if replicas else None
 
     @classmethod
     async def open(cls, settings: MemhubSettings) -> PostgresStore:
         """Connect (starting the embedded server if no URL is set) and migrate."""
-        return cls(await acquire_database(settings))
+        return cls(await acquire_database(settings), settings)
 
     @asynccontextmanager
     async def _connect(self, action: str) -> AsyncIterator[AsyncConn]:
@@ -63,9 +67,26 @@ class PostgresStore:
             async with self.database.connection() as conn:
                 yield conn
 
+    @asynccontextmanager
+    async def _read(self, action: str, scope: Scope | None) -> AsyncIterator[AsyncConn]:
+        """A replica's connection when replicas are configured (read-your-writes), else ours."""
+        if self.reads is None:
+            async with self._connect(action) as conn:
+                yield conn
+            return
+        with translate_errors(action):
+            async with self.reads.connection(scope) as conn:
+                yield conn
+
+    async def _wrote(self, conn: AsyncConn, scope: Scope | None) -> None:
+        if self.reads is not None:
+            await self.reads.note_write(conn, scope)
+
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
+            if self.reads is not None:
+                await self.reads.close()
             await release_database(self.database)
 
     async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
@@ -75,7 +96,11 @@ class PostgresStore:
     # -- conversations --------------------------------------------------------------------
     async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
         async with self._connect("storing conversation turns") as conn:
-            return await pg_conversations.append_turns(conn, turns, job)
+            ids = await pg_conversations.append_turns(conn, turns, job)
+            if turns:
+                first = turns[0]
+                await self._wrote(conn, Scope(user_id=first.user_id, agent_id=first.agent_id))
+            return ids
 
     async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:
         async with self._connect("reading conversation turns") as conn:
@@ -93,7 +118,7 @@ class PostgresStore:
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
         pooled = self.database.settings.pgbouncer
-        async with self._connect("searching memories") as conn, _search_settings(conn, pooled):
+        async with self._read("searching memories", scope) as conn, _search_settings(conn, pooled):
             return await pg_memories.search_candidates(
                 conn,
                 scope,
@@ -106,7 +131,7 @@ class PostgresStore:
             )
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
-        async with self._connect("reading a memory") as conn:
+        async with self._read("reading a memory", scope) as conn:
             return await pg_memories.get_memory(conn, scope, memory_id)
 
     async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
@@ -116,7 +141,7 @@ class PostgresStore:
     async def list_memories(
         self, scope: Scope, filters: Filter | None, limit: int, include_superseded: bool
     ) -> list[MemoryRecord]:
-        async with self._connect("listing memories") as conn:
+        async with self._read("listing memories", scope) as conn:
             return await pg_memories.list_memories(conn, scope, filters, limit, include_superseded)
 
     async def update_memory(
@@ -130,17 +155,22 @@ class PostgresStore:
         actor: str,
     ) -> MemoryRecord:
         async with self._connect("updating a memory") as conn:
-            return await pg_memories.update_memory(
+            updated = await pg_memories.update_memory(
                 conn, scope, memory_id, text, hash_, vector, metadata, actor
             )
+            await self._wrote(conn, scope)
+            return updated
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:
         async with self._connect("deleting a memory") as conn:
             await pg_memories.delete_memory(conn, scope, memory_id, actor)
+            await self._wrote(conn, scope)
 
     async def delete_all(self, scope: Scope) -> int:
         async with self._connect("deleting a scope") as conn:
-            return await pg_memories.delete_all(conn, scope)
+            deleted = await pg_memories.delete_all(conn, scope)
+            await self._wrote(conn, scope)
+            return deleted
 
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
         async with self._connect("reading memory history") as conn:
@@ -149,6 +179,7 @@ class PostgresStore:
     async def reset(self) -> None:
         async with self._connect("resetting the store") as conn:
             await pg_memories.reset(conn)
+            await self._wrote(conn, None)
 
     # -- jobs -----------------------------------------------------------------------------
     def claim_jobs(self, limit: int, lane: Lane) -> AbstractAsyncContextManager[PgJobBatch]:
@@ -162,7 +193,10 @@ class PostgresStore:
 
     async def pending_jobs(self, scope: Scope | None = None) -> int:
         async with self._connect("counting jobs") as conn:
-            return await pg_jobs.pending_jobs(conn, scope)
+            pending = await pg_jobs.pending_jobs(conn, scope)
+            if pending == 0:  # a wait for this scope's jobs is over: its reads must see them
+                await self._wrote(conn, scope)
+            return pending
 
     async def job_counts(self) -> dict[str, int]:
         async with self._connect("counting jobs") as conn:

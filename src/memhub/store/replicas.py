@@ -1,0 +1,106 @@
+"""Reads on streaming replicas (``MEMHUB_READ_DATABASE_URL``), with read-your-writes.
+
+After a write, the primary's WAL position is remembered per scope; a read of that scope uses a
+replica only once it has replayed that position (waiting up to ``read_your_writes_wait``),
+else the primary. The guarantee holds within one process; other processes' writes show up on
+the replicas after their replication lag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import psycopg
+
+from memhub.config import MemhubSettings
+from memhub.store.database import AsyncConn, Database
+from memhub.store.records import Scope
+
+__all__ = ["ReadRouter", "lsn_value"]
+
+log = logging.getLogger(__name__)
+
+_MAX_FENCES = 100_000  # scopes remembered; the oldest are forgotten (they read the primary)
+_POLL_SECONDS = 0.01
+_ANY_SCOPE = ""  # the key of writes to anyone's data (reset, by-id calls without a scope)
+
+
+def lsn_value(lsn: str) -> int:
+    """PostgreSQL's ``X/Y`` WAL position as one comparable integer."""
+    high, _, low = lsn.partition("/")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+def _key(scope: Scope | None) -> str:
+    # Keyed by owner as the job queue is (user, else agent, else run): a write to a user's
+    # agent-and-run scope fences every read of that user.
+    if scope is None or scope.is_empty():
+        return _ANY_SCOPE
+    return str(scope.user_id or scope.agent_id or scope.run_id)
+
+
+class ReadRouter:
+    """Replica pools, and the WAL position each scope's reads must see."""
+
+    def __init__(self, primary: Database, settings: MemhubSettings, urls: list[str]) -> None:
+        self.primary = primary
+        self.wait = settings.read_your_writes_wait
+        self.replicas = [
+            Database(url=url, settings=primary.settings, migrate=False) for url in urls
+        ]
+        self._turn = itertools.cycle(range(len(self.replicas)))
+        self._fences: dict[str, int] = {}
+
+    async def note_write(self, conn: AsyncConn, scope: Scope | None) -> None:
+        """Remember the primary's WAL position after a write (or a wait) on ``scope``."""
+        cur = await conn.execute("SELECT pg_current_wal_lsn()::text")
+        row = await cur.fetchone()
+        assert row is not None
+        key = _key(scope)
+        self._fences.pop(key, None)
+        self._fences[key] = lsn_value(str(row[0]))
+        if len(self._fences) > _MAX_FENCES:
+            del self._fences[next(iter(self._fences))]
+
+    def _fence(self, scope: Scope | None) -> int:
+        fence = self._fences.get(_ANY_SCOPE, 0)
+        if scope is None or scope.is_empty():  # a read of anyone's data: the newest write
+            return max(self._fences.values(), default=0)
+        return max(fence, self._fences.get(_key(scope), 0))
+
+    @asynccontextmanager
+    async def connection(self, scope: Scope | None) -> AsyncIterator[AsyncConn]:
+        """A replica connection that has replayed ``scope``'s last write, else the primary's."""
+        replica = self.replicas[next(self._turn)]
+        fence = self._fence(scope)
+        async with AsyncExitStack() as stack:
+            try:
+                conn = await stack.enter_async_context(replica.connection())
+                on_replica = fence == 0 or await self._caught_up(conn, fence)
+            except (psycopg.OperationalError, OSError) as exc:  # no replica: the primary serves
+                log.warning("replica %s unavailable, reading the primary: %s", replica.url, exc)
+                on_replica = False
+            if not on_replica:
+                await stack.aclose()
+                conn = await stack.enter_async_context(self.primary.connection())
+            yield conn
+
+    async def _caught_up(self, conn: AsyncConn, fence: int) -> bool:
+        deadline = time.monotonic() + self.wait
+        while True:
+            cur = await conn.execute("SELECT pg_last_wal_replay_lsn()::text")
+            row = await cur.fetchone()
+            if row is not None and row[0] is not None and lsn_value(str(row[0])) >= fence:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(_POLL_SECONDS)
+
+    async def close(self) -> None:
+        for replica in self.replicas:
+            await replica.close()
