@@ -93,6 +93,7 @@ def test_postmaster_killed_under_load_serves_again_within_10_s(home: Path, tmp_p
         done.set()
         for loader in loaders:
             loader.join(timeout=30)
+    print(f"serving again {healed_after:.1f} s after the postmaster was killed")
     assert healed_after < 10, (
         f"still failing {healed_after:.1f} s after the kill:\n{log.read_text()}"
     )
@@ -129,3 +130,32 @@ def test_db_commands(home: Path, tmp_path: Path) -> None:
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     assert not pid_alive(status["pid"])
     assert db("status").returncode == 3
+
+
+def test_db_stop_is_not_healed_and_db_start_outlives_serve(home: Path, tmp_path: Path) -> None:
+    env = memhub_env(MEMHUB_DATA_DIR=str(home), MEMHUB_WORKER="off")
+    log = tmp_path / "serve.log"
+
+    def db(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*MEMHUB, "db", *args], env=env, capture_output=True, text=True, timeout=120
+        )
+
+    server, url = start_server(env, log)
+    assert db("stop").returncode == 0
+    time.sleep(3)  # the server's watchdog looks every 0.5 s
+    assert db("status").returncode == 3, "a server stopped on purpose was restarted"
+    assert log.read_text().count("was stopped; not restarting") == 1
+    assert httpx.get(f"{url}/healthz", timeout=10).status_code == 503
+
+    assert db("start").returncode == 0  # pinned: no process exit stops it now
+    deadline = time.monotonic() + 30  # the pool's reconnection backs off while it was down
+    while httpx.get(f"{url}/healthz", timeout=10).status_code != 200:
+        assert time.monotonic() < deadline, "serve never reconnected"
+        time.sleep(0.2)
+    postmaster = postmaster_pid(home / "pg")
+    assert postmaster is not None
+    stop(server, signal.SIGTERM)
+    assert pid_alive(postmaster), "db start keeps it running after serve exits"
+    assert db("stop").returncode == 0
+    assert wait_gone(postmaster)

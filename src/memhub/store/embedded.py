@@ -197,8 +197,9 @@ def _restart(pgdata: Path) -> None:
     package = _package()
     with package.PostgresServer._lock:
         found = _postmaster(pgdata)
-        if found is None:
+        if found is None:  # stopped on purpose: stop watching it, say so once
             log.warning("embedded PostgreSQL in %s was stopped; not restarting it", pgdata)
+            _postmasters.pop(pgdata, None)
             return
         if _alive(found[0]):  # another process restarted it first
             _postmasters[pgdata] = found[0]
