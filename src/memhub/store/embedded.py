@@ -205,6 +205,10 @@ def _restart(pgdata: Path) -> None:
             _postmasters[pgdata] = found[0]
             return
         log.warning("embedded PostgreSQL (pid %s) in %s died; restarting it", found[0], pgdata)
+        with contextlib.suppress(ChildProcessError):
+            # As PID 1 of a container we inherit the orphaned postmaster: reap the zombie, or
+            # the package would take it for a running server.
+            os.waitpid(found[0], os.WNOHANG)
         server = package.PostgresServer._instances.get(pgdata)
         if server is None:  # this process already let go of it
             return
