@@ -100,26 +100,27 @@ class Database:
             with translate_errors("connecting to PostgreSQL"):
                 if self.migrate:
                     await self._migrate()
-                pool: AsyncConnectionPool[AsyncConn] = AsyncConnectionPool(
-                    self.url,
-                    min_size=self.settings.pool_min_size,
-                    max_size=self.settings.pool_max_size,
-                    timeout=self.settings.connect_timeout,
-                    kwargs=self._connection_kwargs(),
-                    configure=(
-                        _configure_pooled_connection
-                        if self.settings.pgbouncer
-                        else _configure_connection
-                    ),
-                    check=_check_stale,
-                    reset=_stamp_returned,
-                    open=False,
-                    name="memhub",
-                )
-                await pool.open(wait=False)
-                self.pool = pool
+                self.pool = await self._new_pool()
                 if self.settings.database_url is None:
-                    self._watchdog = asyncio.create_task(self._watch_embedded(pool))
+                    self._watchdog = asyncio.create_task(self._watch_embedded())
+
+    async def _new_pool(self) -> AsyncConnectionPool[AsyncConn]:
+        pool: AsyncConnectionPool[AsyncConn] = AsyncConnectionPool(
+            self.url,
+            min_size=self.settings.pool_min_size,
+            max_size=self.settings.pool_max_size,
+            timeout=self.settings.connect_timeout,
+            kwargs=self._connection_kwargs(),
+            configure=(
+                _configure_pooled_connection if self.settings.pgbouncer else _configure_connection
+            ),
+            check=_check_stale,
+            reset=_stamp_returned,
+            open=False,
+            name="memhub",
+        )
+        await pool.open(wait=False)
+        return pool
 
     async def _migrate(self) -> None:
         # Migrations hold a session-level advisory lock, which transaction pooling would
@@ -176,23 +177,31 @@ class Database:
         async with self.pool.connection() as conn:
             yield conn
 
-    async def _watch_embedded(self, pool: AsyncConnectionPool[AsyncConn]) -> None:
+    async def _watch_embedded(self) -> None:
         # Calls waiting for a connection would only find the dead postmaster after the pool's
         # timeout; this look (one syscall) notices it within WATCH_SECONDS.
         while True:
             await asyncio.sleep(_WATCH_SECONDS)
-            if embedded_server_died(self.settings.data_dir):
+            pool = self.pool
+            if pool is not None and embedded_server_died(self.settings.data_dir):
                 try:
                     await self._heal_embedded(pool)
                 except Exception:  # a background task: log, keep watching
                     log.exception("restarting the embedded PostgreSQL failed")
 
     async def _heal_embedded(self, pool: AsyncConnectionPool[AsyncConn]) -> None:
-        # The embedded postmaster crashed: restart it (bounded, logged) and drop the pool's
-        # dead connections, so this server heals without a restart of its own.
+        # The embedded postmaster crashed: restart it (bounded, logged), then swap in a new
+        # pool, so this server heals without a restart of its own. The old pool's reconnect
+        # attempts back off exponentially (1, 2, 4, 8 s...) and would keep failing calls for
+        # seconds after the server is back; its waiting calls fail as they would have anyway.
         await asyncio.to_thread(ensure_embedded_running, self.settings.data_dir)
-        if not embedded_server_died(self.settings.data_dir):
-            await pool.check()
+        if embedded_server_died(self.settings.data_dir):
+            return
+        async with self._open_lock:
+            if self.pool is not pool:  # another call swapped it already
+                return
+            self.pool = await self._new_pool()
+        await pool.close(timeout=1.0)
 
     async def close(self) -> None:
         """Close the pool; the object can be opened again later."""

@@ -216,14 +216,18 @@ def _restart(pgdata: Path) -> None:
         while True:
             try:
                 # pg_ctl removes the stale postmaster.pid itself once no old backend holds
-                # the shared memory; until then it fails and we try again.
+                # the shared memory; until then it fails and we try again. Until the dead
+                # postmaster is reaped, the package takes its zombie for a running server.
                 server.ensure_postgres_running()
-                break
+                if _alive(int(server.get_pid())):
+                    break
+                problem = "the dead postmaster is not reaped yet"
             except (subprocess.SubprocessError, AssertionError, OSError) as exc:
-                if time.monotonic() > deadline:
-                    log.error("could not restart the embedded PostgreSQL in %s: %s", pgdata, exc)
-                    return
-                time.sleep(0.3)
+                problem = str(exc)
+            if time.monotonic() > deadline:
+                log.error("could not restart the embedded PostgreSQL in %s: %s", pgdata, problem)
+                return
+            time.sleep(0.2)
         _postmasters[pgdata] = int(server.get_pid())
         log.warning("embedded PostgreSQL restarted in %s (pid %s)", pgdata, _postmasters[pgdata])
 
