@@ -17,13 +17,13 @@ WAIT = 1.0  # read_your_writes_wait of the test
 
 
 @pytest.fixture
-def primary_and_replica(home: Path) -> Iterator[tuple[str, str]]:
+def primary_and_replica(home: Path) -> Iterator[tuple[str, TcpPostgres]]:
     primary = TcpPostgres(home / "primary")
     replica: TcpPostgres | None = None
     try:
         url = primary.create_database()
         replica = TcpPostgres(home / "replica", primary=primary)
-        yield url, replica.url()
+        yield url, replica
     finally:
         for proc in spawned:
             if proc.poll() is None:
@@ -39,10 +39,11 @@ def _replay(replica_url: str, paused: bool) -> None:
 
 
 async def test_reads_go_to_the_replica_and_see_their_own_writes(
-    primary_and_replica: tuple[str, str], tmp_path: Path
+    primary_and_replica: tuple[str, TcpPostgres], tmp_path: Path
 ) -> None:
-    primary_url, replica_url = primary_and_replica
-    base = MemhubSettings(database_url=primary_url, data_dir=tmp_path, connect_timeout=5.0)
+    primary_url, replica = primary_and_replica
+    replica_url = replica.url()
+    base = MemhubSettings(database_url=primary_url, data_dir=tmp_path, connect_timeout=2.0)
     routed = base.model_copy(
         update={"read_database_url": replica_url, "read_your_writes_wait": WAIT}
     )
@@ -80,6 +81,14 @@ async def test_reads_go_to_the_replica_and_see_their_own_writes(
         found = await memory.search("bike", user_id="me")
         assert found["results"][0]["memory"] == "my bike is green"
         assert time.monotonic() - started < WAIT + 5
+
+        # The replica goes away: reads fall back to the primary, and only the first one
+        # waits for the failed connection.
+        replica.stop()
+        assert len((await memory.search("tram", user_id="o"))["results"]) == 1
+        started = time.monotonic()
+        assert len((await memory.get_all(user_id="o"))["results"]) == 1
+        assert time.monotonic() - started < 1.0
 
 
 def _wait_replayed(primary_url: str, replica_url: str, timeout: float = 30) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from memhub.config import MemhubSettings
@@ -31,6 +31,8 @@ from memhub.store.records import (
 from memhub.store.replicas import ReadRouter
 
 __all__ = ["PostgresStore"]
+
+T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -67,16 +69,15 @@ class PostgresStore:
             async with self.database.connection() as conn:
                 yield conn
 
-    @asynccontextmanager
-    async def _read(self, action: str, scope: Scope | None) -> AsyncIterator[AsyncConn]:
-        """A replica's connection when replicas are configured (read-your-writes), else ours."""
-        if self.reads is None:
-            async with self._connect(action) as conn:
-                yield conn
-            return
+    async def _read(
+        self, action: str, scope: Scope | None, work: Callable[[AsyncConn], Awaitable[T]]
+    ) -> T:
+        """``work`` on a replica when replicas are configured (read-your-writes), else ours."""
         with translate_errors(action):
-            async with self.reads.connection(scope) as conn:
-                yield conn
+            if self.reads is not None:
+                return await self.reads.run(scope, work)
+            async with self.database.connection() as conn:
+                return await work(conn)
 
     async def _wrote(self, conn: AsyncConn, scope: Scope | None) -> None:
         if self.reads is not None:
@@ -118,21 +119,19 @@ class PostgresStore:
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
         pooled = self.database.settings.pgbouncer
-        async with self._read("searching memories", scope) as conn, _search_settings(conn, pooled):
-            return await pg_memories.search_candidates(
-                conn,
-                scope,
-                text_query,
-                vector,
-                k,
-                filters,
-                include_superseded,
-                ranking=ranking,
-            )
+
+        async def search(conn: AsyncConn) -> list[Candidate]:
+            async with _search_settings(conn, pooled):
+                return await pg_memories.search_candidates(
+                    conn, scope, text_query, vector, k, filters, include_superseded, ranking=ranking
+                )
+
+        return await self._read("searching memories", scope, search)
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
-        async with self._read("reading a memory", scope) as conn:
-            return await pg_memories.get_memory(conn, scope, memory_id)
+        return await self._read(
+            "reading a memory", scope, lambda conn: pg_memories.get_memory(conn, scope, memory_id)
+        )
 
     async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
         async with self._connect("reading memories of turns") as conn:
@@ -141,8 +140,11 @@ class PostgresStore:
     async def list_memories(
         self, scope: Scope, filters: Filter | None, limit: int, include_superseded: bool
     ) -> list[MemoryRecord]:
-        async with self._read("listing memories", scope) as conn:
-            return await pg_memories.list_memories(conn, scope, filters, limit, include_superseded)
+        return await self._read(
+            "listing memories",
+            scope,
+            lambda conn: pg_memories.list_memories(conn, scope, filters, limit, include_superseded),
+        )
 
     async def update_memory(
         self,

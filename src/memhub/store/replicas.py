@@ -12,8 +12,8 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import psycopg
 
@@ -25,8 +25,11 @@ __all__ = ["ReadRouter", "lsn_value"]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 _MAX_FENCES = 100_000  # scopes remembered; the oldest are forgotten (they read the primary)
 _POLL_SECONDS = 0.01
+_DOWN = 30.0  # seconds a failed replica is left alone
 _ANY_SCOPE = ""  # the key of writes to anyone's data (reset, by-id calls without a scope)
 
 
@@ -55,6 +58,10 @@ class ReadRouter:
         ]
         self._turn = itertools.cycle(range(len(self.replicas)))
         self._fences: dict[str, int] = {}
+        self._newest = 0
+        # A replica that failed is skipped for a while: every read would otherwise wait out
+        # its connect timeout before falling back to the primary.
+        self._down_until = [0.0] * len(self.replicas)
 
     async def note_write(self, conn: AsyncConn, scope: Scope | None) -> None:
         """Remember the primary's WAL position after a write (or a wait) on ``scope``."""
@@ -64,31 +71,37 @@ class ReadRouter:
         key = _key(scope)
         self._fences.pop(key, None)
         self._fences[key] = lsn_value(str(row[0]))
+        self._newest = max(self._newest, self._fences[key])
         if len(self._fences) > _MAX_FENCES:
             del self._fences[next(iter(self._fences))]
 
     def _fence(self, scope: Scope | None) -> int:
         fence = self._fences.get(_ANY_SCOPE, 0)
         if scope is None or scope.is_empty():  # a read of anyone's data: the newest write
-            return max(self._fences.values(), default=0)
+            return self._newest
         return max(fence, self._fences.get(_key(scope), 0))
 
-    @asynccontextmanager
-    async def connection(self, scope: Scope | None) -> AsyncIterator[AsyncConn]:
-        """A replica connection that has replayed ``scope``'s last write, else the primary's."""
-        replica = self.replicas[next(self._turn)]
-        fence = self._fence(scope)
-        async with AsyncExitStack() as stack:
+    async def run(self, scope: Scope | None, work: Callable[[AsyncConn], Awaitable[T]]) -> T:
+        """``work`` on a replica that has replayed ``scope``'s last write, else the primary.
+
+        Reads are idempotent: one a replica fails (it went away mid-query) runs again on the
+        primary.
+        """
+        turn = next(self._turn)
+        replica = self.replicas[turn]
+        if time.monotonic() >= self._down_until[turn]:
+            fence = self._fence(scope)
             try:
-                conn = await stack.enter_async_context(replica.connection())
-                on_replica = fence == 0 or await self._caught_up(conn, fence)
-            except (psycopg.OperationalError, OSError) as exc:  # no replica: the primary serves
-                log.warning("replica %s unavailable, reading the primary: %s", replica.url, exc)
-                on_replica = False
-            if not on_replica:
-                await stack.aclose()
-                conn = await stack.enter_async_context(self.primary.connection())
-            yield conn
+                async with replica.connection() as conn:
+                    if fence == 0 or await self._caught_up(conn, fence):
+                        return await work(conn)
+            except psycopg.errors.QueryCanceled:
+                raise  # the statement timed out: the primary would not do better
+            except (psycopg.OperationalError, OSError) as exc:
+                log.warning("replica %s unavailable for %s s: %s", replica.url, _DOWN, exc)
+                self._down_until[turn] = time.monotonic() + _DOWN
+        async with self.primary.connection() as conn:
+            return await work(conn)
 
     async def _caught_up(self, conn: AsyncConn, fence: int) -> bool:
         deadline = time.monotonic() + self.wait
