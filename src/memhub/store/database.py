@@ -1,4 +1,4 @@
-"""One async connection pool per database URL and event loop, opened after migrations.
+"""One async connection pool per URL, pool settings and event loop, opened after migrations.
 
 Connections are checked on checkout, so a server that restarted costs one reconnect rather
 than one failed call; every wait is bounded by the configured connect timeout.
@@ -19,6 +19,7 @@ from pgvector.psycopg import register_vector_async
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
+from memhub._loops import LoopShared
 from memhub.config import MemhubSettings
 from memhub.errors import ConfigurationError
 from memhub.store.embedded import (
@@ -39,7 +40,7 @@ AsyncConn = psycopg.AsyncConnection[TupleRow]
 # A connection used this recently is trusted without a round trip: checking on every checkout
 # cost ~0.3 ms of the hot path, while a server that just went away fails the call either way.
 _FRESH_SECONDS = 2.0
-_WATCH_SECONDS = 0.5
+_WATCH_SECONDS = 0.5  # how often a process using the embedded server checks its postmaster
 _last_returned: weakref.WeakKeyDictionary[AsyncConn, float] = weakref.WeakKeyDictionary()
 
 
@@ -87,7 +88,6 @@ class Database:
     url: str
     settings: MemhubSettings
     pool: AsyncConnectionPool[AsyncConn] | None = None
-    users: int = 0
     migrate: bool = True  # False for read replicas: they replay the primary's schema
     _open_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _watchdog: asyncio.Task[None] | None = None
@@ -123,8 +123,9 @@ class Database:
         return pool
 
     async def _migrate(self) -> None:
-        # Migrations hold a session-level advisory lock, which transaction pooling would
-        # hand to another client: behind PgBouncer they run on the direct URL, or are checked.
+        # Pending migrations take a session-level advisory lock, which transaction pooling
+        # would hand to another client: behind PgBouncer they run on the direct URL, or are
+        # only checked.
         url = self.settings.direct_database_url if self.settings.pgbouncer else self.url
         conn = await psycopg.AsyncConnection.connect(
             url or self.url,
@@ -179,7 +180,7 @@ class Database:
 
     async def _watch_embedded(self) -> None:
         # Calls waiting for a connection would only find the dead postmaster after the pool's
-        # timeout; this look (one syscall) notices it within WATCH_SECONDS.
+        # timeout; this look (one syscall) notices it within _WATCH_SECONDS.
         while True:
             await asyncio.sleep(_WATCH_SECONDS)
             pool = self.pool
@@ -213,17 +214,30 @@ class Database:
             await pool.close()
 
 
-_registry: dict[tuple[str, int], Database] = {}
+_databases: LoopShared[Database] = LoopShared()
+
+
+def _pool_key(url: str, settings: MemhubSettings) -> tuple[object, ...]:
+    """What makes two pools differ: openers agreeing on all of it share one pool."""
+    return (
+        url,
+        settings.pool_min_size,
+        settings.pool_max_size,
+        settings.connect_timeout,
+        settings.statement_timeout_ms,
+        settings.pgbouncer,
+        settings.direct_database_url,
+    )
 
 
 async def acquire_database(settings: MemhubSettings) -> Database:
     """The process's shared :class:`Database` for these settings on the running loop."""
     url = await asyncio.to_thread(resolve_database_url, settings)
-    key = (url, id(asyncio.get_running_loop()))
-    database = _registry.get(key)
-    if database is None:
-        database = _registry[key] = Database(url=url, settings=settings)
-    database.users += 1
+
+    async def create() -> Database:
+        return Database(url=url, settings=settings)
+
+    database = await _databases.acquire(_pool_key(url, settings), create)
     try:
         await database.open()
     except BaseException:
@@ -234,19 +248,11 @@ async def acquire_database(settings: MemhubSettings) -> Database:
 
 async def release_database(database: Database) -> None:
     """Drop one user of ``database``; the last one closes its pool."""
-    database.users -= 1
-    if database.users > 0:
-        return
-    for key, value in list(_registry.items()):
-        if value is database:
-            del _registry[key]
-    await database.close()
+    if await _databases.release(database):
+        await database.close()
 
 
 async def close_all_databases() -> None:
     """Close every pool opened on the running loop (used at interpreter exit)."""
-    loop_id = id(asyncio.get_running_loop())
-    for key, database in list(_registry.items()):
-        if key[1] == loop_id:
-            del _registry[key]
-            await database.close()
+    for database in _databases.take_all():
+        await database.close()

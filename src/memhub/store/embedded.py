@@ -37,7 +37,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
-_urls: dict[Path, str] = {}
+_servers: dict[Path, str] = {}  # the admin URL of each data directory's server
+_urls: dict[tuple[Path, str], str] = {}  # and each database's on it
 _postmasters: dict[Path, int] = {}
 _last_restart: dict[Path, float] = {}
 
@@ -155,16 +156,17 @@ def embedded_database_url(data_dir: Path, database: str = "memhub") -> str:
     """
     pgdata = _pgdata(data_dir)
     with _lock:
-        url = _urls.get(pgdata)
+        url = _urls.get((pgdata, database))
         if url is None:
-            admin_url = _server_url(pgdata)
+            admin_url = _servers.get(pgdata)
+            if admin_url is None:
+                admin_url = _servers[pgdata] = _server_url(pgdata)
+                log.info("embedded PostgreSQL ready in %s", pgdata)
             try:
                 _ensure_database(admin_url, database)
             except psycopg.Error as exc:
                 raise StoreUnavailable(f"embedded PostgreSQL is not answering: {exc}") from exc
-            url = _with_database(admin_url, database)
-            _urls[pgdata] = url
-            log.info("embedded PostgreSQL ready in %s", pgdata)
+            url = _urls[(pgdata, database)] = _with_database(admin_url, database)
     return url
 
 
@@ -185,7 +187,7 @@ def ensure_embedded_running(data_dir: Path) -> None:
     if not embedded_server_died(data_dir):
         return
     with _lock:
-        if pgdata not in _urls or time.monotonic() - _last_restart.get(pgdata, -1e9) < (
+        if pgdata not in _servers or time.monotonic() - _last_restart.get(pgdata, -1e9) < (
             RESTART_INTERVAL
         ):
             return
@@ -283,7 +285,9 @@ def stop_embedded_server(data_dir: Path, *, force: bool = False) -> None:
     package = _package()
     pgdata = _pgdata(data_dir)
     with _lock:
-        _urls.pop(pgdata, None)
+        _servers.pop(pgdata, None)
+        for key in [key for key in _urls if key[0] == pgdata]:
+            del _urls[key]
         _postmasters.pop(pgdata, None)
         server: Any = package.PostgresServer._instances.get(pgdata)
         if server is not None:
