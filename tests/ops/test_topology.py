@@ -91,6 +91,7 @@ def test_two_servers_two_workers_one_killed(tcp_postgres: TcpPostgres, tmp_path:
             MEMHUB_DATABASE_URL=url,
             MEMHUB_WORKER="off",
             MEMHUB_WORKER_BATCH_SIZE="4",
+            MEMHUB_JOB_LEASE_SECONDS="5",  # the killed worker's jobs come back after this
             PGAPPNAME=app,
         )
 
