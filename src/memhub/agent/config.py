@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from memhub.agent.forget_guard import ForgetConfirm
 from memhub.config import MemhubSettings, postgres_url
 from memhub.errors import ConfigurationError
 from memhub.messages import Message
@@ -79,10 +80,18 @@ class AgentMemoryConfig:
         resolve_thread_id: Which conversation; default the call's ``thread_id``.
         tags: Stored in the metadata of everything this agent persists.
         infer: Let memhub's LLM extract facts from persisted turns (when one is configured).
+        long_term_roles: Whose messages become long-term memories. None: everything when an
+            LLM extracts facts; only the user's when turns are kept as said (no LLM, or
+            ``infer=False``), so recall is not filled with the agent's own replies. The
+            others are kept in the thread's short-term memory either way.
         recall_threshold: Drop hits scoring below this (0-1).
         short_term_turns: Recent turns of the thread added to the recall query when a call
             carries only the newest message.
         tools: Give the model ``search_memory`` / ``remember`` / ``forget``.
+        forget_limit: Memories the ``forget`` tool may delete per agent call (0: none).
+        confirm_forget: Decides whether ``forget`` may delete a memory (sync or async,
+            called with a :class:`~memhub.agent.forget_guard.ForgetRequest`); by default the
+            user's latest message must ask to forget and mention the memory.
     """
 
     enable: bool = True
@@ -93,15 +102,20 @@ class AgentMemoryConfig:
     resolve_thread_id: Resolver = default_resolve_thread_id
     tags: Sequence[str] | None = None
     infer: bool = True
+    long_term_roles: Sequence[str] | None = None
     recall_threshold: float | None = None
     short_term_turns: int = 4
     tools: bool = True
+    forget_limit: int = 1
+    confirm_forget: ForgetConfirm | None = None
 
     def __post_init__(self) -> None:
         if self.recall_limit < 1:
             raise ConfigurationError(f"recall_limit must be at least 1, got {self.recall_limit}")
         if self.short_term_turns < 0:
             raise ConfigurationError("short_term_turns must not be negative")
+        if self.forget_limit < 0:
+            raise ConfigurationError("forget_limit must not be negative")
 
 
 def memory_switched_on(config: AgentMemoryConfig | None) -> bool:

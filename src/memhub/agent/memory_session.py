@@ -13,6 +13,7 @@ from typing import Any
 
 from memhub import telemetry
 from memhub.agent.config import AgentMemoryConfig
+from memhub.agent.forget_guard import ForgetRequest, confirmed
 from memhub.agent.memory_flow import (
     MemoryClient,
     estimate_tokens,
@@ -21,9 +22,15 @@ from memhub.agent.memory_flow import (
     new_turn,
     recall_query,
 )
+from memhub.errors import MemoryNotFound
 from memhub.messages import Message
 
-__all__ = ["MemorySession"]
+__all__ = ["ForgetRefused", "MemorySession"]
+
+
+class ForgetRefused(PermissionError):
+    """``forget`` was not allowed: the user did not ask for it, or the per-call cap is spent."""
+
 
 log = logging.getLogger("memhub.agent")
 
@@ -40,6 +47,9 @@ class MemorySession:
     config: AgentMemoryConfig
     agent_name: str
     on_error: ErrorHandler
+    user_turn: str = ""
+    """The user's latest message(s) of this call: what ``forget`` may act on."""
+    forgotten: int = 0
 
     @property
     def _attributes(self) -> dict[str, str]:
@@ -84,18 +94,32 @@ class MemorySession:
         if self.config.tags:
             metadata["tags"] = list(self.config.tags)
         try:
-            with telemetry.operation("agent.persist", {**self._attributes, "partial": partial}):
+            with telemetry.operation(
+                "agent.persist", {**self._attributes, "memhub.partial": partial}
+            ):
                 await self.client.add(
                     messages,
                     user_id=self.user_id,
                     run_id=self.thread_id,
                     metadata=metadata,
                     infer=self.config.infer,
+                    **self._roles(),
                 )
         except Exception as exc:  # as in recall: logged and counted, the answer stands
             self.on_error("persist", exc)
             return False
         return True
+
+    def _roles(self) -> dict[str, Any]:
+        # Raw mode (turns kept as said): the agent's replies stay short-term. Only memhub's
+        # client knows whether it extracts facts; others get Mem0's plain add() call.
+        roles = self.config.long_term_roles
+        if roles is None:
+            extracts = getattr(self.client, "extracts_facts", None)
+            if extracts is None or (extracts and self.config.infer):
+                return {}
+            roles = ("user",)
+        return {"remember_roles": list(roles)}
 
     # -- scoped operations (raise; the memory tools use them) ------------------------------
 
@@ -107,10 +131,19 @@ class MemorySession:
         return list(found.get("results", []))
 
     async def remember(self, fact: str) -> None:
-        """Store ``fact`` for this user as said, without extraction (queued, durable)."""
-        metadata = {"thread_id": self.thread_id, "agent": self.agent_name, "source": "remember"}
+        """Store ``fact`` for this user without extraction (queued, durable).
+
+        Stored as the assistant's words with ``provenance`` ``"agent_tool"``: the model wrote
+        it, so it must never pass for something the user said.
+        """
+        metadata = {
+            "thread_id": self.thread_id,
+            "agent": self.agent_name,
+            "source": "remember",
+            "provenance": "agent_tool",
+        }
         await self.client.add(
-            [{"role": "user", "content": fact}],
+            [{"role": "assistant", "content": fact}],
             user_id=self.user_id,
             run_id=self.thread_id,
             metadata=metadata,
@@ -118,8 +151,29 @@ class MemorySession:
         )
 
     async def forget(self, memory_id: str) -> None:
-        """Delete one of this user's memories; another user's id is not found."""
+        """Delete one of this user's memories, if the user's latest message asks for it.
+
+        Raises:
+            ForgetRefused: the per-call cap is spent, or the user's message does not ask to
+                forget this memory (or the application's ``confirm_forget`` said no).
+            MemoryNotFound: no such memory for this user (another user's id included).
+        """
+        limit = self.config.forget_limit
+        if self.forgotten >= limit:
+            raise ForgetRefused(f"at most {limit} memories can be forgotten per message")
+        item = await self.client.get(memory_id, user_id=self.user_id)
+        if item is None:
+            raise MemoryNotFound(f"no memory {memory_id} in this scope")
+        request = ForgetRequest(
+            self.user_id, self.thread_id, self.user_turn, memory_id, str(item.get("memory", ""))
+        )
+        if not await confirmed(request, self.config.confirm_forget):
+            raise ForgetRefused(
+                "the user's latest message does not ask to forget this memory;"
+                " only the user can ask to forget something"
+            )
         await self.client.delete(memory_id, user_id=self.user_id)
+        self.forgotten += 1
 
     async def _recent_turns(self) -> list[Message]:
         limit = self.config.short_term_turns

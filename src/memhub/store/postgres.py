@@ -19,6 +19,7 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
+    IdempotencyKey,
     Job,
     Lane,
     Lease,
@@ -97,9 +98,14 @@ class PostgresStore:
             await pg_memories.ensure_embedding_space(conn, model_name, dimension)
 
     # -- conversations --------------------------------------------------------------------
-    async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
+    async def append_turns(
+        self,
+        turns: Sequence[NewTurn],
+        job: NewJob | None,
+        idempotency: IdempotencyKey | None = None,
+    ) -> list[int]:
         async with self._connect("storing conversation turns") as conn:
-            ids = await pg_conversations.append_turns(conn, turns, job)
+            ids = await pg_conversations.append_turns(conn, turns, job, idempotency)
             if turns:
                 first = turns[0]
                 await self._wrote(conn, Scope(user_id=first.user_id, agent_id=first.agent_id))
@@ -152,15 +158,17 @@ class PostgresStore:
         self,
         scope: Scope | None,
         memory_id: UUID,
-        text: str,
-        hash_: str,
-        vector: Vector,
+        text: str | None,
+        hash_: str | None,
+        vector: Vector | None,
         metadata: dict[str, Any] | None,
         actor: str,
+        *,
+        merge_metadata: bool = False,
     ) -> MemoryRecord:
         async with self._connect("updating a memory") as conn:
             updated = await pg_memories.update_memory(
-                conn, scope, memory_id, text, hash_, vector, metadata, actor
+                conn, scope, memory_id, text, hash_, vector, metadata, actor, merge_metadata
             )
             await self._wrote(conn, scope)
             return updated
