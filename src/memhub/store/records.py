@@ -184,10 +184,12 @@ class TextRanking:
     """How the full-text side ranks its candidates (the benchmark's ablation varies it).
 
     ``bm25`` is Okapi BM25 with per-scope document frequencies computed at query time: every
-    query lexeme fetches at most ``term_cap`` matching memories of the scope, so a common word
-    costs bounded work at any scope size (its frequency is then a lower bound, and memories
-    matching only common words may be left out). Term frequency is taken as 1: memories are
-    short and rarely repeat a content word. ``ts_rank`` is PostgreSQL's rank over the OR of
+    query lexeme fetches at most ``term_cap + 1`` matching memories of the scope, so a common
+    word costs bounded work at any scope size. A word with more than ``term_cap`` matches is
+    common: it does not bring candidates (which ones it would bring depends on the physical
+    order of rows), it only adds its weight, from a lower-bound frequency, to the candidates the
+    other words and the vector side found. Term frequency is taken as 1: memories are short
+    and rarely repeat a content word. ``ts_rank`` is PostgreSQL's rank over the OR of
     the query's words (no IDF), kept for comparison.
 
     Attributes:
