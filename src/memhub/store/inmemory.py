@@ -281,9 +281,29 @@ class InMemoryStore:
     ) -> list[Candidate]:
         # Exact scoring over the scope: the PostgreSQL work caps of ``ranking`` do not apply.
         async with self.lock:
-            return self.tables.search(
+            found = self.tables.search(
                 scope, text_query, vector, k, filters, include_superseded, ranking
             )
+            return [
+                dataclasses.replace(
+                    c, previous_turn_id=self._previous_turn(c.record.source_turn_ids)
+                )
+                for c in found
+            ]
+
+    def _previous_turn(self, source_turn_ids: Sequence[int]) -> int | None:
+        """The turn before the first of ``source_turn_ids`` in its session (call under the lock)."""
+        turn = self._turns.get(source_turn_ids[0]) if source_turn_ids else None
+        if turn is None:
+            return None
+        return max(
+            (
+                i
+                for i, t in self._turns.items()
+                if i < turn.id and t.user_id == turn.user_id and t.session_id == turn.session_id
+            ),
+            default=None,
+        )
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
         async with self.lock:

@@ -296,16 +296,26 @@ def _bm25_select() -> sql.SQL:
         " CASE WHEN coalesce(a.w, 0) + coalesce(c.w, 0) > 0 THEN"
         "  (coalesce(a.w, 0) + coalesce(c.w, 0)) * ({k1} + 1)"
         "  / (1 + {k1} * (1 - {b} + {b} * length(m.tsv) / avgdl.a)) END"
-        " FROM memories m"
+        ", {previous} FROM memories m"
         " JOIN (SELECT id FROM vec UNION SELECT id FROM txt) ids ON ids.id = m.id"
         " CROSS JOIN avgdl LEFT JOIN vec ON vec.id = m.id"
         " LEFT JOIN {rare} a ON a.id = m.id LEFT JOIN txt_common c ON c.id = m.id"
     )
 
 
+# The turn before the memory's first source turn in its session: two index probes per
+# candidate through conversation_context's (user_id, session_id, id) index.
+_PREVIOUS_TURN = sql.SQL(
+    "(SELECT p.id FROM conversation_context t JOIN LATERAL ("
+    "  SELECT p.id FROM conversation_context p WHERE p.user_id = t.user_id"
+    "  AND p.session_id = t.session_id AND p.id < t.id ORDER BY p.id DESC LIMIT 1) p ON TRUE"
+    " WHERE t.id = m.source_turn_ids[1])"
+)
+
+
 def _plain_select() -> sql.SQL:
     return sql.SQL(
-        " SELECT {cols}, {sim}, t.score FROM memories m"
+        " SELECT {cols}, {sim}, t.score, {previous} FROM memories m"
         " JOIN (SELECT id FROM vec UNION SELECT id FROM txt) ids ON ids.id = m.id"
         " LEFT JOIN vec ON vec.id = m.id LEFT JOIN {rare} t ON t.id = m.id"
     )
@@ -350,6 +360,7 @@ async def search_candidates(
         ),
         rare=sql.Identifier("txt_all" if ranking.score_all else "txt"),
         cols=COLUMNS,
+        previous=_PREVIOUS_TURN,
         k1=sql.Placeholder("k1"),
         b=sql.Placeholder("b"),
     )
@@ -368,10 +379,13 @@ async def search_candidates(
 
 
 def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
-    sim, txt, hash_ = _N_COLUMNS, _N_COLUMNS + 1, 5
+    sim, txt, previous, hash_ = _N_COLUMNS, _N_COLUMNS + 1, _N_COLUMNS + 2, 5
     # Ordered by hash first, so equal scores rank in an order that only depends on the texts.
     cleaned = sorted(
-        ((*r[:sim], None if r[sim] is None else float(r[sim]), _rounded(r[txt])) for r in rows),
+        (
+            (*r[:sim], None if r[sim] is None else float(r[sim]), _rounded(r[txt]), r[previous])
+            for r in rows
+        ),
         key=lambda r: str(r[hash_]),
     )
     by_vec = sorted((r for r in cleaned if r[sim] is not None), key=lambda r: -r[sim])
@@ -385,6 +399,7 @@ def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
             vector_rank=vec_rank.get(r[0]),
             text_score=r[txt],
             text_rank=txt_rank.get(r[0]),
+            previous_turn_id=r[previous],
         )
         for r in cleaned
     ]

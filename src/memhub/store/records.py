@@ -138,8 +138,11 @@ class Candidate:
     record: MemoryRecord
     vector_similarity: float | None  # cosine similarity in [-1, 1], None if not a vector hit
     vector_rank: int | None  # 1-based
-    text_score: float | None  # ts_rank_cd-like, None if not a text hit
+    text_score: float | None  # BM25 (or ts_rank), None if no query word matches
     text_rank: int | None
+    # The turn said just before this memory's first source turn in the same session (None
+    # when it has none): links a memory to its neighbours among the candidates.
+    previous_turn_id: int | None = None
 
 
 @dataclass(frozen=True)
