@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from pgvector.psycopg import register_vector
 from bench import synth
 from memhub import AsyncMemory, MemhubSettings
 from memhub.embed import create_embedder
+from memhub.engine.fusion import FusionConfig
 from memhub.engine.text import memory_hash
 from memhub.store.postgres import PostgresStore
 from memhub.store.records import Scope
@@ -44,9 +46,22 @@ async def build(settings: MemhubSettings, n: int) -> None:
     vectors = np.concatenate([await embedder.embed(texts[i : i + 1024]) for i in range(0, n, 1024)])
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
-        conn.execute("TRUNCATE memories")
+        conn.execute("TRUNCATE memories, conversation_context")
         conn.execute("DROP INDEX IF EXISTS memories_embedding_hnsw")
-        columns = "id, user_id, memory, hash, embedding, created_at, valid_from"
+        # Each memory comes from its own turn, as with add(infer=False), so search's lookup of
+        # each candidate's previous turn does real work.
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                "COPY conversation_context (id, user_id, session_id, role, message) FROM STDIN"
+            ) as copy,
+        ):
+            for n, turn in enumerate(turns, start=1):
+                copy.write_row((n, turn.user_id, "default", "user", turn.text))
+        conn.execute(
+            "SELECT setval(pg_get_serial_sequence('conversation_context', 'id'), %s)", (n + 1,)
+        )
+        columns = "id, user_id, memory, hash, embedding, created_at, valid_from, source_turn_ids"
         with (
             conn.cursor() as cur,
             cur.copy(
@@ -54,12 +69,22 @@ async def build(settings: MemhubSettings, n: int) -> None:
             ) as copy,
         ):
             copy.set_types(
-                ["uuid", "varchar", "text", "text", "vector", "timestamptz", "timestamptz"]
+                [
+                    "uuid",
+                    "varchar",
+                    "text",
+                    "text",
+                    "vector",
+                    "timestamptz",
+                    "timestamptz",
+                    "int8[]",
+                ]
             )
-            for turn, vector in zip(turns, vectors, strict=True):
+            for n, (turn, vector) in enumerate(zip(turns, vectors, strict=True), start=1):
                 at = turn.timestamp.astimezone()
                 unique = memory_hash(turn.text) + str(turn.index)  # synthetic texts repeat
-                copy.write_row((uuid.uuid4(), turn.user_id, turn.text, unique, vector, at, at))
+                row = (uuid.uuid4(), turn.user_id, turn.text, unique, vector, at, at, [n])
+                copy.write_row(row)
         conn.execute("SET maintenance_work_mem = '1GB'")
         conn.execute(
             "CREATE INDEX memories_embedding_hnsw ON memories"
@@ -74,8 +99,8 @@ def _line(name: str, values: list[float]) -> str:
     return f"{name:<10} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
 
 
-async def profile(settings: MemhubSettings, queries: int) -> None:
-    memory = AsyncMemory(settings=settings)
+async def profile(settings: MemhubSettings, queries: int, fusion: FusionConfig) -> None:
+    memory = AsyncMemory(settings=settings, fusion=fusion)
     engine = await memory._engine()
     asked = [q for _, q in synth.queries(queries + 30, users=1)]
     for q in asked[:30]:  # warm up: model, pool, prepared statements
@@ -111,10 +136,18 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--home", type=Path, default=Path("/tmp/memhub-profile"))
+    parser.add_argument(
+        "--previous",
+        action="store_true",
+        help="the previous default fusion: 20 candidates, no neighbour turns",
+    )
     args = parser.parse_args()
     settings = MemhubSettings(data_dir=args.home, worker="off")
+    fusion = FusionConfig()
+    if args.previous:
+        fusion = replace(fusion, candidates=20, previous_turn_weight=0.0, next_turn_weight=0.0)
     asyncio.run(build(settings, args.memories))
-    asyncio.run(profile(settings, args.queries))
+    asyncio.run(profile(settings, args.queries, fusion))
 
 
 if __name__ == "__main__":

@@ -124,6 +124,7 @@ class Memory:
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         include_superseded: bool = False,
+        max_tokens: int | None = None,
     ) -> dict[str, list[MemoryItem]]:
         return run_sync(
             self._async.search(
@@ -135,6 +136,7 @@ class Memory:
                 filters=filters,
                 threshold=threshold,
                 include_superseded=include_superseded,
+                max_tokens=max_tokens,
             )
         )
 
