@@ -38,6 +38,7 @@ class Variant:
 
     name: str
     grid: tuple[FusionConfig, ...]
+    max_tokens: int | None = None  # search()'s budget
 
     @property
     def fitted(self) -> bool:
@@ -84,9 +85,13 @@ def _variants() -> list[Variant]:
         Variant("previous default, fusion weights refitted per fold", weight_grid(before)),
         Variant("+ 50 candidates", (no_neighbours,)),
         Variant("+ neighbour turns, weights refitted per fold", neighbour_grid(default)),
-        Variant("+ neighbour turns 0.2/0.2 (new default)", (default,)),
+        Variant("+ neighbour turns 0.3/0.2 (new default)", (default,)),
         Variant("new default, BM25 b=1.0", (replace(default, text=TextRanking(b=1.0)),)),
         Variant("compact preset", (PRESETS["compact"],)),
+        *(
+            Variant(f"new default, search(max_tokens={budget})", (default,), budget)
+            for budget in (250, 300, 350)
+        ),
     ]
 
 
@@ -144,6 +149,7 @@ def _score(
     asked: Sequence[Asked],
     count_tokens: Callable[[str], int],
     latencies: list[float],
+    max_tokens: int | None = None,
 ) -> list[QuestionResult]:
     """Ask every question through the public ``Memory.search()``."""
     from memhub import MemhubSettings, Memory
@@ -153,7 +159,9 @@ def _score(
     try:
         for user_id, question in asked:
             started = time.perf_counter()
-            hits = memory.search(question.question, user_id=user_id, limit=20)["results"]
+            hits = memory.search(
+                question.question, user_id=user_id, limit=20, max_tokens=max_tokens
+            )["results"]
             latencies.append(time.perf_counter() - started)
             ranked = tuple(str(h["metadata"].get("dia_id", "")) for h in hits)
             tokens = sum(count_tokens(h["memory"]) for h in hits[:10])
@@ -195,7 +203,8 @@ def _evaluate(data: _Data, variant: Variant, count_tokens: Callable[[str], int])
             test = [a for a in data.asked if a[0] == held_out]
             outside += _score(data.db_url, config, test, count_tokens, [])
     else:
-        inside = _score(data.db_url, variant.grid[0], data.asked, count_tokens, latencies)
+        config, budget = variant.grid[0], variant.max_tokens
+        inside = _score(data.db_url, config, data.asked, count_tokens, latencies, budget)
         outside = inside
     row["in_sample"] = aggregate(inside)
     row["loo"] = aggregate(outside)
@@ -270,12 +279,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.loo", description=__doc__)
     parser.add_argument("--locomo", type=Path, default=default_data_path())
     parser.add_argument("--db-url", default=None, help="an already ingested database")
-    parser.add_argument("--only", default=None, help="run variants whose name contains this")
+    parser.add_argument(
+        "--only", default=None, help="run variants whose name contains one of these (a,b)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args(argv)
     ensure_cl100k_cache()
     conversations = load_locomo(args.locomo)
-    variants = [v for v in _variants() if args.only is None or args.only in v.name]
+    wanted = None if args.only is None else args.only.split(",")
+    variants = [v for v in _variants() if wanted is None or any(w in v.name for w in wanted)]
     postgres = None
     db_url = args.db_url
     if db_url is None:

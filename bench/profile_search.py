@@ -24,6 +24,7 @@ from memhub import AsyncMemory, MemhubSettings
 from memhub.embed import create_embedder
 from memhub.engine.fusion import FusionConfig
 from memhub.engine.text import memory_hash
+from memhub.memory.shared import Engine
 from memhub.store.postgres import PostgresStore
 from memhub.store.records import Scope
 
@@ -96,38 +97,48 @@ async def build(settings: MemhubSettings, n: int) -> None:
 def _line(name: str, values: list[float]) -> str:
     values.sort()
     p50, p95 = values[len(values) // 2], values[int(len(values) * 0.95)]
-    return f"{name:<10} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
+    return f"{name:<20} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
 
 
-async def profile(settings: MemhubSettings, queries: int, fusion: FusionConfig) -> None:
-    memory = AsyncMemory(settings=settings, fusion=fusion)
+#: The default before neighbour turns (issue 11): 20 candidates per retriever.
+PREVIOUS = replace(FusionConfig(), candidates=20, previous_turn_weight=0.0, next_turn_weight=0.0)
+
+
+async def _sql(memory: AsyncMemory, engine: Engine, q: str, vector: object) -> float:
+    t0 = time.perf_counter()
+    await engine.store.search_candidates(
+        Scope(user_id=USER), q, vector, memory.fusion.candidates, None, False, memory.fusion.text
+    )
+    return (time.perf_counter() - t0) * 1000
+
+
+async def _search(memory: AsyncMemory, q: str) -> float:
+    t0 = time.perf_counter()
+    await memory.search(q, user_id=USER, limit=10)
+    return (time.perf_counter() - t0) * 1000
+
+
+async def profile(settings: MemhubSettings, queries: int) -> None:
+    """Time the default and :data:`PREVIOUS` alternately, so machine load hits both alike."""
+    memory = AsyncMemory(settings=settings)
+    before = AsyncMemory(settings=settings, fusion=PREVIOUS)
     engine = await memory._engine()
     asked = [q for _, q in synth.queries(queries + 30, users=1)]
     for q in asked[:30]:  # warm up: model, pool, prepared statements
         await memory.search(q, user_id=USER, limit=10)
-    embed, query, total = [], [], []
+        await before.search(q, user_id=USER, limit=10)
+    times: dict[str, list[float]] = {}
     for q in asked[30:]:
         t0 = time.perf_counter()
         vector = (await engine.embedder.embed([q]))[0]
-        t1 = time.perf_counter()
-        await engine.store.search_candidates(
-            Scope(user_id=USER),
-            q,
-            vector,
-            memory.fusion.candidates,
-            None,
-            False,
-            memory.fusion.text,
-        )
-        t2 = time.perf_counter()
-        await memory.search(q, user_id=USER, limit=10)
-        t3 = time.perf_counter()
-        embed.append((t1 - t0) * 1000)
-        query.append((t2 - t1) * 1000)
-        total.append((t3 - t2) * 1000)
-    print(_line("embedding", embed))
-    print(_line("SQL", query))
-    print(_line("search()", total))
+        times.setdefault("embedding", []).append((time.perf_counter() - t0) * 1000)
+        times.setdefault("SQL", []).append(await _sql(memory, engine, q, vector))
+        times.setdefault("SQL, previous", []).append(await _sql(before, engine, q, vector))
+        times.setdefault("search()", []).append(await _search(memory, q))
+        times.setdefault("search(), previous", []).append(await _search(before, q))
+    for name, values in times.items():
+        print(_line(name, values))
+    await before.aclose()
     await memory.aclose()
 
 
@@ -136,18 +147,10 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--home", type=Path, default=Path("/tmp/memhub-profile"))
-    parser.add_argument(
-        "--previous",
-        action="store_true",
-        help="the previous default fusion: 20 candidates, no neighbour turns",
-    )
     args = parser.parse_args()
     settings = MemhubSettings(data_dir=args.home, worker="off")
-    fusion = FusionConfig()
-    if args.previous:
-        fusion = replace(fusion, candidates=20, previous_turn_weight=0.0, next_turn_weight=0.0)
     asyncio.run(build(settings, args.memories))
-    asyncio.run(profile(settings, args.queries, fusion))
+    asyncio.run(profile(settings, args.queries))
 
 
 if __name__ == "__main__":

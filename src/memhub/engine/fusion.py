@@ -51,7 +51,7 @@ class FusionConfig:
     recency_half_life_days: float = 30.0
     candidates: int = 50
     text: TextRanking = DEFAULT_TEXT_RANKING
-    previous_turn_weight: float = 0.2
+    previous_turn_weight: float = 0.3
     next_turn_weight: float = 0.2
 
     def __post_init__(self) -> None:
