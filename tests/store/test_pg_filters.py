@@ -15,6 +15,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from memhub.filters import And, Filter, Not, Or, parse_filters
+from memhub.store.pg_bind import Params
 from memhub.store.pg_filters import compile_filter
 from tests.fix_postgres import TEMPLATE, database_url
 from tests.test_filters import (
@@ -62,9 +63,10 @@ def insert(conn: Conn, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def select_ids(conn: Conn, f: Filter | None) -> set[int]:
-    where = sql.SQL("TRUE") if f is None else compile_filter(f, "mem")
+    params = Params()
+    where = sql.SQL("TRUE") if f is None else compile_filter(f, params, "mem")
     query = sql.SQL("SELECT mem.id FROM memories AS mem WHERE {}").format(where)
-    return {row["id"].int for row in conn.execute(query)}
+    return {row["id"].int for row in conn.execute(query, params.values)}
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +124,10 @@ def test_the_metadata_index_serves_equality(seeded: tuple[Conn, list[dict[str, A
     assert f is not None
     conn.execute("SET enable_seqscan = off")
     try:
-        query = sql.SQL("EXPLAIN SELECT 1 FROM memories AS m WHERE {}").format(compile_filter(f))
-        plan = "\n".join(str(row["QUERY PLAN"]) for row in conn.execute(query))
+        params = Params()
+        where = compile_filter(f, params)
+        query = sql.SQL("EXPLAIN SELECT 1 FROM memories AS m WHERE {}").format(where)
+        plan = "\n".join(str(row["QUERY PLAN"]) for row in conn.execute(query, params.values))
     finally:
         conn.execute("RESET enable_seqscan")
     assert "memories_metadata" in plan

@@ -18,7 +18,8 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memhub.store.database import AsyncConn
-from memhub.store.pg_memories import history_event, insert_memories, lock_memory, scope_sql
+from memhub.store.pg_bind import Params, scope_where
+from memhub.store.pg_memories import history_event, insert_memories, lock_memory
 from memhub.store.records import NewJob, NewMemory, Scope, usage_summary
 
 __all__ = [
@@ -96,11 +97,12 @@ async def supersede_memory(
     )
     (successor,) = await insert_memories(conn, [new], actor="consolidation")
     if successor is None:  # the new fact was already stored: link to that one
+        params = Params()
         cur = await conn.execute(
             sql.SQL(
-                "SELECT m.id FROM memories m WHERE {} AND m.hash = %s AND m.valid_to IS NULL"
-            ).format(scope_sql(new.scope)),
-            (new.hash,),
+                "SELECT m.id FROM memories m WHERE {} AND m.hash = {} AND m.valid_to IS NULL"
+            ).format(scope_where(new.scope, params), params.bind(new.hash)),
+            params.values,
         )
         row = await cur.fetchone()
         assert row is not None
@@ -125,12 +127,12 @@ async def forget_memory(
 
 async def retire_turn_memories(conn: AsyncConn, scope: Scope, turn_ids: Sequence[int]) -> int:
     """Remove the raw memories of consolidated turns (the turns themselves stay)."""
+    params = Params()
     cur = await conn.execute(
         sql.SQL(
-            "DELETE FROM memories m WHERE {} AND m.memory_type = 'turn'"
-            " AND m.source_turn_ids && %s::bigint[]"
-        ).format(scope_sql(scope)),
-        (list(turn_ids),),
+            "DELETE FROM memories m WHERE {} AND m.memory_type = 'turn' AND m.source_turn_ids && {}"
+        ).format(scope_where(scope, params), params.bind(list(turn_ids), "bigint[]")),
+        params.values,
     )
     return cur.rowcount
 

@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 from memhub.errors import ConfigurationError, MemoryNotFound
 from memhub.filters import Filter
 from memhub.store.database import AsyncConn
+from memhub.store.pg_bind import TURN_COLUMNS, Params, scope_where, vector_type_modifier
 from memhub.store.pg_filters import compile_filter
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
@@ -68,39 +69,14 @@ def record_from_row(row: Sequence[Any]) -> MemoryRecord:
     )
 
 
-def scope_sql(scope: Scope | None, alias: str = "m") -> sql.Composable:
-    """``AND``-ed equality on each id the scope sets (TRUE for no scope)."""
-    if scope is None:
-        return sql.SQL("TRUE")
-    parts = [
-        sql.SQL("{} = {}").format(sql.Identifier(alias, column), sql.Literal(value))
-        for column, value in scope.as_dict().items()
-    ]
-    return sql.SQL(" AND ").join(parts) if parts else sql.SQL("TRUE")
-
-
-def _bound_scope(scope: Scope) -> tuple[sql.Composable, dict[str, str]]:
-    """Scope equality with bound parameters: the statement text is the same for every user,
-    so psycopg prepares it once and the server skips re-parsing it on the hot path."""
-    ids = scope.as_dict()
-    parts = [
-        sql.SQL("{} = {}").format(sql.Identifier("m", column), sql.Placeholder(f"scope_{column}"))
-        for column in ids
-    ]
-    return sql.SQL(" AND ").join(parts), {f"scope_{c}": v for c, v in ids.items()}
-
-
 def _where(
-    scope: Scope | None,
-    filters: Filter | None,
-    include_superseded: bool,
-    scope_part: sql.Composable | None = None,
+    scope: Scope | None, filters: Filter | None, include_superseded: bool, params: Params
 ) -> sql.Composable:
-    parts = [scope_part if scope_part is not None else scope_sql(scope)]
+    parts = [scope_where(scope, params)]
     if not include_superseded:
         parts.append(sql.SQL("m.valid_to IS NULL"))
     if filters is not None:
-        parts.append(compile_filter(filters, "m"))
+        parts.append(compile_filter(filters, params, "m"))
     return sql.SQL(" AND ").join(parts)
 
 
@@ -126,7 +102,7 @@ async def ensure_embedding_space(conn: AsyncConn, model_name: str, dimension: in
             return
         await conn.execute(
             sql.SQL("ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding vector({})").format(
-                sql.Literal(dimension)
+                vector_type_modifier(dimension)
             )
         )
         await conn.execute(
@@ -337,8 +313,8 @@ async def search_candidates(
     The result depends only on the stored texts and vectors, not on the order they were added
     or on the plan PostgreSQL picks (ties are broken by the text's hash).
     """
-    scope_part, scope_params = _bound_scope(scope)
-    where = _where(scope, filters, include_superseded, scope_part)
+    params = Params()
+    where = _where(scope, filters, include_superseded, params)
     bm25 = ranking.method == "bm25"
     text_cte = _bm25_cte(where) if bm25 else _ts_rank_cte(where)
     select = _bm25_select() if bm25 and ranking.score_all else _plain_select()
@@ -364,7 +340,7 @@ async def search_candidates(
         k1=sql.Placeholder("k1"),
         b=sql.Placeholder("b"),
     )
-    params = {
+    values = {
         "v": np.asarray(vector, dtype=np.float32),
         "k": k,
         "q": text_query,
@@ -372,9 +348,9 @@ async def search_candidates(
         "scope_cap": ranking.scope_cap,
         "k1": ranking.k1,
         "b": ranking.b,
-        **scope_params,
+        **params.values,
     }
-    cur = await conn.execute(query, params)
+    cur = await conn.execute(query, values)
     return _candidates(await cur.fetchall())
 
 
@@ -410,10 +386,11 @@ def _rounded(score: Any) -> float | None:
 
 
 async def get_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
+    params = Params()
     query = sql.SQL("SELECT {cols} FROM memories m WHERE m.id = {id} AND {scope}").format(
-        cols=COLUMNS, id=sql.Placeholder(), scope=scope_sql(scope)
+        cols=COLUMNS, id=params.bind(memory_id), scope=scope_where(scope, params)
     )
-    cur = await conn.execute(query, (memory_id,))
+    cur = await conn.execute(query, params.values)
     row = await cur.fetchone()
     return None if row is None else record_from_row(row)
 
@@ -421,11 +398,16 @@ async def get_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> M
 async def memories_for_turns(
     conn: AsyncConn, scope: Scope, turn_ids: Sequence[int]
 ) -> list[MemoryRecord]:
+    params = Params()
     query = sql.SQL(
         "SELECT {cols} FROM memories m WHERE {scope} AND m.valid_to IS NULL"
-        " AND m.source_turn_ids && %s::bigint[] ORDER BY m.created_at, m.id"
-    ).format(cols=COLUMNS, scope=scope_sql(scope))
-    cur = await conn.execute(query, (list(turn_ids),))
+        " AND m.source_turn_ids && {turns} ORDER BY m.created_at, m.id"
+    ).format(
+        cols=COLUMNS,
+        scope=scope_where(scope, params),
+        turns=params.bind(list(turn_ids), "bigint[]"),
+    )
+    cur = await conn.execute(query, params.values)
     return [record_from_row(row) for row in await cur.fetchall()]
 
 
@@ -436,10 +418,15 @@ async def list_memories(
     limit: int,
     include_superseded: bool,
 ) -> list[MemoryRecord]:
+    params = Params()
     query = sql.SQL(
         "SELECT {cols} FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.id LIMIT {n}"
-    ).format(cols=COLUMNS, where=_where(scope, filters, include_superseded), n=sql.Placeholder())
-    cur = await conn.execute(query, (limit,))
+    ).format(
+        cols=COLUMNS,
+        where=_where(scope, filters, include_superseded, params),
+        n=params.bind(limit),
+    )
+    cur = await conn.execute(query, params.values)
     return [record_from_row(row) for row in await cur.fetchall()]
 
 
@@ -477,10 +464,11 @@ async def update_memory(
 
 
 async def lock_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> MemoryRecord:
-    query = sql.SQL("SELECT {cols} FROM memories m WHERE m.id = %s AND {scope} FOR UPDATE").format(
-        cols=COLUMNS, scope=scope_sql(scope)
-    )
-    cur = await conn.execute(query, (memory_id,))
+    params = Params()
+    query = sql.SQL(
+        "SELECT {cols} FROM memories m WHERE m.id = {id} AND {scope} FOR UPDATE"
+    ).format(cols=COLUMNS, id=params.bind(memory_id), scope=scope_where(scope, params))
+    cur = await conn.execute(query, params.values)
     row = await cur.fetchone()
     if row is None:
         raise MemoryNotFound(f"no memory {memory_id} in this scope")
@@ -525,37 +513,40 @@ async def delete_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID, a
 
 async def delete_all(conn: AsyncConn, scope: Scope) -> int:
     """Everything of the scope; a user's scope also takes their conversation turns."""
+    params = Params()
+    where = scope_where(scope, params)
     async with conn.transaction():
         cur = await conn.execute(
-            sql.SQL("DELETE FROM memories m WHERE {}").format(scope_sql(scope))
+            sql.SQL("DELETE FROM memories m WHERE {}").format(where), params.values
         )
         removed = cur.rowcount
         await conn.execute(
-            sql.SQL("DELETE FROM memory_history m WHERE {}").format(scope_sql(scope))
+            sql.SQL("DELETE FROM memory_history m WHERE {}").format(where), params.values
         )
-        await conn.execute(sql.SQL("DELETE FROM memory_jobs m WHERE {}").format(scope_sql(scope)))
-        # Turns carry the run id as their session id (see memhub.engine.ingest).
-        turn_columns = {"user_id": "user_id", "agent_id": "agent_id", "run_id": "session_id"}
-        turn_where = sql.SQL(" AND ").join(
-            sql.SQL("{} = {}").format(sql.Identifier(turn_columns[key]), sql.Literal(value))
-            for key, value in scope.as_dict().items()
+        await conn.execute(
+            sql.SQL("DELETE FROM memory_jobs m WHERE {}").format(where), params.values
         )
-        await conn.execute(sql.SQL("DELETE FROM conversation_context WHERE {}").format(turn_where))
+        turns = Params()
+        turn_where = scope_where(scope, turns, alias=None, columns=TURN_COLUMNS)
+        await conn.execute(
+            sql.SQL("DELETE FROM conversation_context WHERE {}").format(turn_where), turns.values
+        )
         return removed
 
 
 async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
     """The memory's events, preceded by those of the facts it superseded (the whole chain)."""
+    params = Params()
     query = sql.SQL(
         "WITH RECURSIVE chain(id) AS ("
-        "  SELECT %s::uuid"
+        "  SELECT {id}::uuid"
         "  UNION SELECT p.id FROM memories p JOIN chain c ON p.superseded_by = c.id"
         ")"
         " SELECT m.id, m.memory_id, m.event, m.old_memory, m.new_memory, m.actor, m.turn_ids,"
         " m.metadata, m.created_at FROM memory_history m"
         " WHERE m.memory_id IN (SELECT id FROM chain) AND {scope} ORDER BY m.id"
-    ).format(scope=scope_sql(scope))
-    cur = await conn.execute(query, (memory_id,))
+    ).format(id=params.bind(memory_id), scope=scope_where(scope, params))
+    cur = await conn.execute(query, params.values)
     return [
         HistoryEvent(
             id=r[0],

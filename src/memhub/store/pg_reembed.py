@@ -17,6 +17,7 @@ import numpy.typing as npt
 from psycopg import sql
 
 from memhub.store.database import AsyncConn
+from memhub.store.pg_bind import vector_type_modifier
 
 # Shared with ensure_embedding_space: an engine opening during the swap waits for it, then
 # reads the new model. The constant is private to pg_memories; it must be the same lock.
@@ -101,7 +102,7 @@ async def prepare(conn: AsyncConn, model: str, dimension: int) -> bool:
         )
         await conn.execute(
             sql.SQL("ALTER TABLE memories ADD COLUMN {} vector({})").format(
-                sql.Identifier(_NEW), sql.Literal(dimension)
+                sql.Identifier(_NEW), vector_type_modifier(dimension)
             )
         )
         await conn.execute(
