@@ -90,7 +90,12 @@ def _variants() -> list[Variant]:
         Variant("compact preset", (PRESETS["compact"],)),
         *(
             Variant(f"new default, search(max_tokens={budget})", (default,), budget)
-            for budget in (250, 300, 350)
+            for budget in (250, 300, 350, 400)
+        ),
+        Variant(
+            "new default, BM25 b=1.0, search(max_tokens=350)",
+            (replace(default, text=TextRanking(b=1.0)),),
+            350,
         ),
     ]
 

@@ -81,6 +81,9 @@ class AgentMemoryConfig:
         tags: Stored in the metadata of everything this agent persists.
         infer: Let memhub's LLM extract facts from persisted turns (when one is configured).
         recall_threshold: Drop hits scoring below this (0-1).
+        recall_max_tokens: Inject only the best memories whose texts fit together in this many
+            tokens (estimated at four characters a token; a memory too long for what is left
+            is skipped); None: only ``recall_limit`` bounds the block.
         short_term_turns: Recent turns of the thread added to the recall query when a call
             carries only the newest message.
         tools: Give the model ``search_memory`` / ``remember`` / ``forget``.
@@ -95,6 +98,7 @@ class AgentMemoryConfig:
     tags: Sequence[str] | None = None
     infer: bool = True
     recall_threshold: float | None = None
+    recall_max_tokens: int | None = None
     short_term_turns: int = 4
     tools: bool = True
 
@@ -103,6 +107,10 @@ class AgentMemoryConfig:
             raise ConfigurationError(f"recall_limit must be at least 1, got {self.recall_limit}")
         if self.short_term_turns < 0:
             raise ConfigurationError("short_term_turns must not be negative")
+        if self.recall_max_tokens is not None and self.recall_max_tokens < 1:
+            raise ConfigurationError(
+                f"recall_max_tokens must be at least 1, got {self.recall_max_tokens}"
+            )
 
 
 def memory_switched_on(config: AgentMemoryConfig | None) -> bool:
