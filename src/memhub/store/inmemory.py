@@ -8,6 +8,7 @@ with exact cosine search in numpy and the full-text approximation of
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
 import dataclasses
 import itertools
@@ -284,26 +285,31 @@ class InMemoryStore:
             found = self.tables.search(
                 scope, text_query, vector, k, filters, include_superseded, ranking
             )
-            return [
-                dataclasses.replace(
-                    c, previous_turn_id=self._previous_turn(c.record.source_turn_ids)
-                )
-                for c in found
-            ]
+            return self._with_previous_turns(found)
 
-    def _previous_turn(self, source_turn_ids: Sequence[int]) -> int | None:
-        """The turn before the first of ``source_turn_ids`` in its session (call under the lock)."""
-        turn = self._turns.get(source_turn_ids[0]) if source_turn_ids else None
-        if turn is None:
-            return None
-        return max(
-            (
-                i
-                for i, t in self._turns.items()
-                if i < turn.id and t.user_id == turn.user_id and t.session_id == turn.session_id
-            ),
-            default=None,
-        )
+    def _with_previous_turns(self, found: list[Candidate]) -> list[Candidate]:
+        """Each candidate with the turn said before its first source turn in that session.
+
+        One pass over the stored turns per search (call under the lock).
+        """
+        firsts = {c.record.source_turn_ids[0] for c in found if c.record.source_turn_ids}
+        ids: dict[tuple[str, str], list[int]] = {
+            (t.user_id, t.session_id): [] for i, t in self._turns.items() if i in firsts
+        }
+        for i, t in self._turns.items():  # ids grow with insertion, so each list is sorted
+            if (key := (t.user_id, t.session_id)) in ids:
+                ids[key].append(i)
+        result = []
+        for c in found:
+            first = c.record.source_turn_ids[0] if c.record.source_turn_ids else None
+            turn = self._turns.get(first) if first is not None else None
+            previous = None
+            if turn is not None:
+                session = ids[(turn.user_id, turn.session_id)]
+                at = bisect.bisect_left(session, turn.id)
+                previous = session[at - 1] if at > 0 else None
+            result.append(dataclasses.replace(c, previous_turn_id=previous))
+        return result
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
         async with self.lock:
