@@ -16,6 +16,7 @@ LAYERS: dict[str, int] = {
     "messages": 0,
     "filters": 0,
     "telemetry": 0,
+    "_loops": 0,
     "testing": 0,
     "store": 1,
     "embed": 1,

@@ -9,11 +9,31 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["MemhubSettings", "default_data_dir"]
+__all__ = ["MemhubSettings", "default_data_dir", "postgres_url"]
+
+
+def postgres_url(
+    host: str,
+    port: int | str | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    dbname: str | None = None,
+) -> str:
+    """A ``postgresql://`` URL from its parts, each percent-encoded (``/``, ``@``, ``:`` too).
+
+    The one builder behind Mem0's ``host``/``port``/... config and the ``MEM0__PG_*`` variables.
+    """
+    auth = quote(user or "postgres", safe="")
+    if password:
+        auth += ":" + quote(password, safe="")
+    host = f"[{host}]" if ":" in host and not host.startswith("[") else host  # IPv6
+    database = quote(dbname or "postgres", safe="")
+    return f"postgresql://{auth}@{host}:{port or 5432}/{database}"
 
 
 def default_data_dir() -> Path:
@@ -83,6 +103,18 @@ class MemhubSettings(BaseSettings):
         default=2.0, ge=0, description="Seconds turns wait so one LLM call covers several."
     )
     max_turns_per_call: int = Field(default=40, ge=1)
+    job_lease_seconds: float = Field(
+        default=60.0, gt=0, description="A claim's lease; a dead worker's jobs rerun after it."
+    )
+    worker_shutdown_grace: float = Field(
+        default=10.0, ge=0, description="Seconds in-flight work gets to finish on shutdown."
+    )
+    wait_timeout: float = Field(
+        default=30.0, gt=0, description="Longest add(wait=True) waits for its own turns."
+    )
+    recall_wait_timeout: float = Field(
+        default=3.0, ge=0, description="Longest recall waits for its own turns' ingestion."
+    )
     job_retry_base_seconds: float = Field(
         default=1.0, gt=0, description="First retry delay; doubles per attempt (max 5 min)."
     )

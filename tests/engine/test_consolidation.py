@@ -46,7 +46,8 @@ def llm_settings(settings: MemhubSettings, llm: ScriptedOpenAIServer) -> MemhubS
             "llm_model": "scripted-model",
             "llm_timeout": 2.0,
             "llm_max_retries": 0,
-            "worker": "off",
+            "worker": "thread",
+            "worker_poll_interval": 0.05,
             "consolidation_delay": 0.0,
             "job_retry_base_seconds": 0.01,
             "job_max_attempts": 2,
@@ -225,17 +226,19 @@ async def test_custom_instructions_reach_the_prompt(
 
 
 async def test_batching_and_usage_accounting(
-    memory: AsyncMemory, llm: ScriptedOpenAIServer
+    llm_settings: MemhubSettings, llm: ScriptedOpenAIServer
 ) -> None:
     llm.default = ops({"op": "NONE"})
-    for n in range(10):
-        await memory.add(f"Message {n}: nothing much.", user_id="ada")
-    await memory.wait_idle()
+    windowed = llm_settings.model_copy(update={"consolidation_delay": 1.0})
+    async with AsyncMemory(settings=windowed) as memory:
+        for n in range(10):
+            await memory.add(f"Message {n}: nothing much.", user_id="ada")
+        await memory.wait_idle()
+        engine = await memory._engine()
+        stats = await engine.store.usage_stats()
     assert len(llm.chat_requests) == 1, "queued turns of one user share one call"
     prompt = llm.chat_requests[0].json["messages"][-1]["content"]
     assert all(f"Message {n}: nothing much." in prompt for n in range(10))
-    engine = await memory._engine()
-    stats = await engine.store.usage_stats()
     assert stats["llm_calls"] == 1 and stats["turns"] == 10
     assert stats["calls_per_turn"] == pytest.approx(0.1)
     assert stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0
@@ -252,7 +255,9 @@ async def test_two_workers_keep_one_users_operations_in_order(
         return ops({"op": "NONE"})
 
     llm.default = answer
-    one = llm_settings.model_copy(update={"max_turns_per_call": 2, "worker_batch_size": 2})
+    one = llm_settings.model_copy(
+        update={"max_turns_per_call": 2, "worker_batch_size": 2, "worker": "off"}
+    )
     async with AsyncMemory(settings=one) as memory:
         for n in range(12):
             await memory.add(f"step {n}", user_id="ada")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,8 +27,17 @@ async def _count(db_url: str, sql: str) -> int:
         return int(row[0])
 
 
-def _start_worker(db_url: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "MEMHUB_DATABASE_URL": db_url, "MEMHUB_WORKER_BATCH_SIZE": "1"}
+def _start_worker(
+    db_url: str, batch_size: str = "1", extra: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        **(extra or {}),
+        "MEMHUB_DATABASE_URL": db_url,
+        "MEMHUB_WORKER_BATCH_SIZE": batch_size,
+        # a killed worker's lease expires this fast, so the next worker takes its job over
+        "MEMHUB_JOB_LEASE_SECONDS": "3",
+    }
     return subprocess.Popen(
         [sys.executable, "-m", "memhub.cli", "worker"],
         env=env,
@@ -184,3 +195,92 @@ async def test_bulk_growth_refreshes_planner_statistics(
             "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'memories'"
         )
         assert await cur.fetchone() == (True,)
+
+
+async def test_sigterm_with_a_100k_turn_backlog_exits_within_15_s(
+    settings: MemhubSettings, db_url: str
+) -> None:
+    # One job of 100,000 turns (a bulk import): ingestion goes in chunks, each applied in its
+    # own short transaction, so stopping waits for one chunk at most, never the whole job.
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        await conn.execute(
+            "INSERT INTO conversation_context (user_id, session_id, role, message)"
+            " SELECT 'bulk', 's', 'user', json_build_object('content', 'bulk note ' || g,"
+            " 'role', 'user')::text FROM generate_series(1, 100000) AS g"
+        )
+        await conn.execute(
+            "INSERT INTO memory_jobs (kind, user_id, payload) SELECT 'ingest', 'bulk',"
+            " jsonb_build_object('infer', false, 'turn_ids', jsonb_agg(id ORDER BY id))"
+            " FROM conversation_context"
+        )
+    worker = _start_worker(db_url, batch_size="64")
+    try:
+        for _ in range(1200):
+            if await _count(db_url, "SELECT count(*) FROM memories") > 0:
+                break
+            await asyncio.sleep(0.05)
+        started = time.monotonic()
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(60)
+        took = time.monotonic() - started
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert took < 15.0, f"SIGTERM took {took:.1f} s"
+    assert worker.returncode == 0
+    stored = await _count(db_url, "SELECT count(*) FROM memories")
+    assert 0 < stored < 100_000
+    assert await _count(db_url, "SELECT (payload->>'done')::int FROM memory_jobs") == stored
+    # stopped between chunks: the rest of the job was given back, not left leased
+    assert await _count(db_url, "SELECT count(*) FROM memory_jobs WHERE lease_owner IS NULL") == 1
+    assert await _count(db_url, "SELECT count(DISTINCT source_turn_ids[1]) FROM memories") == stored
+
+
+async def test_kill_9_mid_llm_call_loses_and_duplicates_nothing(
+    settings: MemhubSettings, db_url: str
+) -> None:
+    # The LLM is a scripted OpenAI-compatible server (memhub.testing); the first call hangs so
+    # the worker is killed while it waits for the model, holding no transaction.
+    from memhub.testing import DelayedReply, ScriptedOpenAIServer
+
+    answer = json.dumps({"operations": [{"op": "ADD", "text": "Ada likes tea.", "turns": [1]}]})
+    with ScriptedOpenAIServer() as llm:
+        llm.enqueue(DelayedReply(60.0, answer))
+        llm.default = answer
+        llm_env = {
+            "MEMHUB_LLM_BASE_URL": llm.base_url,
+            "MEMHUB_LLM_MODEL": "scripted-model",
+            "MEMHUB_LLM_MAX_RETRIES": "0",
+            "MEMHUB_CONSOLIDATION_DELAY": "0",
+        }
+        quiet = settings.model_copy(
+            update={"worker": "off", "llm_base_url": llm.base_url, "llm_model": "scripted-model"}
+        )
+        async with AsyncMemory(settings=quiet) as memory:
+            await memory.add("I like tea.", user_id="ada")
+        first = _start_worker(db_url, extra=llm_env)
+        try:
+            for _ in range(1200):
+                if llm.chat_requests:
+                    break
+                await asyncio.sleep(0.05)
+            assert llm.chat_requests, "the worker must be inside the LLM call"
+            first.send_signal(signal.SIGKILL)
+        finally:
+            first.wait(30)
+        second = _start_worker(db_url, extra=llm_env)
+        try:
+            for _ in range(1200):
+                if await _count(db_url, "SELECT count(*) FROM memory_jobs") == 0:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            second.terminate()
+            second.wait(30)
+    assert await _count(db_url, "SELECT count(*) FROM memory_jobs") == 0
+    assert (
+        await _count(db_url, "SELECT count(*) FROM memories WHERE memory = 'Ada likes tea.'") == 1
+    )
+    assert await _count(db_url, "SELECT count(*) FROM memories WHERE memory_type = 'turn'") == 0
+    assert await _count(db_url, "SELECT count(*) FROM memory_llm_usage") == 1
+    assert await _count(db_url, "SELECT count(*) FROM memory_history WHERE event = 'ADD'") == 2

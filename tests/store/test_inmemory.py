@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from uuid import UUID, uuid4
@@ -16,7 +15,7 @@ from memhub.filters import parse_filters
 from memhub.store.inmemory import InMemoryStore
 from memhub.store.inmemory_text import bm25_scores, stem, terms, text_score
 from memhub.store.protocol import Store
-from memhub.store.records import Lane, NewJob, NewMemory, NewTurn, Scope
+from memhub.store.records import Lane, Lease, NewJob, NewMemory, NewTurn, Scope
 
 U = Scope(user_id="u")
 V = Scope(user_id="v")
@@ -50,7 +49,7 @@ def mem(
 
 
 async def insert(store: InMemoryStore, *memories: NewMemory, actor: str = "w") -> list[UUID | None]:
-    async with store.claim_jobs(0, INGEST) as batch:
+    async with store.apply_jobs([], "t", {}) as batch:
         return await batch.insert_memories(memories, actor)
 
 
@@ -296,7 +295,7 @@ async def test_filters_apply_before_ranking(store: InMemoryStore) -> None:
 async def test_superseded_memories_only_when_asked(store: InMemoryStore) -> None:
     (old,) = await insert(store, mem("lives in Paris"))
     assert old is not None
-    async with store.claim_jobs(0, INGEST) as batch:
+    async with store.apply_jobs([], "t", {}) as batch:
         new = await batch.supersede(U, old, mem("lives in Rome"), datetime(2024, 1, 1, tzinfo=UTC))
     query = np.asarray(X, np.float32)
     assert [
@@ -407,12 +406,14 @@ async def test_reset_removes_everything_and_restarts_ids(store: InMemoryStore) -
     await store.ensure_embedding_space("test-model", 3)  # the embedding space survives
 
 
-# -- jobs --------------------------------------------------------------------------------------
-async def test_a_batch_commits_when_its_block_ends_normally(store: InMemoryStore) -> None:
+# -- jobs (the queue's rules are in tests/store/test_queue_contract.py, for both stores) ----
+LEASE = Lease("w", 60.0, 3)
+
+
+async def test_an_apply_commits_when_its_block_ends_normally(store: InMemoryStore) -> None:
     (job_id,) = await queue(store, U)
-    async with store.claim_jobs(10, INGEST) as batch:
-        assert [j.id for j in batch.jobs] == [job_id]
-        assert [t.message for t in await batch.turns([1])] == ["m"]
+    jobs = await store.claim_jobs(INGEST, 10, LEASE)
+    async with store.apply_jobs(jobs, "w", {}) as batch:
         await batch.insert_memories([mem("fact")], "worker")
         await batch.complete([job_id])
         assert await store.pending_jobs() == 1  # completion applies at the commit
@@ -422,21 +423,22 @@ async def test_a_batch_commits_when_its_block_ends_normally(store: InMemoryStore
         await batch.complete([job_id])
 
 
-async def test_an_exception_rolls_the_batch_back(store: InMemoryStore) -> None:
+async def test_an_exception_rolls_the_apply_back(store: InMemoryStore) -> None:
     (job_id,) = await queue(store, U)
+    jobs = await store.claim_jobs(INGEST, 10, LEASE)
     with pytest.raises(RuntimeError):
-        async with store.claim_jobs(10, INGEST) as batch:
+        async with store.apply_jobs(jobs, "w", {}) as batch:
             await batch.insert_memories([mem("fact")], "worker")
             await batch.complete([job_id])
             raise RuntimeError("boom")
     assert await store.list_memories(U, None, 10, False) == []
-    async with store.claim_jobs(10, INGEST) as again:
-        assert [j.id for j in again.jobs] == [job_id]
+    assert await store.pending_jobs() == 1
 
 
-async def test_a_failed_write_dooms_the_batch(store: InMemoryStore) -> None:
+async def test_a_failed_write_dooms_the_apply(store: InMemoryStore) -> None:
     (job_id,) = await queue(store, U)
-    async with store.claim_jobs(10, INGEST) as batch:
+    jobs = await store.claim_jobs(INGEST, 10, LEASE)
+    async with store.apply_jobs(jobs, "w", {}) as batch:
         await batch.insert_memories([mem("kept?")], "worker")
         with pytest.raises(StoreError):
             await batch.insert_memories([mem("bad", vector=[1.0])], "worker")
@@ -446,89 +448,10 @@ async def test_a_failed_write_dooms_the_batch(store: InMemoryStore) -> None:
     assert await store.pending_jobs() == 1
 
 
-async def test_cancelling_a_batch_releases_its_jobs(store: InMemoryStore) -> None:
-    await queue(store, U)
-    entered = asyncio.Event()
-
-    async def hold() -> None:
-        async with store.claim_jobs(10, INGEST):
-            entered.set()
-            await asyncio.sleep(3600)
-
-    task = asyncio.create_task(hold())
-    await entered.wait()
-    async with store.claim_jobs(10, INGEST) as other:
-        assert other.jobs == []
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    async with store.claim_jobs(10, INGEST) as again:
-        assert len(again.jobs) == 1
-
-
-async def test_concurrent_claims_keep_each_owners_jobs_in_order(store: InMemoryStore) -> None:
-    u1, u2 = await queue(store, U, 2)
-    (v1,) = await queue(store, V)
-    async with store.claim_jobs(1, INGEST) as first:
-        assert [j.id for j in first.jobs] == [u1]
-        async with store.claim_jobs(10, INGEST) as second:
-            # u2 must wait for u1; v's job is free
-            assert [j.id for j in second.jobs] == [v1]
-            await second.complete([v1])
-        await first.complete([u1])
-    async with store.claim_jobs(10, INGEST) as third:
-        assert [j.id for j in third.jobs] == [u2]
-
-
-async def test_a_job_waiting_for_retry_holds_back_its_owners_later_jobs(
-    store: InMemoryStore,
-) -> None:
-    u1, u2 = await queue(store, U, 2)
-    (v1,) = await queue(store, V)
-    later = datetime.now(UTC) + timedelta(hours=1)
-    assert await store.fail_jobs([u1], "boom", later, max_attempts=5) == 0
-    async with store.claim_jobs(10, INGEST) as batch:
-        assert [j.id for j in batch.jobs] == [v1]
-    await store.fail_jobs([u1], "boom", datetime.now(UTC) - timedelta(seconds=1), 5)
-    async with store.claim_jobs(10, INGEST) as batch:
-        assert [(j.id, j.attempts) for j in batch.jobs] == [(u1, 2), (u2, 0), (v1, 0)]
-        assert batch.jobs[0].last_error == "boom"
-
-
-async def test_owner_is_the_first_id_set(store: InMemoryStore) -> None:
-    (a1,) = await queue(store, Scope(agent_id="bot"))
-    (a2,) = await queue(store, Scope(agent_id="bot", run_id="r"))
-    async with store.claim_jobs(1, INGEST) as first:
-        assert [j.id for j in first.jobs] == [a1]
-        async with store.claim_jobs(10, INGEST) as second:
-            assert second.jobs == []  # same owner "bot", older job claimed
-    async with store.claim_jobs(10, INGEST) as third:
-        assert [j.id for j in third.jobs] == [a1, a2]
-
-
-async def test_fail_jobs_parks_at_max_attempts(store: InMemoryStore) -> None:
-    (job_id,) = await queue(store, U)
-    now = datetime.now(UTC)
-    assert await store.fail_jobs([job_id], "x" * 5000, now, max_attempts=2) == 0
-    assert await store.pending_jobs(U) == 1
-    assert await store.fail_jobs([job_id], "again", now, max_attempts=2) == 1
-    assert await store.pending_jobs(U) == 0
-    (parked,) = await store.list_jobs("parked", 10)
-    assert (parked.id, parked.attempts, parked.status) == (job_id, 2, "parked")
-    assert parked.last_error == "again"
-    async with store.claim_jobs(10, INGEST) as batch:
-        assert batch.jobs == []
-    assert await store.requeue_parked([999]) == 0
-    assert await store.requeue_parked(None) == 1
-    (queued,) = await store.list_jobs("queued", 10)
-    assert (queued.attempts, queued.status) == (0, "queued")
-    async with store.claim_jobs(10, INGEST) as batch:
-        assert [j.id for j in batch.jobs] == [job_id]
-
-
 async def test_last_error_is_truncated(store: InMemoryStore) -> None:
     (job_id,) = await queue(store, U)
-    await store.fail_jobs([job_id], "x" * 5000, datetime.now(UTC), max_attempts=5)
+    await store.claim_jobs(INGEST, 10, LEASE)
+    await store.release_jobs([job_id], "w", "x" * 5000, datetime.now(UTC), 5)
     (job,) = await store.list_jobs("queued", 10)
     assert job.last_error == "x" * 4000
 
@@ -550,17 +473,18 @@ async def test_list_jobs_by_status_in_id_order(store: InMemoryStore) -> None:
     assert await store.list_jobs("parked", 10) == []
 
 
-async def test_reset_during_a_batch_drops_its_writes(store: InMemoryStore) -> None:
+async def test_reset_during_an_apply_drops_its_writes(store: InMemoryStore) -> None:
     (job_id,) = await queue(store, U)
-    async with store.claim_jobs(10, INGEST) as batch:
+    jobs = await store.claim_jobs(INGEST, 10, LEASE)
+    async with store.apply_jobs(jobs, "w", {}) as batch:
         await batch.insert_memories([mem("fact")], "worker")
         await store.reset()
         await batch.complete([job_id])
     assert await store.list_memories(U, None, 10, False) == []
 
 
-async def test_two_batches_inserting_the_same_fact_keep_one(store: InMemoryStore) -> None:
-    async with store.claim_jobs(0, INGEST) as a, store.claim_jobs(0, INGEST) as b:
+async def test_two_applies_inserting_the_same_fact_keep_one(store: InMemoryStore) -> None:
+    async with store.apply_jobs([], "a", {}) as a, store.apply_jobs([], "b", {}) as b:
         assert (await a.insert_memories([mem("same")], "w"))[0] is not None
         assert (await b.insert_memories([mem("same")], "w"))[0] is None
     assert len(await store.list_memories(U, None, 10, False)) == 1
@@ -600,7 +524,7 @@ async def test_supersede_closes_the_old_fact_and_links_the_history(store: InMemo
     (old,) = await insert(store, mem("lives in Paris", source_turn_ids=(1,)))
     assert old is not None
     closed = datetime(2024, 3, 1, tzinfo=UTC)
-    async with store.claim_jobs(0, INGEST) as batch:
+    async with store.apply_jobs([], "t", {}) as batch:
         new = await batch.supersede(U, old, mem("lives in Rome", source_turn_ids=(2,)), closed)
     record = await store.get_memory(U, old)
     assert record is not None and record.valid_to == closed and record.superseded_by == new
@@ -617,7 +541,7 @@ async def test_supersede_closes_the_old_fact_and_links_the_history(store: InMemo
 async def test_supersede_by_a_stored_fact_links_to_it(store: InMemoryStore) -> None:
     old, existing = await insert(store, mem("lives in Paris"), mem("lives in Rome"))
     assert old is not None and existing is not None
-    async with store.claim_jobs(0, INGEST) as batch:
+    async with store.apply_jobs([], "t", {}) as batch:
         successor = await batch.supersede(U, old, mem("lives in Rome"), datetime.now(UTC))
     assert successor == existing
     event = (await store.history(U, old))[-1]
@@ -628,7 +552,7 @@ async def test_refine_rewrites_in_place_unless_the_text_exists(store: InMemorySt
     a, b = await insert(store, mem("likes tea", source_turn_ids=(1,)), mem("likes coffee"))
     assert a is not None and b is not None
     vector = np.asarray(Y, np.float32)
-    async with store.claim_jobs(0, INGEST) as batch:
+    async with store.apply_jobs([], "t", {}) as batch:
         assert await batch.refine(U, a, "likes green tea", "h-green", vector, [7])
         assert not await batch.refine(U, a, "likes coffee", "likes coffee", vector, [8])
         with pytest.raises(MemoryNotFound):
@@ -650,7 +574,7 @@ async def test_forget_and_retire_turn_memories(store: InMemoryStore) -> None:
         mem("turn one", V, memory_type="turn", source_turn_ids=(1,)),
     )
     assert fact is not None
-    async with store.claim_jobs(0, INGEST) as batch:
+    async with store.apply_jobs([], "t", {}) as batch:
         await batch.forget(U, fact, [3])
         assert await batch.retire_turn_memories(U, [1, 5]) == 1
     left = {r.id for r in await store.list_memories(Scope(), None, 10, False)}
@@ -670,13 +594,13 @@ async def test_rollback_undoes_every_consolidation_write(store: InMemoryStore) -
     before = {r.id: r for r in await store.list_memories(U, None, 10, True)}
     histories = {i: await store.history(U, i) for i in before}
     with pytest.raises(RuntimeError):
-        async with store.claim_jobs(0, INGEST) as batch:
+        async with store.apply_jobs([], "t", {}) as batch:
             await batch.insert_memories([mem("d")], "w")
             await batch.refine(U, a, "a2", "a2", np.asarray(Z, np.float32), [2])
             await batch.supersede(U, b, mem("b2", vector=Z), datetime.now(UTC))
             await batch.forget(U, a, [3])
             await batch.retire_turn_memories(U, [1])
-            await batch.enqueue(NewJob("consolidate", U), None)
+            await batch.enqueue(NewJob("consolidate", U), None, False)
             await batch.record_usage(
                 U, "m", {"calls": 1, "prompt_tokens": 5, "completion_tokens": 2}, 1, 1, {}
             )
@@ -694,40 +618,31 @@ async def test_rollback_undoes_every_consolidation_write(store: InMemoryStore) -
 
 async def test_enqueued_jobs_and_usage_arrive_with_the_commit(store: InMemoryStore) -> None:
     later = datetime.now(UTC) + timedelta(hours=1)
-    async with store.claim_jobs(0, INGEST) as batch:
-        await batch.enqueue(NewJob("consolidate", U, {"turn_ids": [1]}), None)
-        await batch.enqueue(NewJob("consolidate", V), later)
+    async with store.apply_jobs([], "t", {}) as batch:
+        await batch.enqueue(NewJob("consolidate", U, {"turn_ids": [1]}), None, False)
+        await batch.enqueue(NewJob("consolidate", V), later, False)
         await batch.record_usage(
             U, "m", {"calls": 2, "prompt_tokens": 30, "completion_tokens": 10}, 4, 1, {"ADD": 1}
         )
         assert await store.pending_jobs() == 0
         (newer,) = await queue(store, U)  # queued by someone else while the batch is open
     jobs = await store.list_jobs("queued", 10)
-    assert [j.kind for j in jobs] == ["consolidate", "consolidate", "ingest"]  # id order
-    assert jobs[-1].id == newer and jobs[0].payload == {"turn_ids": [1]}
-    async with store.claim_jobs(10, Lane(("consolidate",))) as lane:
-        assert [j.scope for j in lane.jobs] == [U]  # V's job waits until later
+    # ids are handed out at the commit (a plain reference; PostgreSQL's come at the insert)
+    assert [j.kind for j in jobs] == ["ingest", "consolidate", "consolidate"]
+    assert jobs[0].id == newer and jobs[1].payload == {"turn_ids": [1]}
+    claimed = await store.claim_jobs(Lane(("consolidate",)), 10, LEASE)
+    assert [j.scope for j in claimed] == [U]  # V's job waits until later
     stats = await store.usage_stats()
     assert stats["llm_calls"] == 2 and stats["turns"] == 4 and stats["tokens_per_turn"] == 10
 
 
 async def test_each_lane_keeps_its_own_order(store: InMemoryStore) -> None:
     (ingest,) = await queue(store, U)
-    async with store.claim_jobs(0, INGEST) as batch:
-        await batch.enqueue(NewJob("consolidate", U), None)
-    async with store.claim_jobs(10, INGEST) as first:
-        assert [j.id for j in first.jobs] == [ingest]
-        async with store.claim_jobs(10, Lane(("consolidate",))) as second:
-            assert [j.kind for j in second.jobs] == ["consolidate"]  # not held back by ingest
-
-
-async def test_related_searches_current_memories_inside_the_batch(store: InMemoryStore) -> None:
-    await insert(store, mem("likes tea", vector=X))
-    async with store.claim_jobs(0, INGEST) as batch:
-        await batch.insert_memories([mem("likes tea a lot", vector=Y)], "w")
-        found = await batch.related(U, "tea", np.asarray(Y, np.float32), 5, None)
-    assert found[0].record.memory == "likes tea a lot"
-    assert len(found) == 2
+    async with store.apply_jobs([], "t", {}) as batch:
+        await batch.enqueue(NewJob("consolidate", U), None, False)
+    assert [j.id for j in await store.claim_jobs(INGEST, 10, LEASE)] == [ingest]
+    second = await store.claim_jobs(Lane(("consolidate",)), 10, LEASE)
+    assert [j.kind for j in second] == ["consolidate"]  # not held back by ingest
 
 
 def test_bm25_matches_the_sql_formula() -> None:
@@ -753,17 +668,15 @@ async def test_every_candidate_carries_both_signals(store: InMemoryStore) -> Non
 async def test_an_excluding_lane_takes_unknown_kinds() -> None:
     store = InMemoryStore()
     await store.append_turns([], NewJob(kind="mystery", scope=Scope(user_id="u")))
-    async with store.claim_jobs(10, Lane(("consolidate",))) as batch:
-        assert batch.jobs == []
-    async with store.claim_jobs(10, Lane(("consolidate",), exclude=True)) as batch:
-        assert [job.kind for job in batch.jobs] == ["mystery"]
+    assert await store.claim_jobs(Lane(("consolidate",)), 10, LEASE) == []
+    claimed = await store.claim_jobs(Lane(("consolidate",), exclude=True), 10, LEASE)
+    assert [job.kind for job in claimed] == ["mystery"]
 
 
 async def test_job_counts_by_status() -> None:
     store = InMemoryStore()
     await store.append_turns([], NewJob(kind="mystery", scope=Scope(user_id="u")))
     assert await store.job_counts() == {"queued": 1, "parked": 0}
-    async with store.claim_jobs(1, Lane(("consolidate",), exclude=True)) as batch:
-        (job,) = batch.jobs
-    await store.fail_jobs([job.id], "boom", datetime.now(UTC), max_attempts=1)
+    (job,) = await store.claim_jobs(Lane(("consolidate",), exclude=True), 1, LEASE)
+    await store.release_jobs([job.id], "w", "boom", datetime.now(UTC), max_attempts=1)
     assert await store.job_counts() == {"queued": 0, "parked": 1}

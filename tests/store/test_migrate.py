@@ -6,7 +6,14 @@ import asyncio
 
 import psycopg
 
-from memhub.store.migrate import apply_migrations, available_migrations
+from memhub import AsyncMemory, MemhubSettings
+from memhub.store.migrate import (
+    MIGRATION_LOCK_ID,
+    Migration,
+    apply_migrations,
+    available_migrations,
+)
+from memhub.store.pg_memories import SPACE_LOCK_ID
 
 
 async def test_concurrent_migrators_apply_each_version_once(pg_admin_url: str) -> None:
@@ -30,3 +37,50 @@ async def test_concurrent_migrators_apply_each_version_once(pg_admin_url: str) -
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         cur = await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         assert await cur.fetchone() is not None
+
+
+async def test_an_up_to_date_database_opens_without_taking_a_lock(
+    settings: MemhubSettings, aconn: psycopg.AsyncConnection[tuple[object, ...]]
+) -> None:
+    async with AsyncMemory(settings=settings) as memory:  # records the embedding space
+        await memory.add("first", user_id="u", infer=False, wait=True)
+    # Another process holds the migration and embedding-space locks: opening must not wait.
+    await aconn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_ID,))
+    await aconn.execute("SELECT pg_advisory_lock(%s)", (SPACE_LOCK_ID,))
+    try:
+
+        async def open_and_use() -> list[str]:
+            async with AsyncMemory(settings=settings) as memory:
+                await memory.add("second", user_id="u", infer=False, wait=True)
+                listed = (await memory.get_all(user_id="u"))["results"]
+                return sorted(str(item["memory"]) for item in listed)
+
+        assert await asyncio.wait_for(open_and_use(), 30) == ["first", "second"]
+    finally:
+        await aconn.execute("SELECT pg_advisory_unlock_all()")
+
+
+async def test_a_marked_migration_runs_outside_a_transaction(
+    aconn: psycopg.AsyncConnection[tuple[object, ...]],
+) -> None:
+    marked = Migration(
+        "9999_concurrent",
+        "-- memhub: no-transaction\n"
+        "-- an index on a big table, built without blocking writers;\n"
+        "CREATE TABLE IF NOT EXISTS big (x int);\n"
+        "DROP INDEX CONCURRENTLY IF EXISTS big_x;\n"
+        "CREATE INDEX CONCURRENTLY big_x\n    ON big (x);  \n",
+    )
+    assert not marked.transactional
+    assert marked.statements() == [
+        "CREATE TABLE IF NOT EXISTS big (x int)",
+        "DROP INDEX CONCURRENTLY IF EXISTS big_x",
+        "CREATE INDEX CONCURRENTLY big_x\n    ON big (x)",
+    ]
+    assert all(m.transactional for m in available_migrations() if m.version < "0006")
+    assert await apply_migrations(aconn, [marked]) == ["9999_concurrent"]
+    assert await apply_migrations(aconn, [marked]) == []
+    cur = await aconn.execute(
+        "SELECT indisvalid FROM pg_index WHERE indexrelid = 'big_x'::regclass"
+    )
+    assert await cur.fetchone() == (True,)

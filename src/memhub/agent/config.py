@@ -8,9 +8,8 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
-from urllib.parse import quote
 
-from memhub.config import MemhubSettings
+from memhub.config import MemhubSettings, postgres_url
 from memhub.errors import ConfigurationError
 from memhub.messages import Message
 
@@ -127,11 +126,13 @@ def _pg_url_from_parts(env: Mapping[str, str]) -> str | None:
     host = env.get("MEM0__PG_HOST")
     if not host:
         return None
-    user = quote(env.get("MEM0__PG_USER") or "postgres")
-    password = env.get("MEM0__PG_PASSWORD")
-    auth = f"{user}:{quote(password)}@" if password else f"{user}@"
-    database = env.get("MEM0__PG_DB") or env.get("MEM0__PG_DATABASE") or "postgres"
-    return f"postgresql://{auth}{host}:{env.get('MEM0__PG_PORT') or 5432}/{database}"
+    return postgres_url(
+        host,
+        env.get("MEM0__PG_PORT"),
+        env.get("MEM0__PG_USER"),
+        env.get("MEM0__PG_PASSWORD"),
+        env.get("MEM0__PG_DB") or env.get("MEM0__PG_DATABASE"),
+    )
 
 
 def _mem0_values(env: Mapping[str, str]) -> dict[str, Any]:

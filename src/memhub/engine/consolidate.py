@@ -1,19 +1,22 @@
 """LLM consolidation: from queued turns and related facts to one call and its operations.
 
-The plan is checked before anything is applied: an id the model was not shown, an unknown
-operation or an empty fact fails the batch (it is retried, then parked with the raw output),
-so a confused model can never touch a memory it was not asked about.
+:meth:`Consolidator.prepare` is the work phase (reads, embeddings, the LLM call; no transaction
+open) and :meth:`Consolidator.apply` the apply phase. The plan is checked in between: an id the
+model was not shown or an empty fact fails the attempt, and DELETE / SUPERSEDE are refused
+unless a user turn shown in that prompt, and about that fact, asked for them.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 import numpy as np
 
@@ -32,11 +35,20 @@ from memhub.filters import parse_filters
 from memhub.llm import LLM
 from memhub.llm.base import Usage
 from memhub.messages import deserialize
-from memhub.store.protocol import JobBatch
-from memhub.store.records import Job, MemoryRecord, NewMemory, Scope, Turn
+from memhub.store.protocol import JobBatch, Store
+from memhub.store.records import Candidate, Job, MemoryRecord, NewMemory, Scope, Turn
 from memhub.telemetry import operation, record_llm_usage
 
-__all__ = ["CONSOLIDATE_JOB", "TURN_MEMORY", "Consolidator", "PlannedOp", "plan_operations"]
+__all__ = [
+    "CONSOLIDATE_JOB",
+    "TURN_MEMORY",
+    "Consolidator",
+    "Plan",
+    "PlannedOp",
+    "asks_to_forget",
+    "fact_scope",
+    "plan_operations",
+]
 
 log = logging.getLogger("memhub.consolidation")
 
@@ -69,10 +81,37 @@ def _aware(ts: datetime | None) -> datetime:
 
 
 def _speaker(turn: Turn) -> str:
-    name = (turn.metadata or {}).get("speaker") or (turn.metadata or {}).get("name")
-    if isinstance(name, str) and name.strip():
-        return name
-    return {"user": turn.user_id or "user", "assistant": "assistant"}.get(turn.role, turn.role)
+    # The stored role decides who spoke; caller metadata (a "speaker" name) never does, so an
+    # assistant or tool turn cannot pass itself off as the user.
+    if turn.role == "user":
+        return turn.user_id or "user"
+    return turn.role
+
+
+# A person asking to forget says so; matched in the cited turn itself, so an unrelated user
+# turn cited next to an instruction smuggled into a tool result cannot authorise a DELETE.
+_FORGET = re.compile(
+    r"\b(forget|forgotten|delete|remove|erase|wipe|unlearn|don'?t (remember|keep|store)"
+    r"|do not (remember|keep|store)|stop (remembering|storing|keeping)"
+    r"|no longer (remember|store|keep))\b",
+    re.IGNORECASE,
+)
+
+
+def asks_to_forget(text: str) -> bool:
+    """Does a turn ask, in words, for something to be forgotten?"""
+    return _FORGET.search(text) is not None
+
+
+def _authorised(kind: str, cited: Sequence[Turn]) -> bool:
+    # DELETE and SUPERSEDE change what is known about a person: only that person may cause
+    # them, in a turn shown in this prompt (the stored role decides; tool results and
+    # assistant turns are data, whatever the model made of them). A DELETE must also cite a
+    # user turn that asks to forget.
+    users = [t for t in cited if t.role == "user"]
+    if kind == "DELETE":
+        return any(asks_to_forget(_content(t)) for t in users)
+    return bool(users)
 
 
 def plan_operations(
@@ -84,7 +123,7 @@ def plan_operations(
     for op in reply.operations:
         if op.op == "NONE":
             continue
-        cited = tuple(turns[n - 1] for n in op.turns if 1 <= n <= len(turns)) or tuple(turns)
+        cited = tuple(turns[n - 1] for n in sorted(set(op.turns)) if 1 <= n <= len(turns))
         target = None
         if op.op in ("UPDATE", "SUPERSEDE", "DELETE"):
             number = _fact_number(op.id, len(facts))
@@ -95,12 +134,20 @@ def plan_operations(
         text = (op.text or "").strip()
         if op.op != "DELETE" and not text:
             raise ProviderOutputError(f"{op.op} operation with an empty fact")
-        if op.op == "DELETE" and not any(t.role == "user" for t in cited):
-            # Only a person can ask to forget; a tool result or an assistant turn that reads
-            # like an instruction is data, whatever the model made of it.
-            log.warning("DELETE of %s refused: no user turn asked for it", target and target.id)
-            continue
-        planned.append(PlannedOp(kind=op.op, target=target, text=text or None, turns=cited))
+        if op.op in ("DELETE", "SUPERSEDE"):
+            assert target is not None
+            if not _authorised(op.op, cited):
+                log.warning(
+                    "%s of %s refused: no cited user turn of this prompt asked for it (cited %s)",
+                    op.op,
+                    target.id,
+                    list(op.turns),
+                )
+                continue
+        # ADD and UPDATE only add knowledge; without a valid citation they come from the batch.
+        planned.append(
+            PlannedOp(kind=op.op, target=target, text=text or None, turns=cited or tuple(turns))
+        )
     return planned
 
 
@@ -125,36 +172,86 @@ def _usage(model: str, usage: Usage) -> dict[str, int]:
     }
 
 
+def fact_scope(scope: Scope) -> Scope:
+    """Where a job's facts live: the user's (and agent's), across runs and threads."""
+    if scope.user_id is None and scope.agent_id is None:
+        return scope
+    return Scope(user_id=scope.user_id, agent_id=scope.agent_id)
+
+
+@dataclass
+class Plan:
+    """What one consolidation call decided, ready to apply in one short transaction."""
+
+    jobs: Sequence[Job]
+    scope: Scope  # the facts' scope (see fact_scope)
+    turn_ids: list[int]
+    read_set: dict[UUID, str] = field(default_factory=dict)  # facts shown: id -> hash
+    ops: list[PlannedOp] = field(default_factory=list)
+    vectors: list[Any] = field(default_factory=list)  # one per op with a text, in order
+    runs: dict[int, str] = field(default_factory=dict)  # turn id -> its run (thread)
+    memory_type: str | None = None
+    usage: dict[str, int] | None = None
+    turns: int = 0
+
+
 class Consolidator:
-    """Runs one owner's consolidation jobs through one LLM call, inside their batch."""
+    """Runs one owner's consolidation jobs through one LLM call: work, then apply."""
 
     def __init__(self, llm: LLM, embedder: Embedder, related_k: int = 20) -> None:
         self.llm = llm
         self.embedder = embedder
         self.related_k = related_k
 
-    async def run(self, batch: JobBatch, jobs: Sequence[Job]) -> None:
-        """Consolidate ``jobs`` (one owner, in order); everything lands in the batch."""
-        scope = jobs[0].scope
-        turn_ids = [t for job in jobs for t in job.payload.get("turn_ids", [])]
-        turns = [t for t in await batch.turns(turn_ids) if _content(t).strip()]
-        if turns:
-            with operation("consolidate", {"memhub.turns": len(turns)}):
-                if jobs[0].payload.get("memory_type") == PROCEDURAL:
-                    await self._procedural(batch, scope, turns, jobs)
-                else:
-                    await self._facts(batch, scope, turns, jobs)
-        await batch.retire_turn_memories(scope, turn_ids)
-        await batch.complete([job.id for job in jobs])
+    async def prepare(self, store: Store, jobs: Sequence[Job]) -> Plan:
+        """The work phase: read, embed and ask the model; nothing is held open meanwhile."""
+        scope = fact_scope(jobs[0].scope)
+        turn_ids = [int(t) for job in jobs for t in job.payload.get("turn_ids", [])]
+        runs = {
+            int(t): job.scope.run_id
+            for job in jobs
+            if job.scope.run_id is not None
+            for t in job.payload.get("turn_ids", [])
+        }
+        plan = Plan(jobs=jobs, scope=scope, turn_ids=turn_ids, runs=runs)
+        turns = [t for t in await store.turns_by_ids(turn_ids) if _content(t).strip()]
+        if not turns:
+            return plan
+        plan.turns = len(turns)
+        with operation("consolidate", {"memhub.turns": len(turns)}):
+            if jobs[0].payload.get("memory_type") == PROCEDURAL:
+                await self._procedural(plan, turns)
+            else:
+                await self._facts(store, plan, turns)
+        return plan
 
-    async def _facts(
-        self, batch: JobBatch, scope: Scope, turns: list[Turn], jobs: Sequence[Job]
-    ) -> None:
-        text = "\n".join(_content(t) for t in turns)
-        vectors = await self.embedder.embed([text])
-        candidates = await batch.related(scope, text, vectors[0], self.related_k, _NOT_RAW)
-        facts = [c.record for c in candidates][: self.related_k]
-        instructions = jobs[0].payload.get("instructions")
+    async def _related(
+        self, store: Store, scope: Scope, turns: Sequence[Turn]
+    ) -> list[MemoryRecord]:
+        # One lookup per turn: a single embedding of all turns joined would be truncated by
+        # the embedder (MiniLM reads 256 tokens), hiding facts related to the later turns.
+        texts = [_content(t)[:2000] for t in turns]
+        vectors = await self.embedder.embed(texts)
+        each = max(3, -(-self.related_k // len(turns)))
+        lists = [
+            await store.search_candidates(scope, text, vector, each, _NOT_RAW, False)
+            for text, vector in zip(texts, vectors, strict=True)
+        ]
+        ranked = [sorted(c, key=_best_rank) for c in lists]
+        # Every turn's closest fact is shown, whatever the others found; then the rest round
+        # robin (each turn's second, then third, ...) up to related_k.
+        facts: dict[UUID, MemoryRecord] = {c[0].record.id: c[0].record for c in ranked if c}
+        for rank in range(1, max((len(r) for r in ranked), default=0)):
+            for candidates in ranked:
+                if rank < len(candidates) and len(facts) < self.related_k:
+                    record = candidates[rank].record
+                    facts.setdefault(record.id, record)
+        return list(facts.values())
+
+    async def _facts(self, store: Store, plan: Plan, turns: list[Turn]) -> None:
+        facts = await self._related(store, plan.scope, turns)
+        plan.read_set = {f.id: f.hash for f in facts}
+        instructions = plan.jobs[0].payload.get("instructions")
         messages = consolidation_messages(
             [ExistingFact(n, f.memory, f.valid_from) for n, f in enumerate(facts, start=1)],
             [
@@ -164,69 +261,15 @@ class Consolidator:
             instructions if isinstance(instructions, str) else None,
         )
         result = await self.llm.generate_structured(messages, ConsolidationReply)
+        plan.usage = _usage(self.llm.model_name, result.usage)
         try:
-            planned = plan_operations(result.value, facts, turns)
+            plan.ops = plan_operations(result.value, facts, turns)
         except ProviderOutputError as exc:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
-        counts = Counter(op.kind for op in planned)
-        await self._apply(batch, scope, planned)
-        await batch.record_usage(
-            scope,
-            self.llm.model_name,
-            _usage(self.llm.model_name, result.usage),
-            len(turns),
-            len(jobs),
-            dict(counts),
-        )
+        texts = [op.text for op in plan.ops if op.text]
+        plan.vectors = list(await self.embedder.embed(texts)) if texts else []
 
-    async def _apply(self, batch: JobBatch, scope: Scope, planned: Sequence[PlannedOp]) -> None:
-        texts = [op.text for op in planned if op.text]
-        vectors = iter(await self.embedder.embed(texts)) if texts else iter(())
-        for op in planned:
-            turn_ids = [t.id for t in op.turns]
-            if op.kind == "DELETE":
-                assert op.target is not None
-                await batch.forget(scope, op.target.id, turn_ids)
-                continue
-            assert op.text is not None
-            vector = next(vectors)
-            if op.kind == "UPDATE":
-                assert op.target is not None
-                await batch.refine(
-                    scope, op.target.id, op.text, memory_hash(op.text), vector, turn_ids
-                )
-                continue
-            new = self._fact(scope, op, vector)
-            if op.kind == "SUPERSEDE":
-                assert op.target is not None
-                await batch.supersede(scope, op.target.id, new, op.said_at)
-            else:
-                await batch.insert_memories([new], actor="consolidation")
-
-    @staticmethod
-    def _fact(
-        scope: Scope, op: PlannedOp, vector: Any, memory_type: str | None = None
-    ) -> NewMemory:
-        assert op.text is not None
-        metadata: dict[str, Any] = {"source_turn_ids": [t.id for t in op.turns]}
-        if op.target is not None:
-            metadata["supersedes"] = str(op.target.id)
-        return NewMemory(
-            id=uuid.uuid4(),
-            scope=scope,
-            memory=op.text,
-            hash=memory_hash(op.text),
-            embedding=np.asarray(vector, dtype=np.float32),
-            metadata=metadata,
-            memory_type=memory_type,
-            valid_from=op.said_at,
-            source_turn_ids=tuple(t.id for t in op.turns),
-            created_at=op.said_at,
-        )
-
-    async def _procedural(
-        self, batch: JobBatch, scope: Scope, turns: list[Turn], jobs: Sequence[Job]
-    ) -> None:
+    async def _procedural(self, plan: Plan, turns: list[Turn]) -> None:
         messages = procedural_messages(
             [
                 PromptTurn(n, _speaker(t), _aware(t.created_at), _content(t))
@@ -234,22 +277,77 @@ class Consolidator:
             ]
         )
         result = await self.llm.generate_structured(messages, ProceduralReply)
+        plan.usage = _usage(self.llm.model_name, result.usage)
         summary = result.value.summary.strip()
         if not summary:
             raise ProviderOutputError("empty procedural summary", raw=result.raw)
-        op = PlannedOp(kind="ADD", target=None, text=summary, turns=tuple(turns))
-        (vector,) = await self.embedder.embed([summary])
-        await batch.insert_memories(
-            [self._fact(scope, op, vector, PROCEDURAL)], actor="consolidation"
-        )
-        await batch.record_usage(
-            scope,
-            self.llm.model_name,
-            _usage(self.llm.model_name, result.usage),
-            len(turns),
-            len(jobs),
-            {"ADD": 1},
-        )
+        plan.ops = [PlannedOp(kind="ADD", target=None, text=summary, turns=tuple(turns))]
+        plan.vectors = list(await self.embedder.embed([summary]))
+        plan.memory_type = PROCEDURAL
+
+    async def apply(self, batch: JobBatch, plan: Plan) -> None:
+        """The apply phase: write the plan's operations, usage and job completion."""
+        vectors = iter(plan.vectors)
+        for op in plan.ops:
+            await self._apply_op(batch, plan, op, next(vectors) if op.text else None)
+        if plan.usage is not None:
+            await batch.record_usage(
+                plan.scope,
+                self.llm.model_name,
+                plan.usage,
+                plan.turns,
+                len(plan.jobs),
+                dict(Counter(op.kind for op in plan.ops)),
+            )
+        await batch.retire_turn_memories(plan.scope, plan.turn_ids)
+        await batch.complete([job.id for job in plan.jobs])
+
+    async def _apply_op(self, batch: JobBatch, plan: Plan, op: PlannedOp, vector: Any) -> None:
+        turn_ids = [t.id for t in op.turns]
+        if op.kind == "DELETE":
+            assert op.target is not None
+            await batch.forget(plan.scope, op.target.id, turn_ids)
+            return
+        assert op.text is not None
+        if op.kind == "UPDATE":
+            assert op.target is not None
+            await batch.refine(
+                plan.scope, op.target.id, op.text, memory_hash(op.text), vector, turn_ids
+            )
+            return
+        new = _fact(plan, op, vector)
+        if op.kind == "SUPERSEDE":
+            assert op.target is not None
+            await batch.supersede(plan.scope, op.target.id, new, op.said_at)
+        else:
+            await batch.insert_memories([new], actor="consolidation")
+
+
+def _best_rank(candidate: Candidate) -> int:
+    ranks = [r for r in (candidate.vector_rank, candidate.text_rank) if r is not None]
+    return min(ranks, default=1_000_000)
+
+
+def _fact(plan: Plan, op: PlannedOp, vector: Any) -> NewMemory:
+    assert op.text is not None
+    metadata: dict[str, Any] = {"source_turn_ids": [t.id for t in op.turns]}
+    runs = sorted({plan.runs[t.id] for t in op.turns if t.id in plan.runs})
+    if runs:  # the facts are the user's; the threads they were learned in stay on record
+        metadata["run_ids"] = runs
+    if op.target is not None:
+        metadata["supersedes"] = str(op.target.id)
+    return NewMemory(
+        id=uuid.uuid4(),
+        scope=plan.scope,
+        memory=op.text,
+        hash=memory_hash(op.text),
+        embedding=np.asarray(vector, dtype=np.float32),
+        metadata=metadata,
+        memory_type=plan.memory_type,
+        valid_from=op.said_at,
+        source_turn_ids=tuple(t.id for t in op.turns),
+        created_at=op.said_at,
+    )
 
 
 def _content(turn: Turn) -> str:

@@ -14,8 +14,9 @@ from memhub.store.records import NewJob, NewMemory, NewTurn, Scope, Turn
 __all__ = ["DEFAULT_SESSION", "INGEST_JOB", "memories_from_turns", "turns_and_job"]
 
 INGEST_JOB = "ingest"
-# Mem0-style calls without a run id still need ARKOS's NOT NULL session id.
-DEFAULT_SESSION = "default"
+# Mem0-style calls without a run id still need ARKOS's NOT NULL session id: "" is an id no
+# caller can pass, so erasing a run (its session's turns) never takes these.
+DEFAULT_SESSION = ""
 
 
 def turns_and_job(

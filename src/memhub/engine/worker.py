@@ -1,10 +1,10 @@
-"""The background worker: claims queued jobs, embeds their turns and stores the memories.
+"""The background worker: leases queued jobs, does their work unlocked, applies it per scope.
 
-Two lanes, each keeping every owner's jobs in order: ``ingest`` embeds turns and stores them
-as memories (fast, no LLM), so they are searchable at once; with an LLM configured it also
-queues ``consolidate`` jobs, which turn the raw turns into facts. A failed batch is retried
-job by job, so one bad job cannot hold the others back; a job that keeps failing is parked
-with its error, never dropped.
+Two lanes: ``ingest`` embeds turns and stores them as memories (fast, no LLM), so they are
+searchable at once; with an LLM configured it also queues ``consolidate`` jobs, which turn the
+raw turns into facts. Every job goes through three phases (claim, work with nothing held open,
+apply in one short transaction), so a failure or a crash costs its own scope a retry, nobody
+else. Any exception counts toward parking; a job that keeps failing is parked, never dropped.
 """
 
 from __future__ import annotations
@@ -12,24 +12,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
+import socket
+import uuid
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from memhub.embed.base import Embedder
-from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator
+from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator, fact_scope
 from memhub.engine.ingest import INGEST_JOB, memories_from_turns
-from memhub.errors import Conflict, MemhubError, ProviderOutputError, StoreUnavailable
+from memhub.errors import Conflict, ProviderOutputError, StoreUnavailable
 from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch, Store
-from memhub.store.records import Job, Lane, NewJob, NewMemory, Turn
+from memhub.store.records import Job, Lane, Lease, NewJob, NewMemory, Turn
 from memhub.telemetry import operation
 
-__all__ = ["Worker", "WorkerConfig"]
+__all__ = ["CONSOLIDATE_LANE", "Worker", "WorkerConfig", "ingest_lane"]
 
 log = logging.getLogger("memhub.worker")
 
-CONSOLIDATE_LANE = Lane((CONSOLIDATE_JOB,))
+# Consolidation of an owner waits for the turns of its window to be ingested first.
+CONSOLIDATE_LANE = Lane((CONSOLIDATE_JOB,), after_other_lanes=True)
 
 
 def ingest_lane(consolidating: bool) -> Lane:
@@ -38,24 +44,29 @@ def ingest_lane(consolidating: bool) -> Lane:
     Without consolidation the lane is unordered: raw turns carry their own time and duplicates
     are refused by a unique index, so concurrent batches may share a user and one user's
     backlog can use every core. With it, ingestion queues the consolidation jobs, which must
-    be created in the order the turns were said: then one user's turns go one batch at a time.
+    be created in the order the turns were said: then one user's turns go one lease at a time.
     """
     return Lane((CONSOLIDATE_JOB,), exclude=True, ordered=consolidating)
 
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    """Batching and retry knobs.
+    """Batching, lease and retry knobs.
 
     Attributes:
-        batch_size: Jobs claimed at once (ingest embeds all their turns in one call).
+        batch_size: Jobs claimed at once (ingest embeds their turns in chunks).
         poll_interval: Seconds between looks at an empty queue.
-        max_attempts: Failures before a job is parked.
+        max_attempts: Claims before a failing job is parked.
         backoff_base: First retry delay in seconds; doubles per attempt.
         backoff_max: Longest retry delay.
-        consolidation_delay: Seconds a turn waits before consolidation, so one LLM call
-            covers the turns that follow it (fewer calls per turn under traffic).
+        consolidation_delay: A user's consolidation window: turns queued within this many
+            seconds of the first queued one share one LLM call.
         max_turns_per_call: Most turns one consolidation call sees.
+        lease_seconds: How long a claim lasts without a heartbeat; a dead worker's jobs are
+            claimed again after it.
+        shutdown_grace: Seconds in-flight work gets to finish once stopping; what is still
+            running then is cancelled and its leases left to expire.
+        ingest_chunk: Turns embedded and applied per transaction (large imports go in parts).
     """
 
     batch_size: int = 64
@@ -65,6 +76,9 @@ class WorkerConfig:
     backoff_max: float = 300.0
     consolidation_delay: float = 2.0
     max_turns_per_call: int = 40
+    lease_seconds: float = 60.0
+    shutdown_grace: float = 10.0
+    ingest_chunk: int = 256
 
 
 class Worker:
@@ -81,7 +95,10 @@ class Worker:
         self.embedder = embedder
         self.config = config
         self.consolidator = consolidator
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.lease = Lease(self.id, config.lease_seconds, config.max_attempts)
         self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
         self.failed = 0
         self._inserted_since_analyze = 0
         self._inserted_total = 0
@@ -91,27 +108,53 @@ class Worker:
         self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Process jobs until ``stop`` is set; survives database outages."""
+        """Process jobs until ``stop`` is set, then give in-flight work a bounded grace."""
         while not stop.is_set():
-            try:
-                done = await self.run_once()
-            except StoreUnavailable as exc:
-                if stop.is_set():
-                    break
-                log.warning("worker: database unavailable, retrying: %s", exc)
-                done = 0
-            except Exception:
-                log.exception("worker: unexpected error; continuing")
-                done = 0
-            if done == 0:
+            step = asyncio.ensure_future(self._guarded_once())
+            stopped = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({step, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            if not step.done():
+                await self._finish_within_grace(step)
+                return
+            if step.result() == 0:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.config.poll_interval)
+                    await asyncio.wait_for(self._idle(stop), self.config.poll_interval)
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        waits = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+
+    async def _finish_within_grace(self, step: asyncio.Future[int]) -> None:
+        self._stopping.set()  # no new chunk or call starts; unfinished jobs are given back
+        try:
+            await asyncio.wait_for(step, self.config.shutdown_grace)
+        except TimeoutError:
+            log.warning(
+                "worker: in-flight work cancelled after %.0f s; its leases expire",
+                self.config.shutdown_grace,
+            )
+        except Exception:
+            log.exception("worker: in-flight work failed while stopping")
+
+    async def _guarded_once(self) -> int:
+        try:
+            return await self.run_once()
+        except StoreUnavailable as exc:
+            log.warning("worker: database unavailable, retrying: %s", exc)
+        except Exception:  # the loop's edge: whatever happened, keep serving
+            log.exception("worker: unexpected error; continuing")
+        return 0
 
     async def run_once(self) -> int:
         """Claim and process one batch per lane; returns how many jobs finished."""
         done = await self._lane(ingest_lane(self.consolidator is not None))
-        if self.consolidator is not None:
+        if self.consolidator is not None and not self._stopping.is_set():
             done += await self._lane(CONSOLIDATE_LANE)
         await self._refresh_statistics_after_growth()
         return done
@@ -125,110 +168,218 @@ class Worker:
             await self.store.refresh_statistics()
 
     async def _lane(self, lane: Lane) -> int:
-        try:
-            async with self.store.claim_jobs(self.config.batch_size, lane) as batch:
-                if not batch.jobs:
-                    return 0
-                done = await self._process(batch, batch.jobs)
-        except StoreUnavailable:
-            raise
-        except Conflict as exc:  # lost a race with another batch: nothing wrong with the jobs
-            log.info("worker: batch rolled back by a concurrent change (%s); retrying", exc)
+        if self._stopping.is_set():
             return 0
-        except (MemhubError, ValueError) as exc:
-            log.warning("worker: batch failed (%s); retrying its jobs one by one", exc)
-            return await self._one_by_one(lane)
-        return done
+        jobs = await self.store.claim_jobs(lane, self.config.batch_size, self.lease)
+        if not jobs:
+            return 0
+        async with self._heartbeat(jobs):
+            unknown = [job for job in jobs if job.kind not in (INGEST_JOB, CONSOLIDATE_JOB)]
+            for job in unknown:
+                await self._failed([job], ValueError(f"unknown job kind {job.kind!r}"))
+            known = [job for job in jobs if job not in unknown]
+            if not known:
+                return 0
+            if known[0].kind == CONSOLIDATE_JOB:
+                return await self._consolidate(known)
+            with operation("ingest", {"memhub.jobs": len(known)}):
+                return await self._ingest(known)
 
-    async def _one_by_one(self, lane: Lane) -> int:
-        done = 0
-        for _ in range(self.config.batch_size):
-            job: Job | None = None
-            try:
-                async with self.store.claim_jobs(1, lane) as batch:
-                    if not batch.jobs:
-                        break
-                    job = batch.jobs[0]
-                    done += await self._process(batch, batch.jobs)
-            except StoreUnavailable:
-                raise
-            except (MemhubError, ValueError) as exc:
-                if job is None:
-                    raise
-                await self._record_failure(job, exc)
-        return done
+    @contextlib.asynccontextmanager
+    async def _heartbeat(self, jobs: Sequence[Job]) -> AsyncIterator[None]:
+        """Keep the claim's leases alive while its work runs (an LLM call may be slow)."""
 
-    async def _record_failure(self, job: Job, exc: Exception) -> None:
-        self.failed += 1
-        delay = min(self.config.backoff_max, self.config.backoff_base * 2**job.attempts)
-        retry_at = datetime.now(UTC) + timedelta(seconds=delay * (0.5 + random.random()))
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(self.config.lease_seconds / 3)
+                with contextlib.suppress(StoreUnavailable):
+                    await self.store.extend_leases(
+                        [job.id for job in jobs], self.id, self.config.lease_seconds
+                    )
+
+        task = asyncio.ensure_future(beat())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # -- failures ----------------------------------------------------------------------------
+    def _retry_at(self, attempts: int) -> datetime:
+        delay = min(self.config.backoff_max, self.config.backoff_base * 2 ** max(attempts - 1, 0))
+        return datetime.now(UTC) + timedelta(seconds=delay * (0.5 + random.random()))
+
+    async def _failed(self, jobs: Sequence[Job], exc: BaseException) -> datetime:
+        """Count a failed attempt for ``jobs`` (already counted at claim): back off or park."""
+        self.failed += len(jobs)
+        retry_at = self._retry_at(max(job.attempts for job in jobs))
         error = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, ProviderOutputError) and exc.raw:
             error += f"\n--- raw model output ---\n{exc.raw[:3000]}"
-        parked = await self.store.fail_jobs([job.id], error, retry_at, self.config.max_attempts)
+        ids = [job.id for job in jobs]
+        parked = await self.store.release_jobs(
+            ids, self.id, error, retry_at, self.config.max_attempts
+        )
         if parked:
-            log.error("worker: job %s parked after %s attempts: %s", job.id, job.attempts + 1, exc)
+            log.error("worker: jobs %s parked after %s attempts: %s", ids, jobs[0].attempts, exc)
         else:
             log.warning(
-                "worker: job %s failed (attempt %s), retry at %s: %s",
-                job.id,
-                job.attempts + 1,
+                "worker: jobs %s failed (attempt %s), retry at %s: %s",
+                ids,
+                jobs[0].attempts,
                 retry_at.isoformat(),
                 exc,
             )
+        return retry_at
 
-    async def _process(self, batch: JobBatch, jobs: list[Job]) -> int:
-        unknown = [job for job in jobs if job.kind not in (INGEST_JOB, CONSOLIDATE_JOB)]
-        if unknown:
-            raise ValueError(f"unknown job kind {unknown[0].kind!r}")
-        if jobs[0].kind == INGEST_JOB:
-            with operation("ingest", {"memhub.jobs": len(jobs)}):
-                await self._ingest(batch, jobs)
-            return len(jobs)
-        return await self._consolidate(batch, jobs)
+    async def _give_back(self, jobs: Sequence[Job], at: datetime | None = None) -> None:
+        """Release leases without counting the attempt (a lost race, or stopping)."""
+        if jobs:
+            when = at or datetime.now(UTC)
+            await self.store.release_jobs([job.id for job in jobs], self.id, None, when, 0)
 
-    async def _ingest(self, batch: JobBatch, jobs: list[Job]) -> None:
-        turn_ids = [tid for job in jobs for tid in job.payload.get("turn_ids", [])]
-        turns = {turn.id: turn for turn in await batch.turns(turn_ids)}
-        work: list[tuple[Job, list[Turn]]] = []
-        for job in jobs:
-            job_turns = [turns[t] for t in job.payload.get("turn_ids", []) if t in turns]
-            work.append((job, [t for t in job_turns if _text(t).strip()]))
-        # One embedding call for the whole batch: batching is where the throughput comes from.
-        vectors = await self.embedder.embed([_text(t) for _, job_turns in work for t in job_turns])
-        offset = 0
+    # -- ingest ------------------------------------------------------------------------------
+    async def _ingest(self, jobs: list[Job]) -> int:
+        finished: set[int] = set()
+        try:
+            await self._ingest_jobs(jobs, finished)
+        except Conflict as exc:
+            log.info("worker: ingest lost its lease or a race (%s); giving the jobs back", exc)
+            await self._give_back([j for j in jobs if j.id not in finished])
+        except Exception as exc:  # any failure counts toward parking (payloads, SQL, embedder)
+            rest = [j for j in jobs if j.id not in finished]
+            if len(rest) == 1:
+                await self._failed(rest, exc)
+            else:
+                log.warning("worker: ingest batch failed (%s); retrying its jobs one by one", exc)
+                for job in rest:
+                    await self._ingest_one(job, finished)
+        return len(finished)
+
+    async def _ingest_one(self, job: Job, finished: set[int]) -> None:
+        try:
+            await self._ingest_jobs([job], finished)
+        except Conflict:
+            await self._give_back([job])
+        except Exception as exc:  # see _ingest
+            await self._failed([job], exc)
+
+    async def _ingest_jobs(self, jobs: list[Job], finished: set[int]) -> None:
+        """Embed and store the jobs' turns a chunk at a time, each chunk in its own apply."""
+        items = [
+            (job, index, turn_id)
+            for job in jobs
+            for index, turn_id in enumerate(_turn_ids(job))
+            if index >= _done(job)
+        ]
+        last = {job.id: len(_turn_ids(job)) - 1 for job in jobs}
+        chunk = max(1, self.config.ingest_chunk)
+        empty = [job for job in jobs if last[job.id] < _done(job)]
+        for start in range(0, max(len(items), 1), chunk):
+            if start and self._stopping.is_set():
+                await self._give_back([j for j in jobs if j.id not in finished])
+                return
+            part = items[start : start + chunk]
+            await self._ingest_chunk(part, empty if start == 0 else [], last, finished)
+
+    async def _ingest_chunk(
+        self,
+        part: Sequence[tuple[Job, int, int]],
+        empty: Sequence[Job],
+        last: dict[int, int],
+        finished: set[int],
+    ) -> None:
+        turns = {t.id: t for t in await self.store.turns_by_ids([tid for _, _, tid in part])}
+        said = [(job, turns[tid]) for job, _, tid in part if tid in turns]
+        said = [(job, turn) for job, turn in said if _text(turn).strip()]
+        # One embedding call per chunk: batching is where the throughput comes from.
+        vectors: list[Any] = (
+            list(await self.embedder.embed([_text(turn) for _, turn in said])) if said else []
+        )
         memories: list[NewMemory] = []
-        for job, job_turns in work:
-            chunk = list(vectors[offset : offset + len(job_turns)])
-            offset += len(job_turns)
-            consolidate = self.consolidator is not None and bool(job.payload.get("infer"))
-            memory_type = TURN_MEMORY if consolidate else job.payload.get("memory_type")
-            memories += memories_from_turns(job_turns, job.scope, chunk, memory_type)
-            if consolidate:
-                follow_up = {k: v for k, v in job.payload.items() if k != "infer"}
-                delay = timedelta(seconds=self.config.consolidation_delay)
-                await batch.enqueue(
-                    NewJob(kind=CONSOLIDATE_JOB, scope=job.scope, payload=follow_up),
-                    datetime.now(UTC) + delay,
-                )
-        # One insert for the whole batch: its rows go in one global order, so concurrent
-        # batches cannot deadlock on each other's duplicates.
-        await batch.insert_memories(memories, actor="worker")
+        for (job, turn), vector in zip(said, vectors, strict=True):
+            memories += memories_from_turns([turn], job.scope, [vector], _memory_type(self, job))
+        jobs = {job.id: job for job, _, _ in part} | {job.id: job for job in empty}
+        complete = [job for job, index, _ in part if index == last[job.id]] + list(empty)
+        async with self.store.apply_jobs(list(jobs.values()), self.id, {}) as batch:
+            # One insert per chunk: its rows go in one global order, so concurrent batches
+            # cannot deadlock on each other's duplicates.
+            await batch.insert_memories(memories, actor="worker")
+            for job in complete:
+                await self._follow_up(batch, job)
+            for job_id in {j.id for j, _, _ in part} - {j.id for j in complete}:
+                await batch.progress(job_id, max(i for j, i, _ in part if j.id == job_id) + 1)
+            await batch.complete([job.id for job in complete])
         self._inserted_since_analyze += len(memories)
-        await batch.complete([job.id for job in jobs])
+        finished.update(job.id for job in complete)
 
-    async def _consolidate(self, batch: JobBatch, jobs: list[Job]) -> int:
+    async def _follow_up(self, batch: JobBatch, job: Job) -> None:
+        if self.consolidator is None or not job.payload.get("infer"):
+            return
+        follow_up = {k: v for k, v in job.payload.items() if k not in ("infer", "done")}
+        window = job.created_at + timedelta(seconds=self.config.consolidation_delay)
+        await batch.enqueue(
+            NewJob(kind=CONSOLIDATE_JOB, scope=job.scope, payload=follow_up),
+            window,
+            join_window=True,
+        )
+
+    # -- consolidate -------------------------------------------------------------------------
+    async def _consolidate(self, jobs: list[Job]) -> int:
         assert self.consolidator is not None
-        done = 0
-        by_owner: dict[tuple[str | None, str | None, str | None], list[Job]] = {}
+        by_owner: dict[tuple[str | None, ...], list[Job]] = {}
         for job in sorted(jobs, key=lambda j: j.id):
-            key = (job.scope.user_id, job.scope.agent_id, job.scope.run_id)
-            by_owner.setdefault(key, []).append(job)
+            scope = fact_scope(job.scope)
+            by_owner.setdefault((scope.user_id, scope.agent_id, scope.run_id), []).append(job)
+        done = 0
         for owner_jobs in by_owner.values():
-            for group in _call_groups(owner_jobs, self.config.max_turns_per_call):
-                await self.consolidator.run(batch, group)
-                done += len(group)
+            done += await self._consolidate_owner(owner_jobs)
         return done
+
+    async def _consolidate_owner(self, jobs: list[Job]) -> int:
+        """One owner's calls in order; a failure backs off this owner's remaining calls only."""
+        assert self.consolidator is not None
+        groups = _call_groups(jobs, self.config.max_turns_per_call)
+        done = 0
+        for n, group in enumerate(groups):
+            later = [job for g in groups[n + 1 :] for job in g]
+            if self._stopping.is_set():
+                await self._give_back(group + later)
+                break
+            try:
+                plan = await self.consolidator.prepare(self.store, group)
+                async with self.store.apply_jobs(group, self.id, plan.read_set) as batch:
+                    await self.consolidator.apply(batch, plan)
+            except Conflict as exc:
+                log.info("worker: consolidation lost a race (%s); giving the jobs back", exc)
+                await self._give_back(group + later)
+                break
+            except Exception as exc:  # any failure counts toward parking this group
+                retry_at = await self._failed(group, exc)
+                await self._give_back(later, retry_at)  # keep the owner's order
+                break
+            done += len(group)
+        return done
+
+
+def _turn_ids(job: Job) -> list[int]:
+    ids = job.payload.get("turn_ids", [])
+    if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+        raise TypeError(f"job {job.id}: payload turn_ids must be a list of integers")
+    return ids
+
+
+def _done(job: Job) -> int:
+    done = job.payload.get("done", 0)
+    return done if isinstance(done, int) else 0
+
+
+def _memory_type(worker: Worker, job: Job) -> str | None:
+    if worker.consolidator is not None and job.payload.get("infer"):
+        return TURN_MEMORY
+    memory_type = job.payload.get("memory_type")
+    return memory_type if isinstance(memory_type, str) else None
 
 
 def _call_groups(jobs: list[Job], max_turns: int) -> list[list[Job]]:

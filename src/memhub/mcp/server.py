@@ -41,7 +41,9 @@ def create_server(
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
-        async with AsyncMemory(settings=resolved) as memory:
+        # add_memory waits (never works) for its own turns up to the configured time
+        waiting = resolved.model_copy(update={"wait_timeout": options.add_wait_seconds})
+        async with AsyncMemory(settings=waiting) as memory:
             log.info("memhub MCP server ready (default user: %s)", options.default_user_id)
             yield ServerState(memory=memory, config=options)
 

@@ -7,7 +7,6 @@ errors whose message the model can act on; anything else is logged and reported 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
@@ -121,14 +120,11 @@ async def add_memory(
         raise ToolError("pass exactly one of text or messages")
     payload: Any = text if messages is None else [m.model_dump() for m in messages]
     with _tool_errors("add_memory"):
-        queued = await state.memory.add(payload, user_id=user, metadata=metadata)
-    turns = len(queued.get("queued_turn_ids", []))
-    try:
-        # Read-your-writes for the common case; the turns are durable whatever happens here
-        # (long_memory() bounds the same drain the same way).
-        async with asyncio.timeout(state.config.add_wait_seconds):
-            await state.memory.wait_idle()
-    except TimeoutError:
+        # Read-your-writes for the common case: waits for this call's own turns only, up to
+        # add_wait_seconds; the turns are durable whatever happens then.
+        added = await state.memory.add(payload, user_id=user, metadata=metadata, wait=True)
+    turns = len(added.get("queued_turn_ids", []))
+    if added.get("timed_out"):
         return {"status": "queued", "turns": turns, "message": "stored; searchable shortly"}
     return {"status": "stored", "turns": turns, "message": "stored and searchable"}
 

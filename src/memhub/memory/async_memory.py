@@ -16,8 +16,9 @@ from typing import Any
 
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder
+from memhub.engine.consolidate import fact_scope
 from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
-from memhub.engine.ingest import turns_and_job
+from memhub.engine.ingest import INGEST_JOB, turns_and_job
 from memhub.engine.inputs import (
     Limits,
     check_id,
@@ -92,6 +93,7 @@ class AsyncMemory:
         self._embedder = embedder
         self._engine_ref: Engine | None = None
         self._open_lock: asyncio.Lock | None = None
+        self._unsettled: list[int] = []  # turns add_turn queued that recall may wait for
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> AsyncMemory:
@@ -147,10 +149,14 @@ class AsyncMemory:
             infer: With an LLM configured, extract facts; False stores each turn as it is.
             memory_type: Mem0's ``"procedural_memory"`` for an agent run summary.
             timestamp: When the messages were said (historic imports); default now.
-            wait: Return only once the memories are searchable.
+            wait: Wait (up to ``settings.wait_timeout`` seconds) until these messages' own
+                jobs are done, then return what they became. Other scopes' jobs are never
+                waited for, nor run: a worker (in-process or ``memhub worker``) does them.
 
         Returns:
             ``{"results": [...]}``: with ``wait`` the memories added, else empty (queued).
+            With ``wait``, ``"timed_out": True`` says the deadline passed first: the results
+            are what is searchable so far.
         """
         scope = scope_of(self.limits, user_id, agent_id, run_id)
         items = normalize_messages(messages, self.limits)
@@ -168,9 +174,21 @@ class AsyncMemory:
         engine.worker.wake()
         if not wait:
             return {"results": [], "queued_turn_ids": turn_ids}
-        await self._drain(engine, scope)
+        settled = await self._wait_for_turns(
+            engine, scope, turn_ids, None, self.settings.wait_timeout
+        )
         added = await engine.store.memories_for_turns(scope, turn_ids)
-        return {"results": [{**memory_item(r), "event": "ADD"} for r in added]}
+        if scope.user_id is not None or scope.agent_id is not None:
+            # consolidated facts live in the user's scope, across runs
+            facts = await engine.store.memories_for_turns(fact_scope(scope), turn_ids)
+            added += [r for r in facts if r.id not in {a.id for a in added}]
+        result: dict[str, Any] = {
+            "results": [{**memory_item(r), "event": "ADD"} for r in added],
+            "queued_turn_ids": turn_ids,
+        }
+        if not settled:
+            result["timed_out"] = True
+        return result
 
     def _job_payload(self, infer: bool) -> dict[str, Any]:
         # Instructions travel with the job: the worker may serve many Memory objects.
@@ -191,7 +209,33 @@ class AsyncMemory:
             )
         return dict(metadata)
 
+    @staticmethod
+    async def _wait_for_turns(
+        engine: Engine,
+        scope: Scope,
+        turn_ids: Sequence[int],
+        kinds: Sequence[str] | None,
+        deadline: float,
+    ) -> bool:
+        """Wait until no queued job of ``kinds`` is about ``turn_ids``; False at the deadline.
+
+        Only waits: polling one indexed count is cheap, and running the queue here would make
+        a reader do (and wait for) other people's work.
+        """
+        if not turn_ids:
+            return True
+        loop = asyncio.get_running_loop()
+        end = loop.time() + deadline
+        pause = 0.005
+        while await engine.store.pending_turn_jobs(scope, turn_ids, kinds):
+            if loop.time() >= end:
+                return False
+            await asyncio.sleep(min(pause, max(end - loop.time(), 0)))
+            pause = min(pause * 2, 0.05)
+        return True
+
     async def _drain(self, engine: Engine, scope: Scope) -> None:
+        # wait_idle's drain: runs the queue itself (tests, benchmarks and imports use it).
         # Jobs in retry backoff keep this waiting until they succeed or are parked (bounded
         # by job_max_attempts); callers that need a deadline wrap it in asyncio.timeout().
         while await engine.store.pending_jobs(scope):
@@ -405,6 +449,7 @@ class AsyncMemory:
         (turn_id,) = await engine.store.append_turns(turns, job)
         if job is not None:
             engine.worker.wake()
+            self._unsettled = [*self._unsettled[-99:], turn_id]
         return turn_id
 
     async def add_memory(self, message: Message) -> bool:
@@ -439,11 +484,18 @@ class AsyncMemory:
         query = "\n".join(m.content for m in list(context or [])[-2:] if m.content.strip())
         if not query:
             return SystemMessage(content="")
-        # Read your own writes: ARKOS adds a turn and asks right after; finish this user's
-        # queued ingestion first (a no-op count query when nothing is pending).
+        # Read your own writes: ARKOS adds a turn and asks right after. Wait, briefly, for this
+        # object's own turns to be ingested (searchable as raw turns); never for consolidation
+        # (an LLM that is slow or down must not delay recall), never for anyone else's work.
         engine = await self._engine()
-        async with asyncio.timeout(10.0):
-            await self._drain(engine, Scope(user_id=user_id))
+        if self._unsettled and await self._wait_for_turns(
+            engine,
+            Scope(user_id=user_id),
+            self._unsettled,
+            [INGEST_JOB],
+            self.settings.recall_wait_timeout,
+        ):
+            self._unsettled = []
         found = await self.search(
             query[-self.limits.max_text_chars :], user_id=user_id, limit=mem0_limit
         )

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
 
-from memhub.config import MemhubSettings
+from memhub.config import MemhubSettings, postgres_url
 from memhub.errors import ConfigurationError
 
 __all__ = ["settings_from_mem0_config"]
@@ -45,12 +44,13 @@ def _database_url(provider: str, cfg: Mapping[str, Any]) -> str | None:
         return str(url)
     if "host" not in cfg and "dbname" not in cfg:
         return None  # no server named: the embedded one
-    user = quote(str(cfg.get("user", "postgres")))
     password = cfg.get("password")
-    auth = f"{user}:{quote(str(password))}@" if password else f"{user}@"
-    return (
-        f"postgresql://{auth}{cfg.get('host', 'localhost')}:{cfg.get('port', 5432)}"
-        f"/{cfg.get('dbname', 'postgres')}"
+    return postgres_url(
+        str(cfg.get("host", "localhost")),
+        cfg.get("port"),
+        str(cfg.get("user", "postgres")),
+        None if password is None else str(password),
+        str(cfg.get("dbname", "postgres")),
     )
 
 

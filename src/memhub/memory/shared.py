@@ -1,17 +1,23 @@
 """What every memory object of a process shares per database and event loop.
 
 ARKOS creates one ``Memory`` per user; they must not each open a pool, load a model and
-start a worker. One :class:`Engine` per (database, loop) holds the store, the embedder and
-the background worker, reference-counted and closed with its last user.
+start a worker. One :class:`Engine` per (effective settings, embedder, loop) holds the store,
+the embedder and the background worker, reference-counted and closed with its last user.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
+from pydantic import SecretBytes, SecretStr
+
+from memhub._loops import LoopShared
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder, create_embedder
 from memhub.engine.consolidate import Consolidator
@@ -28,6 +34,7 @@ __all__ = [
     "embedder_from_settings",
     "open_store",
     "release_engine",
+    "settings_fingerprint",
 ]
 
 log = logging.getLogger("memhub")
@@ -68,7 +75,7 @@ class Engine:
     embedder: Embedder
     worker: Worker
     llm: LLM | None = None
-    users: int = 0
+    owns_embedder: bool = True  # False for an embedder the caller passed in: theirs to close
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -85,44 +92,40 @@ class Engine:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await self.embedder.aclose()
+        if self.owns_embedder:
+            await self.embedder.aclose()
         if self.llm is not None:
             await self.llm.aclose()
         await self.store.aclose()
 
 
-_engines: dict[tuple[object, ...], Engine] = {}
-_lock: asyncio.Lock | None = None
+_engines: LoopShared[Engine] = LoopShared()
 
 
-def _key(settings: MemhubSettings, embedder: Embedder | None) -> tuple[object, ...]:
-    return (
-        id(asyncio.get_running_loop()),
-        settings.database_url,
-        str(settings.data_dir),
-        settings.embedder,
-        settings.embedder_model,
-        settings.embedder_base_url,
-        settings.llm_provider,
-        settings.llm_model,
-        settings.llm_base_url,
-        id(embedder),
-    )
+def settings_fingerprint(settings: MemhubSettings) -> str:
+    """A digest of every setting, secrets included: equal only for equal effective settings."""
+
+    def reveal(value: Any) -> Any:
+        if isinstance(value, SecretStr | SecretBytes):
+            return value.get_secret_value()
+        if isinstance(value, dict):
+            return {k: reveal(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [reveal(v) for v in value]
+        return value
+
+    text = json.dumps(reveal(settings.model_dump()), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 async def acquire_engine(settings: MemhubSettings, embedder: Embedder | None = None) -> Engine:
-    """The shared engine for these settings on the running loop, opened on first use."""
-    global _lock
-    if _lock is None:
-        _lock = asyncio.Lock()
-    key = _key(settings, embedder)
-    async with _lock:
-        engine = _engines.get(key)
-        if engine is None:
-            engine = await _open_engine(settings, embedder)
-            _engines[key] = engine
-        engine.users += 1
-        return engine
+    """The shared engine for these settings (and embedder) on the running loop.
+
+    Openers share an engine only when every setting is equal; an embedder passed in is
+    compared by identity (the engine holds it, so its id cannot be reused meanwhile).
+    """
+    key = (settings_fingerprint(settings), id(embedder))
+    return await _engines.acquire(key, lambda: _open_engine(settings, embedder))
 
 
 async def open_store(settings: MemhubSettings) -> Store:
@@ -151,10 +154,14 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
             backoff_base=settings.job_retry_base_seconds,
             consolidation_delay=settings.consolidation_delay,
             max_turns_per_call=settings.max_turns_per_call,
+            lease_seconds=settings.job_lease_seconds,
+            shutdown_grace=settings.worker_shutdown_grace,
         ),
         consolidator=None if llm is None else Consolidator(llm, chosen),
     )
-    engine = Engine(store=store, embedder=chosen, worker=worker, llm=llm)
+    engine = Engine(
+        store=store, embedder=chosen, worker=worker, llm=llm, owns_embedder=embedder is None
+    )
     if settings.worker == "thread":
         engine.start_worker(settings.worker_concurrency)
     return engine
@@ -162,19 +169,11 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
 
 async def release_engine(engine: Engine) -> None:
     """Drop one user; the last one stops the worker and closes the store."""
-    engine.users -= 1
-    if engine.users > 0:
-        return
-    for key, value in list(_engines.items()):
-        if value is engine:
-            del _engines[key]
-    await engine.close()
+    if await _engines.release(engine):
+        await engine.close()
 
 
 async def close_all_engines() -> None:
     """Stop every engine of the running loop (interpreter exit)."""
-    loop_id = id(asyncio.get_running_loop())
-    for key, engine in list(_engines.items()):
-        if key[0] == loop_id:
-            del _engines[key]
-            await engine.close()
+    for engine in _engines.take_all():
+        await engine.close()

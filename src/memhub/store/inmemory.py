@@ -11,17 +11,16 @@ import asyncio
 import bisect
 import copy
 import dataclasses
-import itertools
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
 from memhub.config import MemhubSettings
-from memhub.errors import ConfigurationError, MemoryNotFound, StoreError
+from memhub.errors import ConfigurationError, Conflict, MemoryNotFound, StoreError
 from memhub.filters import Filter
-from memhub.store.inmemory_jobs import JobQueue
+from memhub.store.inmemory_jobs import JobQueue, ScopeLocks
 from memhub.store.inmemory_rows import as_utc, check_text, in_scope, jsonb, utc_now
 from memhub.store.inmemory_tables import Tables
 from memhub.store.protocol import Vector
@@ -31,6 +30,7 @@ from memhub.store.records import (
     HistoryEvent,
     Job,
     Lane,
+    Lease,
     MemoryRecord,
     NewJob,
     NewMemory,
@@ -56,19 +56,19 @@ class _Usage:
 
 
 class InMemoryBatch:
-    """Claimed jobs and their writes: memory writes apply at once and are undone on rollback;
-    completions, follow-up jobs and usage apply when the claim ends normally.
+    """The apply phase of leased jobs: memory writes apply at once and are undone on rollback;
+    completions, follow-up jobs and usage apply when the context ends normally.
 
-    Unlike PostgreSQL, other readers see the memory writes before the commit (no isolation).
+    The scopes' locks are held throughout, so ``delete_all`` of those scopes waits for it.
     """
 
-    def __init__(self, store: InMemoryStore, number: int, jobs: list[Job], now: datetime) -> None:
+    def __init__(self, store: InMemoryStore, jobs: list[Job], now: datetime) -> None:
         self.jobs = jobs
-        self.number = number
-        self.now = now  # PostgreSQL's now() inside the batch's transaction
+        self.now = now  # PostgreSQL's now() inside the transaction
         self.undo: list[Callable[[], None]] = []
         self.completed: list[int] = []
-        self.enqueued: list[tuple[int, NewJob, dict[str, Any], datetime | None]] = []
+        self.progressed: dict[int, int] = {}
+        self.enqueued: list[tuple[NewJob, dict[str, Any], datetime | None, bool]] = []
         self.usage: list[_Usage] = []
         self.open = True
         self.failed = False  # a failed write dooms the batch, as it aborts a transaction
@@ -89,9 +89,6 @@ class InMemoryBatch:
                 self.failed = True
                 raise
 
-    async def turns(self, ids: Sequence[int]) -> list[Turn]:
-        return await self._run(lambda: self._store.turns_by_ids(ids))
-
     async def insert_memories(self, memories: Sequence[NewMemory], actor: str) -> list[UUID | None]:
         tables = self._store.tables
         return await self._run(
@@ -101,18 +98,13 @@ class InMemoryBatch:
     async def complete(self, job_ids: Sequence[int]) -> None:
         await self._run(lambda: self.completed.extend(job_ids))
 
-    async def enqueue(self, job: NewJob, run_after: datetime | None) -> None:
+    async def progress(self, job_id: int, done: int) -> None:
+        await self._run(lambda: self.progressed.__setitem__(job_id, done))
+
+    async def enqueue(self, job: NewJob, run_after: datetime | None, join_window: bool) -> None:
         payload = jsonb(job.payload, "queueing a job")
         when = None if run_after is None else as_utc(run_after, run_after)
-        queue = self._store.jobs
-        await self._run(lambda: self.enqueued.append((queue.reserve_id(), job, payload, when)))
-
-    async def related(
-        self, scope: Scope, text: str, vector: Vector, k: int, filters: Filter | None
-    ) -> list[Candidate]:
-        return await self._run(
-            lambda: self._store.tables.search(scope, text, vector, k, filters, False)
-        )
+        await self._run(lambda: self.enqueued.append((job, payload, when, join_window)))
 
     async def refine(
         self,
@@ -197,8 +189,9 @@ class InMemoryStore:
         self.tables = Tables()
         self.jobs = JobQueue()
         self._model: str | None = None
-        self._batch_numbers = itertools.count(1)
-        self._open: dict[int, InMemoryBatch] = {}
+        self._open: set[InMemoryBatch] = set()
+        self._cursors: dict[str, str | None] = {}
+        self._scope_locks = ScopeLocks()
         self._clear()
 
     def _clear(self) -> None:
@@ -265,7 +258,7 @@ class InMemoryStore:
             ]
             return [_copy_turn(t) for t in rows[-limit:]] if limit > 0 else []
 
-    def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
+    def _turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
         """The turns with these ids, in id order (call under the lock)."""
         return [_copy_turn(self._turns[i]) for i in sorted(set(ids)) if i in self._turns]
 
@@ -370,9 +363,10 @@ class InMemoryStore:
     async def delete_all(self, scope: Scope) -> int:
         if scope.is_empty():  # PostgreSQL fails on the turns' empty WHERE and deletes nothing
             raise StoreError("deleting a scope: the scope sets no id")
-        async with self.lock:
+        async with self._scope_locks.hold([scope]), self.lock:
+            self.jobs.delete_scope(scope)  # first: a worker's apply then finds its lease gone
             removed = self.tables.delete_scope(scope)
-            self.jobs.delete_scope(scope)
+            self._usage = [u for u in self._usage if not in_scope(scope, u.scope)]
             # Turns carry the run id as their session id (see memhub.engine.ingest).
             ids = {"user_id": "user_id", "agent_id": "agent_id", "run_id": "session_id"}
             wanted = {ids[key]: value for key, value in scope.as_dict().items()}
@@ -394,50 +388,85 @@ class InMemoryStore:
         async with self.lock:
             # TRUNCATE waits for open batches and then removes what they wrote: dooming them
             # (their later writes are undone at their end) ends in the same state.
-            for batch in self._open.values():
+            for batch in self._open:
                 batch.undo.clear()
                 batch.doomed = True
             self._clear()
 
     # -- jobs -----------------------------------------------------------------------------
-    @asynccontextmanager
-    async def claim_jobs(self, limit: int, lane: Lane) -> AsyncIterator[InMemoryBatch]:
-        """Claim up to ``limit`` ready jobs of ``lane``; leaving normally commits the batch."""
+    async def claim_jobs(self, lane: Lane, limit: int, lease: Lease) -> list[Job]:
         async with self.lock:
-            now = utc_now()
-            number = next(self._batch_numbers)
-            batch = InMemoryBatch(self, number, self.jobs.claim(number, limit, lane, now), now)
-            self._open[number] = batch
-        committed = False
-        try:
-            yield batch
+            jobs, self._cursors[lane.name] = self.jobs.claim(
+                lane, limit, lease, utc_now(), self._cursors.get(lane.name)
+            )
+            return jobs
+
+    @asynccontextmanager
+    async def apply_jobs(
+        self, jobs: Sequence[Job], owner: str, read_set: Mapping[UUID, str]
+    ) -> AsyncIterator[InMemoryBatch]:
+        async with self._scope_locks.hold([job.scope for job in jobs]):
             async with self.lock:
-                self._finish(batch, commit=True)
-                committed = True
-        finally:
-            if not committed:
-                # Synchronous and without the lock: no critical section awaits, so none is
-                # interrupted, and the claim is released even while this task is cancelled.
-                self._finish(batch, commit=False)
+                lost = self.jobs.holds([job.id for job in jobs], owner)
+                if lost:
+                    raise Conflict(f"lease of jobs {lost} lost (erased, or reclaimed after expiry)")
+                changed = [str(k) for k, v in read_set.items() if self.tables.current_hash(k) != v]
+                if changed:
+                    raise Conflict(f"facts {changed} changed since they were read")
+                batch = InMemoryBatch(self, list(jobs), utc_now())
+                self._open.add(batch)
+            committed = False
+            try:
+                yield batch
+                async with self.lock:
+                    self._finish(batch, commit=True)
+                    committed = True
+            finally:
+                if not committed:
+                    # Synchronous and without the lock: no critical section awaits, so none is
+                    # interrupted, and the batch is undone even while this task is cancelled.
+                    self._finish(batch, commit=False)
 
     def _finish(self, batch: InMemoryBatch, commit: bool) -> None:
         batch.open = False
-        self._open.pop(batch.number, None)
+        self._open.discard(batch)
         if commit and not batch.failed and not batch.doomed:
             self.jobs.remove(batch.completed)
-            for job_id, job, payload, run_after in batch.enqueued:
-                self.jobs.add(job, payload, batch.now, run_after, job_id)
+            until = batch.now + timedelta(seconds=30)
+            for job_id, done in batch.progressed.items():
+                self.jobs.set_progress(job_id, done, until)
+            for job, payload, run_after, join in batch.enqueued:
+                self.jobs.add(job, payload, batch.now, run_after, join)
             self._usage.extend(batch.usage)
         else:
             for undo in reversed(batch.undo):
                 undo()
-        self.jobs.release(batch.number)
 
-    async def fail_jobs(
-        self, job_ids: Sequence[int], error: str, retry_at: datetime, max_attempts: int
+    async def release_jobs(
+        self,
+        job_ids: Sequence[int],
+        owner: str,
+        error: str | None,
+        retry_at: datetime,
+        max_attempts: int,
     ) -> int:
         async with self.lock:
-            return self.jobs.fail(job_ids, error, as_utc(retry_at, retry_at), max_attempts)
+            when = as_utc(retry_at, retry_at)
+            return self.jobs.release(job_ids, owner, error, when, max_attempts)
+
+    async def extend_leases(self, job_ids: Sequence[int], owner: str, seconds: float) -> int:
+        async with self.lock:
+            return self.jobs.extend(job_ids, owner, utc_now() + timedelta(seconds=seconds))
+
+    async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
+        async with self.lock:
+            return self._turns_by_ids(ids)
+
+    async def pending_turn_jobs(
+        self, scope: Scope, turn_ids: Sequence[int], kinds: Sequence[str] | None
+    ) -> int:
+        async with self.lock:
+            return self.jobs.pending_for_turns(scope, turn_ids, kinds)
 
     async def pending_jobs(self, scope: Scope | None = None) -> int:
         async with self.lock:

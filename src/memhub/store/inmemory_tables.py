@@ -65,6 +65,11 @@ class Tables:
         mem = None if held is None else self.memories.get(held)
         return None if mem is None or mem.valid_to is not None else mem.id
 
+    def current_hash(self, memory_id: UUID) -> str | None:
+        """The hash of a current memory; None if it is gone or superseded."""
+        mem = self.memories.get(memory_id)
+        return None if mem is None or mem.valid_to is not None else mem.hash
+
     def located(self, scope: Scope | None, memory_id: UUID) -> MemoryRow:
         mem = self.memories.get(memory_id)
         if mem is None or not in_scope(scope, mem.scope):

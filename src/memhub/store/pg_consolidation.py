@@ -35,19 +35,32 @@ __all__ = [
 log = logging.getLogger("memhub.consolidation")
 
 
-async def enqueue_job(conn: AsyncConn, job: NewJob, run_after: datetime | None) -> None:
-    """Queue a follow-up job in the current transaction."""
+async def enqueue_job(
+    conn: AsyncConn, job: NewJob, run_after: datetime | None, join_window: bool = False
+) -> None:
+    """Queue a follow-up job in the current transaction.
+
+    With ``join_window`` it runs with the owner's earliest queued, unleased job of its kind
+    (when there is one) instead of at ``run_after``: turns that arrive while a consolidation
+    window is open share its call.
+    """
     await conn.execute(
         "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload, run_after)"
-        " VALUES (%s, %s, %s, %s, %s, coalesce(%s, now()))",
-        (
-            job.kind,
-            job.scope.user_id,
-            job.scope.agent_id,
-            job.scope.run_id,
-            Jsonb(job.payload),
-            run_after,
-        ),
+        " VALUES (%(kind)s, %(u)s, %(a)s, %(r)s, %(payload)s, coalesce("
+        "  (SELECT min(run_after) FROM memory_jobs WHERE %(join)s AND status = 'queued'"
+        "   AND coalesce(user_id, agent_id, run_id, '') = %(owner)s AND kind = %(kind)s"
+        "   AND lease_owner IS NULL),"
+        "  %(at)s, now()))",
+        {
+            "kind": job.kind,
+            "u": job.scope.user_id,
+            "a": job.scope.agent_id,
+            "r": job.scope.run_id,
+            "payload": Jsonb(job.payload),
+            "join": join_window,
+            "owner": job.scope.owner,
+            "at": run_after,
+        },
     )
 
 

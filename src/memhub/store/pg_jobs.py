@@ -1,32 +1,40 @@
-"""The durable job queue: claim with ``SKIP LOCKED``, keep each owner's jobs in order.
+"""The durable job queue as leases: claim and commit at once, apply per scope, reclaim on expiry.
 
-A claimed batch lives in one transaction that also holds the results, so a worker that dies
-mid-batch simply rolls back: its jobs are queued again and nothing is half-written.
+A claim is one short transaction: it leases jobs to a worker (owner, expiry) and counts the
+attempt, so a crash or any exception counts toward parking. The work then runs with no
+transaction open; its results are applied by :func:`apply_jobs` in one short transaction that
+first takes the scope's lock and checks the lease and the facts it read.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from memhub.filters import Filter
-from memhub.store import pg_consolidation, pg_conversations, pg_memories
+from memhub.errors import Conflict
+from memhub.store import pg_consolidation, pg_memories
 from memhub.store.database import AsyncConn, Database
 from memhub.store.errors import translate_errors
-from memhub.store.records import Candidate, Job, Lane, NewJob, NewMemory, Scope, Turn
+from memhub.store.records import Job, Lane, Lease, NewJob, NewMemory, Scope
 
 __all__ = [
     "PgJobBatch",
+    "apply_jobs",
     "claim_jobs",
-    "fail_jobs",
+    "extend_leases",
     "job_counts",
     "list_jobs",
+    "lock_scopes",
     "pending_jobs",
+    "pending_turn_jobs",
+    "release_jobs",
     "requeue_parked",
+    "round_robin",
+    "take_heads",
 ]
 
 
@@ -43,19 +51,201 @@ def _job(row: Sequence[Any]) -> Job:
     )
 
 
-def _owner(job: Job) -> str:
-    return job.scope.user_id or job.scope.agent_id or job.scope.run_id or ""
+def scope_lock_keys(scopes: Sequence[Scope]) -> list[str]:
+    """One lock key per id a scope sets; erasing a scope and applying into it share a key."""
+    keys = {f"{name}:{value}" for scope in scopes for name, value in scope.as_dict().items()}
+    return sorted(keys)  # one global order: two lockers of overlapping sets cannot deadlock
 
 
+async def lock_scopes(conn: AsyncConn, scopes: Sequence[Scope]) -> None:
+    """Take the scopes' locks until the transaction ends (``delete_all`` and apply use them)."""
+    for key in scope_lock_keys(scopes):
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('memhub-scope:' || %s, 0))", (key,)
+        )
+
+
+_OWNERS = (
+    "WITH RECURSIVE o(owner, n) AS ("
+    " (SELECT coalesce(user_id, agent_id, run_id, ''), 1 FROM memory_jobs"
+    "  WHERE status = 'queued' {first} ORDER BY 1 LIMIT 1)"
+    " UNION ALL"
+    " SELECT (SELECT coalesce(user_id, agent_id, run_id, '') FROM memory_jobs"
+    "   WHERE status = 'queued' AND coalesce(user_id, agent_id, run_id, '') > o.owner"
+    "   ORDER BY 1 LIMIT 1), o.n + 1"
+    " FROM o WHERE o.owner IS NOT NULL AND o.n < %(limit)s"
+    ") SELECT owner FROM o WHERE owner IS NOT NULL"
+)
+_OWNERS_FROM_START = _OWNERS.replace("{first}", "")
+_OWNERS_AFTER = _OWNERS.replace(
+    "{first}", "AND coalesce(user_id, agent_id, run_id, '') > %(after)s"
+)
+
+
+# -- claim ---------------------------------------------------------------------------------------
+async def _park_exhausted(conn: AsyncConn, lease: Lease) -> None:
+    # A lease that expired after the last allowed attempt: the worker died or hung every time.
+    await conn.execute(
+        "UPDATE memory_jobs SET status = 'parked', lease_owner = NULL, lease_until = NULL,"
+        " last_error = coalesce(last_error || E'\\n', '') || 'lease expired after attempt '"
+        " || attempts || ' (worker ' || lease_owner || ' died or hung)'"
+        " WHERE lease_owner IS NOT NULL AND lease_until < now() AND attempts >= %s",
+        (lease.max_attempts,),
+    )
+
+
+async def _owners(conn: AsyncConn, after: str | None, limit: int) -> list[str]:
+    """Up to ``limit`` distinct owners with queued jobs, in order, starting after ``after``.
+
+    A loose index scan on ``memory_jobs_owner``: one probe per owner, whatever their backlogs,
+    so a user with 100k queued jobs costs the same as one with a single job.
+    """
+    cur = await conn.execute(
+        _OWNERS_AFTER if after is not None else _OWNERS_FROM_START,
+        {"after": after, "limit": limit},
+    )
+    return [str(row[0]) for row in await cur.fetchall()]
+
+
+async def _lane_heads(
+    conn: AsyncConn, owners: Sequence[str], lane: Lane, per_owner: int
+) -> list[tuple[Job, bool, bool, datetime]]:
+    """Each owner's first ``per_owner`` queued jobs of the lane: (job, ready, leased, run_after).
+
+    An unordered lane skips jobs that are not ready; an ordered one sees its queue's head.
+    """
+    cur = await conn.execute(
+        "SELECT j.* FROM unnest(%(owners)s::text[]) AS o(owner) CROSS JOIN LATERAL ("
+        " SELECT id, kind, user_id, agent_id, run_id, payload, attempts, created_at, status,"
+        "  last_error, run_after <= now(),"
+        "  lease_owner IS NOT NULL AND lease_until >= now(), run_after"
+        " FROM memory_jobs WHERE status = 'queued'"
+        "  AND coalesce(user_id, agent_id, run_id, '') = o.owner"
+        "  AND (kind = ANY(%(kinds)s)) <> %(exclude)s"
+        "  AND (%(ordered)s OR (run_after <= now()"
+        "   AND (lease_owner IS NULL OR lease_until < now())))"
+        " ORDER BY id LIMIT %(n)s) j",
+        {
+            "owners": list(owners),
+            "kinds": list(lane.kinds),
+            "exclude": lane.exclude,
+            "ordered": lane.ordered,
+            "n": per_owner,
+        },
+    )
+    return [(_job(row), bool(row[10]), bool(row[11]), row[12]) for row in await cur.fetchall()]
+
+
+async def _held_back(conn: AsyncConn, windows: Mapping[str, datetime], lane: Lane) -> set[str]:
+    """Owners with queued jobs of other lanes created before their window closed."""
+    if not windows:
+        return set()
+    cur = await conn.execute(
+        "SELECT DISTINCT w.owner FROM unnest(%s::text[], %s::timestamptz[]) AS w(owner, closes)"
+        " JOIN memory_jobs j ON j.status = 'queued' AND coalesce(j.user_id, j.agent_id,"
+        " j.run_id, '') = w.owner AND (j.kind = ANY(%s)) = %s AND j.created_at <= w.closes",
+        (list(windows), list(windows.values()), list(lane.kinds), lane.exclude),
+    )
+    return {str(row[0]) for row in await cur.fetchall()}
+
+
+def take_heads(
+    heads: Sequence[tuple[Job, bool, bool, datetime]], ordered: bool
+) -> tuple[dict[str, list[Job]], dict[str, datetime]]:
+    """The jobs a claim may take per owner, and when each owner's first taken job became ready.
+
+    Ordered lanes take each owner's queue head up to the first job that is leased (someone
+    works on the owner) or not yet ready (a retry backoff or an open consolidation window).
+    """
+    taken: dict[str, list[Job]] = {}
+    ready_at: dict[str, datetime] = {}
+    blocked: set[str] = set()
+    for job, ready, leased, run_after in heads:
+        owner = job.owner
+        if owner in blocked:
+            continue
+        if not ready or leased:
+            if ordered:
+                blocked.add(owner)
+            continue
+        taken.setdefault(owner, []).append(job)
+        ready_at.setdefault(owner, run_after)
+    return taken, ready_at
+
+
+def round_robin(queues: Sequence[Sequence[Job]], limit: int) -> list[Job]:
+    """Each owner's first job, then each one's second, ...: a share of ``limit`` each."""
+    picked: list[Job] = []
+    for depth in range(limit):
+        for jobs in queues:
+            if depth < len(jobs) and len(picked) < limit:
+                picked.append(jobs[depth])
+    return picked
+
+
+async def _lease(conn: AsyncConn, jobs: Sequence[Job], lease: Lease) -> list[Job]:
+    # The WHERE is evaluated again on rows a concurrent claim changed meanwhile: a job leased
+    # by someone else since our read is skipped, never taken twice.
+    cur = await conn.execute(
+        "UPDATE memory_jobs SET lease_owner = %s, lease_until = now() + %s * interval '1 second',"
+        " attempts = attempts + 1 WHERE id = ANY(%s) AND status = 'queued'"
+        " AND (lease_owner IS NULL OR lease_until < now()) RETURNING id",
+        (lease.owner, lease.seconds, [job.id for job in jobs]),
+    )
+    leased = {int(row[0]) for row in await cur.fetchall()}
+    return [
+        Job(j.id, j.kind, j.scope, j.payload, j.attempts + 1, j.created_at, j.status, j.last_error)
+        for j in jobs
+        if j.id in leased
+    ]
+
+
+async def _lock_owners(conn: AsyncConn, owners: Sequence[str], lane: Lane) -> list[str]:
+    cur = await conn.execute(
+        "SELECT o FROM unnest(%s::text[]) AS o WHERE pg_try_advisory_xact_lock("
+        " hashtextextended('memhub-claim:' || %s || ':' || o, 0))",
+        (sorted(owners), lane.name),
+    )
+    return [str(row[0]) for row in await cur.fetchall()]
+
+
+async def claim_jobs(
+    database: Database, lane: Lane, limit: int, lease: Lease, after: str | None
+) -> tuple[list[Job], str | None]:
+    """Lease up to ``limit`` ready jobs of ``lane``, fairly across owners; commits at once.
+
+    Owners are visited round robin from ``after`` (the last owner the previous claim served),
+    each getting an equal share of ``limit``. Returns the jobs and the new cursor.
+    """
+    with translate_errors("claiming background jobs"):
+        async with database.connection() as conn, conn.transaction():
+            await _park_exhausted(conn, lease)
+            owners = await _owners(conn, after, limit)
+            if len(owners) < limit and after is not None:  # wrap around to the start
+                owners += [o for o in await _owners(conn, None, limit) if o not in owners]
+                owners = owners[:limit]
+            if not owners:
+                return [], None
+            cursor = owners[-1]
+            if lane.ordered:
+                # One claimer per owner at a time; the read below then sees its leases.
+                owners = await _lock_owners(conn, owners, lane)
+            heads = await _lane_heads(conn, owners, lane, limit)
+            taken, ready_at = take_heads(heads, lane.ordered)
+            if lane.after_other_lanes:
+                for owner in await _held_back(conn, ready_at, lane):
+                    taken.pop(owner, None)
+            jobs = round_robin([taken.get(owner, []) for owner in owners], limit)
+            return (await _lease(conn, jobs, lease) if jobs else []), cursor
+
+
+# -- apply ---------------------------------------------------------------------------------------
 @dataclass
 class PgJobBatch:
-    """Jobs claimed in the open transaction of ``conn``."""
+    """The apply phase of leased jobs: writes in one transaction of ``conn``."""
 
     conn: AsyncConn
     jobs: list[Job]
-
-    async def turns(self, ids: Sequence[int]) -> list[Turn]:
-        return await pg_conversations.turns_by_ids(self.conn, ids)
 
     async def insert_memories(self, memories: Sequence[NewMemory], actor: str) -> list[UUID | None]:
         return await pg_memories.insert_memories(self.conn, memories, actor)
@@ -63,15 +253,15 @@ class PgJobBatch:
     async def complete(self, job_ids: Sequence[int]) -> None:
         await self.conn.execute("DELETE FROM memory_jobs WHERE id = ANY(%s)", (list(job_ids),))
 
-    async def enqueue(self, job: NewJob, run_after: datetime | None) -> None:
-        await pg_consolidation.enqueue_job(self.conn, job, run_after)
-
-    async def related(
-        self, scope: Scope, text: str, vector: Any, k: int, filters: Filter | None
-    ) -> list[Candidate]:
-        return await pg_memories.search_candidates(
-            self.conn, scope, text, vector, k, filters, False
+    async def progress(self, job_id: int, done: int) -> None:
+        await self.conn.execute(
+            "UPDATE memory_jobs SET payload = jsonb_set(payload, '{done}', to_jsonb(%s::int)),"
+            " lease_until = greatest(lease_until, now() + interval '30 seconds') WHERE id = %s",
+            (done, job_id),
         )
+
+    async def enqueue(self, job: NewJob, run_after: datetime | None, join_window: bool) -> None:
+        await pg_consolidation.enqueue_job(self.conn, job, run_after, join_window)
 
     async def refine(
         self,
@@ -109,55 +299,90 @@ class PgJobBatch:
         await pg_consolidation.record_usage(self.conn, scope, model, usage, turns, jobs, operations)
 
 
-async def _claim(conn: AsyncConn, limit: int, lane: Lane) -> list[Job]:
+async def _check_lease(conn: AsyncConn, jobs: Sequence[Job], owner: str) -> None:
     cur = await conn.execute(
-        "SELECT id, kind, user_id, agent_id, run_id, payload, attempts, created_at, status,"
-        " last_error FROM memory_jobs WHERE status = 'queued' AND run_after <= now()"
-        " AND (kind = ANY(%s)) <> %s ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
-        (list(lane.kinds), lane.exclude, limit),
+        "SELECT id FROM memory_jobs WHERE id = ANY(%s) AND lease_owner = %s FOR UPDATE",
+        ([job.id for job in jobs], owner),
     )
-    jobs = [_job(row) for row in await cur.fetchall()]
-    if not jobs or not lane.ordered:
-        return jobs
-    owners = sorted({_owner(job) for job in jobs})
-    # An owner is ours if we hold its lock and no older job of it is queued outside our claim
-    # (held by another worker, or waiting for a retry): that keeps each owner's jobs in order.
-    # Each lane (set of kinds) is ordered on its own, so a slow LLM step never delays the
-    # step that makes turns searchable.
-    first = {owner: min(j.id for j in jobs if _owner(j) == owner) for owner in owners}
+    held = {int(row[0]) for row in await cur.fetchall()}
+    lost = sorted({job.id for job in jobs} - held)
+    if lost:
+        raise Conflict(f"lease of jobs {lost} lost (erased, or reclaimed after expiry)")
+
+
+async def _check_read_set(conn: AsyncConn, read_set: Mapping[UUID, str]) -> None:
+    if not read_set:
+        return
     cur = await conn.execute(
-        "SELECT o.owner FROM unnest(%s::text[], %s::bigint[]) AS o(owner, first_id)"
-        " WHERE pg_try_advisory_xact_lock("
-        "   hashtextextended('memhub-owner:' || %s || ':' || o.owner, 0))"
-        " AND NOT EXISTS (SELECT 1 FROM memory_jobs j WHERE j.status = 'queued'"
-        "   AND coalesce(j.user_id, j.agent_id, j.run_id, '') = o.owner AND j.id < o.first_id"
-        "   AND (j.kind = ANY(%s)) <> %s)",
-        (owners, [first[o] for o in owners], lane.name, list(lane.kinds), lane.exclude),
+        "SELECT id, hash FROM memories WHERE id = ANY(%s) AND valid_to IS NULL FOR UPDATE",
+        (list(read_set),),
     )
-    mine = {str(row[0]) for row in await cur.fetchall()}
-    return [job for job in jobs if _owner(job) in mine]
+    now = {row[0]: str(row[1]) for row in await cur.fetchall()}
+    changed = [str(k) for k, v in read_set.items() if now.get(k) != v]
+    if changed:
+        raise Conflict(f"facts {changed} changed since they were read")
 
 
 @asynccontextmanager
-async def claim_jobs(database: Database, limit: int, lane: Lane) -> AsyncIterator[PgJobBatch]:
-    """Claim up to ``limit`` jobs of ``lane``; leaving normally commits the batch's work."""
-    with translate_errors("claiming background jobs"):
+async def apply_jobs(
+    database: Database, jobs: Sequence[Job], owner: str, read_set: Mapping[UUID, str]
+) -> AsyncIterator[PgJobBatch]:
+    """One transaction for the results of leased ``jobs``; leaving normally commits.
+
+    It takes the jobs' scope locks (which ``delete_all`` also takes), then raises
+    :class:`Conflict` if the lease is no longer ``owner``'s or a fact of ``read_set`` (id ->
+    hash of a current fact) changed since the work read it.
+    """
+    with translate_errors("applying background jobs"):
         async with database.connection() as conn, conn.transaction():
-            yield PgJobBatch(conn=conn, jobs=await _claim(conn, limit, lane))
+            await lock_scopes(conn, [job.scope for job in jobs])
+            await _check_lease(conn, jobs, owner)
+            await _check_read_set(conn, read_set)
+            yield PgJobBatch(conn=conn, jobs=list(jobs))
 
 
-async def fail_jobs(
-    conn: AsyncConn, job_ids: Sequence[int], error: str, retry_at: datetime, max_attempts: int
+async def release_jobs(
+    conn: AsyncConn,
+    job_ids: Sequence[int],
+    owner: str,
+    error: str | None,
+    retry_at: datetime,
+    max_attempts: int,
 ) -> int:
+    """End ``owner``'s lease: failed (``error``; parked at ``max_attempts``) or given back.
+
+    A job given back (``error`` None) has its attempt refunded: it did not fail.
+    """
     cur = await conn.execute(
-        "UPDATE memory_jobs SET attempts = attempts + 1, last_error = %s, run_after = %s,"
-        " status = CASE WHEN attempts + 1 >= %s THEN 'parked' ELSE 'queued' END"
-        " WHERE id = ANY(%s) RETURNING status",
-        (error[:4000], retry_at, max_attempts, list(job_ids)),
+        "UPDATE memory_jobs SET lease_owner = NULL, lease_until = NULL, run_after = %(at)s,"
+        " last_error = coalesce(%(error)s, last_error),"
+        " attempts = CASE WHEN %(error)s::text IS NULL THEN greatest(attempts - 1, 0)"
+        "  ELSE attempts END,"
+        " status = CASE WHEN %(error)s::text IS NOT NULL AND attempts >= %(max)s THEN 'parked'"
+        "  ELSE 'queued' END"
+        " WHERE id = ANY(%(ids)s) AND lease_owner = %(owner)s RETURNING status",
+        {
+            "at": retry_at,
+            "error": None if error is None else error[:4000],
+            "max": max_attempts,
+            "ids": list(job_ids),
+            "owner": owner,
+        },
     )
     return sum(1 for (status,) in await cur.fetchall() if status == "parked")
 
 
+async def extend_leases(conn: AsyncConn, job_ids: Sequence[int], owner: str, seconds: float) -> int:
+    """Keep ``owner``'s leases alive ``seconds`` more; returns how many it still holds."""
+    cur = await conn.execute(
+        "UPDATE memory_jobs SET lease_until = now() + %s * interval '1 second'"
+        " WHERE id = ANY(%s) AND lease_owner = %s",
+        (seconds, list(job_ids), owner),
+    )
+    return cur.rowcount
+
+
+# -- reading the queue ---------------------------------------------------------------------------
 async def pending_jobs(conn: AsyncConn, scope: Scope | None) -> int:
     scope = scope or Scope()
     cur = await conn.execute(
@@ -166,6 +391,23 @@ async def pending_jobs(conn: AsyncConn, scope: Scope | None) -> int:
         " AND (%(a)s::text IS NULL OR agent_id = %(a)s)"
         " AND (%(r)s::text IS NULL OR run_id = %(r)s)",
         {"u": scope.user_id, "a": scope.agent_id, "r": scope.run_id},
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def pending_turn_jobs(
+    conn: AsyncConn, scope: Scope, turn_ids: Sequence[int], kinds: Sequence[str] | None
+) -> int:
+    """Queued jobs of ``scope``'s owner about any of ``turn_ids`` (of ``kinds``, or any)."""
+    owner = scope.owner
+    cur = await conn.execute(
+        "SELECT count(*) FROM memory_jobs WHERE status = 'queued'"
+        " AND coalesce(user_id, agent_id, run_id, '') = %s"
+        " AND (%s::text[] IS NULL OR kind = ANY(%s)) AND EXISTS ("
+        "  SELECT 1 FROM unnest(%s::bigint[]) AS t(id)"
+        "  WHERE payload->'turn_ids' @> to_jsonb(ARRAY[t.id]))",
+        (owner, kinds and list(kinds), kinds and list(kinds), list(turn_ids)),
     )
     row = await cur.fetchone()
     return int(row[0]) if row else 0

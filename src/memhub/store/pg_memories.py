@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 from memhub.errors import ConfigurationError, MemoryNotFound
 from memhub.filters import Filter
 from memhub.store.database import AsyncConn
-from memhub.store.pg_bind import TURN_COLUMNS, Params, scope_where, vector_type_modifier
+from memhub.store.pg_bind import Params, scope_where, vector_type_modifier
 from memhub.store.pg_filters import compile_filter
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
@@ -27,7 +27,6 @@ from memhub.store.records import (
 
 __all__ = [
     "SPACE_LOCK_ID",
-    "delete_all",
     "delete_memory",
     "ensure_embedding_space",
     "get_memory",
@@ -81,24 +80,15 @@ def _where(
 
 
 async def ensure_embedding_space(conn: AsyncConn, model_name: str, dimension: int) -> None:
-    """Create the embedding column and its HNSW index once; refuse another model later."""
+    """Create the embedding column and its HNSW index once; refuse another model later.
+
+    Once recorded, this is one read and takes no lock (every engine open calls it).
+    """
+    if _check_space(await _recorded_space(conn), model_name, dimension):
+        return
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SPACE_LOCK_ID,))
-        cur = await conn.execute(
-            "SELECT key, value FROM memhub_settings WHERE key IN"
-            " ('embedding_model', 'embedding_dimension')"
-        )
-        recorded = {str(k): str(v) for k, v in await cur.fetchall()}
-        if recorded:
-            if recorded.get("embedding_dimension") != str(dimension) or (
-                recorded.get("embedding_model") != model_name
-            ):
-                raise ConfigurationError(
-                    f"this database holds {recorded.get('embedding_dimension')}-dimensional "
-                    f"vectors of {recorded.get('embedding_model')!r}, but the configured embedder "
-                    f"is {model_name!r} ({dimension} dimensions); configure the recorded model, "
-                    "or run `memhub reembed` to re-embed every memory with the new one"
-                )
+        if _check_space(await _recorded_space(conn), model_name, dimension):
             return
         await conn.execute(
             sql.SQL("ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding vector({})").format(
@@ -114,6 +104,30 @@ async def ensure_embedding_space(conn: AsyncConn, model_name: str, dimension: in
             " ('embedding_model', %s), ('embedding_dimension', %s)",
             (model_name, str(dimension)),
         )
+
+
+async def _recorded_space(conn: AsyncConn) -> dict[str, str]:
+    cur = await conn.execute(
+        "SELECT key, value FROM memhub_settings WHERE key IN"
+        " ('embedding_model', 'embedding_dimension')"
+    )
+    return {str(k): str(v) for k, v in await cur.fetchall()}
+
+
+def _check_space(recorded: dict[str, str], model_name: str, dimension: int) -> bool:
+    """True when the database records this model; raises when it records another one."""
+    if not recorded:
+        return False
+    if recorded.get("embedding_dimension") != str(dimension) or (
+        recorded.get("embedding_model") != model_name
+    ):
+        raise ConfigurationError(
+            f"this database holds {recorded.get('embedding_dimension')}-dimensional "
+            f"vectors of {recorded.get('embedding_model')!r}, but the configured embedder "
+            f"is {model_name!r} ({dimension} dimensions); configure the recorded model, "
+            "or run `memhub reembed` to re-embed every memory with the new one"
+        )
+    return True
 
 
 def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
@@ -509,29 +523,6 @@ async def delete_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID, a
         old = await lock_memory(conn, scope, memory_id)
         await conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
         await history_event(conn, old, "DELETE", old.memory, None, actor)
-
-
-async def delete_all(conn: AsyncConn, scope: Scope) -> int:
-    """Everything of the scope; a user's scope also takes their conversation turns."""
-    params = Params()
-    where = scope_where(scope, params)
-    async with conn.transaction():
-        cur = await conn.execute(
-            sql.SQL("DELETE FROM memories m WHERE {}").format(where), params.values
-        )
-        removed = cur.rowcount
-        await conn.execute(
-            sql.SQL("DELETE FROM memory_history m WHERE {}").format(where), params.values
-        )
-        await conn.execute(
-            sql.SQL("DELETE FROM memory_jobs m WHERE {}").format(where), params.values
-        )
-        turns = Params()
-        turn_where = scope_where(scope, turns, alias=None, columns=TURN_COLUMNS)
-        await conn.execute(
-            sql.SQL("DELETE FROM conversation_context WHERE {}").format(turn_where), turns.values
-        )
-        return removed
 
 
 async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:

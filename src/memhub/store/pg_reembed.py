@@ -1,9 +1,9 @@
 """SQL of ``memhub reembed``: fill a shadow vector column in batches, then swap it in.
 
 The new vectors go to ``embedding_new`` (its own dimension) while the old column keeps
-serving; its HNSW index is built concurrently; one short transaction then re-embeds what
-changed meanwhile, replaces the column and its index, and records the new model. A run that
-stops half-way resumes where it was, as long as the target model is the same.
+serving, and a trigger clears a row's new vector when its text changes; the HNSW index is
+built concurrently; what changed meanwhile is re-embedded outside any lock, and one short
+transaction replaces the column and its index. An interrupted run resumes (same model).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ __all__ = [
     "EmbeddingSpace",
     "PendingRow",
     "build_index",
+    "catch_up",
     "count_pending",
     "pending_rows",
     "prepare",
@@ -38,6 +39,20 @@ __all__ = [
 _NEW = "embedding_new"
 _NEW_INDEX = "memories_embedding_new_hnsw"
 _INDEX = "memories_embedding_hnsw"
+_SWAP_ROUNDS = 5  # catch-up rounds before the last one holds writers back
+
+# A changed text makes its new vector stale: clear it, so "still to embed" is exactly "NULL".
+_INVALIDATE_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION memhub_reembed_invalidate() RETURNS trigger"
+    " LANGUAGE plpgsql AS $$ BEGIN"
+    " IF NEW.hash IS DISTINCT FROM OLD.hash THEN NEW.embedding_new := NULL; END IF;"
+    " RETURN NEW; END $$"
+)
+_INVALIDATE_TRIGGER = (
+    "CREATE TRIGGER memhub_reembed_invalidate BEFORE UPDATE ON memories"
+    " FOR EACH ROW EXECUTE FUNCTION memhub_reembed_invalidate()"
+)
+_DROP_TRIGGER = "DROP TRIGGER IF EXISTS memhub_reembed_invalidate ON memories"
 
 Embed = Callable[[list[str]], Awaitable[npt.NDArray[np.float32]]]
 
@@ -105,6 +120,9 @@ async def prepare(conn: AsyncConn, model: str, dimension: int) -> bool:
                 sql.Identifier(_NEW), vector_type_modifier(dimension)
             )
         )
+        await conn.execute(_INVALIDATE_FUNCTION)
+        await conn.execute(_DROP_TRIGGER)
+        await conn.execute(_INVALIDATE_TRIGGER)
         await conn.execute(
             "DELETE FROM memhub_settings WHERE key IN ('reembed_model', 'reembed_started_at')"
         )
@@ -173,55 +191,75 @@ async def build_index(conn: AsyncConn) -> None:
         await conn.execute("RESET statement_timeout")
 
 
-async def swap(conn: AsyncConn, model: str, dimension: int, embed: Embed) -> int:
-    """Catch up, then make the shadow column the embedding column, all in one transaction.
+class _WritesArrived(Exception):
+    """Rows became stale between the catch-up and the lock: catch up again, unlocked."""
 
-    Memories still without a new vector, or whose text changed after the run started, are
-    embedded here under the table lock, so the swapped-in column is complete and current.
+
+async def catch_up(conn: AsyncConn, embed: Embed, batch: int = 256) -> int:
+    """Embed, batch by batch and with no transaction open, every memory still without a new
+    vector (one pass in id order; rows arriving behind it wait for the next pass)."""
+    after: UUID | None = None
+    done = 0
+    while rows := await pending_rows(conn, after, batch):
+        await store_vectors(conn, rows, await embed([r.memory for r in rows]))
+        after = rows[-1].id
+        done += len(rows)
+    return done
+
+
+async def swap(conn: AsyncConn, model: str, dimension: int, embed: Embed) -> int:
+    """Catch up outside any lock, then make the shadow column the embedding column.
+
+    The swap is one short transaction under ACCESS EXCLUSIVE that embeds nothing: when rows
+    turn out stale under the lock, it rolls back and catches up again. Only the last of
+    ``_SWAP_ROUNDS`` rounds embeds in the transaction, the few rows left, holding writers back
+    (SHARE ROW EXCLUSIVE) while reads go on.
 
     Returns:
         How many memories the catch-up embedded.
     """
+    caught_up = 0
     await conn.execute("SET statement_timeout = 0")
     try:
-        async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SPACE_LOCK_ID,))
-            await conn.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
-            caught_up = await _catch_up(conn, embed)
-            await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(_INDEX)))
-            await conn.execute("ALTER TABLE memories DROP COLUMN IF EXISTS embedding")
-            await conn.execute(
-                sql.SQL("ALTER TABLE memories RENAME COLUMN {} TO embedding").format(
-                    sql.Identifier(_NEW)
-                )
-            )
-            await conn.execute(
-                sql.SQL("ALTER INDEX {} RENAME TO {}").format(
-                    sql.Identifier(_NEW_INDEX), sql.Identifier(_INDEX)
-                )
-            )
-            await conn.execute(
-                "DELETE FROM memhub_settings WHERE key IN ('embedding_model',"
-                " 'embedding_dimension', 'reembed_model', 'reembed_started_at')"
-            )
-            await conn.execute(
-                "INSERT INTO memhub_settings (key, value) VALUES"
-                " ('embedding_model', %s), ('embedding_dimension', %s)",
-                (model, str(dimension)),
-            )
-            return caught_up
+        for round_ in range(_SWAP_ROUNDS):
+            caught_up += await catch_up(conn, embed)
+            try:
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SPACE_LOCK_ID,))
+                    if round_ == _SWAP_ROUNDS - 1:
+                        await conn.execute("LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE")
+                        caught_up += await catch_up(conn, embed)
+                    await conn.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
+                    if await count_pending(conn):
+                        raise _WritesArrived
+                    await _replace_column(conn, model, dimension)
+                    return caught_up
+            except _WritesArrived:
+                continue
+        raise AssertionError("the last round holds writers back, so it always swaps")
     finally:
         await conn.execute("RESET statement_timeout")
 
 
-async def _catch_up(conn: AsyncConn, embed: Embed) -> int:
-    query = sql.SQL(
-        "SELECT id, memory, hash FROM memories WHERE {new} IS NULL OR updated_at >= ("
-        " SELECT value::timestamptz FROM memhub_settings WHERE key = 'reembed_started_at')"
-    ).format(new=sql.Identifier(_NEW))
-    cur = await conn.execute(query)
-    rows = [PendingRow(r[0], r[1], r[2]) for r in await cur.fetchall()]
-    for start in range(0, len(rows), 256):
-        chunk = rows[start : start + 256]
-        await store_vectors(conn, chunk, await embed([r.memory for r in chunk]))
-    return len(rows)
+async def _replace_column(conn: AsyncConn, model: str, dimension: int) -> None:
+    await conn.execute(_DROP_TRIGGER)
+    await conn.execute("DROP FUNCTION IF EXISTS memhub_reembed_invalidate()")
+    await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(_INDEX)))
+    await conn.execute("ALTER TABLE memories DROP COLUMN IF EXISTS embedding")
+    await conn.execute(
+        sql.SQL("ALTER TABLE memories RENAME COLUMN {} TO embedding").format(sql.Identifier(_NEW))
+    )
+    await conn.execute(
+        sql.SQL("ALTER INDEX {} RENAME TO {}").format(
+            sql.Identifier(_NEW_INDEX), sql.Identifier(_INDEX)
+        )
+    )
+    await conn.execute(
+        "DELETE FROM memhub_settings WHERE key IN ('embedding_model',"
+        " 'embedding_dimension', 'reembed_model', 'reembed_started_at')"
+    )
+    await conn.execute(
+        "INSERT INTO memhub_settings (key, value) VALUES"
+        " ('embedding_model', %s), ('embedding_dimension', %s)",
+        (model, str(dimension)),
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -10,7 +10,7 @@ from uuid import UUID
 
 from memhub.config import MemhubSettings
 from memhub.filters import Filter
-from memhub.store import pg_consolidation, pg_conversations, pg_jobs, pg_memories
+from memhub.store import pg_consolidation, pg_conversations, pg_erase, pg_jobs, pg_memories
 from memhub.store.database import AsyncConn, Database, acquire_database, release_database
 from memhub.store.errors import translate_errors
 from memhub.store.pg_jobs import PgJobBatch
@@ -21,6 +21,7 @@ from memhub.store.records import (
     HistoryEvent,
     Job,
     Lane,
+    Lease,
     MemoryRecord,
     NewJob,
     NewTurn,
@@ -38,6 +39,7 @@ class PostgresStore:
     def __init__(self, database: Database) -> None:
         self.database = database
         self._closed = False
+        self._cursors: dict[str, str | None] = {}  # per lane: the owner the last claim ended at
 
     @classmethod
     async def open(cls, settings: MemhubSettings) -> PostgresStore:
@@ -127,7 +129,7 @@ class PostgresStore:
 
     async def delete_all(self, scope: Scope) -> int:
         async with self._connect("deleting a scope") as conn:
-            return await pg_memories.delete_all(conn, scope)
+            return await pg_erase.delete_all(conn, scope)
 
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
         async with self._connect("reading memory history") as conn:
@@ -138,14 +140,41 @@ class PostgresStore:
             await pg_memories.reset(conn)
 
     # -- jobs -----------------------------------------------------------------------------
-    def claim_jobs(self, limit: int, lane: Lane) -> AbstractAsyncContextManager[PgJobBatch]:
-        return pg_jobs.claim_jobs(self.database, limit, lane)
+    async def claim_jobs(self, lane: Lane, limit: int, lease: Lease) -> list[Job]:
+        jobs, self._cursors[lane.name] = await pg_jobs.claim_jobs(
+            self.database, lane, limit, lease, self._cursors.get(lane.name)
+        )
+        return jobs
 
-    async def fail_jobs(
-        self, job_ids: Sequence[int], error: str, retry_at: datetime, max_attempts: int
+    def apply_jobs(
+        self, jobs: Sequence[Job], owner: str, read_set: Mapping[UUID, str]
+    ) -> AbstractAsyncContextManager[PgJobBatch]:
+        return pg_jobs.apply_jobs(self.database, jobs, owner, read_set)
+
+    async def release_jobs(
+        self,
+        job_ids: Sequence[int],
+        owner: str,
+        error: str | None,
+        retry_at: datetime,
+        max_attempts: int,
     ) -> int:
-        async with self._connect("recording a failed job") as conn:
-            return await pg_jobs.fail_jobs(conn, job_ids, error, retry_at, max_attempts)
+        async with self._connect("releasing jobs") as conn:
+            return await pg_jobs.release_jobs(conn, job_ids, owner, error, retry_at, max_attempts)
+
+    async def extend_leases(self, job_ids: Sequence[int], owner: str, seconds: float) -> int:
+        async with self._connect("extending job leases") as conn:
+            return await pg_jobs.extend_leases(conn, job_ids, owner, seconds)
+
+    async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
+        async with self._connect("reading conversation turns") as conn:
+            return await pg_conversations.turns_by_ids(conn, ids)
+
+    async def pending_turn_jobs(
+        self, scope: Scope, turn_ids: Sequence[int], kinds: Sequence[str] | None
+    ) -> int:
+        async with self._connect("counting jobs") as conn:
+            return await pg_jobs.pending_turn_jobs(conn, scope, turn_ids, kinds)
 
     async def pending_jobs(self, scope: Scope | None = None) -> int:
         async with self._connect("counting jobs") as conn:

@@ -6,7 +6,7 @@ argument narrows by each of its ids that is set, and no method reaches outside i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -22,6 +22,7 @@ from memhub.store.records import (
     HistoryEvent,
     Job,
     Lane,
+    Lease,
     MemoryRecord,
     NewJob,
     NewMemory,
@@ -37,17 +38,13 @@ Vector = npt.NDArray[np.float32]
 
 
 class JobBatch(Protocol):
-    """Claimed jobs and the one transaction their results are written in.
+    """The apply phase of leased jobs: their results, written in one short transaction.
 
-    Leaving the ``claim_jobs`` context normally commits; an exception rolls everything back
-    and leaves the jobs queued for :meth:`Store.fail_jobs`.
+    :meth:`Store.apply_jobs` opens it after checking the lease and the facts the work read;
+    leaving the context normally commits, an exception rolls everything back.
     """
 
     jobs: list[Job]
-
-    async def turns(self, ids: Sequence[int]) -> list[Turn]:
-        """The turns these jobs refer to, in id order."""
-        ...
 
     async def insert_memories(self, memories: Sequence[NewMemory], actor: str) -> list[UUID | None]:
         """Insert memories and their ADD history; None where an equal current memory exists."""
@@ -57,14 +54,16 @@ class JobBatch(Protocol):
         """Remove finished jobs from the queue."""
         ...
 
-    async def enqueue(self, job: NewJob, run_after: datetime | None) -> None:
-        """Queue a follow-up job, committed with the batch."""
+    async def progress(self, job_id: int, done: int) -> None:
+        """Record that the first ``done`` turns of a job are stored (large jobs go in parts)."""
         ...
 
-    async def related(
-        self, scope: Scope, text: str, vector: Vector, k: int, filters: Filter | None
-    ) -> list[Candidate]:
-        """Current memories related to new turns, as search would find them."""
+    async def enqueue(self, job: NewJob, run_after: datetime | None, join_window: bool) -> None:
+        """Queue a follow-up job, committed with the batch.
+
+        With ``join_window``, it becomes ready with the owner's earliest queued, unleased job
+        of the same kind, if there is one, rather than at ``run_after``.
+        """
         ...
 
     async def refine(
@@ -173,7 +172,11 @@ class Store(Protocol):
         ...
 
     async def delete_all(self, scope: Scope) -> int:
-        """Remove everything of the scope: memories, history, jobs and, for a user, turns."""
+        """Remove everything of the scope: jobs, memories, history, LLM usage and turns.
+
+        Under the scope's locks, which the apply phase of a worker also takes, so a batch
+        racing the erase either lands before it (and is erased) or finds its jobs gone.
+        """
         ...
 
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]: ...
@@ -182,15 +185,55 @@ class Store(Protocol):
         """Remove all data of every scope (tests, notebooks)."""
         ...
 
-    # -- jobs ------------------------------------------------------------------------------
-    def claim_jobs(self, limit: int, lane: Lane) -> AbstractAsyncContextManager[JobBatch]:
-        """Claim up to ``limit`` ready jobs of ``lane``, keeping each owner's jobs in order."""
+    # -- jobs ----------------------------------------------------------------------------
+    async def claim_jobs(self, lane: Lane, limit: int, lease: Lease) -> list[Job]:
+        """Lease up to ``limit`` ready jobs of ``lane`` to ``lease.owner``; commits at once.
+
+        Attempts are counted here. Owners are served round robin, each with a share of
+        ``limit``; an ordered lane hands an owner's jobs out in id order, one lease at a time.
+        Expired leases are claimed again; one that expires after ``lease.max_attempts`` is
+        parked.
+        """
         ...
 
-    async def fail_jobs(
-        self, job_ids: Sequence[int], error: str, retry_at: datetime, max_attempts: int
+    def apply_jobs(
+        self, jobs: Sequence[Job], owner: str, read_set: Mapping[UUID, str]
+    ) -> AbstractAsyncContextManager[JobBatch]:
+        """Apply the results of leased ``jobs`` in one transaction, under their scopes' locks.
+
+        Raises :class:`memhub.errors.Conflict` if ``owner`` no longer holds every lease
+        (erased, or reclaimed after expiry) or a fact of ``read_set`` (id -> hash) is no
+        longer current with that hash.
+        """
+        ...
+
+    async def release_jobs(
+        self,
+        job_ids: Sequence[int],
+        owner: str,
+        error: str | None,
+        retry_at: datetime,
+        max_attempts: int,
     ) -> int:
-        """Count a failed attempt; jobs at ``max_attempts`` are parked. Returns how many parked."""
+        """End ``owner``'s leases, retrying at ``retry_at``; returns how many were parked.
+
+        With an ``error`` the attempt counts (parked at ``max_attempts``); without, the job is
+        given back and its attempt refunded.
+        """
+        ...
+
+    async def extend_leases(self, job_ids: Sequence[int], owner: str, seconds: float) -> int:
+        """Keep ``owner``'s leases ``seconds`` longer; returns how many it still holds."""
+        ...
+
+    async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
+        """Stored turns by id, in id order (missing ids are skipped)."""
+        ...
+
+    async def pending_turn_jobs(
+        self, scope: Scope, turn_ids: Sequence[int], kinds: Sequence[str] | None
+    ) -> int:
+        """Queued jobs of ``scope``'s owner about any of ``turn_ids``, of ``kinds`` (None: any)."""
         ...
 
     async def pending_jobs(self, scope: Scope | None = None) -> int:

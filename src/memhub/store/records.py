@@ -13,6 +13,7 @@ __all__ = [
     "HistoryEvent",
     "Job",
     "Lane",
+    "Lease",
     "MemoryRecord",
     "NewJob",
     "NewMemory",
@@ -31,6 +32,14 @@ class Scope:
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """Whose queue its jobs are in: ``coalesce(user_id, agent_id, run_id, '')``."""
+        for value in (self.user_id, self.agent_id, self.run_id):
+            if value is not None:
+                return value
+        return ""
 
     def is_empty(self) -> bool:
         return self.user_id is None and self.agent_id is None and self.run_id is None
@@ -95,6 +104,11 @@ class Job:
     created_at: datetime
     status: str = "queued"  # queued | parked
     last_error: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """Whose queue the job is in: ``coalesce(user_id, agent_id, run_id, '')``."""
+        return self.scope.owner
 
 
 @dataclass(frozen=True)
@@ -173,6 +187,9 @@ class Lane:
     kinds: tuple[str, ...]
     exclude: bool = False
     ordered: bool = True  # False: jobs of one owner may be processed concurrently
+    # An owner's jobs wait while the owner has queued jobs of other lanes created before the
+    # first of them became ready (consolidation waits for its window's turns to be ingested).
+    after_other_lanes: bool = False
 
     def admits(self, kind: str) -> bool:
         return (kind in self.kinds) != self.exclude
@@ -180,6 +197,21 @@ class Lane:
     @property
     def name(self) -> str:
         return ("!" if self.exclude else "") + ",".join(sorted(self.kinds))
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who claims jobs and on what terms.
+
+    Attributes:
+        owner: This worker's id, written on every job it leases.
+        seconds: How long a lease lasts unless extended; an expired lease is claimed again.
+        max_attempts: Claims a job gets; one found expired after that many is parked.
+    """
+
+    owner: str
+    seconds: float
+    max_attempts: int
 
 
 @dataclass(frozen=True)
