@@ -122,3 +122,14 @@ def test_neighbour_weights_are_checked_and_a_lone_best_candidate_still_scores_on
         FusionConfig(previous_turn_weight=-0.1)
     (scored,) = fuse([_candidate(1.0, 1, 3.0, 1, turn=2, previous_turn=1)], FusionConfig(), NOW)
     assert scored.score == pytest.approx(1.0)
+
+
+def test_strong_neighbours_keep_their_order_instead_of_tying_at_one() -> None:
+    # Three near-identical turns in a row, the middle one the exact match: every sum exceeds 1,
+    # and dividing by the largest keeps the exact match first (capping would tie them at 1).
+    before = _candidate(0.95, 2, 4.0, 2, turn=1, previous_turn=None)
+    exact = _candidate(1.0, 1, 5.0, 1, turn=2, previous_turn=1)
+    after = _candidate(0.95, 3, 4.0, 3, turn=3, previous_turn=2)
+    ranked = fuse([after, before, exact], FusionConfig(), NOW)
+    assert ranked[0].candidate is exact and ranked[0].score == pytest.approx(1.0)
+    assert 0.0 < ranked[2].score < ranked[1].score < 1.0

@@ -37,7 +37,8 @@ class FusionConfig:
         text: How the store ranks full-text candidates (BM25 parameters and work caps).
         previous_turn_weight: How much of the score of the turn said just before a memory (when
             it is also a candidate) the memory gains: an answer often follows the question's
-            words. The sum is capped at 1.
+            words. When a sum exceeds 1, every score of the query is divided by the largest
+            sum, so scores stay in [0, 1] and keep their order.
         next_turn_weight: The same for the turn said just after.
     """
 
@@ -125,6 +126,10 @@ def fuse(candidates: list[Candidate], config: FusionConfig, now: datetime) -> li
     w_prev, w_next = config.previous_turn_weight, config.next_turn_weight
     if w_prev or w_next:
         own = _with_neighbours(candidates, own, w_prev, w_next)
+        # Dividing, not capping: capped sums would tie at 1 and lose their order.
+        top = max(own, default=0.0)
+        if top > 1.0:
+            own = [s / top for s in own]
     scored = [
         ScoredCandidate(candidate=c, score=min(1.0, max(0.0, s)))
         for c, s in zip(candidates, own, strict=True)
