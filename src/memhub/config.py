@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["MemhubSettings", "default_data_dir", "postgres_url"]
+__all__ = ["MemhubSettings", "default_data_dir", "postgres_url", "settings_error_line"]
 
 
 def postgres_url(
@@ -69,6 +69,8 @@ class MemhubSettings(BaseSettings):
     # -- limits ------------------------------------------------------------------------
     max_id_length: int = Field(default=255, ge=1, description="ARKOS's VARCHAR(255) ids.")
     max_text_chars: int = Field(default=32_000, ge=1)
+    max_metadata_bytes: int = Field(default=16_384, ge=2, description="Metadata as JSON.")
+    max_metadata_depth: int = Field(default=8, ge=1, description="Nesting of metadata.")
 
     # -- embedder ----------------------------------------------------------------------
     embedder: str = Field(default="minilm", description="minilm | openai | vllm | ollama | tei")
@@ -139,3 +141,18 @@ class MemhubSettings(BaseSettings):
     def llm_configured(self) -> bool:
         """True when an LLM endpoint is set, so consolidation can run."""
         return bool(self.llm_model and (self.llm_base_url or self.llm_api_key))
+
+
+def settings_error_line(exc: ValidationError, prefix: str = "MEMHUB_") -> str:
+    """One ``memhub:`` line naming each refused variable, for a command to print and exit.
+
+    The values are never repeated: a refused secret (an API key) must not reach a terminal
+    or a log.
+    """
+    problems = []
+    for error in exc.errors(include_input=False, include_url=False):
+        loc = error.get("loc") or ("?",)
+        name = str(loc[0])
+        variable = name if name.isupper() else prefix + name.upper()
+        problems.append(f"{variable}: {error.get('msg', 'invalid')}")
+    return "memhub: invalid setting " + "; ".join(problems)

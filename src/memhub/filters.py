@@ -47,6 +47,7 @@ __all__ = [
     "EXISTS",
     "MAX_CONDITIONS",
     "MAX_DEPTH",
+    "MAX_IN_VALUES",
     "OPERATORS",
     "TIMESTAMP_FIELDS",
     "And",
@@ -66,6 +67,7 @@ COMPARISONS: Final = ("gt", "gte", "lt", "lte")
 EXISTS: Final = "exists"  # what {"field": "*"} parses to; not accepted as a written operator
 MAX_DEPTH: Final = 10
 MAX_CONDITIONS: Final = 100
+MAX_IN_VALUES: Final = 1000  # values of all in / nin lists together: each one is a comparison
 
 _LOGICAL: Final = {
     name: kind
@@ -134,7 +136,7 @@ def parse_filters(raw: Mapping[str, Any] | None) -> Filter | None:
         raise UsageError(f"filters must be a dict, got {type(raw).__name__}")
     if not raw:
         return None
-    return _parse_group(raw, depth=1, budget=[0])  # budget: conditions seen so far
+    return _parse_group(raw, depth=1, budget=[0, 0])  # budget: conditions, listed values
 
 
 def _parse_group(raw: Mapping[Any, Any], depth: int, budget: list[int]) -> Filter:
@@ -179,6 +181,10 @@ def _parse_field(field: str, value: Any, budget: list[int]) -> list[Condition]:
     budget[0] += len(conditions)
     if budget[0] > MAX_CONDITIONS:
         raise UsageError(f"filters have more than {MAX_CONDITIONS} conditions")
+    listed = sum(len(c.value) for c in conditions if c.op in ("in", "nin"))
+    budget[1] += listed
+    if budget[1] > MAX_IN_VALUES:
+        raise UsageError(f"filters list more than {MAX_IN_VALUES} values in 'in' / 'nin'")
     return conditions
 
 
@@ -206,15 +212,26 @@ def metadata_path(field: str) -> tuple[str, ...]:
     if not isinstance(field, str) or not field.strip():
         raise UsageError(f"filter field names must be non-empty strings, got {field!r}")
     path = tuple(field.split("."))
-    if "" in path or "\x00" in field:
-        raise UsageError(f"invalid filter field {field!r}: empty key or NUL character")
+    if "" in path or "\x00" in field or not _encodable(field):
+        raise UsageError(f"invalid filter field {field!r}: empty key, NUL or lone surrogate")
     return path
+
+
+def _encodable(text: str) -> bool:
+    # Lone surrogates (a bad decode upstream) cannot be sent to PostgreSQL.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _condition(field: str, op: str, value: Any) -> Condition:
     if op in ("in", "nin"):
         if not isinstance(value, list | tuple):
             raise UsageError(f"{op!r} on {field!r} needs a list, got {type(value).__name__}")
+        if len(value) > MAX_IN_VALUES:
+            raise UsageError(f"{op!r} on {field!r} lists more than {MAX_IN_VALUES} values")
         return Condition(field, op, tuple(_value(field, v) for v in value))
     if op in COMPARISONS and (value is None or isinstance(value, Mapping | list | tuple)):
         raise UsageError(
@@ -275,8 +292,10 @@ def _json(field: str, value: Any, depth: int) -> Any:
             raise UsageError(f"the filter value on {field!r} must be finite, got {value!r}")
         return value
     if isinstance(value, str):
-        if "\x00" in value:  # jsonb cannot store NUL
-            raise UsageError(f"the filter value on {field!r} contains a NUL character")
+        if "\x00" in value or not _encodable(value):  # jsonb cannot store NUL
+            raise UsageError(
+                f"the filter value on {field!r} contains a NUL character or a lone surrogate"
+            )
         return value
     if isinstance(value, list | tuple):
         return [_json(field, v, depth + 1) for v in value]
@@ -289,7 +308,7 @@ def _json(field: str, value: Any, depth: int) -> Any:
 
 
 def _json_key(field: str, key: Any) -> str:
-    if not isinstance(key, str) or "\x00" in key:
+    if not isinstance(key, str) or "\x00" in key or not _encodable(key):
         raise UsageError(f"the filter value on {field!r} has an invalid object key {key!r}")
     return key
 

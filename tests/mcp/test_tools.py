@@ -91,12 +91,16 @@ async def test_user_id_is_required_without_a_default(settings: MemhubSettings) -
     assert "MEMHUB_MCP_USER_ID" in message
 
 
-async def test_default_user_applies_when_user_id_is_omitted(settings: MemhubSettings) -> None:
+async def test_pinned_user_tools_take_no_user_id(settings: MemhubSettings) -> None:
     async with Client(create_server(settings, MCPConfig(default_user_id="dee"))) as client:
+        tools = (await client.list_tools()).tools
+        assert all("user_id" not in t.input_schema.get("properties", {}) for t in tools)
         await ok(client, "add_memory", text="Dee plays the cello")
         listed = await ok(client, "list_memories")
         assert [m["user_id"] for m in listed["results"]] == ["dee"]
-        assert (await ok(client, "list_memories", user_id="someone-else"))["results"] == []
+        for other in ("someone-else", "dee"):  # refused, never quietly ignored
+            with pytest.raises(Exception, match="pinned to one user"):
+                await client.call_tool("list_memories", {"user_id": other})
 
 
 @pytest.mark.parametrize(
@@ -109,7 +113,7 @@ async def test_default_user_applies_when_user_id_is_omitted(settings: MemhubSett
         ("add_memory", {}, "exactly one of text or messages"),
         ("add_memory", {"text": "a", "messages": [{"content": "b"}]}, "exactly one of"),
         ("add_memory", {"text": "a", "metadata": {"user_id": "x"}}, "cannot set scope ids"),
-        ("add_memory", {"messages": [{"role": "robot", "content": "hi"}]}, "role"),
+        ("add_memory", {"messages": [{"role": "robot", "content": "hi"}]}, "unknown role 'robot'"),
         ("delete_memory", {"memory_id": "not-a-uuid"}, "is not a UUID"),
         ("delete_memory", {"memory_id": str(uuid.uuid4())}, "no memory"),
         ("get_memory_history", {"memory_id": str(uuid.uuid4())}, "no memory"),
@@ -119,7 +123,8 @@ async def test_default_user_applies_when_user_id_is_omitted(settings: MemhubSett
 async def test_bad_input_is_a_clear_tool_error(
     settings: MemhubSettings, tool: str, arguments: dict[str, Any], expected: str
 ) -> None:
-    async with Client(create_server(settings, MCPConfig(default_user_id="u"))) as client:
+    pinned = None if "user_id" in arguments else "u"
+    async with Client(create_server(settings, MCPConfig(default_user_id=pinned))) as client:
         assert expected in await failure(client, tool, **arguments)
 
 
@@ -145,14 +150,37 @@ async def test_stdio_subprocess_serves_the_tools(db_url: str, tmp_path: Any) -> 
         assert (await ok(client, "list_memories"))["results"] == []
 
 
-async def test_streamable_http_subprocess_serves_the_tools(db_url: str, tmp_path: Any) -> None:
+async def _tenant_key(db_url: str, tenant: str) -> str:
+    import psycopg
+
+    from memhub.store import pg_keys
+
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        _, secret = await pg_keys.create_key(conn, f"mcp {tenant}", tenant, False)
+    return secret
+
+
+def _keyed(url: str, key: str | None) -> Any:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+    return streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+
+
+async def test_streamable_http_needs_a_key_and_keeps_tenants_apart(
+    db_url: str, tmp_path: Any
+) -> None:
     import asyncio
     import socket
+
+    import httpx
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "MEMHUB_DATABASE_URL": db_url, "MEMHUB_DATA_DIR": str(tmp_path)}
+    acme, globex = await _tenant_key(db_url, "acme"), await _tenant_key(db_url, "globex")
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -165,8 +193,9 @@ async def test_streamable_http_subprocess_serves_the_tools(db_url: str, tmp_path
         env=env,
         stderr=asyncio.subprocess.DEVNULL,
     )
+    url = f"http://127.0.0.1:{port}/mcp"
     try:
-        for _ in range(200):
+        for _ in range(400):
             try:
                 _, writer = await asyncio.open_connection("127.0.0.1", port)
             except OSError:
@@ -174,11 +203,28 @@ async def test_streamable_http_subprocess_serves_the_tools(db_url: str, tmp_path
                 continue
             writer.close()
             break
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+        async with httpx.AsyncClient() as http:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            assert (await http.post(url, json=body)).status_code == 401
+            wrong = {"Authorization": "Bearer mhk_not-a-key"}
+            assert (await http.post(url, json=body, headers=wrong)).status_code == 401
+            evil_host = {"Authorization": f"Bearer {acme}", "Host": "evil.example"}
+            assert (await http.post(url, json=body, headers=evil_host)).status_code in (400, 421)
+        async with Client(_keyed(url, acme)) as client:
             assert {t.name for t in (await client.list_tools()).tools} == TOOL_NAMES
             await ok(client, "add_memory", text="Served over HTTP")
             listed = await ok(client, "list_memories")
             assert [m["memory"] for m in listed["results"]] == ["Served over HTTP"]
+            assert listed["results"][0]["user_id"] == "web"  # shown without the prefix
+        async with Client(_keyed(url, globex)) as client:  # the same user name, another tenant
+            assert (await ok(client, "list_memories"))["results"] == []
+            found = await ok(client, "search_memories", query="Served over HTTP")
+            assert found["results"] == []
     finally:
         process.terminate()
         await process.wait()
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute("SELECT DISTINCT user_id FROM memories")
+        assert [r[0] for r in await cur.fetchall()] == ["acme:web"]

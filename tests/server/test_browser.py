@@ -1,4 +1,6 @@
-"""The web page in headless Chromium against a live uvicorn: key, users, search, edit, delete."""
+"""The web page in headless Chromium against a live uvicorn: key, users, search, edit, delete,
+pages of memories, metadata, and /docs served without any CDN; screenshots at desktop and
+phone widths go to MEMHUB_SCREENSHOT_DIR."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from pydantic import SecretStr
 
@@ -71,17 +74,52 @@ def seed(base: str) -> str:
                 "My sister Anna lives in Vienna.",
                 "I am allergic to peanuts.",
             ],
-            "bob": ["Bob plays the cello."],
+            "bob": ["Bob plays the cello.", *(f"Bob's note number {n}." for n in range(59))],
         }.items():
             response = tenant.post(
                 "/v1/memories",
-                json={"messages": texts, "user_id": user, "infer": False, "wait": True},
+                json={
+                    "messages": texts,
+                    "user_id": user,
+                    "infer": False,
+                    "wait": True,
+                    "metadata": {"source": "chat"},
+                },
             )
             assert response.status_code == 200, response.text
     return key
 
 
-async def test_browse_search_edit_delete_and_history(live_server: str) -> None:
+def supersede(database_url: str, key: str, base: str) -> None:
+    """Alice moves: "Paris" is superseded by "Lyon", as consolidation would record it."""
+    with httpx.Client(base_url=base, headers=bearer(key), timeout=60) as tenant:
+        for text in ("I live in Paris.", "I live in Lyon."):
+            body = {"messages": text, "user_id": "alice", "infer": False, "wait": True}
+            assert tenant.post("/v1/memories", json=body).status_code == 200
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE memories SET valid_to = now(),"
+            " superseded_by = (SELECT id FROM memories WHERE memory = 'I live in Lyon.')"
+            " WHERE memory = 'I live in Paris.'"
+        )
+
+
+def park_job(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO memory_jobs (kind, user_id, payload, status, attempts, last_error)"
+            " VALUES ('ingest', 'acme:zed', '{\"turn_ids\": []}', 'parked', 5,"
+            " 'ProviderHTTPError: the LLM said 500')"
+        )
+        conn.execute(
+            "INSERT INTO memory_llm_usage (model, calls, prompt_tokens, completion_tokens,"
+            " turns, jobs) VALUES ('m', 3, 1200, 300, 6, 2)"
+        )
+
+
+async def test_browse_search_edit_delete_and_history(
+    live_server: str, settings: MemhubSettings
+) -> None:
     key = await asyncio.to_thread(seed, live_server)
     async with playwright_api.async_playwright() as pw:
         browser = await pw.chromium.launch(
@@ -109,6 +147,8 @@ async def test_browse_search_edit_delete_and_history(live_server: str) -> None:
             await page.get_by_role("button", name="Connect").click()
             await expect(page.get_by_role("alert")).to_have_text("401: invalid or revoked API key")
             await expect(page.locator("#workspace")).to_be_hidden()
+            await expect(page.get_by_label("API key")).to_have_value("mhk_wrong")  # kept
+            await expect(page.locator("#key-help")).to_contain_text("POST /v1/keys")
 
             await page.get_by_label("API key").fill(key)
             await page.get_by_role("button", name="Connect").click()
@@ -123,12 +163,15 @@ async def test_browse_search_edit_delete_and_history(live_server: str) -> None:
             await expect(page.get_by_role("heading", name="Memories of alice")).to_be_visible()
             memories = page.locator("#memories li.memory")
             await expect(memories).to_have_count(3)
+            await expect(memories.first.locator(".metadata")).to_have_text("source: chat")
 
             await page.get_by_label("Search memories").fill("Where does my sister live?")
             await page.get_by_role("button", name="Search", exact=True).click()
             first = memories.first
             await expect(first.locator(".text")).to_have_text("My sister Anna lives in Vienna.")
             await expect(first.locator(".meta")).to_contain_text("score 0.")
+            await expect(page.locator("#memories-status")).to_contain_text("best match")
+            await expect(memories.filter(has_text="peanuts")).to_have_count(0)  # weaker: folded
 
             await first.get_by_role("button", name="Edit").click()
             await first.get_by_label("Corrected text").fill("My sister Anna lives in Graz.")
@@ -160,6 +203,76 @@ async def test_browse_search_edit_delete_and_history(live_server: str) -> None:
             await expect(page.locator("#memories-status")).to_have_text("2 memories in total.")
             await expect(users.first).to_contain_text("2 memories")
             await page.screenshot(path=str(SCREENSHOT_DIR / "memhub-page.png"), full_page=True)
+
+            # Pages: bob has 60 memories; the first 50, then the rest with "Load more".
+            await page.get_by_role("button", name=re.compile(r"^bob")).click()
+            await expect(memories).to_have_count(50)
+            await expect(page.locator("#memories-status")).to_have_text(
+                "50 memories shown; more follow."
+            )
+            await page.get_by_role("button", name="Load more").click()
+            await expect(memories).to_have_count(60)
+            await expect(page.locator("#memories-status")).to_have_text("60 memories in total.")
+            await expect(page.get_by_role("button", name="Load more")).to_be_hidden()
+            assert len(set(await memories.locator(".text").all_text_contents())) == 60
+
+            # Timeline: every fact over its validity; the superseded one closed, naming Lyon.
+            assert settings.database_url is not None
+            await asyncio.to_thread(supersede, settings.database_url, key, live_server)
+            await page.get_by_role("button", name=re.compile(r"^alice")).click()
+            await page.get_by_role("button", name="Timeline").click()
+            rows = page.locator("#timeline-rows li.fact")
+            await expect(rows).to_have_count(4)
+            closed = page.locator("#timeline-rows li.fact.closed")
+            await expect(closed).to_have_count(1)
+            await expect(closed.locator(".label")).to_have_text("I live in Paris.")
+            await expect(closed.locator(".when")).to_contain_text("→ “I live in Lyon.”")
+            await page.screenshot(path=str(SCREENSHOT_DIR / "memhub-timeline.png"), full_page=True)
+
+            phone = await browser.new_page(viewport={"width": 390, "height": 844})
+            await phone.goto(live_server)
+            await phone.get_by_label("API key").fill(key)
+            await phone.get_by_role("button", name="Connect").click()
+            await phone.get_by_role("button", name=re.compile(r"^alice")).click()
+            await expect(phone.locator("#memories li.memory")).to_have_count(3)
+            await phone.get_by_role("button", name="Timeline").click()
+            await expect(phone.locator("#timeline-rows li.fact")).to_have_count(4)
+            overflow = "document.documentElement.scrollWidth > window.innerWidth"
+            assert not await phone.evaluate(overflow)
+            await phone.screenshot(path=str(SCREENSHOT_DIR / "memhub-phone.png"), full_page=True)
+
+            # Operations panel (admin key): queue per kind, LLM use per day, a parked job
+            # with its error, retried with one click.
+            assert settings.database_url is not None
+            await asyncio.to_thread(park_job, settings.database_url)
+            ops = await browser.new_page(viewport={"width": 1100, "height": 900})
+            await ops.goto(live_server)
+            await ops.get_by_label("API key").fill(ADMIN_KEY)
+            await ops.get_by_role("button", name="Connect").click()
+            panel = ops.locator("#operations")
+            await expect(panel).to_be_visible()
+            await expect(ops.locator("#queue-kinds")).to_contain_text("ingest")
+            await expect(ops.locator("#llm-days tr")).to_have_count(1)
+            parked = ops.locator("#parked li")
+            await expect(parked).to_have_count(1)
+            await expect(parked).to_contain_text("the LLM said 500")
+            await ops.screenshot(path=str(SCREENSHOT_DIR / "memhub-operations.png"), full_page=True)
+            await parked.get_by_role("button", name="Retry").click()
+            await expect(parked).to_have_count(0)
+            await expect(ops.locator("#no-parked")).to_be_visible()
+            await expect(page.locator("#operations")).to_be_hidden()  # the tenant sees none
+
+            # /docs: Swagger UI from the installed package, no request leaves the server.
+            foreign: list[str] = []
+            docs = await browser.new_page(viewport={"width": 1100, "height": 800})
+            docs.on(
+                "request",
+                lambda r: None if r.url.startswith(live_server) else foreign.append(r.url),
+            )
+            await docs.goto(f"{live_server}/docs")
+            await expect(docs.locator(".swagger-ui .info .title")).to_contain_text("memhub")
+            await docs.screenshot(path=str(SCREENSHOT_DIR / "memhub-docs.png"))
+            assert foreign == []
             assert [e for e in console_errors if "401" not in e] == []
         finally:
             await browser.close()
@@ -168,6 +281,7 @@ async def test_browse_search_edit_delete_and_history(live_server: str) -> None:
         listed = await tenant.get("/v1/memories", params={"user_id": "alice"})
     stored = listed.json()["results"]
     assert sorted(m["memory"] for m in stored) == [
+        "I live in Lyon.",
         "I love hiking in the Alps every summer.",
         "My sister Anna lives in Graz.",
     ]

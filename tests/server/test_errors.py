@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,8 +14,16 @@ from psycopg.conninfo import conninfo_to_dict
 from pydantic import SecretStr
 
 from memhub import AsyncMemory, MemhubSettings
-from memhub.errors import ProviderHTTPError
+from memhub.errors import (
+    Conflict,
+    MemhubError,
+    MemoryNotFound,
+    ProviderHTTPError,
+    StoreUnavailable,
+    UsageError,
+)
 from memhub.server import ServerSettings, create_app
+from memhub.server.errors import RETRY_AFTER_SECONDS, STATUSES
 from tests.server.conftest import ADMIN_KEY, bearer
 
 
@@ -59,11 +68,37 @@ async def test_unexpected_errors_are_500_without_details(
     assert "hunter2" in caplog.text  # but the operator can see it
 
 
-async def test_provider_errors_are_500_without_details(broken: httpx.AsyncClient) -> None:
+async def test_provider_outages_are_502_with_retry_after(broken: httpx.AsyncClient) -> None:
     response = await broken.post("/v1/memories", json={"messages": "hi", "user_id": "u"})
-    assert response.status_code == 500
-    assert response.json()["type"] == "InternalError"
+    assert response.status_code == 502
+    assert response.json()["type"] == "ProviderHTTPError"
+    assert response.headers["Retry-After"] == str(RETRY_AFTER_SECONDS)
     assert "10.0.0.5" not in response.text
+
+
+def _error_tree(root: type[MemhubError]) -> list[type[MemhubError]]:
+    """memhub's public error classes (``__module__ == "memhub"``), however deep.
+
+    Internal subclasses, such as the agent's ToolError, never leave their layer.
+    """
+    found = [root] if root.__module__ == "memhub" else []
+    for sub in root.__subclasses__():
+        found.extend(_error_tree(sub))
+    return found
+
+
+def test_every_error_class_has_its_own_status() -> None:
+    """Walks memhub's error tree: a class without an entry of its own fails this test."""
+    classes = set(_error_tree(MemhubError))
+    assert set(STATUSES) == classes
+    documented = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    for cls, mapping in STATUSES.items():
+        assert f"`{cls.__name__}`" in documented, f"{cls.__name__} missing from docs/api.md"
+        if issubclass(cls, UsageError | MemoryNotFound | Conflict):
+            assert mapping.status < 500, cls  # the caller's input or a lost race: never 5xx
+    assert STATUSES[Conflict].status == 409
+    assert STATUSES[StoreUnavailable].status == 503 and STATUSES[StoreUnavailable].retry
+    assert STATUSES[ProviderHTTPError].status == 502 and STATUSES[ProviderHTTPError].retry
 
 
 async def test_database_down_is_503(settings: MemhubSettings, pg_admin_url: str) -> None:
@@ -116,7 +151,7 @@ async def test_openapi_spec_lists_the_routes(client: httpx.AsyncClient) -> None:
         "/healthz",
     }
     assert set(paths["/v1/memories"]) == {"get", "post", "delete"}
-    assert set(paths["/v1/memories/{memory_id}"]) == {"get", "put", "delete"}
+    assert set(paths["/v1/memories/{memory_id}"]) == {"get", "put", "patch", "delete"}
     add_body = paths["/v1/memories"]["post"]["requestBody"]["content"]["application/json"]
     assert add_body["schema"]["$ref"].endswith("/AddRequest")
 

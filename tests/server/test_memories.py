@@ -128,7 +128,8 @@ async def test_get_update_history_delete_one_memory(client: httpx.AsyncClient) -
     assert updated.status_code == 200
     assert updated.json()["message"] == "Memory updated successfully!"
     assert updated.json()["result"]["memory"] == "I live in Munich."
-    assert updated.json()["result"]["metadata"] == {"v": 2}
+    # PUT replaces the caller's keys; memhub's own (role, session_id) are kept.
+    assert updated.json()["result"]["metadata"] == {"v": 2, "role": "user", "session_id": "default"}
 
     history = await client.get(f"/v1/memories/{memory_id}/history")
     assert [e["event"] for e in history.json()] == ["ADD", "UPDATE"]
@@ -243,3 +244,60 @@ async def test_mem0_style_trailing_slashes_work(client: httpx.AsyncClient) -> No
     assert [m["id"] for m in listed.json()["results"]] == [item["id"]]
     history = await client.get(f"/v1/memories/{item['id']}/history/")
     assert history.status_code == 200
+
+
+async def test_put_replaces_and_patch_merges_metadata_keeping_memhubs_own(
+    client: httpx.AsyncClient,
+) -> None:
+    added = await client.post(
+        "/v1/memories",
+        json={
+            "messages": "I like green tea.",
+            "user_id": "u",
+            "run_id": "r1",
+            "metadata": {"source": "chat", "mood": "calm"},
+            "infer": False,
+            "wait": True,
+        },
+    )
+    item = added.json()["results"][0]
+    memory_id = item["id"]
+    own = {key: item["metadata"][key] for key in ("role", "session_id")}
+    assert own == {"role": "user", "session_id": "r1"}
+
+    patched = await client.patch(
+        f"/v1/memories/{memory_id}", json={"metadata": {"mood": "happy", "role": "system"}}
+    )
+    assert patched.status_code == 200, patched.text
+    meta = patched.json()["result"]["metadata"]
+    assert meta == {"source": "chat", "mood": "happy", **own}
+    assert patched.json()["result"]["memory"] == "I like green tea."  # text kept
+
+    put = await client.put(
+        f"/v1/memories/{memory_id}",
+        json={"text": "I like black tea.", "metadata": {"source": "form", "session_id": "x"}},
+    )
+    assert put.status_code == 200, put.text
+    assert put.json()["result"]["metadata"] == {"source": "form", **own}
+    assert put.json()["result"]["memory"] == "I like black tea."
+
+    empty = await client.patch(f"/v1/memories/{memory_id}", json={})
+    assert empty.status_code == 422
+
+
+async def test_list_pages_with_a_cursor_across_equal_timestamps(client: httpx.AsyncClient) -> None:
+    texts = [f"Fact number {n}." for n in range(5)]  # one batch: one created_at for all
+    body = {"messages": texts, "user_id": "pager", "infer": False, "wait": True}
+    assert (await client.post("/v1/memories", json=body)).status_code == 200
+    seen: list[str] = []
+    params: dict[str, str | int] = {"user_id": "pager", "limit": 2}
+    for _ in range(5):
+        page = (await client.get("/v1/memories", params=params)).json()
+        seen += [m["memory"] for m in page["results"]]
+        if "next_cursor" not in page:
+            break
+        params["cursor"] = page["next_cursor"]
+    assert sorted(seen) == sorted(texts)  # none skipped, none repeated
+    bad = await client.get("/v1/memories", params={"user_id": "pager", "cursor": "bm90LWpzb24"})
+    assert bad.status_code == 422
+    assert "invalid cursor" in bad.json()["error"]

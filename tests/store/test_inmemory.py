@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memhub.config import MemhubSettings
-from memhub.errors import ConfigurationError, MemoryNotFound, StoreError
+from memhub.errors import ConfigurationError, Conflict, MemoryNotFound, StoreError
 from memhub.filters import parse_filters
 from memhub.store.inmemory import InMemoryStore
 from memhub.store.inmemory_text import bm25_scores, stem, terms, text_score
@@ -348,7 +348,7 @@ async def test_update_and_delete_outside_the_scope_raise(store: InMemoryStore) -
 async def test_update_cannot_duplicate_a_current_memory(store: InMemoryStore) -> None:
     (a, b) = await insert(store, mem("a"), mem("b"))
     assert a is not None and b is not None
-    with pytest.raises(StoreError, match="memories_current_hash"):
+    with pytest.raises(Conflict, match="duplicate"):  # as PostgreSQL's unique index answers
         await store.update_memory(U, b, "a", "a", np.asarray(X, np.float32), None, "user")
     record = await store.get_memory(U, b)
     assert record is not None and record.memory == "b"

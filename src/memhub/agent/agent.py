@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from memhub import telemetry
 from memhub.agent.config import AgentMemoryConfig, CallContext, memory_switched_on, resolve
-from memhub.agent.memory_flow import inject_memories, strip_memories
+from memhub.agent.memory_flow import inject_memories, new_turn, strip_memories
 from memhub.agent.memory_session import MemorySession
 from memhub.agent.model import ChatModel, ModelResponse, ToolCall, Usage
 from memhub.agent.runtime import Runtime, create_runtime
@@ -213,6 +213,8 @@ class Agent:
         session = await self._open_memory(
             runtime, CallContext(self.name, thread_id, metadata, conversation)
         )
+        if session is not None:  # what the forget tool may act on: the user's own words
+            session.user_turn = "\n".join(m.content for m in new_turn(conversation))
         prompt = [SystemMessage(content=self.instructions), *conversation]
         memories = await session.recall(conversation) if session else []
         prompt = inject_memories(prompt, memories, session.thread_id if session else None)

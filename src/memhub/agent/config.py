@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from memhub.agent.forget_guard import ForgetConfirm
 from memhub.config import MemhubSettings, postgres_url
 from memhub.errors import ConfigurationError
 from memhub.messages import Message
@@ -86,6 +87,10 @@ class AgentMemoryConfig:
         short_term_turns: Recent turns of the thread added to the recall query when a call
             carries only the newest message.
         tools: Give the model ``search_memory`` / ``remember`` / ``forget``.
+        forget_limit: Memories the ``forget`` tool may delete per agent call (0: none).
+        confirm_forget: Decides whether ``forget`` may delete a memory (sync or async,
+            called with a :class:`~memhub.agent.forget_guard.ForgetRequest`); by default the
+            user's latest message must ask to forget and mention the memory.
     """
 
     enable: bool = True
@@ -100,6 +105,8 @@ class AgentMemoryConfig:
     recall_max_tokens: int | None = None
     short_term_turns: int = 4
     tools: bool = True
+    forget_limit: int = 1
+    confirm_forget: ForgetConfirm | None = None
 
     def __post_init__(self) -> None:
         if self.recall_limit < 1:
@@ -110,6 +117,8 @@ class AgentMemoryConfig:
             raise ConfigurationError(
                 f"recall_max_tokens must be at least 1, got {self.recall_max_tokens}"
             )
+        if self.forget_limit < 0:
+            raise ConfigurationError("forget_limit must not be negative")
 
 
 def memory_switched_on(config: AgentMemoryConfig | None) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from memhub import telemetry
 from memhub.agent.config import AgentMemoryConfig
+from memhub.agent.forget_guard import ForgetRequest, confirmed
 from memhub.agent.memory_flow import (
     MemoryClient,
     estimate_tokens,
@@ -22,9 +23,15 @@ from memhub.agent.memory_flow import (
     recall_query,
 )
 from memhub.engine.text import within_budget
+from memhub.errors import MemoryNotFound
 from memhub.messages import Message
 
-__all__ = ["MemorySession"]
+__all__ = ["ForgetRefused", "MemorySession"]
+
+
+class ForgetRefused(PermissionError):
+    """``forget`` was not allowed: the user did not ask for it, or the per-call cap is spent."""
+
 
 log = logging.getLogger("memhub.agent")
 
@@ -41,6 +48,9 @@ class MemorySession:
     config: AgentMemoryConfig
     agent_name: str
     on_error: ErrorHandler
+    user_turn: str = ""
+    """The user's latest message(s) of this call: what ``forget`` may act on."""
+    forgotten: int = 0
 
     @property
     def _attributes(self) -> dict[str, str]:
@@ -113,10 +123,19 @@ class MemorySession:
         return list(found.get("results", []))
 
     async def remember(self, fact: str) -> None:
-        """Store ``fact`` for this user as said, without extraction (queued, durable)."""
-        metadata = {"thread_id": self.thread_id, "agent": self.agent_name, "source": "remember"}
+        """Store ``fact`` for this user without extraction (queued, durable).
+
+        Stored as the assistant's words with ``provenance`` ``"agent_tool"``: the model wrote
+        it, so it must never pass for something the user said.
+        """
+        metadata = {
+            "thread_id": self.thread_id,
+            "agent": self.agent_name,
+            "source": "remember",
+            "provenance": "agent_tool",
+        }
         await self.client.add(
-            [{"role": "user", "content": fact}],
+            [{"role": "assistant", "content": fact}],
             user_id=self.user_id,
             run_id=self.thread_id,
             metadata=metadata,
@@ -124,8 +143,29 @@ class MemorySession:
         )
 
     async def forget(self, memory_id: str) -> None:
-        """Delete one of this user's memories; another user's id is not found."""
+        """Delete one of this user's memories, if the user's latest message asks for it.
+
+        Raises:
+            ForgetRefused: the per-call cap is spent, or the user's message does not ask to
+                forget this memory (or the application's ``confirm_forget`` said no).
+            MemoryNotFound: no such memory for this user (another user's id included).
+        """
+        limit = self.config.forget_limit
+        if self.forgotten >= limit:
+            raise ForgetRefused(f"at most {limit} memories can be forgotten per message")
+        item = await self.client.get(memory_id, user_id=self.user_id)
+        if item is None:
+            raise MemoryNotFound(f"no memory {memory_id} in this scope")
+        request = ForgetRequest(
+            self.user_id, self.thread_id, self.user_turn, memory_id, str(item.get("memory", ""))
+        )
+        if not await confirmed(request, self.config.confirm_forget):
+            raise ForgetRefused(
+                "the user's latest message does not ask to forget this memory;"
+                " only the user can ask to forget something"
+            )
         await self.client.delete(memory_id, user_id=self.user_id)
+        self.forgotten += 1
 
     async def _recent_turns(self) -> list[Message]:
         limit = self.config.short_term_turns

@@ -10,8 +10,10 @@ import signal
 import sys
 from collections.abc import Sequence
 
+import pydantic
+
 from memhub.cli.data import add_subcommands, dispatch
-from memhub.config import MemhubSettings
+from memhub.config import MemhubSettings, settings_error_line
 from memhub.errors import MemhubError
 
 __all__ = ["main"]
@@ -164,6 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemhubError as exc:
         print(f"memhub: {exc}", file=sys.stderr)
         return 1
+    except pydantic.ValidationError as exc:  # MEMHUB_* settings: one line, no traceback
+        print(settings_error_line(exc), file=sys.stderr)
+        return 2
     return 2
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -9,9 +11,15 @@ from typing import Any
 
 from memhub.engine.text import memory_hash
 from memhub.messages import Message, deserialize, serialize
-from memhub.store.records import NewJob, NewMemory, NewTurn, Scope, Turn
+from memhub.store.records import IdempotencyKey, NewJob, NewMemory, NewTurn, Scope, Turn
 
-__all__ = ["DEFAULT_SESSION", "INGEST_JOB", "memories_from_turns", "turns_and_job"]
+__all__ = [
+    "DEFAULT_SESSION",
+    "INGEST_JOB",
+    "idempotency",
+    "memories_from_turns",
+    "turns_and_job",
+]
 
 INGEST_JOB = "ingest"
 # Mem0-style calls without a run id still need ARKOS's NOT NULL session id: "" is an id no
@@ -46,6 +54,25 @@ def turns_and_job(
     ]
     job = None if job_payload is None else NewJob(kind=INGEST_JOB, scope=scope, payload=job_payload)
     return turns, job
+
+
+def idempotency(key: str, turns: Sequence[NewTurn], job: NewJob | None) -> IdempotencyKey:
+    """The stored form of a caller's idempotency key for the add that writes ``turns``.
+
+    The owner is the call's scope, so equal keys of different users never meet; the
+    fingerprint covers everything the call would write.
+    """
+    scope = job.scope if job is not None else Scope(user_id=turns[0].user_id or None)
+    owner = json.dumps([scope.user_id, scope.agent_id, scope.run_id])
+    request = {
+        "turns": [
+            [t.user_id, t.session_id, t.role, t.message, t.agent_id, t.metadata, t.created_at]
+            for t in turns
+        ],
+        "job": None if job is None else [job.kind, job.payload],
+    }
+    encoded = json.dumps(request, sort_keys=True, default=str).encode("utf-8")
+    return IdempotencyKey(owner=owner, key=key, fingerprint=hashlib.sha256(encoded).hexdigest())
 
 
 def memories_from_turns(

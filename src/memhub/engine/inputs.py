@@ -5,6 +5,8 @@ Every rejection is a :class:`UsageError` that says what was wrong; nothing here 
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +22,7 @@ __all__ = [
     "Limits",
     "check_id",
     "check_limit",
+    "check_metadata",
     "check_text",
     "normalize_messages",
     "parse_timestamp",
@@ -29,10 +32,15 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Limits:
-    """Size limits from the settings."""
+    """Size limits from the settings (each names its ``MEMHUB_*`` variable when it refuses)."""
 
     max_id_length: int = 255
     max_text_chars: int = 32_000
+    max_metadata_bytes: int = 16_384
+    max_metadata_depth: int = 8
+
+
+_SCOPE_KEYS = frozenset({"user_id", "agent_id", "run_id"})
 
 
 def check_id(name: str, value: object, limits: Limits) -> str:
@@ -45,7 +53,15 @@ def check_id(name: str, value: object, limits: Limits) -> str:
         raise UsageError(f"{name} is {len(value)} characters; the limit is {limits.max_id_length}")
     if "\x00" in value:
         raise UsageError(f"{name} must not contain NUL characters")
+    _check_encodable(name, value)
     return value
+
+
+def _check_encodable(name: str, value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates from a bad decode
+        raise UsageError(f"{name} is not valid UTF-8 text: {exc.reason}") from exc
 
 
 def check_text(name: str, value: object, limits: Limits, *, allow_empty: bool = False) -> str:
@@ -61,11 +77,59 @@ def check_text(name: str, value: object, limits: Limits, *, allow_empty: bool = 
         )
     if "\x00" in value:
         raise UsageError(f"{name} must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:  # lone surrogates from a bad decode
-        raise UsageError(f"{name} is not valid UTF-8 text: {exc.reason}") from exc
+    _check_encodable(name, value)
     return value
+
+
+def check_metadata(metadata: object, limits: Limits) -> dict[str, Any]:
+    """A metadata dict PostgreSQL's jsonb can hold, within the size and depth limits.
+
+    Keys and strings must be NUL-free UTF-8, numbers finite; scope ids cannot be set here.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise UsageError(f"metadata must be a dict, got {type(metadata).__name__}")
+    clash = sorted(_SCOPE_KEYS & set(metadata))
+    if clash:
+        raise UsageError(
+            f"metadata cannot set scope ids ({', '.join(clash)}); pass them as arguments"
+        )
+    _check_json("metadata", metadata, 1, limits.max_metadata_depth)
+    size = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
+    if size > limits.max_metadata_bytes:
+        raise UsageError(
+            f"metadata is {size} bytes as JSON; the limit is {limits.max_metadata_bytes}"
+            " (MEMHUB_MAX_METADATA_BYTES)"
+        )
+    return dict(metadata)
+
+
+def _check_json(where: str, value: object, depth: int, max_depth: int) -> None:
+    if isinstance(value, Mapping | list | tuple) and depth > max_depth:
+        raise UsageError(
+            f"{where} is nested deeper than {max_depth} levels (MEMHUB_MAX_METADATA_DEPTH)"
+        )
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UsageError(f"{where} holds {value!r}; only finite numbers can be stored")
+    elif isinstance(value, str):
+        if "\x00" in value:
+            raise UsageError(f"{where} must not contain NUL characters")
+        _check_encodable(where, value)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise UsageError(f"{where} keys must be strings, got {key!r}")
+            _check_json(f"{where} key", key, depth, max_depth)
+            _check_json(f"{where}.{key[:40]}", item, depth + 1, max_depth)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_json(f"{where}[]", item, depth + 1, max_depth)
+    else:
+        raise UsageError(f"{where} must be JSON, got {type(value).__name__}")
 
 
 def check_limit(limit: object, *, maximum: int = 1000) -> int:
@@ -101,7 +165,7 @@ def parse_timestamp(value: object) -> datetime | None:
     if isinstance(value, datetime):
         ts = value
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        ts = datetime.fromtimestamp(float(value), tz=UTC)
+        ts = _from_unix(value)
     elif isinstance(value, str):
         try:
             ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -111,7 +175,30 @@ def parse_timestamp(value: object) -> datetime | None:
         raise UsageError(
             f"timestamp must be a datetime, ISO string or number, got {type(value).__name__}"
         )
-    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+    ts = ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+    try:
+        inside = _EARLIEST <= ts <= _LATEST
+    except OverflowError:
+        inside = False
+    if not inside:
+        raise UsageError(f"timestamp {value!r} is outside years 1 to 9999")
+    return ts
+
+
+# Aware bounds a Python datetime can represent in any zone (year 1 to 9999 in UTC).
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def _from_unix(value: float) -> datetime:
+    try:
+        if not math.isfinite(value):
+            raise ValueError("not a finite number")
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    except (OverflowError, OSError, ValueError) as exc:
+        raise UsageError(
+            f"timestamp {value!r} is not a Unix time between years 1 and 9999"
+        ) from exc
 
 
 def _from_mapping(item: Mapping[str, Any], limits: Limits) -> Message:
@@ -121,6 +208,7 @@ def _from_mapping(item: Mapping[str, Any], limits: Limits) -> Message:
     cls = message_class(role)
     content = check_text("message content", item.get("content"), limits)
     extra = {k: v for k, v in item.items() if k not in ("role", "content")}
+    _check_json("message", extra, 1, limits.max_metadata_depth)  # stored with the turn
     try:
         return cls.model_validate({**extra, "content": content, "role": role})
     except ValidationError as exc:

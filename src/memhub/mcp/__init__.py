@@ -15,7 +15,9 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memhub.config import MemhubSettings
+from pydantic import ValidationError
+
+from memhub.config import MemhubSettings, settings_error_line
 from memhub.errors import MemhubError
 from memhub.mcp.config import MCPConfig, add_mcp_arguments, config_from_args
 
@@ -85,3 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemhubError as exc:
         print(f"memhub mcp: {exc}", file=sys.stderr)
         return 1
+    except ValidationError as exc:  # MEMHUB_* settings: one line, no traceback
+        print(settings_error_line(exc), file=sys.stderr)
+        return 2

@@ -15,14 +15,21 @@ class MCPConfig:
     """Options of the MCP server (the database and embedder come from ``MemhubSettings``).
 
     Attributes:
-        default_user_id: The user a tool acts for when the client passes no ``user_id``;
-            None makes ``user_id`` required on every call.
+        default_user_id: Pins the server to this user: tools act for it only and take no
+            ``user_id`` at all. None makes ``user_id`` required on every call.
         transport: ``stdio`` (a client launches the server) or ``http`` (streamable HTTP).
         host: Address the HTTP transport binds.
         port: Port of the HTTP transport.
         path: URL path of the HTTP endpoint.
         add_wait_seconds: How long ``add_memory`` waits for the new memories to become
             searchable before answering "queued" (they are durable either way).
+        require_key: The HTTP transport answers 401 without a memhub API key (``Bearer``);
+            a tenant key confines every call to its tenant. Off only with
+            ``--no-auth`` (a loopback-only development server).
+        host_check: Refuse requests whose ``Host`` / ``Origin`` is not this server's
+            (DNS rebinding); ``allowed_hosts`` adds names a proxy uses.
+        allowed_hosts: Extra ``host:port`` values accepted in ``Host`` (and as origins).
+        max_messages: Messages ``add_memory`` accepts in one call.
     """
 
     default_user_id: str | None = None
@@ -31,6 +38,10 @@ class MCPConfig:
     port: int = 8766
     path: str = "/mcp"
     add_wait_seconds: float = 10.0
+    require_key: bool = True
+    host_check: bool = True
+    allowed_hosts: tuple[str, ...] = ()
+    max_messages: int = 100
 
     @classmethod
     def from_env(cls, **overrides: Any) -> MCPConfig:
@@ -54,15 +65,37 @@ def add_mcp_arguments(parser: argparse.ArgumentParser) -> None:
         "--user-id",
         dest="mcp_user_id",
         default=None,
-        help="default user when a tool call names none (or MEMHUB_MCP_USER_ID)",
+        help="pin the server to this user: tools take no user id (or MEMHUB_MCP_USER_ID)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        default=None,
+        help="HTTP: a further host:port accepted in Host/Origin (repeatable; e.g. a proxy's)",
+    )
+    parser.add_argument(
+        "--no-host-check",
+        action="store_true",
+        help="HTTP: accept any Host/Origin header (only behind a proxy that checks them)",
+    )
+    parser.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="HTTP: no API key (development only; binds 127.0.0.1 whatever --host says)",
     )
 
 
 def config_from_args(args: argparse.Namespace) -> MCPConfig:
     """An :class:`MCPConfig` from parsed :func:`add_mcp_arguments` options and the env."""
+    no_auth = bool(getattr(args, "no_auth", False))
     return MCPConfig.from_env(
         default_user_id=args.mcp_user_id,
         transport="http" if args.http else "stdio",
-        host=args.host,
+        # Without keys, never beyond this machine (as `memhub serve` with MEMHUB_AUTH=off).
+        host="127.0.0.1" if no_auth else args.host,
         port=args.port,
+        require_key=not no_auth,
+        host_check=not getattr(args, "no_host_check", False),
+        allowed_hosts=tuple(getattr(args, "allowed_hosts", None) or ()),
     )

@@ -8,9 +8,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from memhub.config import MemhubSettings
+from memhub.errors import ConfigurationError
 from memhub.mcp._sdk import MCPServer
 from memhub.mcp.config import MCPConfig
-from memhub.mcp.tools import TOOLS, ServerState
+from memhub.mcp.tools import TOOLS, ServerState, pinned
 from memhub.memory import AsyncMemory
 
 __all__ = ["create_server", "serve"]
@@ -53,10 +54,26 @@ def create_server(
         version=_version(),
         lifespan=lifespan,
         log_level="WARNING",
+        middleware=[] if options.default_user_id is None else [_refuse_user_ids],
     )
     for tool in TOOLS:
-        server.add_tool(tool)
+        server.add_tool(pinned(tool) if options.default_user_id is not None else tool)
     return server
+
+
+# JSON-RPC's "invalid params"; the SDK drops unknown arguments silently, so a pinned server
+# refuses a user_id here, before the tool runs, instead of quietly ignoring it.
+_INVALID_PARAMS = -32602
+
+
+async def _refuse_user_ids(ctx: Any, call_next: Any) -> Any:
+    params = ctx.params if isinstance(ctx.params, dict) else {}
+    arguments = params.get("arguments")
+    if ctx.method == "tools/call" and isinstance(arguments, dict) and "user_id" in arguments:
+        from mcp.shared.exceptions import MCPError
+
+        raise MCPError(_INVALID_PARAMS, "this server is pinned to one user: tools take no user_id")
+    return await call_next(ctx)
 
 
 def _version() -> str:
@@ -73,17 +90,60 @@ async def serve(
 ) -> None:
     """Run the server until the client disconnects (stdio) or the process is stopped (HTTP).
 
+    Over HTTP every request needs a memhub API key (``Authorization: Bearer <key>``) unless
+    ``config.require_key`` is off, and ``Host`` / ``Origin`` must name this server unless
+    ``config.host_check`` is off.
+
     Args:
         settings: As for :func:`create_server`.
         config: As for :func:`create_server`; ``transport`` picks stdio or HTTP.
-        **http: Extra options of the SDK's streamable HTTP transport (``json_response``...).
+        **http: Extra options of the SDK's streamable HTTP app (``json_response``...).
     """
+    resolved = settings if settings is not None else MemhubSettings.from_env()
     options = config if config is not None else MCPConfig.from_env()
-    server = create_server(settings, options)
+    server = create_server(resolved, options)
     if options.transport == "stdio":
         await server.run_stdio_async()
         return
-    log.warning("memhub MCP server on http://%s:%s%s", options.host, options.port, options.path)
-    await server.run_streamable_http_async(
-        host=options.host, port=options.port, streamable_http_path=options.path, **http
+    import uvicorn
+
+    from memhub.store.database import acquire_database, release_database
+
+    database = await acquire_database(resolved) if options.require_key else None
+    try:
+        app = http_app(server, options, database, **http)
+        log.warning(
+            "memhub MCP server on http://%s:%s%s (API key %s)",
+            options.host,
+            options.port,
+            options.path,
+            "required" if options.require_key else "NOT required",
+        )
+        config_ = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
+        await uvicorn.Server(config_).serve()
+    finally:
+        if database is not None:
+            await release_database(database)
+
+
+def http_app(server: MCPServer[ServerState], options: MCPConfig, database: Any, **http: Any) -> Any:
+    """The streamable HTTP ASGI app: the SDK's, with Host/Origin checks and API keys."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from memhub.mcp.auth import KeyAuth
+
+    hosts = [f"{name}:{options.port}" for name in ("127.0.0.1", "localhost", options.host)]
+    hosts += list(options.allowed_hosts)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=options.host_check,
+        allowed_hosts=hosts,
+        allowed_origins=[f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")],
     )
+    app = server.streamable_http_app(
+        streamable_http_path=options.path, transport_security=security, host=options.host, **http
+    )
+    if not options.require_key:
+        return app
+    if database is None:
+        raise ConfigurationError("the MCP HTTP transport needs the database to check API keys")
+    return KeyAuth(app, database)

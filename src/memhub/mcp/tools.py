@@ -1,22 +1,28 @@
 """The MCP tools: thin, user-scoped calls into one shared :class:`AsyncMemory`.
 
 Every tool acts inside one user's scope, by-id tools included, so a client that knows
-another user's memory id still cannot read or delete it. memhub's typed errors become tool
-errors whose message the model can act on; anything else is logged and reported generically.
+another user's memory id still cannot read or delete it. Over HTTP the caller's API key
+confines that scope to its tenant's namespace; a server pinned to a user (``--user-id``)
+offers tools without a ``user_id`` at all. memhub's typed errors become tool errors whose
+message the model can act on; anything else is logged and reported generically.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import logging
-from collections.abc import Iterator
+import typing
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
 from memhub.errors import MemhubError, MemoryNotFound, StoreUnavailable
 from memhub.mcp._sdk import Context, ToolError
+from memhub.mcp.auth import TENANT_STATE
 from memhub.mcp.config import MCPConfig
 from memhub.memory import AsyncMemory
 
@@ -28,8 +34,11 @@ __all__ = [
     "delete_memory",
     "get_memory_history",
     "list_memories",
+    "pinned",
     "search_memories",
 ]
+
+ROLES = ("user", "assistant", "system")
 
 log = logging.getLogger("memhub.mcp")
 
@@ -45,7 +54,9 @@ class ServerState:
 class ChatMessage(BaseModel):
     """One message of a conversation to remember."""
 
-    role: Literal["user", "assistant", "system"] = "user"
+    # A plain string checked by the tool, so a wrong role gets one clear sentence back
+    # instead of the SDK's validation dump.
+    role: str = Field(default="user", description="user, assistant or system")
     content: str
 
 
@@ -61,14 +72,42 @@ def _state(ctx: Ctx) -> ServerState:
     return ctx.request_context.lifespan_context
 
 
-def _user(state: ServerState, user_id: str | None) -> str:
-    chosen = user_id if user_id is not None else state.config.default_user_id
+def _tenant(ctx: Ctx) -> str:
+    """The tenant of the HTTP request's API key; "" for an admin key or stdio."""
+    request = ctx.request_context.request
+    state = getattr(request, "state", None)
+    return str(getattr(state, TENANT_STATE, "") or "")
+
+
+def _user(ctx: Ctx, state: ServerState, user_id: str | None) -> str:
+    """The stored user id a call acts for: the pinned user, or the caller's, in its tenant."""
+    pinned = state.config.default_user_id
+    if pinned is not None and user_id is not None and user_id != pinned:
+        raise ToolError("this server is pinned to one user; another user_id is refused")
+    chosen = pinned if pinned is not None else user_id
     if chosen is None:
         raise ToolError(
             "user_id is required: pass the user whose memories to use "
-            "(or start the server with MEMHUB_MCP_USER_ID / --user-id)"
+            "(or start the server pinned to one with MEMHUB_MCP_USER_ID / --user-id)"
         )
-    return chosen
+    tenant = _tenant(ctx)
+    return f"{tenant}:{chosen}" if tenant else chosen
+
+
+def _shown(ctx: Ctx, items: list[Any]) -> list[Any]:
+    """Results with scope ids as the caller passes them (without the tenant prefix)."""
+    tenant = _tenant(ctx)
+    if not tenant:
+        return items
+    prefix = f"{tenant}:"
+    shown = []
+    for item in items:
+        item = dict(item)
+        for field in ("user_id", "agent_id", "run_id"):
+            if isinstance(item.get(field), str):
+                item[field] = item[field].removeprefix(prefix)
+        shown.append(item)
+    return shown
 
 
 @contextlib.contextmanager
@@ -93,12 +132,12 @@ async def search_memories(
 ) -> dict[str, Any]:
     """Search a user's long-term memories by meaning and by words; best matches first."""
     state = _state(ctx)
-    user = _user(state, user_id)
+    user = _user(ctx, state, user_id)
     if not 1 <= limit <= 100:
         raise ToolError(f"limit must be between 1 and 100, got {limit}")
     with _tool_errors("search_memories"):
         found = await state.memory.search(query, user_id=user, limit=limit)
-    return {"results": found["results"]}
+    return {"results": _shown(ctx, found["results"])}
 
 
 async def add_memory(
@@ -115,9 +154,15 @@ async def add_memory(
 ) -> dict[str, Any]:
     """Remember a fact (text) or what a conversation (messages) says about the user."""
     state = _state(ctx)
-    user = _user(state, user_id)
+    user = _user(ctx, state, user_id)
     if (text is None) == (messages is None):
         raise ToolError("pass exactly one of text or messages")
+    if messages is not None:
+        if len(messages) > state.config.max_messages:
+            raise ToolError(f"at most {state.config.max_messages} messages in one call")
+        for message in messages:
+            if message.role not in ROLES:
+                raise ToolError(f"unknown role {message.role!r}; use one of {', '.join(ROLES)}")
     payload: Any = text if messages is None else [m.model_dump() for m in messages]
     with _tool_errors("add_memory"):
         # Read-your-writes for the common case: waits for this call's own turns only, up to
@@ -136,18 +181,18 @@ async def list_memories(
 ) -> dict[str, Any]:
     """A user's current memories, newest first."""
     state = _state(ctx)
-    user = _user(state, user_id)
+    user = _user(ctx, state, user_id)
     if not 1 <= limit <= 1000:
         raise ToolError(f"limit must be between 1 and 1000, got {limit}")
     with _tool_errors("list_memories"):
         found = await state.memory.get_all(user_id=user, limit=limit)
-    return {"results": found["results"]}
+    return {"results": _shown(ctx, found["results"])}
 
 
 async def delete_memory(memory_id: MemoryId, ctx: Ctx, user_id: UserId = None) -> dict[str, Any]:
     """Forget one memory of the user (its history keeps a DELETE event)."""
     state = _state(ctx)
-    user = _user(state, user_id)
+    user = _user(ctx, state, user_id)
     with _tool_errors("delete_memory"):
         await state.memory.delete(memory_id, user_id=user)
     return {"deleted": memory_id}
@@ -158,11 +203,38 @@ async def get_memory_history(
 ) -> dict[str, Any]:
     """Every change of one of the user's memories, oldest first (added, updated, deleted)."""
     state = _state(ctx)
-    user = _user(state, user_id)
+    user = _user(ctx, state, user_id)
     with _tool_errors("get_memory_history"):
         events = await state.memory.history(memory_id, user_id=user)
-    return {"history": events}
+    return {"history": _shown(ctx, list(events))}
 
 
 TOOLS = (search_memories, add_memory, list_memories, delete_memory, get_memory_history)
 """The tools every memhub MCP server registers, in this order."""
+
+
+def pinned(tool: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awaitable[Any]]:
+    """``tool`` without its ``user_id`` parameter, for a server pinned to one user.
+
+    The model is never offered a user id to choose, so it cannot be talked into another's.
+    """
+    # Resolved hints, not this module's string annotations: the SDK builds the tool's schema
+    # from them and would not find names such as ChatMessage from the wrapper.
+    hints = typing.get_type_hints(tool, include_extras=True)
+    signature = inspect.signature(tool)
+    kept = [
+        p.replace(annotation=hints.get(name, p.annotation))
+        for name, p in signature.parameters.items()
+        if name != "user_id"
+    ]
+
+    @functools.wraps(tool)
+    async def call(**kwargs: Any) -> dict[str, Any]:
+        return await tool(**kwargs)
+
+    call.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=kept, return_annotation=hints.get("return", signature.return_annotation)
+    )
+    call.__annotations__ = {k: v for k, v in hints.items() if k != "user_id"}
+    del call.__wrapped__  # inspect must see the new signature
+    return call

@@ -18,11 +18,12 @@ from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.consolidate import fact_scope
 from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
-from memhub.engine.ingest import INGEST_JOB, turns_and_job
+from memhub.engine.ingest import INGEST_JOB, idempotency, turns_and_job
 from memhub.engine.inputs import (
     Limits,
     check_id,
     check_limit,
+    check_metadata,
     check_text,
     normalize_messages,
     parse_timestamp,
@@ -81,7 +82,12 @@ class AsyncMemory:
         elif db_url is not None:
             settings = settings.model_copy(update={"database_url": db_url})
         self.settings = settings
-        self.limits = Limits(settings.max_id_length, settings.max_text_chars)
+        self.limits = Limits(
+            settings.max_id_length,
+            settings.max_text_chars,
+            max_metadata_bytes=settings.max_metadata_bytes,
+            max_metadata_depth=settings.max_metadata_depth,
+        )
         self.user_id = None if user_id is None else check_id("user_id", user_id, self.limits)
         self.session_id = (
             str(uuid.uuid4())
@@ -137,6 +143,7 @@ class AsyncMemory:
         memory_type: str | None = None,
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Store messages and queue them for long-term memory; returns once they are durable.
 
@@ -152,6 +159,10 @@ class AsyncMemory:
             wait: Wait (up to ``settings.wait_timeout`` seconds) until these messages' own
                 jobs are done, then return what they became. Other scopes' jobs are never
                 waited for, nor run: a worker (in-process or ``memhub worker``) does them.
+            idempotency_key: A key of the caller's choosing for this call; calling again with
+                the same key, scope and messages returns the first call's result and writes
+                nothing (a retry after a dropped connection). Another request under a used
+                key raises :class:`UsageError`.
 
         Returns:
             ``{"results": [...]}``: with ``wait`` the memories added, else empty (queued).
@@ -168,9 +179,12 @@ class AsyncMemory:
         turns, job = turns_and_job(
             items, scope, session_id=None, metadata=meta, created_at=said_at, job_payload=payload
         )
+        key = None
+        if idempotency_key is not None:
+            key = idempotency(check_id("idempotency_key", idempotency_key, self.limits), turns, job)
         engine = await self._engine()
         with operation("add", {"memhub.turns": len(turns)}):
-            turn_ids = await engine.store.append_turns(turns, job)
+            turn_ids = await engine.store.append_turns(turns, job, key)
         engine.worker.wake()
         if not wait:
             return {"results": [], "queued_turn_ids": turn_ids}
@@ -198,16 +212,7 @@ class AsyncMemory:
         return payload
 
     def _check_metadata(self, metadata: object) -> dict[str, Any]:
-        if metadata is None:
-            return {}
-        if not isinstance(metadata, Mapping):
-            raise UsageError(f"metadata must be a dict, got {type(metadata).__name__}")
-        clash = sorted({"user_id", "agent_id", "run_id"} & set(metadata))
-        if clash:
-            raise UsageError(
-                f"metadata cannot set scope ids ({', '.join(clash)}); pass them as arguments"
-            )
-        return dict(metadata)
+        return check_metadata(metadata, self.limits)
 
     @staticmethod
     async def _wait_for_turns(
@@ -333,21 +338,43 @@ class AsyncMemory:
     async def update(
         self,
         memory_id: str | uuid.UUID,
-        data: str,
+        data: str | None = None,
         *,
         metadata: dict[str, Any] | None = None,
+        merge_metadata: bool = False,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory's text (and optionally its metadata); the old text stays in history."""
+        """Correct a memory's text and/or metadata; the old text stays in history.
+
+        Args:
+            memory_id: The memory.
+            data: The new text; None keeps it (a metadata-only change).
+            metadata: Replaces the caller's metadata keys (``merge_metadata``: is merged into
+                them). memhub's own keys (``role``, ``session_id``, ``provenance``) keep their
+                stored values either way.
+            merge_metadata: Merge instead of replace (``PATCH`` semantics).
+            user_id: With agent_id / run_id: only inside this scope.
+            agent_id: See user_id.
+            run_id: See user_id.
+        """
         scope = self._optional_scope(user_id, agent_id, run_id)
-        text = check_text("data", data, self.limits)
+        if data is None and metadata is None:
+            raise UsageError("pass the new text (data), metadata, or both")
+        text = None if data is None else check_text("data", data, self.limits)
         meta = None if metadata is None else self._check_metadata(metadata)
         engine = await self._engine()
-        vector = (await engine.embedder.embed([text]))[0]
+        vector = None if text is None else (await engine.embedder.embed([text]))[0]
         record = await engine.store.update_memory(
-            scope, _memory_id(memory_id), text, memory_hash(text), vector, meta, actor="user"
+            scope,
+            _memory_id(memory_id),
+            text,
+            None if text is None else memory_hash(text),
+            vector,
+            meta,
+            actor="user",
+            merge_metadata=merge_metadata,
         )
         return {"message": "Memory updated successfully!", "result": memory_item(record)}
 

@@ -95,6 +95,7 @@ class Memory:
         memory_type: str | None = None,
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         return run_sync(
             self._async.add(
@@ -107,6 +108,7 @@ class Memory:
                 memory_type=memory_type,
                 timestamp=timestamp,
                 wait=wait,
+                idempotency_key=idempotency_key,
             )
         )
 
@@ -176,9 +178,10 @@ class Memory:
     def update(
         self,
         memory_id: str | uuid.UUID,
-        data: str,
+        data: str | None = None,
         *,
         metadata: dict[str, Any] | None = None,
+        merge_metadata: bool = False,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
@@ -188,6 +191,7 @@ class Memory:
                 memory_id,
                 data,
                 metadata=metadata,
+                merge_metadata=merge_metadata,
                 user_id=user_id,
                 agent_id=agent_id,
                 run_id=run_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -9,7 +10,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -17,6 +19,7 @@ from memhub.config import MemhubSettings
 from memhub.memory.async_memory import AsyncMemory
 from memhub.server import routes_admin, routes_memories
 from memhub.server.errors import install_error_handlers
+from memhub.server.limits import BodyLimit
 from memhub.server.settings import ServerSettings
 from memhub.server.state import ServerState
 from memhub.store import pg_keys
@@ -86,11 +89,12 @@ def create_app(
         server: Authentication and listening settings; default ``ServerSettings.from_env()``.
     """
 
+    server_settings = server or ServerSettings.from_env()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         own = memory is None
         facade = memory or AsyncMemory(settings=settings or MemhubSettings.from_env())
-        server_settings = server or ServerSettings.from_env()
         try:
             database = await acquire_database(facade.settings)
             try:
@@ -113,9 +117,15 @@ def create_app(
         summary="Memory for LLM agents on PostgreSQL + pgvector, Mem0-style.",
         version="1",
         lifespan=lifespan,
+        # FastAPI's own pages load Swagger UI and ReDoc from a CDN: /docs is served below
+        # from the fastapi-offline package's assets instead, so it works offline.
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
     app.add_middleware(_TrailingSlashes)
+    # Outermost: an oversized body is refused before routing, parsing or authentication.
+    app.add_middleware(BodyLimit, max_bytes=server_settings.max_body_bytes)
     app.include_router(routes_memories.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_admin.health_router)
@@ -125,4 +135,31 @@ def create_app(
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
 
+    _mount_docs(app)
     return app
+
+
+def _mount_docs(app: FastAPI) -> None:
+    """Swagger UI at ``/docs`` from the assets of the fastapi-offline package (server extra).
+
+    Only its files are used (a current Swagger UI, which reads OpenAPI 3.1): found by path,
+    the package itself is never imported.
+    """
+    spec = importlib.util.find_spec("fastapi_offline")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover
+        log.warning("fastapi-offline is missing: /docs is off (pip install 'memhub[server]')")
+        return
+    assets = Path(next(iter(spec.submodule_search_locations))) / "static"
+    app.mount("/docs-static", StaticFiles(directory=assets), name="docs-static")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="memhub API",
+            swagger_js_url="/docs-static/swagger-ui-bundle.js",
+            swagger_css_url="/docs-static/swagger-ui.css",
+            swagger_favicon_url="/static/favicon.svg",
+            # No validator badge: it would send the spec to a public validator.
+            swagger_ui_parameters={"validatorUrl": None},
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
@@ -10,7 +11,7 @@ from memhub.server.state import ServerState, get_state
 from memhub.server.tenancy import Principal
 from memhub.store import pg_keys
 
-__all__ = ["AdminCaller", "Caller", "State", "authenticate", "require_admin"]
+__all__ = ["AdminCaller", "Caller", "State", "authenticate", "check_rate", "require_admin"]
 
 _SCHEMES = ("bearer", "token")
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
@@ -44,7 +45,21 @@ async def authenticate(request: Request) -> Principal:
         found = await pg_keys.find_active_key(conn, key)
     if found is None:
         raise HTTPException(401, "invalid or revoked API key", _CHALLENGE)
-    return Principal(name=found.name, tenant=found.tenant, key_id=found.id)
+    caller = Principal(name=found.name, tenant=found.tenant, key_id=found.id)
+    if caller.tenant is not None and state.server.rate_limit > 0:
+        check_rate(state.requests.take(found.id), "requests", "MEMHUB_RATE_LIMIT")
+    return caller
+
+
+def check_rate(wait: float, what: str, setting: str) -> None:
+    """429 with ``Retry-After`` when a token bucket said to wait ``wait`` seconds."""
+    if wait > 0:
+        seconds = max(1, math.ceil(wait))
+        raise HTTPException(
+            429,
+            f"too many {what} for this API key ({setting}); retry in {seconds} s",
+            {"Retry-After": str(seconds)},
+        )
 
 
 async def require_admin(caller: Annotated[Principal, Depends(authenticate)]) -> Principal:

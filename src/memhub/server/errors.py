@@ -1,9 +1,13 @@
-"""memhub's errors as HTTP answers: ``{"error": "...", "type": "..."}``, never a traceback."""
+"""memhub's errors as HTTP answers: ``{"error": "...", "type": "..."}``, never a traceback.
+
+Every class of :mod:`memhub.errors` has one status in :data:`STATUSES` (a test walks the tree).
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic
@@ -12,9 +16,45 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from memhub.errors import MemhubError, MemoryNotFound, StoreUnavailable, UsageError
+from memhub.errors import (
+    ConfigurationError,
+    Conflict,
+    MemhubError,
+    MemoryNotFound,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderOutputError,
+    StoreError,
+    StoreUnavailable,
+    UsageError,
+)
 
-__all__ = ["install_error_handlers"]
+__all__ = ["RETRY_AFTER_SECONDS", "STATUSES", "install_error_handlers"]
+
+RETRY_AFTER_SECONDS = 5
+"""What ``Retry-After`` says on 502/503 answers for outages: a short, fixed back-off."""
+
+
+@dataclass(frozen=True)
+class _Mapping:
+    status: int
+    retry: bool = False  # send Retry-After: the same call may work later
+    public: str | None = None  # the message shown instead of the exception's (hides details)
+
+
+STATUSES: dict[type[MemhubError], _Mapping] = {
+    UsageError: _Mapping(422),
+    MemoryNotFound: _Mapping(404),
+    Conflict: _Mapping(409, retry=True),
+    StoreUnavailable: _Mapping(503, True, "the database is unavailable; retry later"),
+    StoreError: _Mapping(500, public="the database failed (see the server log)"),
+    ProviderHTTPError: _Mapping(502, True, "the embedding or LLM provider failed; retry later"),
+    ProviderOutputError: _Mapping(502, public="the provider answered with unusable output"),
+    ProviderError: _Mapping(502, public="the embedding or LLM provider failed"),
+    ConfigurationError: _Mapping(500, public="the server is misconfigured (see the server log)"),
+    MemhubError: _Mapping(500, public="internal server error (see the server log)"),
+}
+"""memhub's error classes and their answers; the status of a class is its own entry."""
 
 log = logging.getLogger("memhub.server")
 
@@ -23,6 +63,9 @@ _HTTP_TYPES = {
     403: "Forbidden",
     404: "NotFound",
     405: "MethodNotAllowed",
+    409: "Conflict",
+    413: "PayloadTooLarge",
+    429: "TooManyRequests",
 }
 
 
@@ -58,17 +101,24 @@ async def _request_validation(request: Request, exc: Exception) -> JSONResponse:
     return _body(422, summary, "ValidationError", details=details)
 
 
-async def _usage(request: Request, exc: Exception) -> JSONResponse:
-    return _body(422, str(exc), "UsageError")
+def _mapping(exc: MemhubError) -> tuple[type[MemhubError], _Mapping]:
+    for cls in type(exc).__mro__:
+        if cls in STATUSES:
+            return cls, STATUSES[cls]
+    return MemhubError, STATUSES[MemhubError]
 
 
-async def _not_found(request: Request, exc: Exception) -> JSONResponse:
-    return _body(404, str(exc), "MemoryNotFound")
-
-
-async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
-    log.warning("%s %s: %s", request.method, request.url.path, exc)
-    return _body(503, "the database is unavailable; retry later", "StoreUnavailable")
+async def _memhub(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MemhubError)
+    cls, mapping = _mapping(exc)
+    if mapping.status >= 500 and not mapping.retry:
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    elif mapping.status >= 500 or mapping.status == 409:
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+    response = _body(mapping.status, mapping.public or str(exc), cls.__name__)
+    if mapping.retry:
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 async def _internal(request: Request, exc: Exception) -> JSONResponse:
@@ -90,9 +140,6 @@ def install_error_handlers(app: FastAPI) -> None:
     # Raised inside memhub while building a message from the caller's dict: still bad input.
     app.add_exception_handler(pydantic.ValidationError, _request_validation)
     app.add_exception_handler(HTTPException, _http)
-    app.add_exception_handler(UsageError, _usage)
-    app.add_exception_handler(MemoryNotFound, _not_found)
-    app.add_exception_handler(StoreUnavailable, _unavailable)
-    app.add_exception_handler(MemhubError, _internal)
+    app.add_exception_handler(MemhubError, _memhub)
     # Anything else: Starlette answers with this handler, then re-raises so the server logs it.
     app.add_exception_handler(Exception, _internal)

@@ -11,6 +11,7 @@ __all__ = [
     "AddRequest",
     "AddResponse",
     "ChatMessage",
+    "DailyUsageOut",
     "DeleteAllResponse",
     "ErrorBody",
     "Health",
@@ -22,7 +23,13 @@ __all__ = [
     "KeyOut",
     "MemoryList",
     "MemoryOut",
+    "MemoryPage",
     "MessageResponse",
+    "ParkedJob",
+    "ParkedJobs",
+    "PatchRequest",
+    "RetryRequest",
+    "RetryResponse",
     "SearchRequest",
     "UpdateRequest",
     "UpdateResponse",
@@ -78,7 +85,9 @@ class SearchRequest(_Scoped):
     """``POST /v1/memories/search``."""
 
     query: str = Field(min_length=1)
-    limit: int = Field(default=100, ge=1, le=1000, validation_alias=AliasChoices("limit", "top_k"))
+    limit: int = Field(
+        default=100, ge=1, le=1000, strict=True, validation_alias=AliasChoices("limit", "top_k")
+    )
     filters: dict[str, Any] | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     include_superseded: bool = False
@@ -88,6 +97,15 @@ class UpdateRequest(_Strict):
     """``PUT /v1/memories/{id}``: the corrected text (``text`` as in Mem0, or ``data``)."""
 
     text: str = Field(min_length=1, validation_alias=AliasChoices("text", "data"))
+    metadata: dict[str, Any] | None = None
+
+
+class PatchRequest(_Strict):
+    """``PATCH /v1/memories/{id}``: a new text, metadata merged into the stored keys, or both."""
+
+    text: str | None = Field(
+        default=None, min_length=1, validation_alias=AliasChoices("text", "data")
+    )
     metadata: dict[str, Any] | None = None
 
 
@@ -114,6 +132,14 @@ class MemoryOut(BaseModel):
 
 class MemoryList(BaseModel):
     results: list[MemoryOut]
+
+
+class MemoryPage(MemoryList):
+    """A page of ``GET /v1/memories``; pass ``next_cursor`` back as ``cursor`` for the next."""
+
+    next_cursor: str | None = Field(
+        default=None, description="Present when more memories follow this page."
+    )
 
 
 class AddResponse(MemoryList):
@@ -159,10 +185,48 @@ class UserList(BaseModel):
     results: list[UserOut]
 
 
+class DailyUsageOut(BaseModel):
+    day: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
 class JobStats(BaseModel):
     queued: int
     parked: int
     llm: dict[str, float]
+    by_kind: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="Queued and parked jobs per job kind (worker lane)."
+    )
+    llm_per_day: list[DailyUsageOut] = Field(
+        default_factory=list, description="LLM calls and tokens per UTC day, last 14 days."
+    )
+
+
+class ParkedJob(BaseModel):
+    id: int
+    kind: str
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+
+
+class ParkedJobs(BaseModel):
+    results: list[ParkedJob]
+
+
+class RetryRequest(_Strict):
+    """``POST /v1/jobs/retry``: parked jobs to queue again (``ids`` null: all of them)."""
+
+    ids: list[int] | None = Field(default=None, max_length=1000)
+
+
+class RetryResponse(BaseModel):
+    requeued: int
 
 
 class KeyCreate(_Strict):

@@ -19,18 +19,24 @@ from memhub.server.models import (
     KeyCreated,
     KeyList,
     KeyOut,
+    ParkedJobs,
+    RetryRequest,
+    RetryResponse,
     UserList,
     WhoAmI,
 )
-from memhub.store import pg_consolidation, pg_jobs, pg_keys
+from memhub.store import pg_consolidation, pg_jobs, pg_keys, pg_ops
 
 __all__ = ["health_router", "router"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody} for status in (401, 403, 422, 503)
+    status: {"model": ErrorBody} for status in (401, 403, 413, 422, 429, 500, 503)
 }
 router = APIRouter(prefix="/v1", responses=_ERRORS)
 health_router = APIRouter(tags=["health"])
+
+MAX_OFFSET = 1_000_000
+"""Larger offsets are refused: an OFFSET reads and drops every row before it."""
 
 
 @router.get("/me", response_model=WhoAmI, tags=["keys"])
@@ -79,7 +85,7 @@ async def list_users(
     caller: Caller,
     state: State,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> dict[str, Any]:
     """Users having memories or conversation turns, by id (a tenant sees only its own)."""
     prefix = None if caller.tenant is None else f"{caller.tenant}:"
@@ -94,11 +100,51 @@ async def list_users(
 
 @router.get("/jobs/stats", response_model=JobStats, tags=["jobs"])
 async def job_stats(caller: AdminCaller, state: State) -> dict[str, Any]:
-    """Queued and parked background jobs, and what LLM consolidation has cost."""
+    """Queued and parked background jobs (in total and per kind), and LLM cost per day."""
     async with state.connection("reading job statistics") as conn:
         counts = await pg_jobs.job_counts(conn)
         usage = await pg_consolidation.usage_stats(conn)
-    return {"queued": counts["queued"], "parked": counts["parked"], "llm": usage}
+        by_kind = await pg_ops.queue_by_kind(conn)
+        daily = await pg_ops.usage_per_day(conn, 14)
+    return {
+        "queued": counts["queued"],
+        "parked": counts["parked"],
+        "llm": usage,
+        "by_kind": by_kind,
+        "llm_per_day": [{**dataclasses.asdict(d), "day": d.day.isoformat()} for d in daily],
+    }
+
+
+@router.get("/jobs/parked", response_model=ParkedJobs, tags=["jobs"])
+async def parked_jobs(
+    caller: AdminCaller, state: State, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> dict[str, Any]:
+    """Jobs that failed every attempt, oldest first, with their last error."""
+    async with state.connection("listing parked jobs") as conn:
+        jobs = await pg_jobs.list_jobs(conn, "parked", limit)
+    return {
+        "results": [
+            {
+                "id": job.id,
+                "kind": job.kind,
+                "user_id": job.scope.user_id,
+                "agent_id": job.scope.agent_id,
+                "run_id": job.scope.run_id,
+                "attempts": job.attempts,
+                "last_error": job.last_error,
+                "created_at": job.created_at,
+            }
+            for job in jobs
+        ]
+    }
+
+
+@router.post("/jobs/retry", response_model=RetryResponse, tags=["jobs"])
+async def retry_jobs(body: RetryRequest, caller: AdminCaller, state: State) -> dict[str, int]:
+    """Queue parked jobs again (all when ``ids`` is null); workers take them on their next poll."""
+    async with state.connection("requeueing parked jobs") as conn:
+        requeued = await pg_jobs.requeue_parked(conn, body.ids)
+    return {"requeued": requeued}
 
 
 @health_router.get("/healthz", response_model=Health, responses={503: {"model": Health}})

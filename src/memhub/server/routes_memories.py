@@ -6,11 +6,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Header, HTTPException, Query
 
-from memhub.errors import MemoryNotFound
-from memhub.server import queries
-from memhub.server.auth import Caller, State
+from memhub.errors import MemoryNotFound, UsageError
+from memhub.server import pages, queries
+from memhub.server.auth import Caller, State, check_rate
+from memhub.server.errors import RETRY_AFTER_SECONDS
 from memhub.server.models import (
     AddRequest,
     AddResponse,
@@ -20,17 +21,20 @@ from memhub.server.models import (
     HistoryOut,
     MemoryList,
     MemoryOut,
+    MemoryPage,
     MessageResponse,
+    PatchRequest,
     SearchRequest,
     UpdateRequest,
     UpdateResponse,
 )
 from memhub.server.tenancy import Principal, ScopeIds
+from memhub.store import pg_quota
 
 __all__ = ["router"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody} for status in (401, 404, 422, 503)
+    status: {"model": ErrorBody} for status in (401, 404, 409, 413, 422, 429, 500, 502, 503)
 }
 router = APIRouter(prefix="/v1/memories", tags=["memories"], responses=_ERRORS)
 
@@ -86,10 +90,54 @@ async def _owned_scope(
     return ScopeIds(user_id=stored["user_id"], agent_id=stored["agent_id"], run_id=stored["run_id"])
 
 
+async def _check_quota(
+    state: State, caller: Principal, messages: str | ChatMessage | list[ChatMessage | str]
+) -> None:
+    """Messages per call, and a tenant's queued-turn rate and backlog, before any write."""
+    server = state.server
+    count = len(messages) if isinstance(messages, list) else 1
+    if count > server.max_messages_per_add:
+        raise UsageError(
+            f"{count} messages in one call; the limit is {server.max_messages_per_add}"
+            " (MEMHUB_MAX_MESSAGES_PER_ADD)"
+        )
+    if caller.tenant is None or caller.key_id is None:
+        return
+    if server.turn_rate_limit > 0:
+        wait = state.turns.take(caller.key_id, min(float(count), server.turn_burst))
+        check_rate(wait, "queued messages", "MEMHUB_TURN_RATE_LIMIT")
+    if server.max_queued_jobs > 0:
+        async with state.connection("counting a tenant's queued jobs") as conn:
+            queued = await pg_quota.queued_jobs_with_prefix(
+                conn, f"{caller.tenant}:", server.max_queued_jobs
+            )
+        if queued >= server.max_queued_jobs:
+            raise HTTPException(
+                429,
+                f"this tenant has {server.max_queued_jobs} or more adds waiting for the worker"
+                " (MEMHUB_MAX_QUEUED_JOBS); retry once they are processed",
+                {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+
+
 @router.post("", response_model=AddResponse, response_model_exclude_unset=True)
-async def add_memories(body: AddRequest, caller: Caller, state: State) -> dict[str, Any]:
+async def add_memories(
+    body: AddRequest,
+    caller: Caller,
+    state: State,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=255,
+            description="Retrying with the same key returns the first answer, writes nothing.",
+        ),
+    ] = None,
+) -> dict[str, Any]:
     """Store messages; with ``wait`` answer once their memories are searchable."""
     scope = caller.scope(state.limits, body.user_id, body.agent_id, body.run_id)
+    await _check_quota(state, caller, body.messages)
     added = await state.memory.add(
         _plain(body.messages),
         **scope,
@@ -97,6 +145,7 @@ async def add_memories(body: AddRequest, caller: Caller, state: State) -> dict[s
         infer=body.infer,
         timestamp=body.timestamp,
         wait=body.wait,
+        idempotency_key=idempotency_key,
     )
     return {**added, "results": [caller.present(item) for item in added["results"]]}
 
@@ -116,21 +165,33 @@ async def search_memories(body: SearchRequest, caller: Caller, state: State) -> 
     return {"results": [caller.present(item) for item in found["results"]]}
 
 
-@router.get("", response_model=MemoryList, response_model_exclude_unset=True)
+@router.get("", response_model=MemoryPage, response_model_exclude_unset=True)
 async def list_memories(
     caller: Caller,
     state: State,
     query: Scoped,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     include_superseded: bool = False,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=200, description="``next_cursor`` of the previous page."),
+    ] = None,
 ) -> dict[str, Any]:
-    """The scope's memories, newest first (one of user_id, agent_id, run_id is required)."""
+    """The scope's memories, newest first (one of user_id, agent_id, run_id is required).
+
+    A full page carries ``next_cursor``; pass it as ``cursor`` for the memories after it.
+    """
     found = await state.memory.get_all(
         **caller.scope(state.limits, *query.ids),
+        filters=None if cursor is None else pages.after(cursor),
         limit=limit,
         include_superseded=include_superseded,
     )
-    return {"results": [caller.present(item) for item in found["results"]]}
+    results = found["results"]
+    page: dict[str, Any] = {"results": [caller.present(item) for item in results]}
+    if len(results) == limit:
+        page["next_cursor"] = pages.cursor_of(results[-1])
+    return page
 
 
 @router.delete("", response_model=DeleteAllResponse)
@@ -166,9 +227,25 @@ async def update_memory(
     state: State,
     query: Scoped,
 ) -> dict[str, Any]:
-    """Correct a memory's text (and optionally its metadata); the old text stays in history."""
+    """Correct a memory's text; ``metadata`` replaces the caller's keys (memhub's own are kept)."""
     scope = await _owned_scope(state, caller, memory_id, query.ids)
     updated = await state.memory.update(memory_id, body.text, metadata=body.metadata, **scope)
+    return {**updated, "result": caller.present(updated["result"])}
+
+
+@router.patch("/{memory_id}", response_model=UpdateResponse, response_model_exclude_unset=True)
+async def patch_memory(
+    memory_id: uuid.UUID,
+    body: PatchRequest,
+    caller: Caller,
+    state: State,
+    query: Scoped,
+) -> dict[str, Any]:
+    """Change a memory's text and/or merge ``metadata`` into its keys (null values are kept)."""
+    scope = await _owned_scope(state, caller, memory_id, query.ids)
+    updated = await state.memory.update(
+        memory_id, body.text, metadata=body.metadata, merge_metadata=True, **scope
+    )
     return {**updated, "result": caller.present(updated["result"])}
 
 

@@ -20,6 +20,14 @@ class ServerSettings(BaseSettings):
         port: The TCP port.
         auth: ``"on"`` requires an API key on every ``/v1`` call; ``"off"`` (local development
             only) treats every caller as admin.
+        max_body_bytes: Larger request bodies are refused with 413 before being read.
+        max_messages_per_add: More messages in one ``POST /v1/memories`` are refused (422).
+        rate_limit: Requests a second each tenant key may make (a token bucket); 0 disables.
+        rate_burst: Requests a tenant key may make at once after being idle.
+        turn_rate_limit: Messages a second each tenant key may queue through ``add``.
+        turn_burst: Messages a tenant key may queue at once after being idle.
+        max_queued_jobs: Adds of one tenant waiting for the worker; more are refused with 429
+            so one tenant cannot bury the queue. 0 disables.
     """
 
     # extra="ignore": MEMHUB_* also holds MemhubSettings' variables.
@@ -29,6 +37,13 @@ class ServerSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     auth: Literal["on", "off"] = "on"
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    max_messages_per_add: int = Field(default=100, ge=1)
+    rate_limit: float = Field(default=20.0, ge=0)
+    rate_burst: float = Field(default=40.0, ge=1)
+    turn_rate_limit: float = Field(default=50.0, ge=0)
+    turn_burst: float = Field(default=200.0, ge=1)
+    max_queued_jobs: int = Field(default=1_000, ge=0)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ServerSettings:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import Request
 
 from memhub.engine.inputs import Limits
 from memhub.memory.async_memory import AsyncMemory
+from memhub.server.limits import RateLimiter
 from memhub.server.settings import ServerSettings
 from memhub.store.database import AsyncConn, Database
 from memhub.store.errors import translate_errors
@@ -24,6 +25,12 @@ class ServerState:
     memory: AsyncMemory
     database: Database
     server: ServerSettings
+    requests: RateLimiter = field(init=False)
+    turns: RateLimiter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.requests = RateLimiter(self.server.rate_limit, self.server.rate_burst)
+        self.turns = RateLimiter(self.server.turn_rate_limit, self.server.turn_burst)
 
     @property
     def limits(self) -> Limits:

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import psycopg
 import psycopg_pool
 
-from memhub.errors import Conflict, StoreError, StoreUnavailable
+from memhub.errors import Conflict, StoreError, StoreUnavailable, UsageError
 
 __all__ = ["translate_errors"]
 
@@ -19,7 +19,15 @@ def translate_errors(action: str) -> Iterator[None]:
     try:
         yield
     except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
-        raise Conflict(f"{action}: a concurrent change won; retry ({exc})") from exc
+        # The cause (with the server's details) stays on __cause__ for the log.
+        raise Conflict(f"{action}: a concurrent change won; retry") from exc
+    except psycopg.errors.UniqueViolation as exc:
+        raise Conflict(f"{action}: it would duplicate an existing row") from exc
+    except psycopg.errors.DataError as exc:
+        # Values the checks upstream let through but PostgreSQL refuses (out of range,
+        # unsupported escapes): the caller's input, so a UsageError, never a server error.
+        refused = exc.diag.message_primary
+        raise UsageError(f"{action}: the database refused a value: {refused}") from exc
     except psycopg_pool.PoolTimeout as exc:
         raise StoreUnavailable(f"{action}: no database connection available ({exc})") from exc
     except (psycopg.OperationalError, psycopg.errors.AdminShutdown, OSError) as exc:

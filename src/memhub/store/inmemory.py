@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from memhub.config import MemhubSettings
-from memhub.errors import ConfigurationError, Conflict, MemoryNotFound, StoreError
+from memhub.errors import ConfigurationError, Conflict, MemoryNotFound, StoreError, UsageError
 from memhub.filters import Filter
 from memhub.store.inmemory_jobs import JobQueue, ScopeLocks
 from memhub.store.inmemory_rows import as_utc, check_text, in_scope, jsonb, utc_now
@@ -28,6 +28,7 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
+    IdempotencyKey,
     Job,
     Lane,
     Lease,
@@ -38,6 +39,7 @@ from memhub.store.records import (
     Scope,
     TextRanking,
     Turn,
+    updated_metadata,
     usage_summary,
 )
 
@@ -200,6 +202,7 @@ class InMemoryStore:
         self._turns: dict[int, Turn] = {}
         self._next_turn = 1
         self._usage: list[_Usage] = []
+        self._idempotency: dict[tuple[str, str], tuple[str, tuple[int, ...]]] = {}
 
     @classmethod
     async def open(cls, settings: MemhubSettings) -> InMemoryStore:
@@ -224,7 +227,12 @@ class InMemoryStore:
                 )
 
     # -- conversations --------------------------------------------------------------------
-    async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
+    async def append_turns(
+        self,
+        turns: Sequence[NewTurn],
+        job: NewJob | None,
+        idempotency: IdempotencyKey | None = None,
+    ) -> list[int]:
         action = "storing conversation turns"
         for t in turns:
             check_text(action, 255, user_id=t.user_id, session_id=t.session_id, agent_id=t.agent_id)
@@ -238,6 +246,15 @@ class InMemoryStore:
             payload = jsonb(job.payload, action)
         now = utc_now()
         async with self.lock:
+            if idempotency is not None:
+                first = self._idempotency.get((idempotency.owner, idempotency.key))
+                if first is not None:
+                    if first[0] != idempotency.fingerprint:
+                        raise UsageError(
+                            f"idempotency key {idempotency.key!r} was already used for a"
+                            " different request"
+                        )
+                    return list(first[1])
             ids = list(range(self._next_turn, self._next_turn + len(turns)))
             self._next_turn += len(turns)
             for turn_id, t, meta in zip(ids, turns, metadata, strict=True):
@@ -247,6 +264,11 @@ class InMemoryStore:
                 )
             if job is not None:
                 self.jobs.add(job, {**payload, "turn_ids": ids}, now)
+            if idempotency is not None:
+                self._idempotency[(idempotency.owner, idempotency.key)] = (
+                    idempotency.fingerprint,
+                    tuple(ids),
+                )
         return ids
 
     async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:
@@ -333,25 +355,25 @@ class InMemoryStore:
         self,
         scope: Scope | None,
         memory_id: UUID,
-        text: str,
-        hash_: str,
-        vector: Vector,
+        text: str | None,
+        hash_: str | None,
+        vector: Vector | None,
         metadata: dict[str, Any] | None,
         actor: str,
+        *,
+        merge_metadata: bool = False,
     ) -> MemoryRecord:
         action = "updating a memory"
         async with self.lock:
             mem = self.tables.located(scope, memory_id)
-            meta = None if metadata is None else jsonb(metadata, action)
+            meta = jsonb(updated_metadata(mem.metadata, metadata, merge=merge_metadata), action)
             old_text, now = mem.memory, utc_now()
-            if not self.tables.rewrite(mem, text, hash_, vector, now, None):
-                raise StoreError(
-                    f"{action}: duplicate key value violates unique constraint"
-                    ' "memories_current_hash"'
-                )
-            if meta is not None:
-                mem.metadata = meta
-            self.tables.event(mem, "UPDATE", old_text, text, actor, now, None)
+            if text is not None and not self.tables.rewrite(
+                mem, text, hash_ or "", vector, now, None
+            ):
+                raise Conflict(f"{action}: it would duplicate an existing row")
+            mem.metadata = meta
+            self.tables.event(mem, "UPDATE", old_text, mem.memory, actor, now, None)
             return mem.record()
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:

@@ -7,8 +7,9 @@ from datetime import UTC
 
 from psycopg.types.json import Jsonb
 
+from memhub.errors import UsageError
 from memhub.store.database import AsyncConn
-from memhub.store.records import NewJob, NewTurn, Turn
+from memhub.store.records import IdempotencyKey, NewJob, NewTurn, Turn
 
 __all__ = ["append_turns", "recent_turns", "turns_by_ids"]
 
@@ -21,9 +22,44 @@ def _naive_utc(turn: NewTurn) -> object:
     return ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo else ts
 
 
-async def append_turns(conn: AsyncConn, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
-    """Insert ``turns`` and, if given, ``job`` (carrying their ids) in one transaction."""
+async def _replayed(conn: AsyncConn, key: IdempotencyKey) -> list[int] | None:
+    """Claim ``key`` (None: it is new) or return the turn ids its first use stored.
+
+    A concurrent first use holds the row until it commits; this insert waits for it.
+    """
+    cur = await conn.execute(
+        "INSERT INTO idempotency_keys (owner, key, fingerprint) VALUES (%s, %s, %s)"
+        " ON CONFLICT DO NOTHING RETURNING 1",
+        (key.owner, key.key, key.fingerprint),
+    )
+    if await cur.fetchone() is not None:
+        return None
+    cur = await conn.execute(
+        "SELECT fingerprint, turn_ids FROM idempotency_keys WHERE owner = %s AND key = %s",
+        (key.owner, key.key),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    if row[0] != key.fingerprint:
+        raise UsageError(f"idempotency key {key.key!r} was already used for a different request")
+    return [int(i) for i in row[1]]
+
+
+async def append_turns(
+    conn: AsyncConn,
+    turns: Sequence[NewTurn],
+    job: NewJob | None,
+    idempotency: IdempotencyKey | None = None,
+) -> list[int]:
+    """Insert ``turns`` and, if given, ``job`` (carrying their ids) in one transaction.
+
+    With ``idempotency``, a key used before returns the first call's turn ids instead.
+    """
     async with conn.transaction():
+        if idempotency is not None:
+            first = await _replayed(conn, idempotency)
+            if first is not None:
+                return first
         ids: list[int] = []
         async with conn.cursor() as cur:
             for turn in turns:
@@ -56,6 +92,11 @@ async def append_turns(conn: AsyncConn, turns: Sequence[NewTurn], job: NewJob | 
                         job.scope.run_id,
                         Jsonb({**job.payload, "turn_ids": ids}),
                     ),
+                )
+            if idempotency is not None:
+                await cur.execute(
+                    "UPDATE idempotency_keys SET turn_ids = %s WHERE owner = %s AND key = %s",
+                    (ids, idempotency.owner, idempotency.key),
                 )
     return ids
 

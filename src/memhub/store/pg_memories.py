@@ -23,6 +23,7 @@ from memhub.store.records import (
     NewMemory,
     Scope,
     TextRanking,
+    updated_metadata,
 )
 
 __all__ = [
@@ -448,17 +449,18 @@ async def update_memory(
     conn: AsyncConn,
     scope: Scope | None,
     memory_id: UUID,
-    text: str,
-    hash_: str,
+    text: str | None,
+    hash_: str | None,
     vector: Any,
     metadata: dict[str, Any] | None,
     actor: str,
+    merge_metadata: bool = False,
 ) -> MemoryRecord:
     async with conn.transaction():
         old = await lock_memory(conn, scope, memory_id)
         query = sql.SQL(
-            "UPDATE memories m SET memory = %s, hash = %s, embedding = %s,"
-            " metadata = coalesce(%s, m.metadata), updated_at = now()"
+            "UPDATE memories m SET memory = coalesce(%s, m.memory), hash = coalesce(%s, m.hash),"
+            " embedding = coalesce(%s, m.embedding), metadata = %s, updated_at = now()"
             " WHERE m.id = %s RETURNING {cols}"
         ).format(cols=COLUMNS)
         cur = await conn.execute(
@@ -466,14 +468,15 @@ async def update_memory(
             (
                 text,
                 hash_,
-                np.asarray(vector, dtype=np.float32),
-                None if metadata is None else Jsonb(metadata),
+                None if vector is None else np.asarray(vector, dtype=np.float32),
+                Jsonb(updated_metadata(dict(old.metadata), metadata, merge=merge_metadata)),
                 memory_id,
             ),
         )
         row = await cur.fetchone()
         assert row is not None
-        await history_event(conn, old, "UPDATE", old.memory, text, actor)
+        new_text = old.memory if text is None else text
+        await history_event(conn, old, "UPDATE", old.memory, new_text, actor)
         return record_from_row(row)
 
 
@@ -556,5 +559,6 @@ async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list
 
 async def reset(conn: AsyncConn) -> None:
     await conn.execute(
-        "TRUNCATE memories, memory_history, memory_jobs, conversation_context RESTART IDENTITY"
+        "TRUNCATE memories, memory_history, memory_jobs, conversation_context,"
+        " idempotency_keys RESTART IDENTITY"
     )

@@ -19,6 +19,7 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
+    IdempotencyKey,
     Job,
     Lane,
     Lease,
@@ -63,9 +64,14 @@ class PostgresStore:
             await pg_memories.ensure_embedding_space(conn, model_name, dimension)
 
     # -- conversations --------------------------------------------------------------------
-    async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
+    async def append_turns(
+        self,
+        turns: Sequence[NewTurn],
+        job: NewJob | None,
+        idempotency: IdempotencyKey | None = None,
+    ) -> list[int]:
         async with self._connect("storing conversation turns") as conn:
-            return await pg_conversations.append_turns(conn, turns, job)
+            return await pg_conversations.append_turns(conn, turns, job, idempotency)
 
     async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:
         async with self._connect("reading conversation turns") as conn:
@@ -112,15 +118,17 @@ class PostgresStore:
         self,
         scope: Scope | None,
         memory_id: UUID,
-        text: str,
-        hash_: str,
-        vector: Vector,
+        text: str | None,
+        hash_: str | None,
+        vector: Vector | None,
         metadata: dict[str, Any] | None,
         actor: str,
+        *,
+        merge_metadata: bool = False,
     ) -> MemoryRecord:
         async with self._connect("updating a memory") as conn:
             return await pg_memories.update_memory(
-                conn, scope, memory_id, text, hash_, vector, metadata, actor
+                conn, scope, memory_id, text, hash_, vector, metadata, actor, merge_metadata
             )
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:

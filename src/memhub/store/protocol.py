@@ -20,6 +20,7 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
     HistoryEvent,
+    IdempotencyKey,
     Job,
     Lane,
     Lease,
@@ -116,8 +117,17 @@ class Store(Protocol):
         ...
 
     # -- conversations ---------------------------------------------------------------------
-    async def append_turns(self, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
-        """Store ``turns`` and ``job`` atomically; returns the new turn ids in order."""
+    async def append_turns(
+        self,
+        turns: Sequence[NewTurn],
+        job: NewJob | None,
+        idempotency: IdempotencyKey | None = None,
+    ) -> list[int]:
+        """Store ``turns`` and ``job`` atomically; returns the new turn ids in order.
+
+        With ``idempotency``, a key stored before returns its first call's ids and writes
+        nothing; the same key with a different fingerprint raises :class:`UsageError`.
+        """
         ...
 
     async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:
@@ -158,13 +168,21 @@ class Store(Protocol):
         self,
         scope: Scope | None,
         memory_id: UUID,
-        text: str,
-        hash_: str,
-        vector: Vector,
+        text: str | None,
+        hash_: str | None,
+        vector: Vector | None,
         metadata: dict[str, Any] | None,
         actor: str,
+        *,
+        merge_metadata: bool = False,
     ) -> MemoryRecord:
-        """Change a memory's text (and metadata) in place, with an UPDATE history event."""
+        """Change a memory's text and/or metadata in place, with an UPDATE history event.
+
+        ``text`` None keeps the text (and hash and vector). ``metadata`` replaces the
+        caller's keys, or with ``merge_metadata`` is merged into them; memhub's own keys
+        (:data:`OWN_METADATA_KEYS`) keep their values either way (:func:`updated_metadata`).
+        Another current memory of the scope with the new text raises :class:`Conflict`.
+        """
         ...
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:

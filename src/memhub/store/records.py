@@ -9,8 +9,10 @@ from uuid import UUID
 
 __all__ = [
     "DEFAULT_TEXT_RANKING",
+    "OWN_METADATA_KEYS",
     "Candidate",
     "HistoryEvent",
+    "IdempotencyKey",
     "Job",
     "Lane",
     "Lease",
@@ -21,6 +23,7 @@ __all__ = [
     "Scope",
     "TextRanking",
     "Turn",
+    "updated_metadata",
     "usage_summary",
 ]
 
@@ -81,6 +84,37 @@ class Turn:
     agent_id: str | None
     metadata: dict[str, Any] | None
     created_at: datetime | None
+
+
+OWN_METADATA_KEYS = ("role", "session_id", "provenance")
+"""Metadata keys memhub writes itself; updates keep their stored values whatever is sent."""
+
+
+def updated_metadata(
+    old: dict[str, Any], new: dict[str, Any] | None, *, merge: bool
+) -> dict[str, Any]:
+    """A memory's metadata after an update: ``new`` replaces (or with ``merge`` is merged
+    into) the caller's keys; memhub's own keys keep their stored values either way."""
+    if new is None:
+        return dict(old)
+    own = {key: old[key] for key in OWN_METADATA_KEYS if key in old}
+    base = dict(old) if merge else {}
+    return {**base, **{k: v for k, v in new.items() if k not in OWN_METADATA_KEYS}, **own}
+
+
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """A caller's key for one add: a retry with the same key stores nothing again.
+
+    Attributes:
+        owner: The scope the key belongs to, as stored (keys of different scopes never meet).
+        key: The caller's key.
+        fingerprint: A hash of the request; the same key with another request is refused.
+    """
+
+    owner: str
+    key: str
+    fingerprint: str
 
 
 @dataclass(frozen=True)

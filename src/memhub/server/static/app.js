@@ -4,7 +4,12 @@
 const $ = (id) => document.getElementById(id);
 const KEY_STORE = "memhub.apiKey";
 
-const view = { user: null, query: null };
+const view = { user: null, query: null, cursor: null };
+const PAGE = 50;
+// Search results scoring below this share of the best score are folded away as weaker.
+const BEST_SHARE = 0.8;
+// memhub's own metadata keys: shown as "from <role>", not repeated as metadata.
+const OWN_KEYS = new Set(["role", "session_id"]);
 
 const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 
@@ -61,13 +66,65 @@ async function connect() {
   const role = me.is_admin ? "admin" : `tenant ${me.tenant}`;
   $("whoami").textContent = `Connected as “${me.name}” (${role}).`;
   $("workspace").hidden = false;
+  $("operations").hidden = !me.is_admin;
   await loadUsers();
+  if (me.is_admin) await loadOperations();
+}
+
+// -- operations (admin keys) --------------------------------------------------------------
+function cells(row, values) {
+  for (const value of values) {
+    const cell = document.createElement("td");
+    cell.textContent = String(value);
+    row.append(cell);
+  }
+  return row;
+}
+
+async function loadOperations() {
+  const [stats, parked] = await Promise.all([
+    api("GET", "/v1/jobs/stats"),
+    api("GET", "/v1/jobs/parked?limit=50"),
+  ]);
+  $("queue-total").textContent =
+    `${count(stats.queued, "job", "jobs")} queued, ${stats.parked} parked.`;
+  $("queue-kinds").replaceChildren(
+    ...Object.entries(stats.by_kind).map(([kind, n]) =>
+      cells(document.createElement("tr"), [kind, n.queued, n.parked])),
+  );
+  $("llm-days").replaceChildren(
+    ...stats.llm_per_day.map((d) =>
+      cells(document.createElement("tr"), [d.day, d.calls, d.prompt_tokens, d.completion_tokens])),
+  );
+  $("no-llm").hidden = stats.llm_per_day.length > 0;
+  $("parked").replaceChildren(
+    ...parked.results.map((job) => {
+      const item = document.createElement("li");
+      const head = document.createElement("strong");
+      head.textContent = `#${job.id} ${job.kind} · ${job.user_id || job.agent_id || job.run_id}`;
+      const error = document.createElement("p");
+      error.className = "job-error";
+      error.textContent = `${job.attempts} attempts: ${job.last_error || "no error recorded"}`;
+      const retry = document.createElement("button");
+      retry.type = "button";
+      retry.className = "secondary";
+      retry.textContent = "Retry";
+      retry.addEventListener("click", () => guarded(async () => {
+        await api("POST", "/v1/jobs/retry", { ids: [job.id] });
+        await loadOperations();
+      }));
+      item.append(head, error, retry);
+      return item;
+    }),
+  );
+  $("no-parked").hidden = parked.results.length > 0;
 }
 
 function disconnect(message) {
   sessionStorage.removeItem(KEY_STORE);
   $("whoami").textContent = message;
   $("workspace").hidden = true;
+  $("operations").hidden = true;
   $("users").replaceChildren();
   $("memories").replaceChildren();
   view.user = null;
@@ -101,7 +158,9 @@ async function loadUsers() {
 async function pickUser(userId) {
   view.user = userId;
   view.query = null;
+  view.cursor = null;
   $("query").value = "";
+  $("timeline").hidden = true;
   for (const button of document.querySelectorAll("#users button.user")) {
     button.setAttribute("aria-pressed", String(button.firstChild.textContent === userId));
   }
@@ -112,13 +171,52 @@ async function pickUser(userId) {
 
 // -- memories ----------------------------------------------------------------------------
 async function loadMemories() {
+  $("weaker").hidden = true;
+  $("more").hidden = true;
+  if (view.query) {
+    await searchMemories();
+    return;
+  }
   const user = encodeURIComponent(view.user);
-  const { results } = view.query
-    ? await api("POST", "/v1/memories/search", { query: view.query, user_id: view.user, limit: 20 })
-    : await api("GET", `/v1/memories?user_id=${user}&limit=200`);
+  const { results, next_cursor: next } = await api(
+    "GET", `/v1/memories?user_id=${user}&limit=${PAGE}`,
+  );
   $("memories").replaceChildren(...results.map(renderMemory));
-  const what = view.query ? `matching “${view.query}”` : "in total";
-  $("memories-status").textContent = `${count(results.length, "memory", "memories")} ${what}.`;
+  showPageState(results.length, next);
+}
+
+async function loadMore() {
+  const user = encodeURIComponent(view.user);
+  const cursor = encodeURIComponent(view.cursor);
+  const { results, next_cursor: next } = await api(
+    "GET", `/v1/memories?user_id=${user}&limit=${PAGE}&cursor=${cursor}`,
+  );
+  $("memories").append(...results.map(renderMemory));
+  showPageState($("memories").children.length, next);
+}
+
+function showPageState(shown, next) {
+  view.cursor = next || null;
+  $("more").hidden = !next;
+  $("memories-status").textContent = next
+    ? `${count(shown, "memory", "memories")} shown; more follow.`
+    : `${count(shown, "memory", "memories")} in total.`;
+}
+
+async function searchMemories() {
+  const { results } = await api("POST", "/v1/memories/search", {
+    query: view.query, user_id: view.user, limit: 20,
+  });
+  const top = results.length ? results[0].score : 0;
+  const best = results.filter((m) => m.score >= top * BEST_SHARE);
+  const weaker = results.slice(best.length);
+  $("memories").replaceChildren(...best.map(renderMemory));
+  $("weaker-list").replaceChildren(...weaker.map(renderMemory));
+  $("weaker-summary").textContent = `${count(weaker.length, "weaker match", "weaker matches")}`;
+  $("weaker").open = false;
+  $("weaker").hidden = weaker.length === 0;
+  $("memories-status").textContent =
+    `${count(best.length, "best match", "best matches")} for “${view.query}”.`;
 }
 
 function describe(memory) {
@@ -130,11 +228,71 @@ function describe(memory) {
   return parts.join(" · ");
 }
 
+// -- timeline ----------------------------------------------------------------------------
+// Every fact of the user, current and superseded, as a bar over its validity interval: a
+// superseded fact is a closed bar naming its successor, so one sees what was believed when.
+async function showTimeline() {
+  const user = encodeURIComponent(view.user);
+  const { results } = await api(
+    "GET", `/v1/memories?user_id=${user}&limit=500&include_superseded=true`,
+  );
+  const now = Date.now();
+  const facts = results
+    .map((m) => ({ ...m, from: Date.parse(m.valid_from), to: m.valid_to ? Date.parse(m.valid_to) : now }))
+    .sort((a, b) => a.from - b.from);
+  const start = facts.length ? Math.min(...facts.map((f) => f.from)) : now;
+  const span = Math.max(now - start, 1);
+  const byId = new Map(facts.map((f) => [f.id, f]));
+  $("timeline-rows").replaceChildren(
+    ...facts.map((fact) => {
+      const row = document.createElement("li");
+      row.className = fact.valid_to ? "fact closed" : "fact open";
+      const label = document.createElement("p");
+      label.className = "label";
+      label.textContent = fact.memory;
+      const track = document.createElement("div");
+      track.className = "track";
+      const bar = document.createElement("div");
+      bar.className = "bar";
+      // CSSOM, not a style attribute: the page's CSP allows no inline styles.
+      bar.style.left = `${((fact.from - start) / span) * 100}%`;
+      bar.style.width = `${Math.max(((fact.to - fact.from) / span) * 100, 1)}%`;
+      track.append(bar);
+      const when = document.createElement("p");
+      when.className = "muted when";
+      const from = new Date(fact.from).toLocaleString();
+      if (fact.valid_to) {
+        const next = byId.get(fact.superseded_by);
+        const successor = next ? ` → “${next.memory}”` : "";
+        when.textContent = `${from} – ${new Date(fact.to).toLocaleString()}${successor}`;
+      } else {
+        when.textContent = `${from} – now`;
+      }
+      row.append(label, track, when);
+      return row;
+    }),
+  );
+  $("timeline-heading").textContent = `Timeline of ${view.user}`;
+  $("timeline").hidden = false;
+}
+
+function renderMetadata(metadata) {
+  const shown = Object.entries(metadata || {}).filter(([key]) => !OWN_KEYS.has(key));
+  return shown.map(([key, value]) => {
+    const chip = document.createElement("li");
+    chip.textContent = `${key}: ${typeof value === "string" ? value : JSON.stringify(value)}`;
+    return chip;
+  });
+}
+
 function renderMemory(memory) {
   const item = $("memory-template").content.firstElementChild.cloneNode(true);
   item.dataset.id = memory.id;
   item.querySelector(".text").textContent = memory.memory;
   item.querySelector(".meta").textContent = describe(memory);
+  const chips = renderMetadata(memory.metadata);
+  item.querySelector(".metadata").replaceChildren(...chips);
+  item.querySelector(".metadata").hidden = chips.length === 0;
   const on = (action, handler) =>
     item
       .querySelector(`[data-action="${action}"]`)
@@ -210,21 +368,26 @@ function init() {
   $("key-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(KEY_STORE, $("api-key").value.trim());
-    $("api-key").value = "";
     guarded(async () => {
       try {
         await connect();
       } catch (err) {
+        // The typed key stays in the field so a typo can be fixed, not retyped.
         disconnect("Not connected.");
         throw err;
       }
+      $("api-key").value = "";
     });
   });
+  $("more").addEventListener("click", () => guarded(loadMore));
+  $("show-timeline").addEventListener("click", () => guarded(showTimeline));
+  $("hide-timeline").addEventListener("click", () => { $("timeline").hidden = true; });
   $("forget-key").addEventListener("click", () => {
     clearError();
     disconnect("Key forgotten; not connected.");
   });
   $("refresh-users").addEventListener("click", () => guarded(loadUsers));
+  $("refresh-operations").addEventListener("click", () => guarded(loadOperations));
   $("search-form").addEventListener("submit", (event) => {
     event.preventDefault();
     view.query = $("query").value.trim() || null;
@@ -232,6 +395,7 @@ function init() {
   });
   $("show-all").addEventListener("click", () => {
     view.query = null;
+    view.cursor = null;
     $("query").value = "";
     guarded(loadMemories);
   });

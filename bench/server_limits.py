@@ -1,0 +1,166 @@
+"""Server limits under load: RSS through 200 maximum-size requests, and a flooding tenant.
+
+Run with the dev install: ``python -m bench.server_limits`` (starts ``memhub serve`` on an
+embedded PostgreSQL of its own in a temporary directory, or on ``MEMHUB_DATABASE_URL``).
+Prints RSS before, peak and after, and tenant B's latency while tenant A is rate limited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ADMIN = "bench-admin-key-0123456789abcdef"
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _port()
+    url = os.environ.get("MEMHUB_DATABASE_URL")
+    if not url:  # started here, so this process can stop it at the end
+        from memhub.store.embedded import embedded_database_url
+
+        url = embedded_database_url(home)
+    env = {
+        **os.environ,
+        "MEMHUB_DATABASE_URL": url,
+        "MEMHUB_DATA_DIR": str(home),
+        "MEMHUB_ADMIN_KEY": ADMIN,
+        "MEMHUB_PORT": str(port),
+        "MEMHUB_RATE_LIMIT": "20",
+        "MEMHUB_RATE_BURST": "40",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memhub", "serve"], env=env, stdout=subprocess.DEVNULL
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(1200):
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return process, base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    process.kill()
+    raise SystemExit("the server did not start")
+
+
+def _max_body() -> bytes:
+    # 32 messages of 32,000 characters: just under the 1 MiB body limit, every one stored.
+    body = {"messages": ["x" * 31_990 + f" {n:05d}" for n in range(32)], "user_id": "rss"}
+    raw = json.dumps({**body, "infer": False}).encode()
+    assert len(raw) < 1_048_576, len(raw)
+    return raw
+
+
+def rss_under_max_requests(base: str, pid: int, admin: httpx.Client) -> dict[str, float]:
+    before = _rss_mb(pid)
+    peak = before
+    body = _max_body()
+    oversize = b'{"messages": "' + b"y" * 2_000_000 + b'", "user_id": "rss"}'
+    statuses: dict[int, int] = {}
+    for n in range(200):
+        response = admin.post(
+            "/v1/memories",
+            content=body if n % 2 == 0 else oversize,
+            headers={"Content-Type": "application/json"},
+        )
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+        peak = max(peak, _rss_mb(pid))
+    print(f"  statuses: {statuses}")
+    deadline = time.monotonic() + 600
+    while admin.get("/v1/jobs/stats").json()["queued"] and time.monotonic() < deadline:
+        peak = max(peak, _rss_mb(pid))
+        time.sleep(0.5)
+    return {"before": before, "peak": peak, "after": _rss_mb(pid)}
+
+
+def flood_latency(base: str, admin: httpx.Client) -> dict[str, float]:
+    keys = [admin.post("/v1/keys", json={"name": t, "tenant": t}).json()["key"] for t in ("a", "b")]
+    stop = threading.Event()
+    refused = [0]
+
+    def flood() -> None:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys[0]}"}) as a:
+            while not stop.is_set():
+                if a.get("/v1/me").status_code == 429:
+                    refused[0] += 1
+
+    def sample() -> list[float]:
+        times = []
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys[1]}"}) as b:
+            for _ in range(100):
+                start = time.perf_counter()
+                assert b.get("/v1/me").status_code == 200
+                times.append((time.perf_counter() - start) * 1000)
+                time.sleep(0.06)  # within b's own 20/s
+        return times
+
+    quiet = sample()
+    threads = [threading.Thread(target=flood) for _ in range(4)]
+    for t in threads:
+        t.start()
+    loud = sample()
+    stop.set()
+    for t in threads:
+        t.join()
+    p = lambda xs, q: statistics.quantiles(xs, n=100)[q - 1]  # noqa: E731
+    return {
+        "b_p50_quiet_ms": p(quiet, 50),
+        "b_p95_quiet_ms": p(quiet, 95),
+        "b_p50_flood_ms": p(loud, 50),
+        "b_p95_flood_ms": p(loud, 95),
+        "a_refused_429": refused[0],
+    }
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
+        process, base = _start(Path(tmp))
+        try:
+            with httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120
+            ) as admin:
+                print("200 maximum-size requests (every other one 2 MB, refused with 413):")
+                print(
+                    "  RSS MB:",
+                    {
+                        k: round(v, 1)
+                        for k, v in rss_under_max_requests(base, process.pid, admin).items()
+                    },
+                )
+                print("tenant B while tenant A floods (4 threads) past its rate limit:")
+                print("  ", {k: round(v, 2) for k, v in flood_latency(base, admin).items()})
+        finally:
+            process.terminate()
+            process.wait(30)
+            from memhub.store.embedded import stop_embedded_server
+
+            stop_embedded_server(Path(tmp))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""Guards that run before any work: the request-size bound and per-key token buckets.
+
+Both answer with memhub's JSON error body naming the setting that refused the request.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["BodyLimit", "RateLimiter"]
+
+
+async def _answer(send: Send, status: int, error: str, type_: str) -> None:
+    body = json.dumps({"error": error, "type": type_}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    """Refuse request bodies over ``max_bytes`` with 413, before anything parses them.
+
+    A declared ``Content-Length`` over the bound is refused unread; a chunked body is read
+    up to the bound and refused as soon as it passes it, so no request holds more than
+    ``max_bytes`` of memory.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _too_large(self) -> str:
+        return f"request body is larger than {self.max_bytes} bytes (MEMHUB_MAX_BODY_BYTES)"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await _answer(send, 413, self._too_large(), "PayloadTooLarge")
+            return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the client left
+                await self.app(scope, _replay([message]), send)
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await _answer(send, 413, self._too_large(), "PayloadTooLarge")
+                return
+            chunks.append(chunk)
+            more = bool(message.get("more_body", False))
+        body = b"".join(chunks)
+        await self.app(scope, _replay([{"type": "http.request", "body": body}], receive), send)
+
+
+def _replay(messages: list[Message], then: Receive | None = None) -> Receive:
+    pending = list(messages)
+
+    async def receive() -> Message:
+        if pending:
+            return pending.pop(0)
+        if then is None:
+            return {"type": "http.disconnect"}
+        return await then()
+
+    return receive
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+@dataclass
+class RateLimiter:
+    """A token bucket per key: ``rate`` tokens a second, at most ``burst`` saved up.
+
+    In-process: each server process counts on its own, so N processes allow N times the rate.
+    """
+
+    rate: float
+    burst: float
+    _buckets: dict[object, _Bucket] = field(default_factory=dict)
+    _max_keys: int = 100_000
+
+    def take(self, key: object, cost: float = 1.0, now: float | None = None) -> float:
+        """Spend ``cost`` tokens of ``key``'s bucket; 0 if allowed, else seconds to wait."""
+        now = time.monotonic() if now is None else now
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= self._max_keys:  # bounded memory: forget idle buckets
+                self._buckets.clear()
+            bucket = self._buckets[key] = _Bucket(self.burst, now)
+        bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.stamp) * self.rate)
+        bucket.stamp = now
+        if cost > self.burst:
+            return math.inf
+        if bucket.tokens >= cost:
+            bucket.tokens -= cost
+            return 0.0
+        return (cost - bucket.tokens) / self.rate

@@ -1,0 +1,43 @@
+"""The admin operations routes: queue per job kind, LLM use per day, parked jobs and retry."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.server.test_validation import Conn
+
+
+async def park_a_job(aconn: Conn) -> int:
+    cur = await aconn.execute(
+        "INSERT INTO memory_jobs (kind, user_id, payload, status, attempts, last_error)"
+        " VALUES ('ingest', 'acme:zed', '{\"turn_ids\": []}', 'parked', 5,"
+        " 'ProviderHTTPError: the LLM said 500') RETURNING id"
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    await aconn.execute(
+        "INSERT INTO memory_llm_usage (model, calls, prompt_tokens, completion_tokens, turns,"
+        " jobs) VALUES ('m', 3, 1200, 300, 6, 2)"
+    )
+    return int(row[0])
+
+
+async def test_operations_routes(
+    client: httpx.AsyncClient, tenant_a: httpx.AsyncClient, aconn: Conn
+) -> None:
+    job_id = await park_a_job(aconn)
+    stats = (await client.get("/v1/jobs/stats")).json()
+    assert stats["by_kind"]["ingest"]["parked"] == 1
+    (today,) = stats["llm_per_day"]
+    assert (today["calls"], today["prompt_tokens"], today["completion_tokens"]) == (3, 1200, 300)
+    parked = (await client.get("/v1/jobs/parked")).json()["results"]
+    assert [(j["id"], j["user_id"], j["attempts"]) for j in parked] == [(job_id, "acme:zed", 5)]
+    assert "the LLM said 500" in parked[0]["last_error"]
+
+    for path in ("/v1/jobs/parked", "/v1/jobs/stats"):
+        assert (await tenant_a.get(path)).status_code == 403
+    assert (await tenant_a.post("/v1/jobs/retry", json={"ids": [job_id]})).status_code == 403
+
+    retried = await client.post("/v1/jobs/retry", json={"ids": [job_id]})
+    assert retried.json() == {"requeued": 1}
+    assert (await client.get("/v1/jobs/parked")).json()["results"] == []
