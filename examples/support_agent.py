@@ -2,6 +2,10 @@
 
 Run it against any OpenAI-compatible server (memhub's own database is embedded by default):
 
+    # No LLM at all: memhub's scripted stand-in (see docs/agents.md)
+    python -m memhub.testing.openai_server --port 8911 --script examples/fake_llm_replies.json &
+    AGENT_BASE_URL=http://127.0.0.1:8911/v1 AGENT_MODEL=scripted-model \
+        python examples/support_agent.py
     # OpenAI
     OPENAI_API_KEY=sk-... python examples/support_agent.py
     # vLLM (`vllm serve Qwen/Qwen2.5-7B-Instruct`)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -20,3 +20,14 @@ def shared_memory(
     memory = AsyncMemory(settings=settings)
     yield memory
     run_sync(memory.aclose())
+
+
+@pytest.fixture(params=["postgres", "in-process"])
+async def memory(
+    request: pytest.FixtureRequest, settings: MemhubSettings
+) -> AsyncIterator[AsyncMemory]:
+    """The same behavioural suite runs on PostgreSQL and on the ``memory://`` store."""
+    if request.param == "in-process":
+        settings = settings.model_copy(update={"database_url": "memory://"})
+    async with AsyncMemory(settings=settings) as m:
+        yield m

@@ -62,11 +62,40 @@ async def test_add_without_wait_queues_and_the_worker_ingests(
     )
     assert response.status_code == 200
     body = response.json()
-    assert body["results"] == []
-    assert len(body["queued_turn_ids"]) == 1
+    (queued,) = body["results"]  # no LLM: one memory per message, its id assigned at once
+    assert queued["memory"] == "My sister lives in Vienna." and queued["status"] == "PENDING"
+    assert body["status"] == "PENDING" and len(body["queued_turn_ids"]) == 1
     await app.state.memhub.memory.wait_idle()  # type: ignore[attr-defined]
     listed = await client.get("/v1/memories", params={"user_id": "bob"})
     assert [m["memory"] for m in listed.json()["results"]] == ["My sister lives in Vienna."]
+    assert listed.json()["results"][0]["id"] == queued["id"]
+
+
+async def test_search_as_of_a_moment(client: httpx.AsyncClient) -> None:
+    response = await client.post(
+        "/v1/memories",
+        json={
+            "messages": "I moved to Vienna.",
+            "user_id": "vera",
+            "infer": False,
+            "timestamp": "2024-05-01T10:00:00Z",
+            "wait": True,
+        },
+    )
+    assert response.status_code == 200, response.text
+
+    async def at(moment: str) -> list[str]:
+        body = {"query": "Where do I live?", "user_id": "vera", "as_of": moment}
+        found = await client.post("/v1/memories/search", json=body)
+        assert found.status_code == 200, found.text
+        return [m["memory"] for m in found.json()["results"]]
+
+    assert await at("2024-01-01T00:00:00Z") == []  # not said yet then
+    assert await at("2024-06-01T00:00:00Z") == ["I moved to Vienna."]
+    bad = await client.post(
+        "/v1/memories/search", json={"query": "x", "user_id": "v", "as_of": "soon"}
+    )
+    assert bad.status_code == 422
 
 
 async def test_search_ranks_by_meaning_with_scores(client: httpx.AsyncClient) -> None:
@@ -129,7 +158,7 @@ async def test_get_update_history_delete_one_memory(client: httpx.AsyncClient) -
     assert updated.json()["message"] == "Memory updated successfully!"
     assert updated.json()["result"]["memory"] == "I live in Munich."
     # PUT replaces the caller's keys; memhub's own (role, session_id) are kept.
-    assert updated.json()["result"]["metadata"] == {"v": 2, "role": "user", "session_id": "default"}
+    assert updated.json()["result"]["metadata"] == {"v": 2, "role": "user", "session_id": ""}
 
     history = await client.get(f"/v1/memories/{memory_id}/history")
     assert [e["event"] for e in history.json()] == ["ADD", "UPDATE"]
