@@ -346,8 +346,10 @@ class AsyncMemory:
                 scope, query, vector, k, parsed, include_superseded, self.fusion.text
             )
         scored = fuse(candidates, self.fusion, datetime.now(UTC))
+        # Compared as returned (memory_item rounds to 6 decimals), so a threshold equal to a
+        # returned score keeps that result.
         kept: Iterable[ScoredCandidate] = (
-            s for s in scored if threshold is None or s.score >= threshold
+            s for s in scored if threshold is None or round(s.score, 6) >= threshold
         )
         if max_tokens is not None:
             kept = within_budget(((s.candidate.record.memory, s) for s in kept), max_tokens)

@@ -199,7 +199,8 @@ class Memory:
             top_k: Same as ``limit``.
             as_of: Only what was true then: facts valid at that moment, superseded or not.
             max_tokens: Cap on the results' total length, estimated at four characters a
-                token: a memory too long for what is left is skipped.
+                token: a memory too long for what is left is skipped, shorter ones after it
+                may still fit.
 
         Returns:
             ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
