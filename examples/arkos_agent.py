@@ -1,6 +1,6 @@
 """ARKOS's agent pattern, unchanged, on memhub's ``Memory``: ``add_context`` / ``get_context``.
 
-Run ``python examples/arkos_agent.py``; set ``DB_URL`` for your own PostgreSQL, or leave it
+Run ``.venv/bin/python examples/arkos_agent.py`` (after ``make run`` or ``make test`` made the venv); set ``DB_URL`` for your own PostgreSQL, or leave it
 unset for memhub's embedded one.
 """
 

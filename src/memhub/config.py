@@ -107,6 +107,24 @@ class MemhubSettings(EnvSettings):
     database_name: str = Field(
         default="memhub", description="Database created on the embedded server."
     )
+    pgbouncer: bool = Field(
+        default=False,
+        description="The URL goes through PgBouncer in transaction mode: no prepared statements"
+        " or session state; migrations only checked unless MEMHUB_DIRECT_DATABASE_URL is set.",
+    )
+    direct_database_url: str | None = Field(
+        default=None, description="PostgreSQL itself (not the pooler), used for migrations."
+    )
+    read_database_url: str | None = Field(
+        default=None,
+        description="Streaming replicas (space-separated URLs) for search, get and list.",
+    )
+    read_your_writes_wait: float = Field(
+        default=1.0,
+        ge=0,
+        description="Seconds a read waits for a replica to replay this process's last write"
+        " to the scope before it reads the primary instead.",
+    )
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=10, ge=1)
     connect_timeout: float = Field(

@@ -390,5 +390,5 @@ async def test_confirm_hook_decides_and_remember_is_the_assistants(
     memories = await stored(memory)
     assert memory_id not in {m["id"] for m in memories}
     (remembered,) = [m for m in memories if m["memory"] == "The user likes blues too."]
-    assert remembered["metadata"]["role"] == "assistant"
+    assert remembered["role"] == "assistant"
     assert remembered["metadata"]["provenance"] == "agent_tool"

@@ -229,8 +229,10 @@ async def test_batching_and_usage_accounting(
     llm_settings: MemhubSettings, llm: ScriptedOpenAIServer
 ) -> None:
     llm.default = ops({"op": "NONE"})
-    windowed = llm_settings.model_copy(update={"consolidation_delay": 1.0})
+    windowed = llm_settings.model_copy(update={"consolidation_delay": 2.0})  # the default
     async with AsyncMemory(settings=windowed) as memory:
+        # a cold embedder loading mid-loop could push later turns past the window
+        await memory.search("warm up the embedder", user_id="nobody")
         for n in range(10):
             await memory.add(f"Message {n}: nothing much.", user_id="ada")
         await memory.wait_idle()

@@ -161,7 +161,7 @@ async def test_turns_within_the_window_share_one_call_every_time(
 ) -> None:
     llm.default = ops({"op": "NONE"})
     # a short window keeps the 20 runs fast; the rule is the same at the default 2 s
-    windowed = llm_settings.model_copy(update={"consolidation_delay": 0.6})
+    windowed = llm_settings.model_copy(update={"consolidation_delay": 1.0})
     async with AsyncMemory(settings=windowed) as memory:
         await memory.search("warm up the embedder", user_id="nobody")
         for run in range(20):

@@ -157,8 +157,7 @@ async def test_get_update_history_delete_one_memory(client: httpx.AsyncClient) -
     assert updated.status_code == 200
     assert updated.json()["message"] == "Memory updated successfully!"
     assert updated.json()["result"]["memory"] == "I live in Munich."
-    # PUT replaces the caller's keys; memhub's own (role, session_id) are kept.
-    assert updated.json()["result"]["metadata"] == {"v": 2, "role": "user", "session_id": ""}
+    assert updated.json()["result"]["metadata"] == {"v": 2}  # PUT replaces the caller's keys
 
     history = await client.get(f"/v1/memories/{memory_id}/history")
     assert [e["event"] for e in history.json()] == ["ADD", "UPDATE"]
@@ -291,23 +290,23 @@ async def test_put_replaces_and_patch_merges_metadata_keeping_memhubs_own(
     )
     item = added.json()["results"][0]
     memory_id = item["id"]
-    own = {key: item["metadata"][key] for key in ("role", "session_id")}
-    assert own == {"role": "user", "session_id": "r1"}
+    assert item["role"] == "user"
 
     patched = await client.patch(
         f"/v1/memories/{memory_id}", json={"metadata": {"mood": "happy", "role": "system"}}
     )
     assert patched.status_code == 200, patched.text
-    meta = patched.json()["result"]["metadata"]
-    assert meta == {"source": "chat", "mood": "happy", **own}
-    assert patched.json()["result"]["memory"] == "I like green tea."  # text kept
+    result = patched.json()["result"]
+    assert result["metadata"] == {"source": "chat", "mood": "happy"}  # "role" is memhub's
+    assert result["role"] == "user"
+    assert result["memory"] == "I like green tea."  # text kept
 
     put = await client.put(
         f"/v1/memories/{memory_id}",
         json={"text": "I like black tea.", "metadata": {"source": "form", "session_id": "x"}},
     )
     assert put.status_code == 200, put.text
-    assert put.json()["result"]["metadata"] == {"source": "form", **own}
+    assert put.json()["result"]["metadata"] == {"source": "form"}
     assert put.json()["result"]["memory"] == "I like black tea."
 
     empty = await client.patch(f"/v1/memories/{memory_id}", json={})

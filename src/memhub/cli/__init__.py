@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import pydantic
 
 from memhub.cli.data import add_subcommands, dispatch
+from memhub.cli.db import add_db_command, run_db
 from memhub.cli.records import add_record_commands, dispatch_records
 from memhub.config import MemhubSettings, settings_error_line
 from memhub.errors import MemhubError
@@ -99,7 +100,10 @@ def _serve(settings: MemhubSettings, args: argparse.Namespace) -> int:
     from memhub.server import ServerSettings, serve
 
     logging.getLogger("memhub").setLevel(logging.INFO)
-    serve(settings, ServerSettings.from_env(host=args.host, port=args.port, auth=args.auth))
+    try:
+        serve(settings, ServerSettings.from_env(host=args.host, port=args.port, auth=args.auth))
+    except KeyboardInterrupt:  # Ctrl-C after uvicorn's graceful shutdown: exit handlers run
+        return 130
     return 0
 
 
@@ -123,6 +127,7 @@ def _parser() -> argparse.ArgumentParser:
     jobs.add_argument("ids", nargs="*", type=int, help="job ids for retry (default: all)")
     add_subcommands(commands)  # import, export, reembed, mcp
     add_record_commands(commands)  # get, list, delete, search, fake-llm
+    add_db_command(commands)
     return parser
 
 
@@ -146,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_worker(settings, max(1, concurrency)))
         if args.command == "jobs":
             return asyncio.run(_jobs(settings, args.action, args.ids))
+        if args.command == "db":
+            return run_db(args, settings)
         code = dispatch_records(args, settings)
         if code is not None:
             return code

@@ -210,9 +210,8 @@ class Worker:
         try:
             yield
         finally:
+            # Not awaited: awaiting it here could swallow a cancellation aimed at this task.
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     # -- failures ----------------------------------------------------------------------------
     def _retry_at(self, attempts: int) -> datetime:
