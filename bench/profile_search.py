@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,9 @@ from pgvector.psycopg import register_vector
 from bench import synth
 from memhub import AsyncMemory, MemhubSettings
 from memhub.embed import create_embedder
+from memhub.engine.fusion import FusionConfig
 from memhub.engine.text import memory_hash
+from memhub.memory.shared import Engine
 from memhub.store.postgres import PostgresStore
 from memhub.store.records import Scope
 
@@ -44,9 +47,22 @@ async def build(settings: MemhubSettings, n: int) -> None:
     vectors = np.concatenate([await embedder.embed(texts[i : i + 1024]) for i in range(0, n, 1024)])
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
-        conn.execute("TRUNCATE memories")
+        conn.execute("TRUNCATE memories, conversation_context")
         conn.execute("DROP INDEX IF EXISTS memories_embedding_hnsw")
-        columns = "id, user_id, memory, hash, embedding, created_at, valid_from"
+        # Each memory comes from its own turn, as with add(infer=False), so search's lookup of
+        # each candidate's previous turn does real work.
+        with (
+            conn.cursor() as cur,
+            cur.copy(
+                "COPY conversation_context (id, user_id, session_id, role, message) FROM STDIN"
+            ) as copy,
+        ):
+            for n, turn in enumerate(turns, start=1):
+                copy.write_row((n, turn.user_id, "default", "user", turn.text))
+        conn.execute(
+            "SELECT setval(pg_get_serial_sequence('conversation_context', 'id'), %s)", (n + 1,)
+        )
+        columns = "id, user_id, memory, hash, embedding, created_at, valid_from, source_turn_ids"
         with (
             conn.cursor() as cur,
             cur.copy(
@@ -54,12 +70,22 @@ async def build(settings: MemhubSettings, n: int) -> None:
             ) as copy,
         ):
             copy.set_types(
-                ["uuid", "varchar", "text", "text", "vector", "timestamptz", "timestamptz"]
+                [
+                    "uuid",
+                    "varchar",
+                    "text",
+                    "text",
+                    "vector",
+                    "timestamptz",
+                    "timestamptz",
+                    "int8[]",
+                ]
             )
-            for turn, vector in zip(turns, vectors, strict=True):
+            for n, (turn, vector) in enumerate(zip(turns, vectors, strict=True), start=1):
                 at = turn.timestamp.astimezone()
                 unique = memory_hash(turn.text) + str(turn.index)  # synthetic texts repeat
-                copy.write_row((uuid.uuid4(), turn.user_id, turn.text, unique, vector, at, at))
+                row = (uuid.uuid4(), turn.user_id, turn.text, unique, vector, at, at, [n])
+                copy.write_row(row)
         conn.execute("SET maintenance_work_mem = '1GB'")
         conn.execute(
             "CREATE INDEX memories_embedding_hnsw ON memories"
@@ -71,38 +97,48 @@ async def build(settings: MemhubSettings, n: int) -> None:
 def _line(name: str, values: list[float]) -> str:
     values.sort()
     p50, p95 = values[len(values) // 2], values[int(len(values) * 0.95)]
-    return f"{name:<10} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
+    return f"{name:<20} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
+
+
+#: The default before neighbour turns (issue 11): 20 candidates per retriever.
+PREVIOUS = replace(FusionConfig(), candidates=20, previous_turn_weight=0.0, next_turn_weight=0.0)
+
+
+async def _sql(memory: AsyncMemory, engine: Engine, q: str, vector: object) -> float:
+    t0 = time.perf_counter()
+    await engine.store.search_candidates(
+        Scope(user_id=USER), q, vector, memory.fusion.candidates, None, False, memory.fusion.text
+    )
+    return (time.perf_counter() - t0) * 1000
+
+
+async def _search(memory: AsyncMemory, q: str) -> float:
+    t0 = time.perf_counter()
+    await memory.search(q, user_id=USER, limit=10)
+    return (time.perf_counter() - t0) * 1000
 
 
 async def profile(settings: MemhubSettings, queries: int) -> None:
+    """Time the default and :data:`PREVIOUS` alternately, so machine load hits both alike."""
     memory = AsyncMemory(settings=settings)
+    before = AsyncMemory(settings=settings, fusion=PREVIOUS)
     engine = await memory._engine()
     asked = [q for _, q in synth.queries(queries + 30, users=1)]
     for q in asked[:30]:  # warm up: model, pool, prepared statements
         await memory.search(q, user_id=USER, limit=10)
-    embed, query, total = [], [], []
+        await before.search(q, user_id=USER, limit=10)
+    times: dict[str, list[float]] = {}
     for q in asked[30:]:
         t0 = time.perf_counter()
         vector = (await engine.embedder.embed([q]))[0]
-        t1 = time.perf_counter()
-        await engine.store.search_candidates(
-            Scope(user_id=USER),
-            q,
-            vector,
-            memory.fusion.candidates,
-            None,
-            False,
-            memory.fusion.text,
-        )
-        t2 = time.perf_counter()
-        await memory.search(q, user_id=USER, limit=10)
-        t3 = time.perf_counter()
-        embed.append((t1 - t0) * 1000)
-        query.append((t2 - t1) * 1000)
-        total.append((t3 - t2) * 1000)
-    print(_line("embedding", embed))
-    print(_line("SQL", query))
-    print(_line("search()", total))
+        times.setdefault("embedding", []).append((time.perf_counter() - t0) * 1000)
+        times.setdefault("SQL", []).append(await _sql(memory, engine, q, vector))
+        times.setdefault("SQL, previous", []).append(await _sql(before, engine, q, vector))
+        times.setdefault("search()", []).append(await _search(memory, q))
+        times.setdefault("search(), previous", []).append(await _search(before, q))
+    for name, values in times.items():
+        print(_line(name, values))
+    await before.aclose()
     await memory.aclose()
 
 

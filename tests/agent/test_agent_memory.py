@@ -18,7 +18,7 @@ import pytest
 from memhub import AsyncMemory, MemhubSettings
 from memhub.agent import Agent, AgentMemoryConfig, OpenAIChatModel
 from memhub.agent.memory_flow import MEMORY_BLOCK_OPEN
-from memhub.errors import ProviderError
+from memhub.errors import ConfigurationError, ProviderError
 from memhub.store.embedded import stop_embedded_server
 from memhub.testing import RawReply, ScriptedOpenAIServer, tool_call
 
@@ -303,6 +303,25 @@ async def test_short_term_turns_join_the_query_when_only_the_newest_message_come
     )
     # "Was it settled?" alone says nothing about invoices; the thread's turns do.
     assert "invoice 88" in result.memories[0]["memory"].lower()
+
+
+async def test_recall_max_tokens_bounds_the_injected_memories(
+    llm: ScriptedOpenAIServer, model: OpenAIChatModel, memory: AsyncMemory
+) -> None:
+    long = "Invoice 88 was paid by card on the portal " + "after several reminders " * 6
+    await memory.add(long, user_id=USER, infer=False, wait=True)
+    await memory.add("Invoice 88 is paid.", user_id=USER, infer=False, wait=True)
+    llm.enqueue("Yes.")
+    agent = support_agent(model, memory, recall_max_tokens=10, infer=False)
+    result = await agent.generate(
+        thread_id=THREAD,
+        messages=[{"role": "user", "content": "Is invoice 88 paid?"}],
+        metadata=META,
+    )
+    assert [m["memory"] for m in result.memories] == ["Invoice 88 is paid."]
+    assert long not in llm.last_messages[1]["content"]
+    with pytest.raises(ConfigurationError, match="recall_max_tokens"):
+        AgentMemoryConfig(recall_max_tokens=0)
 
 
 async def test_planted_instruction_cannot_make_the_model_forget(

@@ -21,6 +21,8 @@ def _candidate(
     text: float | None,
     trank: int | None,
     age_days: float = 0.0,
+    turn: int | None = None,
+    previous_turn: int | None = None,
 ) -> Candidate:
     at = NOW - timedelta(days=age_days)
     record = MemoryRecord(
@@ -33,11 +35,11 @@ def _candidate(
         valid_from=at,
         valid_to=None,
         superseded_by=None,
-        source_turn_ids=(),
+        source_turn_ids=() if turn is None else (turn,),
         created_at=at,
         updated_at=None,
     )
-    return Candidate(record, sim, vrank, text, trank)
+    return Candidate(record, sim, vrank, text, trank, previous_turn)
 
 
 def test_weights_must_add_up_to_one_and_not_be_negative() -> None:
@@ -96,3 +98,38 @@ def test_scores_stay_in_unit_interval_and_sorted(
     scores = [s.score for s in ranked]
     assert all(0.0 <= s <= 1.0 for s in scores)
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_turn_gains_from_the_turns_said_around_it() -> None:
+    # "What did you paint?" matches the question; the answer after it shares no word with it.
+    question = _candidate(0.8, 1, 5.0, 1, turn=10, previous_turn=9)
+    answer = _candidate(0.3, 3, None, None, turn=11, previous_turn=10)
+    unrelated = _candidate(0.35, 2, None, None, turn=30, previous_turn=29)
+    alone = FusionConfig(previous_turn_weight=0.0, next_turn_weight=0.0)
+    assert [s.candidate for s in fuse([question, answer, unrelated], alone, NOW)][1] is unrelated
+    ranked = fuse([question, answer, unrelated], FusionConfig(), NOW)
+    assert [s.candidate for s in ranked] == [question, answer, unrelated]
+    own = {s.candidate.record.id: s.score for s in fuse([question, answer], alone, NOW)}
+    scores = {s.candidate.record.id: s.score for s in ranked}
+    config = FusionConfig()
+    assert scores[answer.record.id] == pytest.approx(
+        own[answer.record.id] + config.previous_turn_weight * own[question.record.id]
+    )
+
+
+def test_neighbour_weights_are_checked_and_a_lone_best_candidate_still_scores_one() -> None:
+    with pytest.raises(ValueError, match="neighbour"):
+        FusionConfig(previous_turn_weight=-0.1)
+    (scored,) = fuse([_candidate(1.0, 1, 3.0, 1, turn=2, previous_turn=1)], FusionConfig(), NOW)
+    assert scored.score == pytest.approx(1.0)
+
+
+def test_strong_neighbours_keep_their_order_instead_of_tying_at_one() -> None:
+    # Three near-identical turns in a row, the middle one the exact match: every sum exceeds 1,
+    # and dividing by the largest keeps the exact match first (capping would tie them at 1).
+    before = _candidate(0.95, 2, 4.0, 2, turn=1, previous_turn=None)
+    exact = _candidate(1.0, 1, 5.0, 1, turn=2, previous_turn=1)
+    after = _candidate(0.95, 3, 4.0, 3, turn=3, previous_turn=2)
+    ranked = fuse([after, before, exact], FusionConfig(), NOW)
+    assert ranked[0].candidate is exact and ranked[0].score == pytest.approx(1.0)
+    assert 0.0 < ranked[2].score < ranked[1].score < 1.0

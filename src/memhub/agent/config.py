@@ -85,6 +85,9 @@ class AgentMemoryConfig:
             ``infer=False``), so recall is not filled with the agent's own replies. The
             others are kept in the thread's short-term memory either way.
         recall_threshold: Drop hits scoring below this (0-1).
+        recall_max_tokens: Inject only the best memories whose texts fit together in this many
+            tokens (estimated at four characters a token; a memory too long for what is left
+            is skipped); None: only ``recall_limit`` bounds the block.
         short_term_turns: Recent turns of the thread added to the recall query when a call
             carries only the newest message.
         tools: Give the model ``search_memory`` / ``remember`` / ``forget``.
@@ -104,6 +107,7 @@ class AgentMemoryConfig:
     infer: bool = True
     long_term_roles: Sequence[str] | None = None
     recall_threshold: float | None = None
+    recall_max_tokens: int | None = None
     short_term_turns: int = 4
     tools: bool = True
     forget_limit: int = 1
@@ -114,6 +118,10 @@ class AgentMemoryConfig:
             raise ConfigurationError(f"recall_limit must be at least 1, got {self.recall_limit}")
         if self.short_term_turns < 0:
             raise ConfigurationError("short_term_turns must not be negative")
+        if self.recall_max_tokens is not None and self.recall_max_tokens < 1:
+            raise ConfigurationError(
+                f"recall_max_tokens must be at least 1, got {self.recall_max_tokens}"
+            )
         if self.forget_limit < 0:
             raise ConfigurationError("forget_limit must not be negative")
 

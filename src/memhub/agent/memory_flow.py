@@ -7,10 +7,10 @@ so that a transcript passed in again is recognised: the old block is replaced, n
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
+from memhub.engine.text import estimate_tokens
 from memhub.messages import AIMessage, Message, SystemMessage, UserMessage
 
 __all__ = [
@@ -160,8 +160,3 @@ def exchange(turn: Sequence[Message], answer: str) -> list[Message]:
     """What is persisted: the turn's user messages and the answer (if anything was said)."""
     said: list[Message] = [UserMessage(content=m.content) for m in turn]
     return [*said, AIMessage(content=answer.strip())] if answer.strip() else said
-
-
-def estimate_tokens(text: str) -> int:
-    """About four characters per token: enough for a metric, no tokenizer needed."""
-    return math.ceil(len(text) / 4)

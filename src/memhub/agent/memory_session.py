@@ -22,6 +22,7 @@ from memhub.agent.memory_flow import (
     new_turn,
     recall_query,
 )
+from memhub.engine.text import within_budget
 from memhub.errors import MemoryNotFound
 from memhub.messages import Message
 
@@ -68,6 +69,11 @@ class MemorySession:
                 if len([m for m in conversation if m.role != "system"]) == 1:
                     recent = await self._recent_turns()
                 hits = await self.search(recall_query(turn, recent), self.config.recall_limit)
+                if self.config.recall_max_tokens is not None:
+                    budget = self.config.recall_max_tokens
+                    hits = list(
+                        within_budget(((str(h.get("memory", "")), h) for h in hits), budget)
+                    )
                 span.set_attribute("memhub.recall.hits", len(hits))
         except Exception as exc:  # memory must never fail the agent call; reported, counted
             self.on_error("recall", exc)

@@ -35,17 +35,25 @@ class FusionConfig:
         recency_half_life_days: How fast recency decays.
         candidates: How many candidates each retriever contributes, at least.
         text: How the store ranks full-text candidates (BM25 parameters and work caps).
+        previous_turn_weight: How much of the score of the turn said just before a memory (when
+            it is also a candidate) the memory gains: an answer often follows the question's
+            words. When a sum exceeds 1, every score of the query is divided by the largest
+            sum, so scores stay in [0, 1] and keep their order.
+        next_turn_weight: The same for the turn said just after.
     """
 
-    # Tuned on LoCoMo's dev conversations (docs/retrieval.md, `python -m bench.ablation`).
+    # Tuned on LoCoMo's dev conversations (docs/retrieval.md, `python -m bench.ablation`;
+    # the neighbour weights and candidates out of sample with `python -m bench.loo`).
     vector_weight: float = 0.49
     text_weight: float = 0.21
     rrf_weight: float = 0.3
     rrf_k: int = 5
     recency_weight: float = 0.0
     recency_half_life_days: float = 30.0
-    candidates: int = 20
+    candidates: int = 50
     text: TextRanking = DEFAULT_TEXT_RANKING
+    previous_turn_weight: float = 0.3
+    next_turn_weight: float = 0.2
 
     def __post_init__(self) -> None:
         weights = (self.vector_weight, self.text_weight, self.rrf_weight, self.recency_weight)
@@ -56,15 +64,19 @@ class FusionConfig:
             raise ValueError(f"fusion weights must add up to 1, got {total}")
         if self.rrf_k < 0 or self.recency_half_life_days <= 0 or self.candidates < 1:
             raise ValueError("rrf_k >= 0, recency_half_life_days > 0 and candidates >= 1 expected")
+        if self.previous_turn_weight < 0 or self.next_turn_weight < 0:
+            raise ValueError("neighbour turn weights must not be negative")
 
     @classmethod
     def only(cls, signal: Signal) -> FusionConfig:
-        """All the weight on one signal (the ablation's single-retriever rows)."""
+        """All the weight on one signal (the ablation's single-retriever rows), no neighbours."""
         return cls(
             vector_weight=float(signal == "vector"),
             text_weight=float(signal == "text"),
             rrf_weight=float(signal == "rrf"),
             recency_weight=float(signal == "recency"),
+            previous_turn_weight=0.0,
+            next_turn_weight=0.0,
         )
 
     def with_recency(self, weight: float, half_life_days: float) -> FusionConfig:
@@ -109,13 +121,56 @@ def _recency(at: datetime, now: datetime, half_life_days: float) -> float:
 
 
 def fuse(candidates: list[Candidate], config: FusionConfig, now: datetime) -> list[ScoredCandidate]:
-    """Score every candidate and sort best first (ties: newer first)."""
+    """Score every candidate and sort best first (ties: newer first, then candidates' order)."""
+    own = _own_scores(candidates, config, now)
+    w_prev, w_next = config.previous_turn_weight, config.next_turn_weight
+    if w_prev or w_next:
+        own = _with_neighbours(candidates, own, w_prev, w_next)
+        # Dividing, not capping: capped sums would tie at 1 and lose their order.
+        top = max(own, default=0.0)
+        if top > 1.0:
+            own = [s / top for s in own]
+    scored = [
+        ScoredCandidate(candidate=c, score=min(1.0, max(0.0, s)))
+        for c, s in zip(candidates, own, strict=True)
+    ]
+    scored.sort(key=lambda s: (s.score, s.candidate.record.valid_from), reverse=True)
+    return scored
+
+
+def _with_neighbours(
+    candidates: list[Candidate], own: list[float], w_prev: float, w_next: float
+) -> list[float]:
+    """Each score plus the weighted scores of the candidates said just before and after it."""
+    # A memory's last source turn identifies it as the "previous turn" of the next one.
+    by_turn = {
+        c.record.source_turn_ids[-1]: n
+        for n, c in enumerate(candidates)
+        if c.record.source_turn_ids
+    }
+    previous = [
+        by_turn.get(c.previous_turn_id) if c.previous_turn_id is not None else None
+        for c in candidates
+    ]
+    following: dict[int, int] = {}
+    for n, p in enumerate(previous):
+        if p is not None and p != n:
+            following.setdefault(p, n)
+    return [
+        s
+        + (w_prev * own[p] if (p := previous[n]) is not None and p != n else 0.0)
+        + (w_next * own[f] if (f := following.get(n)) is not None else 0.0)
+        for n, s in enumerate(own)
+    ]
+
+
+def _own_scores(candidates: list[Candidate], config: FusionConfig, now: datetime) -> list[float]:
     best_text = max((c.text_score or 0.0 for c in candidates), default=0.0)
     rrf_k = config.rrf_k
     max_rrf = 2.0 / (rrf_k + 1)
     w_vec, w_txt, w_rrf = config.vector_weight, config.text_weight, config.rrf_weight
     w_rec, half_life = config.recency_weight, config.recency_half_life_days
-    scored: list[ScoredCandidate] = []
+    scored: list[float] = []
     for c in candidates:
         score = 0.0
         if w_vec:
@@ -128,6 +183,5 @@ def fuse(candidates: list[Candidate], config: FusionConfig, now: datetime) -> li
             score += w_rrf * rrf / max_rrf
         if w_rec:
             score += w_rec * _recency(c.record.valid_from, now, half_life)
-        scored.append(ScoredCandidate(candidate=c, score=min(1.0, max(0.0, score))))
-    scored.sort(key=lambda s: (s.score, s.candidate.record.valid_from), reverse=True)
+        scored.append(score)
     return scored

@@ -1,11 +1,16 @@
-"""Text normalisation for duplicate detection."""
+"""Text normalisation for duplicate detection, and a tokenizer-free token estimate."""
 
 from __future__ import annotations
 
 import hashlib
+import math
 import unicodedata
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
-__all__ = ["memory_hash", "normalize_text"]
+__all__ = ["estimate_tokens", "memory_hash", "normalize_text", "within_budget"]
+
+T = TypeVar("T")
 
 
 def normalize_text(text: str) -> str:
@@ -16,3 +21,21 @@ def normalize_text(text: str) -> str:
 def memory_hash(text: str) -> str:
     """Hash of the normalised text: equal hashes in one scope are the same memory."""
     return hashlib.md5(normalize_text(text).encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token (English text): enough for a budget, no tokenizer."""
+    return math.ceil(len(text) / 4)
+
+
+def within_budget(items: Iterable[tuple[str, T]], max_tokens: int) -> Iterator[T]:
+    """The items, in order, whose texts fit together in ``max_tokens`` estimated tokens.
+
+    An item too long for what is left is skipped, and a shorter one after it may still fit.
+    """
+    left = max_tokens
+    for text, item in items:
+        cost = estimate_tokens(text)
+        if cost <= left:
+            left -= cost
+            yield item

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.consolidate import fact_scope
-from memhub.engine.fusion import FusionConfig, fuse
+from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
 from memhub.engine.ingest import INGEST_JOB, idempotency, turns_and_job
 from memhub.engine.inputs import (
     Limits,
@@ -29,7 +29,7 @@ from memhub.engine.inputs import (
     parse_timestamp,
     scope_of,
 )
-from memhub.engine.text import memory_hash
+from memhub.engine.text import memory_hash, within_budget
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
 from memhub.memory.compat import (
@@ -305,6 +305,7 @@ class AsyncMemory:
         include_superseded: bool = False,
         top_k: int | None = None,
         as_of: datetime | str | float | None = None,
+        max_tokens: int | None = None,
     ) -> dict[str, list[MemoryItem]]:
         """Memories relevant to ``query``, best first, by meaning and by words.
 
@@ -319,6 +320,9 @@ class AsyncMemory:
             include_superseded: Also search facts that were replaced.
             top_k: Same as ``limit``.
             as_of: Only what was true then: facts valid at that moment, superseded or not.
+            max_tokens: Cap on the results' total length, estimated at four characters a
+                token: a memory too long for what is left is skipped, shorter ones after it
+                may still fit.
 
         Returns:
             ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
@@ -332,6 +336,8 @@ class AsyncMemory:
         parsed = parse_filters(rest)
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
+            raise UsageError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         engine = await self._engine()
         with operation("search"):
             vector = (await engine.embedder.embed([query]))[0]
@@ -340,7 +346,13 @@ class AsyncMemory:
                 scope, query, vector, k, parsed, include_superseded, self.fusion.text
             )
         scored = fuse(candidates, self.fusion, datetime.now(UTC))
-        kept = (s for s in scored if threshold is None or s.score >= threshold)
+        # Compared as returned (memory_item rounds to 6 decimals), so a threshold equal to a
+        # returned score keeps that result.
+        kept: Iterable[ScoredCandidate] = (
+            s for s in scored if threshold is None or round(s.score, 6) >= threshold
+        )
+        if max_tokens is not None:
+            kept = within_budget(((s.candidate.record.memory, s) for s in kept), max_tokens)
         return {"results": [memory_item(s.candidate.record, s.score) for s in islice(kept, limit)]}
 
     async def get(

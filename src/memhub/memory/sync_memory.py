@@ -183,6 +183,7 @@ class Memory:
         include_superseded: bool = False,
         top_k: int | None = None,
         as_of: datetime | str | float | None = None,
+        max_tokens: int | None = None,
     ) -> dict[str, list[MemoryItem]]:
         """Memories relevant to ``query``, best first, by meaning and by words.
 
@@ -197,6 +198,9 @@ class Memory:
             include_superseded: Also search facts that were replaced.
             top_k: Same as ``limit``.
             as_of: Only what was true then: facts valid at that moment, superseded or not.
+            max_tokens: Cap on the results' total length, estimated at four characters a
+                token: a memory too long for what is left is skipped, shorter ones after it
+                may still fit.
 
         Returns:
             ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
@@ -213,6 +217,7 @@ class Memory:
                 include_superseded=include_superseded,
                 top_k=top_k,
                 as_of=as_of,
+                max_tokens=max_tokens,
             )
         )
 

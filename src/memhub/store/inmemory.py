@@ -8,6 +8,7 @@ with exact cosine search in numpy and the full-text approximation of
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -297,9 +298,34 @@ class InMemoryStore:
     ) -> list[Candidate]:
         # Exact scoring over the scope: the PostgreSQL work caps of ``ranking`` do not apply.
         async with self.lock:
-            return self.tables.search(
+            found = self.tables.search(
                 scope, text_query, vector, k, filters, include_superseded, ranking
             )
+            return self._with_previous_turns(found)
+
+    def _with_previous_turns(self, found: list[Candidate]) -> list[Candidate]:
+        """Each candidate with the turn said before its first source turn in that session.
+
+        One pass over the stored turns per search (call under the lock).
+        """
+        firsts = {c.record.source_turn_ids[0] for c in found if c.record.source_turn_ids}
+        ids: dict[tuple[str, str], list[int]] = {
+            (t.user_id, t.session_id): [] for i, t in self._turns.items() if i in firsts
+        }
+        for i, t in self._turns.items():  # ids grow with insertion, so each list is sorted
+            if (key := (t.user_id, t.session_id)) in ids:
+                ids[key].append(i)
+        result = []
+        for c in found:
+            first = c.record.source_turn_ids[0] if c.record.source_turn_ids else None
+            turn = self._turns.get(first) if first is not None else None
+            previous = None
+            if turn is not None:
+                session = ids[(turn.user_id, turn.session_id)]
+                at = bisect.bisect_left(session, turn.id)
+                previous = session[at - 1] if at > 0 else None
+            result.append(dataclasses.replace(c, previous_turn_id=previous))
+        return result
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
         async with self.lock:

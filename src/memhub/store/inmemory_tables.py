@@ -49,7 +49,7 @@ class Tables:
         self.clear()
 
     def clear(self) -> None:
-        self.memories: dict[UUID, MemoryRow] = {}  # insertion order: ties rank older first
+        self.memories: dict[UUID, MemoryRow] = {}
         self._current: dict[Key, UUID] = {}  # see holder()
         self.history: list[tuple[Scope, HistoryEvent]] = []
         self._next_event = 1
@@ -266,14 +266,15 @@ class Tables:
         query = self.vectors.unit(vector, "searching memories")
         if k <= 0:
             return []
-        eligible = self.eligible(scope, filters, include_superseded)
+        # Ordered by hash, so ties rank the same whatever order the memories were added in.
+        eligible = sorted(self.eligible(scope, filters, include_superseded), key=_by_hash)
         sims: dict[UUID, float] = {}
         nearest: list[MemoryRow] = []
         embedded = [(m, m.row) for m in eligible if m.row is not None]
         if embedded:
             values = self.vectors.similarities([row for _, row in embedded], query)
             sims = {m.id: float(v) for (m, _), v in zip(embedded, values, strict=True)}
-            # stable on insertion order: ties go to the older memory
+            # stable on the hash order above
             nearest = [embedded[i][0] for i in np.argsort(-values, kind="stable")[:k]]
         bm25 = bm25_scores([m.terms for m in eligible], terms(text_query), ranking.k1, ranking.b)
         scores = {m.id: s for m, s in zip(eligible, bm25, strict=True) if s is not None}
@@ -302,6 +303,10 @@ class Tables:
             self.detach(mem, None)
         self.history = [(s, e) for s, e in self.history if not in_scope(scope, s)]
         return len(removed)
+
+
+def _by_hash(memory: MemoryRow) -> str:
+    return memory.hash
 
 
 def _ranks(ids: list[UUID], values: dict[UUID, float]) -> dict[UUID, int]:

@@ -202,8 +202,11 @@ class Candidate:
     record: MemoryRecord
     vector_similarity: float | None  # cosine similarity in [-1, 1], None if not a vector hit
     vector_rank: int | None  # 1-based
-    text_score: float | None  # ts_rank_cd-like, None if not a text hit
+    text_score: float | None  # BM25 (or ts_rank), None if no query word matches
     text_rank: int | None
+    # The turn said just before this memory's first source turn in the same session (None
+    # when it has none): links a memory to its neighbours among the candidates.
+    previous_turn_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -266,10 +269,12 @@ class TextRanking:
     """How the full-text side ranks its candidates (the benchmark's ablation varies it).
 
     ``bm25`` is Okapi BM25 with per-scope document frequencies computed at query time: every
-    query lexeme fetches at most ``term_cap`` matching memories of the scope, so a common word
-    costs bounded work at any scope size (its frequency is then a lower bound, and memories
-    matching only common words may be left out). Term frequency is taken as 1: memories are
-    short and rarely repeat a content word. ``ts_rank`` is PostgreSQL's rank over the OR of
+    query lexeme fetches at most ``term_cap + 1`` matching memories of the scope, so a common
+    word costs bounded work at any scope size. A word with more than ``term_cap`` matches is
+    common: it does not bring candidates (which ones it would bring depends on the physical
+    order of rows), it only adds its weight, from a lower-bound frequency, to the candidates the
+    other words and the vector side found. Term frequency is taken as 1: memories are short
+    and rarely repeat a content word. ``ts_rank`` is PostgreSQL's rank over the OR of
     the query's words (no IDF), kept for comparison.
 
     Attributes:

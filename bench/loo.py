@@ -1,0 +1,322 @@
+"""Leave-one-conversation-out recall on LoCoMo: fit on four dev conversations, score the fifth.
+
+``python -m bench.loo`` ingests the dev conversations once through ``Memory.add(infer=False)``
+(one turn at a time, as ``bench.recall`` does) and reports, for each variant in
+:data:`VARIANTS`, evidence recall@10 per category and top-10 tokens in sample (fitted on all
+five, scored on all five) and out of sample (for each conversation: fitted on the other four,
+scored on it; questions pooled). Scores always come from the public ``Memory.search()`` with
+the variant's :class:`FusionConfig`; fitting (a grid over fusion weights) reads the store's
+candidates directly so that a grid of configurations costs one SQL round trip per question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.locomo import CATEGORY_NAMES, RECALL_CATEGORIES, Conversation, Question, load_locomo
+from bench.metrics import QuestionResult, aggregate, percentile, recall_at_k
+from memhub.engine.fusion import PRESETS, FusionConfig, fuse
+from memhub.store.records import Candidate, Scope, TextRanking
+
+Asked = tuple[str, Question]  # (user id, question)
+#: Candidates per retriever while fitting: at least any grid point's ``candidates``.
+FIT_CANDIDATES = 50
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row: a fixed configuration, or a grid to pick from on the training conversations."""
+
+    name: str
+    grid: tuple[FusionConfig, ...]
+    max_tokens: int | None = None  # search()'s budget
+
+    @property
+    def fitted(self) -> bool:
+        return len(self.grid) > 1
+
+
+def weight_grid(base: FusionConfig) -> tuple[FusionConfig, ...]:
+    """Fusion weights (vector/text/RRF shares) and RRF k around ``base``."""
+    found = []
+    for w_rrf, rrf_k, share_vec in itertools.product(
+        (0.0, 0.15, 0.3, 0.5), (5, 20, 60), (0.5, 0.6, 0.7, 0.8)
+    ):
+        if w_rrf == 0.0 and rrf_k != 60:
+            continue
+        rest = 1.0 - w_rrf
+        found.append(
+            replace(
+                base,
+                vector_weight=rest * share_vec,
+                text_weight=rest * (1 - share_vec),
+                rrf_weight=w_rrf,
+                rrf_k=rrf_k,
+            )
+        )
+    return tuple(found)
+
+
+def neighbour_grid(base: FusionConfig) -> tuple[FusionConfig, ...]:
+    """Weights of the turns said just before and after a candidate."""
+    return tuple(
+        replace(base, previous_turn_weight=p, next_turn_weight=n)
+        for p, n in itertools.product((0.0, 0.1, 0.2, 0.3, 0.5), (0.0, 0.1, 0.2, 0.3))
+    )
+
+
+def _variants() -> list[Variant]:
+    default = PRESETS["default"]
+    no_neighbours = replace(default, previous_turn_weight=0.0, next_turn_weight=0.0)
+    before = replace(no_neighbours, candidates=20)
+    return [
+        Variant("vector only (semantic preset; ~Mem0's ranking)", (PRESETS["semantic"],)),
+        Variant("text only (keyword preset)", (PRESETS["keyword"],)),
+        Variant("previous default: 20 candidates, no neighbours", (before,)),
+        Variant("previous default, fusion weights refitted per fold", weight_grid(before)),
+        Variant("+ 50 candidates", (no_neighbours,)),
+        Variant("+ neighbour turns, weights refitted per fold", neighbour_grid(default)),
+        Variant("+ neighbour turns 0.3/0.2 (new default)", (default,)),
+        Variant("new default, BM25 b=1.0", (replace(default, text=TextRanking(b=1.0)),)),
+        Variant("compact preset", (PRESETS["compact"],)),
+        *(
+            Variant(f"new default, search(max_tokens={budget})", (default,), budget)
+            for budget in (250, 300, 350, 400)
+        ),
+        Variant(
+            "new default, BM25 b=1.0, search(max_tokens=350)",
+            (replace(default, text=TextRanking(b=1.0)),),
+            350,
+        ),
+    ]
+
+
+async def _candidates(
+    db_url: str, asked: Sequence[Asked], vectors: Sequence[Any], ranking: TextRanking
+) -> list[list[Candidate]]:
+    import psycopg
+    from pgvector.psycopg import register_vector_async
+
+    from memhub.store.pg_memories import search_candidates
+
+    found = []
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        await register_vector_async(conn)
+        await conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        for (user_id, question), vector in zip(asked, vectors, strict=True):
+            found.append(
+                await search_candidates(
+                    conn,
+                    Scope(user_id=user_id),
+                    question.question,
+                    vector,
+                    FIT_CANDIDATES,
+                    None,
+                    False,
+                    ranking=ranking,
+                )
+            )
+    return found
+
+
+def _fit(
+    grid: Sequence[FusionConfig], pool: Sequence[list[Candidate]], asked: Sequence[Asked]
+) -> FusionConfig:
+    """The grid point with the best mean recall@10 on these questions (first wins ties)."""
+    now = datetime.now(UTC)
+    best, best_recall = grid[0], -1.0
+    for config in grid:
+        total = 0.0
+        for candidates, (_, question) in zip(pool, asked, strict=True):
+            if not question.evidence:
+                continue
+            # Fitting sees FIT_CANDIDATES per retriever; config.candidates is not varied here.
+            top = fuse(candidates, config, now)[:10]
+            ranked = [str(s.candidate.record.metadata.get("dia_id", "")) for s in top]
+            total += recall_at_k(ranked, question.evidence, 10)
+        if total / len(asked) > best_recall:
+            best, best_recall = config, total / len(asked)
+    return best
+
+
+def _score(
+    db_url: str,
+    config: FusionConfig,
+    asked: Sequence[Asked],
+    count_tokens: Callable[[str], int],
+    latencies: list[float],
+    max_tokens: int | None = None,
+) -> list[QuestionResult]:
+    """Ask every question through the public ``Memory.search()``."""
+    from memhub import MemhubSettings, Memory
+
+    memory = Memory(settings=MemhubSettings(database_url=db_url, worker="off"), fusion=config)
+    results = []
+    try:
+        for user_id, question in asked:
+            started = time.perf_counter()
+            hits = memory.search(
+                question.question, user_id=user_id, limit=20, max_tokens=max_tokens
+            )["results"]
+            latencies.append(time.perf_counter() - started)
+            ranked = tuple(str(h["metadata"].get("dia_id", "")) for h in hits)
+            tokens = sum(count_tokens(h["memory"]) for h in hits[:10])
+            results.append(QuestionResult(question.category, ranked, question.evidence, tokens))
+    finally:
+        memory.close()
+    return results
+
+
+@dataclass
+class _Data:
+    db_url: str
+    conversations: Sequence[Conversation]
+    asked: list[Asked]
+    vectors: list[Any]
+    pools: dict[TextRanking, list[list[Candidate]]]
+
+
+def _evaluate(data: _Data, variant: Variant, count_tokens: Callable[[str], int]) -> dict[str, Any]:
+    users = [f"locomo-{c.sample_id}" for c in data.conversations]
+    latencies: list[float] = []
+    row: dict[str, Any] = {"variant": variant.name, "fitted": variant.fitted}
+    if variant.fitted:
+        ranking = variant.grid[0].text
+        if ranking not in data.pools:
+            data.pools[ranking] = asyncio.run(
+                _candidates(data.db_url, data.asked, data.vectors, ranking)
+            )
+        pool = data.pools[ranking]
+        in_sample = _fit(variant.grid, pool, data.asked)
+        row["in_sample_config"] = repr(in_sample)
+        inside = _score(data.db_url, in_sample, data.asked, count_tokens, latencies)
+        outside: list[QuestionResult] = []
+        row["fold_configs"] = {}
+        for held_out in users:
+            train = [i for i, (u, _) in enumerate(data.asked) if u != held_out]
+            config = _fit(variant.grid, [pool[i] for i in train], [data.asked[i] for i in train])
+            row["fold_configs"][held_out] = repr(config)
+            test = [a for a in data.asked if a[0] == held_out]
+            outside += _score(data.db_url, config, test, count_tokens, [])
+    else:
+        config, budget = variant.grid[0], variant.max_tokens
+        inside = _score(data.db_url, config, data.asked, count_tokens, latencies, budget)
+        outside = inside
+    row["in_sample"] = aggregate(inside)
+    row["loo"] = aggregate(outside)
+    row["search_p95_ms"] = percentile(latencies, 95) * 1e3
+    return row
+
+
+HEADER = [
+    "variant",
+    "recall@10 in-sample",
+    "recall@10 LOO",
+    *(f"{c} {CATEGORY_NAMES[c]} (LOO)" for c in sorted(RECALL_CATEGORIES)),
+    "tok@10",
+    "search p95 ms",
+]
+
+
+def _row(row: dict[str, Any]) -> str:
+    m, inside = row["loo"], row["in_sample"]
+    cells = [
+        row["variant"],
+        f"{inside['overall']['recall@10']:.3f}",
+        f"{m['overall']['recall@10']:.3f}",
+        *(
+            f"{m.get(str(c), {}).get('recall@10', float('nan')):.3f}"
+            for c in sorted(RECALL_CATEGORIES)
+        ),
+        f"{m['overall']['tokens_top10']:.0f}",
+        f"{row['search_p95_ms']:.1f}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _ingest(db_url: str, conversations: Sequence[Conversation]) -> float:
+    from bench.recall import ingest
+    from bench.systems import MemhubSystem
+
+    started = time.perf_counter()
+    system = MemhubSystem(db_url)
+    try:
+        for conversation in conversations:
+            ingest(system, conversation)
+        system.flush()
+    finally:
+        system.close()
+    return time.perf_counter() - started
+
+
+def _prepare(db_url: str, conversations: Sequence[Conversation]) -> _Data:
+    import memhub
+    from memhub._portal import run_sync
+    from memhub.memory.shared import embedder_from_settings
+
+    asked = [
+        (f"locomo-{c.sample_id}", q)
+        for c in conversations
+        for q in c.questions
+        if q.category in RECALL_CATEGORIES
+    ]
+    embedder = embedder_from_settings(memhub.MemhubSettings())
+    vectors = list(run_sync(embedder.embed([q.question for _, q in asked])))
+    run_sync(embedder.aclose())
+    return _Data(db_url, conversations, asked, vectors, {})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Ingest LoCoMo's dev conversations (or reuse a database) and print the LOO table."""
+    from bench.locomo import default_data_path
+    from bench.pg import BenchPostgres
+    from bench.tokens import count_tokens, ensure_cl100k_cache
+
+    parser = argparse.ArgumentParser(prog="python -m bench.loo", description=__doc__)
+    parser.add_argument("--locomo", type=Path, default=default_data_path())
+    parser.add_argument("--db-url", default=None, help="an already ingested database")
+    parser.add_argument(
+        "--only", default=None, help="run variants whose name contains one of these (a,b)"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = parser.parse_args(argv)
+    ensure_cl100k_cache()
+    conversations = load_locomo(args.locomo)
+    wanted = None if args.only is None else args.only.split(",")
+    variants = [v for v in _variants() if wanted is None or any(w in v.name for w in wanted)]
+    postgres = None
+    db_url = args.db_url
+    if db_url is None:
+        import tempfile
+
+        postgres = BenchPostgres(Path(tempfile.mkdtemp(prefix="loo-")) / "pg")
+        db_url = postgres.create_database("loo")
+        seconds = _ingest(db_url, conversations)
+        turns = sum(len(c.turns) for c in conversations)
+        print(f"(ingested {turns} turns in {seconds:.1f} s: {turns / seconds:.0f} turns/s)")
+    try:
+        data = _prepare(db_url, conversations)
+        print("| " + " | ".join(HEADER) + " |\n|" + "---|" * len(HEADER), flush=True)
+        rows = []
+        for variant in variants:
+            rows.append(_evaluate(data, variant, count_tokens))
+            print(_row(rows[-1]), flush=True)
+    finally:
+        if postgres is not None:
+            postgres.close()
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""Unit tests for bench.loo's fitting: the grids are valid configs, the fit picks the best one."""
+
+import uuid
+from datetime import UTC, datetime
+
+from bench.locomo import Question
+from bench.loo import _fit, neighbour_grid, weight_grid
+
+from memhub.engine.fusion import PRESETS, FusionConfig
+from memhub.store.records import Candidate, MemoryRecord, Scope
+
+NOW = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def _candidate(dia_id: str, sim: float, turn: int, previous: int | None) -> Candidate:
+    record = MemoryRecord(
+        id=uuid.uuid4(),
+        scope=Scope(user_id="u"),
+        memory=dia_id,
+        hash=dia_id,
+        metadata={"dia_id": dia_id},
+        memory_type=None,
+        valid_from=NOW,
+        valid_to=None,
+        superseded_by=None,
+        source_turn_ids=(turn,),
+        created_at=NOW,
+        updated_at=None,
+    )
+    return Candidate(record, sim, None, None, None, previous)
+
+
+def test_grids_hold_valid_configs_around_the_default() -> None:
+    weights = weight_grid(PRESETS["default"])
+    assert len(weights) == len(set(weights)) == 40
+    assert all(isinstance(c, FusionConfig) for c in weights)
+    neighbours = neighbour_grid(PRESETS["default"])
+    assert PRESETS["default"] in neighbours
+    assert {(c.vector_weight, c.candidates) for c in neighbours} == {(0.49, 50)}
+
+
+def test_fit_picks_the_config_that_finds_the_evidence() -> None:
+    # The evidence (the answer) follows a turn that matches the question far better; only
+    # the neighbour signal can lift it above eleven distractors.
+    question = _candidate("D1:1", 0.9, 1, None)
+    answer = _candidate("D1:2", 0.1, 2, 1)
+    distractors = [_candidate(f"D2:{n}", 0.2, 10 + n, None) for n in range(11)]
+    asked = [("u", Question("q?", 4, ("D1:2",)))]
+    grid = (
+        FusionConfig.only("vector"),
+        FusionConfig(vector_weight=1.0, text_weight=0.0, rrf_weight=0.0, previous_turn_weight=0.5),
+    )
+    assert _fit(grid, [[question, answer, *distractors]], asked) is grid[1]

@@ -1,0 +1,42 @@
+"""``search(max_tokens=...)``: the results' estimated length stays within the budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from memhub import AsyncMemory, UsageError
+from memhub._portal import run_sync
+from memhub.engine.text import estimate_tokens
+
+TEXTS = [
+    "I keep bees on the roof.",
+    "My bees made forty kilos of honey last summer, more than the year before, and I sold "
+    "most of it at the Saturday market next to the old bakery in town.",
+    "The bees swarmed in May.",
+    "Honey from my bees is dark.",
+]
+
+
+def test_max_tokens_keeps_the_best_results_that_fit(shared_memory: AsyncMemory) -> None:
+    async def run() -> tuple[list[str], list[str]]:
+        for text in TEXTS:
+            await shared_memory.add(text, user_id="u", infer=False)
+        await shared_memory.wait_idle()
+        everything = await shared_memory.search("bees honey", user_id="u")
+        budget = await shared_memory.search("bees honey", user_id="u", max_tokens=20)
+        return [r["memory"] for r in everything["results"]], [
+            r["memory"] for r in budget["results"]
+        ]
+
+    everything, budgeted = run_sync(run(), timeout=120)
+    assert sorted(everything) == sorted(TEXTS)
+    assert sum(estimate_tokens(t) for t in budgeted) <= 20
+    # Best first, as without a budget; the long memory is skipped, shorter ones after it fit.
+    assert budgeted == [t for t in everything if t in budgeted]
+    assert TEXTS[1] not in budgeted and len(budgeted) == 3
+
+
+@pytest.mark.parametrize("bad", [0, -5, True])
+def test_max_tokens_must_be_a_positive_integer(shared_memory: AsyncMemory, bad: int) -> None:
+    with pytest.raises(UsageError, match="max_tokens"):
+        run_sync(shared_memory.search("bees", user_id="u", max_tokens=bad))
