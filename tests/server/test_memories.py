@@ -129,7 +129,7 @@ async def test_get_update_history_delete_one_memory(client: httpx.AsyncClient) -
     assert updated.json()["message"] == "Memory updated successfully!"
     assert updated.json()["result"]["memory"] == "I live in Munich."
     # PUT replaces the caller's keys; memhub's own (role, session_id) are kept.
-    assert updated.json()["result"]["metadata"] == {"v": 2, "role": "user", "session_id": "default"}
+    assert updated.json()["result"]["metadata"] == {"v": 2, "role": "user", "session_id": ""}
 
     history = await client.get(f"/v1/memories/{memory_id}/history")
     assert [e["event"] for e in history.json()] == ["ADD", "UPDATE"]
