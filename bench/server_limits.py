@@ -53,7 +53,7 @@ def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
         "MEMHUB_RATE_BURST": "40",
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "memhub", "serve"], env=env, stdout=subprocess.DEVNULL
+        [sys.executable, "-m", "memhub.cli", "serve"], env=env, stdout=subprocess.DEVNULL
     )
     base = f"http://127.0.0.1:{port}"
     for _ in range(1200):

@@ -1,6 +1,6 @@
 """ARKOS's agent pattern, unchanged, on memhub's ``Memory``: ``add_context`` / ``get_context``.
 
-Run ``python examples/arkos_agent.py``; set ``DB_URL`` for your own PostgreSQL, or leave it
+Run ``.venv/bin/python examples/arkos_agent.py`` (after ``make run`` or ``make test`` made the venv); set ``DB_URL`` for your own PostgreSQL, or leave it
 unset for memhub's embedded one.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memhub import AIMessage, Memory, Message, UserMessage
+from memhub import AIMessage, Memory, Message, SystemMessage, UserMessage
 
 
 class Agent:
@@ -28,10 +28,20 @@ class Agent:
 
         if include_long_term:
             long_term = self.memory.retrieve_long_memory(context=short_term)
-            if long_term and long_term.content.strip():
+            long_term = without_short_term(long_term, short_term)
+            if long_term.content.strip():
                 return [long_term, *short_term]
 
         return short_term
+
+
+def without_short_term(long_term: SystemMessage, short_term: Sequence[Message]) -> SystemMessage:
+    """The recalled lines minus the messages already in the context (the question just asked
+    is its own best match), so the model does not read them twice."""
+    lines = long_term.content.splitlines()[1:]  # after "retrieved memories:"
+    said = {f"{m.role}: {m.content}" for m in short_term}
+    kept = [line for line in lines if line not in said]
+    return SystemMessage(content="retrieved memories:\n" + "\n".join(kept) if kept else "")
 
 
 def main() -> None:

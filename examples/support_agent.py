@@ -2,13 +2,17 @@
 
 Run it against any OpenAI-compatible server (memhub's own database is embedded by default):
 
+    # No LLM at all: memhub's scripted stand-in (see docs/agents.md)
+    python -m memhub.testing.openai_server --port 8911 --script examples/fake_llm_replies.json &
+    AGENT_BASE_URL=http://127.0.0.1:8911/v1 AGENT_MODEL=scripted-model \
+        python examples/support_agent.py
     # OpenAI
-    OPENAI_API_KEY=sk-... python examples/support_agent.py
+    OPENAI_API_KEY=sk-... .venv/bin/python examples/support_agent.py
     # vLLM (`vllm serve Qwen/Qwen2.5-7B-Instruct`)
     AGENT_BASE_URL=http://localhost:8000/v1 AGENT_MODEL=Qwen/Qwen2.5-7B-Instruct \
-        python examples/support_agent.py
+        .venv/bin/python examples/support_agent.py
     # Ollama (`ollama pull llama3.1`)
-    AGENT_BASE_URL=http://localhost:11434/v1 AGENT_MODEL=llama3.1 python examples/support_agent.py
+    AGENT_BASE_URL=http://localhost:11434/v1 AGENT_MODEL=llama3.1 .venv/bin/python examples/support_agent.py
 """
 
 from __future__ import annotations

@@ -301,7 +301,7 @@ def test_values_are_copied() -> None:
 
 
 def test_field_sets() -> None:
-    assert {"id", "user_id", "agent_id", "run_id", "memory_type"} == COLUMN_FIELDS
+    assert {"id", "user_id", "agent_id", "run_id", "memory_type", "role"} == COLUMN_FIELDS
     assert {"created_at", "updated_at", "valid_from", "valid_to"} == TIMESTAMP_FIELDS
 
 

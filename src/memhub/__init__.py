@@ -17,14 +17,20 @@ _EXPORTS: dict[str, str] = {
     "AsyncMemory": "memhub.memory",
     "ConfigurationError": "memhub.errors",
     "Conflict": "memhub.errors",
+    "Embedder": "memhub.embed",
+    "FusionConfig": "memhub.engine.fusion",
+    "HistoryItem": "memhub.memory.results",
     "Memory": "memhub.memory",
     "MemhubError": "memhub.errors",
     "MemhubSettings": "memhub.config",
+    "MemoryItem": "memhub.memory.results",
     "MemoryNotFound": "memhub.errors",
     "Message": "memhub.messages",
+    "PRESETS": "memhub.engine.fusion",
     "ProviderError": "memhub.errors",
     "ProviderHTTPError": "memhub.errors",
     "ProviderOutputError": "memhub.errors",
+    "StatementTimeout": "memhub.errors",
     "StoreError": "memhub.errors",
     "StoreUnavailable": "memhub.errors",
     "SystemMessage": "memhub.messages",
@@ -34,18 +40,24 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "PRESETS",
     "AIMessage",
     "AsyncMemory",
     "ConfigurationError",
     "Conflict",
+    "Embedder",
+    "FusionConfig",
+    "HistoryItem",
     "MemhubError",
     "MemhubSettings",
     "Memory",
+    "MemoryItem",
     "MemoryNotFound",
     "Message",
     "ProviderError",
     "ProviderHTTPError",
     "ProviderOutputError",
+    "StatementTimeout",
     "StoreError",
     "StoreUnavailable",
     "SystemMessage",
@@ -57,6 +69,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from memhub.config import MemhubSettings
+    from memhub.embed import Embedder
+    from memhub.engine.fusion import PRESETS, FusionConfig
     from memhub.errors import (
         ConfigurationError,
         Conflict,
@@ -65,11 +79,13 @@ if TYPE_CHECKING:
         ProviderError,
         ProviderHTTPError,
         ProviderOutputError,
+        StatementTimeout,
         StoreError,
         StoreUnavailable,
         UsageError,
     )
     from memhub.memory import AsyncMemory, Memory
+    from memhub.memory.results import HistoryItem, MemoryItem
     from memhub.messages import AIMessage, Message, SystemMessage, ToolMessage, UserMessage
 
 

@@ -7,14 +7,24 @@ variables are honoured as fallbacks so both seeds run unchanged.
 from __future__ import annotations
 
 import os
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 from urllib.parse import quote
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-__all__ = ["MemhubSettings", "default_data_dir", "postgres_url", "settings_error_line"]
+__all__ = [
+    "EnvSettings",
+    "MemhubSettings",
+    "default_data_dir",
+    "postgres_url",
+    "settings_error_line",
+]
+
+# Set only while from_env() builds an object: explicit construction never sees the environment.
+_READING_ENVIRONMENT: ContextVar[bool] = ContextVar("memhub_reading_environment", default=False)
 
 
 def postgres_url(
@@ -42,8 +52,46 @@ def default_data_dir() -> Path:
     return Path(base) / "memhub"
 
 
-class MemhubSettings(BaseSettings):
-    """All of memhub's knobs. Construct directly, or with :meth:`from_env`."""
+class EnvSettings(BaseSettings):
+    """Settings that read the environment in :meth:`from_env` and nowhere else.
+
+    ``Cls(field=...)`` uses the values given and the defaults, whatever ``MEMHUB_*`` holds, so
+    a developer's environment cannot leak into an object a program or a test builds.
+    """
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The arguments given, plus the environment inside :meth:`from_env` only."""
+        if _READING_ENVIRONMENT.get():
+            return (init_settings, env_settings)
+        return (init_settings,)
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Self:
+        """Settings from the environment; explicit, non-None ``overrides`` win."""
+        explicit = {key: value for key, value in overrides.items() if value is not None}
+        token = _READING_ENVIRONMENT.set(True)
+        try:
+            return cls(**explicit)
+        finally:
+            _READING_ENVIRONMENT.reset(token)
+
+
+class MemhubSettings(EnvSettings):
+    """All of memhub's knobs; ``MEMHUB_*`` and the seeds' variables are read by :meth:`from_env`.
+
+    Built directly, an object holds its defaults and the values given, nothing else (the
+    default ``data_dir`` still follows XDG, as every per-user directory does). API keys are
+    :class:`~pydantic.SecretStr`: ``repr(settings)`` and logs show ``**********``, and
+    ``settings.llm_api_key.get_secret_value()`` gives the key.
+    """
 
     model_config = SettingsConfigDict(
         env_prefix="MEMHUB_", extra="ignore", populate_by_name=True, validate_default=True
@@ -58,6 +106,24 @@ class MemhubSettings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir, description="Embedded server home.")
     database_name: str = Field(
         default="memhub", description="Database created on the embedded server."
+    )
+    pgbouncer: bool = Field(
+        default=False,
+        description="The URL goes through PgBouncer in transaction mode: no prepared statements"
+        " or session state; migrations only checked unless MEMHUB_DIRECT_DATABASE_URL is set.",
+    )
+    direct_database_url: str | None = Field(
+        default=None, description="PostgreSQL itself (not the pooler), used for migrations."
+    )
+    read_database_url: str | None = Field(
+        default=None,
+        description="Streaming replicas (space-separated URLs) for search, get and list.",
+    )
+    read_your_writes_wait: float = Field(
+        default=1.0,
+        ge=0,
+        description="Seconds a read waits for a replica to replay this process's last write"
+        " to the scope before it reads the primary instead.",
     )
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=10, ge=1)
@@ -76,7 +142,7 @@ class MemhubSettings(BaseSettings):
     embedder: str = Field(default="minilm", description="minilm | openai | vllm | ollama | tei")
     embedder_model: str | None = None
     embedder_base_url: str | None = None
-    embedder_api_key: str | None = None
+    embedder_api_key: SecretStr | None = None
     embedder_dimension: int | None = None
     embedder_threads: int = Field(default=1, ge=1)
 
@@ -84,7 +150,7 @@ class MemhubSettings(BaseSettings):
     llm_provider: str = "openai_compatible"
     llm_base_url: str | None = None
     llm_model: str | None = None
-    llm_api_key: str | None = None
+    llm_api_key: SecretStr | None = None
     llm_timeout: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=3, ge=0, description="HTTP retries on 429/5xx/timeouts.")
     custom_instructions: str | None = Field(
@@ -130,12 +196,6 @@ class MemhubSettings(BaseSettings):
     @classmethod
     def _expand(cls, value: Any) -> Any:
         return Path(value).expanduser() if isinstance(value, str | Path) else value
-
-    @classmethod
-    def from_env(cls, **overrides: Any) -> MemhubSettings:
-        """Settings from ``MEMHUB_*`` and the seeds' variables; explicit overrides win."""
-        explicit = {key: value for key, value in overrides.items() if value is not None}
-        return cls(**explicit)
 
     @property
     def llm_configured(self) -> bool:

@@ -5,6 +5,7 @@
     ├── UsageError (ValueError)     the caller passed something invalid
     ├── StoreError                  the database failed
     │   ├── StoreUnavailable        it cannot be reached (down, timeout, pool exhausted)
+    │   ├── StatementTimeout        a statement ran past its time limit, or was cancelled
     │   ├── MemoryNotFound          no such memory in the caller's scope
     │   └── Conflict                a concurrent change won
     └── ProviderError               an embedder or LLM failed
@@ -25,6 +26,7 @@ __all__ = [
     "ProviderError",
     "ProviderHTTPError",
     "ProviderOutputError",
+    "StatementTimeout",
     "StoreError",
     "StoreUnavailable",
     "UsageError",
@@ -57,6 +59,16 @@ class StoreError(MemhubError):
 
 class StoreUnavailable(StoreError):
     """The database cannot be reached right now; retrying later may work."""
+
+    __module__ = "memhub"
+
+
+class StatementTimeout(StoreError):
+    """A statement ran past ``statement_timeout_ms`` (or was cancelled); the database is up.
+
+    Not a :class:`StoreUnavailable`: the work that ran the statement failed (a background job
+    counts an attempt and is parked after too many), the database did not go away.
+    """
 
     __module__ = "memhub"
 

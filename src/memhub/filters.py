@@ -6,7 +6,8 @@ the same answer on every record; a shared table of cases tests both.
 Fields
     ``created_at updated_at valid_from valid_to``   timestamp columns; values are datetimes or
                                                     ISO 8601 strings, naive meaning UTC
-    ``id user_id agent_id run_id memory_type``      columns (``id`` values must be UUIDs)
+    ``id user_id agent_id run_id memory_type role`` columns (``id`` values must be UUIDs;
+                                                    ``role`` is set on turn memories)
     anything else                                   a metadata key; ``"a.b"`` is key ``b`` of
                                                     the object at key ``a`` (dots always split)
 
@@ -60,7 +61,7 @@ __all__ = [
     "parse_filters",
 ]
 
-COLUMN_FIELDS: Final = frozenset({"id", "user_id", "agent_id", "run_id", "memory_type"})
+COLUMN_FIELDS: Final = frozenset({"id", "user_id", "agent_id", "run_id", "memory_type", "role"})
 TIMESTAMP_FIELDS: Final = frozenset({"created_at", "updated_at", "valid_from", "valid_to"})
 OPERATORS: Final = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains")
 COMPARISONS: Final = ("gt", "gte", "lt", "lte")

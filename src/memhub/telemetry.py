@@ -1,14 +1,16 @@
 """OpenTelemetry spans and metrics for memhub's operations; no-ops unless the app installs an SDK.
 
 Only ``opentelemetry-api`` is used: the API's proxy tracer and meter forward to whatever
-provider the application configures later, and cost next to nothing when none is.
+provider the application configures later, and cost next to nothing when none is. Spans may
+carry any attribute (counts, sizes); metric series carry only the bounded keys of
+``METRIC_ATTRIBUTES``, so their number cannot grow with traffic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -17,10 +19,14 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, Status, StatusCode
 
 __all__ = [
+    "METRIC_ATTRIBUTES",
     "Instruments",
+    "QueueDepth",
     "instruments",
     "meter",
+    "metric_attributes",
     "operation",
+    "queue_depth",
     "record_llm_usage",
     "record_memory_error",
     "tracer",
@@ -28,6 +34,27 @@ __all__ = [
 
 _SCOPE = "memhub"
 Attributes = Mapping[str, str | int | float | bool]
+
+# Each takes few values (operation names, outcomes, agent and tool names the application
+# defines, model names, job statuses). A count such as memhub.turns would start a new time
+# series per distinct value: it belongs on the span only.
+METRIC_ATTRIBUTES = frozenset(
+    {
+        "memhub.operation",
+        "memhub.outcome",
+        "memhub.agent",
+        "memhub.tool",
+        "memhub.partial",
+        "memhub.model",
+        "memhub.token.type",
+        "memhub.status",
+    }
+)
+
+
+def metric_attributes(attributes: Attributes) -> dict[str, str | int | float | bool]:
+    """The bounded part of ``attributes``: what a metric data point may carry."""
+    return {key: value for key, value in attributes.items() if key in METRIC_ATTRIBUTES}
 
 
 @cache
@@ -52,6 +79,7 @@ class Instruments:
     injected_tokens: metrics.Histogram
     llm_tokens: metrics.Counter
     llm_calls: metrics.Counter
+    queue_depth: metrics.ObservableGauge
 
 
 @cache
@@ -80,7 +108,54 @@ def instruments() -> Instruments:
         llm_calls=m.create_counter(
             "memhub.llm.calls", description="LLM requests made by consolidation (with repairs)."
         ),
+        queue_depth=m.create_observable_gauge(
+            "memhub.queue.depth",
+            callbacks=[queue_depth().observe],
+            unit="{job}",
+            description="Background jobs per status (queued, parked), as a worker last counted.",
+        ),
     )
+
+
+class QueueDepth:
+    """Job counts for the ``memhub.queue.depth`` gauge, counted only while someone collects.
+
+    Counting is a query, so workers count only after a metric reader has asked (no SDK, no
+    reader: never) and at most once per ``interval`` seconds.
+    """
+
+    def __init__(self, interval: float = 15.0) -> None:
+        self.interval = interval
+        self._counts: dict[str, int] = {}
+        self._asked = False
+        self._counted_at = float("-inf")
+
+    def claim(self) -> bool:
+        """True, for one caller, when a reader has asked and ``interval`` has passed.
+
+        The caller then counts and passes the counts to :meth:`update`; concurrent worker
+        loops do not count twice.
+        """
+        now = time.monotonic()
+        if not self._asked or now - self._counted_at < self.interval:
+            return False
+        self._asked, self._counted_at = False, now
+        return True
+
+    def update(self, counts: Mapping[str, int]) -> None:
+        """Record the counts per status a worker just read."""
+        self._counts = dict(counts)
+
+    def observe(self, _options: metrics.CallbackOptions) -> Iterable[metrics.Observation]:
+        """The gauge's callback: the last counts, and a request for fresh ones."""
+        self._asked = True
+        return [metrics.Observation(n, {"memhub.status": s}) for s, n in self._counts.items()]
+
+
+@cache
+def queue_depth() -> QueueDepth:
+    """The process's queue depth holder (what any of its workers counted last)."""
+    return QueueDepth()
 
 
 @contextmanager
@@ -88,6 +163,9 @@ def operation(
     name: str, attributes: Attributes | None = None, *, activate: bool = True
 ) -> Iterator[Span]:
     """A span named ``memhub.<name>`` whose latency lands in ``memhub.operation.duration``.
+
+    The span gets every attribute; the latency's data point only the bounded ones
+    (:data:`METRIC_ATTRIBUTES`) plus ``memhub.outcome`` (``ok``, ``error``, ``cancelled``).
 
     An exception marks the span as failed and is re-raised unchanged. Pass ``activate=False``
     around a ``yield`` of an async generator: an activated span's context token would be
@@ -116,7 +194,7 @@ def operation(
     finally:
         span.end()
         instruments().duration.record(
-            time.perf_counter() - started, {**attrs, "memhub.outcome": outcome}
+            time.perf_counter() - started, metric_attributes({**attrs, "memhub.outcome": outcome})
         )
 
 
@@ -132,4 +210,6 @@ def record_llm_usage(model: str, prompt_tokens: int, completion_tokens: int, cal
 
 def record_memory_error(operation_name: str, attributes: Attributes | None = None) -> None:
     """Count one memory failure that an agent call survived."""
-    instruments().errors.add(1, {"memhub.operation": operation_name, **(attributes or {})})
+    instruments().errors.add(
+        1, metric_attributes({"memhub.operation": operation_name, **(attributes or {})})
+    )

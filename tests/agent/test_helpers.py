@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,8 +163,10 @@ def test_build_config_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = build_config_from_env()
     assert settings.database_url == "postgresql://mem:p%40ss@db.internal:6543/postgres"
     assert (settings.embedder, settings.embedder_model) == ("openai", "text-embedding-3-small")
-    assert settings.embedder_dimension == 1536 and settings.embedder_api_key == "sk-test"
-    assert (settings.llm_model, settings.llm_api_key) == ("gpt-4o-mini", "sk-test")
+    assert settings.embedder_dimension == 1536 and settings.embedder_api_key is not None
+    assert settings.embedder_api_key.get_secret_value() == "sk-test"
+    assert settings.llm_model == "gpt-4o-mini" and settings.llm_api_key is not None
+    assert settings.llm_api_key.get_secret_value() == "sk-test"
 
     monkeypatch.setenv("MEMHUB_LLM_MODEL", "qwen2.5")  # memhub's own variables win
     monkeypatch.setenv("MEM0__PG_URI", "postgresql://u@h/db")
@@ -190,3 +193,25 @@ def test_importing_the_agent_package_is_lazy() -> None:
         "memhub.agent.OpenAIChatModel; assert 'openai' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_raw_mode_keeps_only_the_users_words_long_term(tmp_path: Path) -> None:
+    from memhub import AsyncMemory, MemhubSettings
+    from memhub.agent.config import AgentMemoryConfig
+    from memhub.agent.memory_session import MemorySession
+
+    plain = MemhubSettings(database_url="memory://", data_dir=tmp_path)
+    with_llm = plain.model_copy(update={"llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "m"})
+
+    def roles(settings: MemhubSettings, **options: Any) -> dict[str, Any]:
+        client = AsyncMemory(settings=settings)  # no I/O until a call
+        config = AgentMemoryConfig(client=client, **options)
+        session = MemorySession(client, "u", "t", config, "agent", lambda *_: None)
+        return session._roles()
+
+    assert roles(plain) == {"remember_roles": ["user"]}  # turns kept as said
+    assert roles(with_llm) == {}  # an LLM extracts facts from the whole exchange
+    assert roles(with_llm, infer=False) == {"remember_roles": ["user"]}
+    assert roles(plain, long_term_roles=["user", "assistant"]) == {
+        "remember_roles": ["user", "assistant"]
+    }

@@ -9,14 +9,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 
-import numpy as np
-import numpy.typing as npt
 import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings, ProviderError
+from memhub.testing import FakeEmbedder
 
 
 async def _count(db_url: str, sql: str) -> int:
@@ -85,34 +83,16 @@ async def test_kill_9_mid_ingest_loses_and_duplicates_nothing(
     assert await _count(db_url, "SELECT count(*) FROM memory_history WHERE event = 'ADD'") == total
 
 
-class FailingEmbedder:
-    """Stands in for an embedder whose server is down: a real one cannot be made to fail."""
-
-    model_name = "all-MiniLM-L6-v2"
-    dimension = 384
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.broken = True
-
-    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        self.calls += 1
-        if self.broken and texts != ["probe"]:
-            raise ProviderError("embedding server unreachable")
-        vectors = np.ones((len(texts), self.dimension), dtype=np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-    async def aclose(self) -> None:
-        return None
-
-
 async def test_failing_embedder_retries_then_parks_and_keeps_the_turn(
     settings: MemhubSettings, db_url: str
 ) -> None:
     quick = settings.model_copy(
         update={"worker": "off", "job_max_attempts": 3, "job_retry_base_seconds": 0.01}
     )
-    embedder = FailingEmbedder()
+    # FakeEmbedder stands in for an embedder whose server is down: a real one cannot be made
+    # to fail on demand.
+    embedder = FakeEmbedder()
+    embedder.error = ProviderError("embedding server unreachable")
     async with AsyncMemory(settings=quick, embedder=embedder) as memory:
         await memory.add("My passport number is in the drawer.", user_id="u", infer=False)
         await memory.add("I prefer window seats.", user_id="u", infer=False)
@@ -126,7 +106,7 @@ async def test_failing_embedder_retries_then_parks_and_keeps_the_turn(
         assert all("embedding server unreachable" in e for e in errors)
         assert await _count(db_url, "SELECT count(*) FROM conversation_context") == 2
 
-        embedder.broken = False
+        embedder.error = None
         from memhub.store.postgres import PostgresStore
 
         store = await PostgresStore.open(quick)
@@ -160,8 +140,9 @@ async def test_concurrent_batches_on_one_user_with_duplicates(
     settings: MemhubSettings, db_url: str
 ) -> None:
     # Jobs alternate between two sets of texts (H L L H H L ...), so concurrent batches of two
-    # jobs meet the same duplicates in opposite job orders. Whether they would have deadlocked
-    # depends on timing; what must always hold is below: no failed batch, each text once.
+    # jobs meet the same texts in opposite job orders. Whether they would have deadlocked
+    # depends on timing; what must always hold is below: no failed batch, and every turn kept
+    # as its own memory (turn memories are not deduplicated, as in Mem0).
     quiet = settings.model_copy(update={"worker": "off", "worker_batch_size": 2})
     high = [f"repeated fact {n}" for n in range(10, 20)]
     low = [f"repeated fact {n}" for n in range(10)]
@@ -177,7 +158,8 @@ async def test_concurrent_batches_on_one_user_with_duplicates(
 
         await asyncio.gather(drain(), drain(), drain())
         assert engine.worker.failed == 0
-    assert await _count(db_url, "SELECT count(*) FROM memories") == 20
+    assert await _count(db_url, "SELECT count(*) FROM memories") == 600
+    assert await _count(db_url, "SELECT count(DISTINCT memory) FROM memories") == 20
     assert await _count(db_url, "SELECT count(*) FROM memory_jobs") == 0
 
 

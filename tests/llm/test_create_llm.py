@@ -64,15 +64,15 @@ def test_settings_are_passed_through() -> None:
     )
     assert llm.model_name == "Qwen/Qwen2.5-7B-Instruct"
     assert llm.temperature == 0.2
-    assert llm.max_tokens == 512
-    assert llm.timeout == 12.5
+    assert llm.chat.max_tokens == 512
+    assert llm.chat.timeout == 12.5
     assert llm.structured_output == "json_object"
 
 
 def test_none_values_mean_defaults() -> None:
     llm = build("ollama", model="m", api_key=None, temperature=None, max_tokens=None)
     assert llm.temperature == 0.0
-    assert llm.max_tokens is None
+    assert llm.chat.max_tokens is None
 
 
 def test_unknown_provider_lists_known_ones() -> None:

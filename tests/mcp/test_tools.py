@@ -11,7 +11,7 @@ import pytest
 from mcp.types import CallToolResult, TextContent
 
 from mcp import Client, StdioServerParameters
-from memhub import MemhubSettings
+from memhub import AsyncMemory, MemhubSettings
 from memhub.mcp import MCPConfig, create_server
 
 TOOL_NAMES = {
@@ -82,6 +82,21 @@ async def test_each_user_sees_and_changes_only_their_own(settings: MemhubSetting
         history = await ok(client, "get_memory_history", memory_id=memory_id, user_id="ada")
         assert [e["event"] for e in history["history"]] == ["ADD", "DELETE"]
         assert (await ok(client, "list_memories", user_id="ada"))["results"] == []
+
+
+async def test_search_as_of_a_moment(settings: MemhubSettings) -> None:
+    async with AsyncMemory(settings=settings) as memory:
+        await memory.add("I moved to Vienna.", user_id="ada", timestamp="2024-05-01", wait=True)
+    async with Client(create_server(settings, MCPConfig())) as client:
+        before = await ok(
+            client, "search_memories", query="home", user_id="ada", as_of="2024-01-01"
+        )
+        after = await ok(client, "search_memories", query="home", user_id="ada", as_of="2024-06-01")
+        assert before["results"] == []
+        assert [m["memory"] for m in after["results"]] == ["I moved to Vienna."]
+        assert "as_of must be a datetime" in await failure(
+            client, "search_memories", query="home", user_id="ada", as_of="soon"
+        )
 
 
 async def test_user_id_is_required_without_a_default(settings: MemhubSettings) -> None:

@@ -5,8 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
+from pydantic import SecretStr
 
+from memhub.server import ServerSettings
 from tests.memory.test_awkward_values import AWKWARD
+from tests.server.conftest import ADMIN_KEY
+
+
+@pytest.fixture
+def server_settings() -> ServerSettings:
+    # Rate limits off: this test sends ~120 requests in a burst; 429s are tested on their own.
+    return ServerSettings(admin_key=SecretStr(ADMIN_KEY), auth="on", rate_limit=0)
 
 
 async def _add(client: httpx.AsyncClient, user: str) -> str:

@@ -62,11 +62,40 @@ async def test_add_without_wait_queues_and_the_worker_ingests(
     )
     assert response.status_code == 200
     body = response.json()
-    assert body["results"] == []
-    assert len(body["queued_turn_ids"]) == 1
+    (queued,) = body["results"]  # no LLM: one memory per message, its id assigned at once
+    assert queued["memory"] == "My sister lives in Vienna." and queued["status"] == "PENDING"
+    assert body["status"] == "PENDING" and len(body["queued_turn_ids"]) == 1
     await app.state.memhub.memory.wait_idle()  # type: ignore[attr-defined]
     listed = await client.get("/v1/memories", params={"user_id": "bob"})
     assert [m["memory"] for m in listed.json()["results"]] == ["My sister lives in Vienna."]
+    assert listed.json()["results"][0]["id"] == queued["id"]
+
+
+async def test_search_as_of_a_moment(client: httpx.AsyncClient) -> None:
+    response = await client.post(
+        "/v1/memories",
+        json={
+            "messages": "I moved to Vienna.",
+            "user_id": "vera",
+            "infer": False,
+            "timestamp": "2024-05-01T10:00:00Z",
+            "wait": True,
+        },
+    )
+    assert response.status_code == 200, response.text
+
+    async def at(moment: str) -> list[str]:
+        body = {"query": "Where do I live?", "user_id": "vera", "as_of": moment}
+        found = await client.post("/v1/memories/search", json=body)
+        assert found.status_code == 200, found.text
+        return [m["memory"] for m in found.json()["results"]]
+
+    assert await at("2024-01-01T00:00:00Z") == []  # not said yet then
+    assert await at("2024-06-01T00:00:00Z") == ["I moved to Vienna."]
+    bad = await client.post(
+        "/v1/memories/search", json={"query": "x", "user_id": "v", "as_of": "soon"}
+    )
+    assert bad.status_code == 422
 
 
 async def test_search_ranks_by_meaning_with_scores(client: httpx.AsyncClient) -> None:
@@ -128,8 +157,7 @@ async def test_get_update_history_delete_one_memory(client: httpx.AsyncClient) -
     assert updated.status_code == 200
     assert updated.json()["message"] == "Memory updated successfully!"
     assert updated.json()["result"]["memory"] == "I live in Munich."
-    # PUT replaces the caller's keys; memhub's own (role, session_id) are kept.
-    assert updated.json()["result"]["metadata"] == {"v": 2, "role": "user", "session_id": ""}
+    assert updated.json()["result"]["metadata"] == {"v": 2}  # PUT replaces the caller's keys
 
     history = await client.get(f"/v1/memories/{memory_id}/history")
     assert [e["event"] for e in history.json()] == ["ADD", "UPDATE"]
@@ -262,23 +290,23 @@ async def test_put_replaces_and_patch_merges_metadata_keeping_memhubs_own(
     )
     item = added.json()["results"][0]
     memory_id = item["id"]
-    own = {key: item["metadata"][key] for key in ("role", "session_id")}
-    assert own == {"role": "user", "session_id": "r1"}
+    assert item["role"] == "user"
 
     patched = await client.patch(
         f"/v1/memories/{memory_id}", json={"metadata": {"mood": "happy", "role": "system"}}
     )
     assert patched.status_code == 200, patched.text
-    meta = patched.json()["result"]["metadata"]
-    assert meta == {"source": "chat", "mood": "happy", **own}
-    assert patched.json()["result"]["memory"] == "I like green tea."  # text kept
+    result = patched.json()["result"]
+    assert result["metadata"] == {"source": "chat", "mood": "happy"}  # "role" is memhub's
+    assert result["role"] == "user"
+    assert result["memory"] == "I like green tea."  # text kept
 
     put = await client.put(
         f"/v1/memories/{memory_id}",
         json={"text": "I like black tea.", "metadata": {"source": "form", "session_id": "x"}},
     )
     assert put.status_code == 200, put.text
-    assert put.json()["result"]["metadata"] == {"source": "form", **own}
+    assert put.json()["result"]["metadata"] == {"source": "form"}
     assert put.json()["result"]["memory"] == "I like black tea."
 
     empty = await client.patch(f"/v1/memories/{memory_id}", json={})

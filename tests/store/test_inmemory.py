@@ -13,7 +13,7 @@ from memhub.config import MemhubSettings
 from memhub.errors import ConfigurationError, Conflict, MemoryNotFound, StoreError
 from memhub.filters import parse_filters
 from memhub.store.inmemory import InMemoryStore
-from memhub.store.inmemory_text import bm25_scores, stem, terms, text_score
+from memhub.store.inmemory_text import bm25_scores, stem, terms
 from memhub.store.protocol import Store
 from memhub.store.records import Lane, Lease, NewJob, NewMemory, NewTurn, Scope
 
@@ -506,17 +506,6 @@ async def test_two_applies_inserting_the_same_fact_keep_one(store: InMemoryStore
 )
 def test_stemmer_joins_inflections(words: list[str], stem_: str) -> None:
     assert {stem(w) for w in words} == {stem_}
-
-
-def test_text_score_is_ts_rank_for_an_or_query() -> None:
-    # SELECT ts_rank(to_tsvector('english', 'cat'), 'cat'::tsquery) = 0.0607927
-    assert text_score(terms("cat"), terms("cat")) == pytest.approx(0.0607927, rel=1e-6)
-    # two query terms, one found: half of that
-    assert text_score(terms("cat"), terms("cat dog")) == pytest.approx(0.0303964, rel=1e-5)
-    # a repeated term counts 1 + 1/4
-    assert text_score(terms("cat cat"), terms("cat")) == pytest.approx(0.0759909, rel=1e-5)
-    assert text_score(terms("cat"), terms("dog")) is None
-    assert text_score(terms("cat"), terms("the")) is None
 
 
 # -- consolidation inside a batch ----------------------------------------------------------

@@ -80,6 +80,10 @@ class AgentMemoryConfig:
         resolve_thread_id: Which conversation; default the call's ``thread_id``.
         tags: Stored in the metadata of everything this agent persists.
         infer: Let memhub's LLM extract facts from persisted turns (when one is configured).
+        long_term_roles: Whose messages become long-term memories. None: everything when an
+            LLM extracts facts; only the user's when turns are kept as said (no LLM, or
+            ``infer=False``), so recall is not filled with the agent's own replies. The
+            others are kept in the thread's short-term memory either way.
         recall_threshold: Drop hits scoring below this (0-1).
         short_term_turns: Recent turns of the thread added to the recall query when a call
             carries only the newest message.
@@ -98,6 +102,7 @@ class AgentMemoryConfig:
     resolve_thread_id: Resolver = default_resolve_thread_id
     tags: Sequence[str] | None = None
     infer: bool = True
+    long_term_roles: Sequence[str] | None = None
     recall_threshold: float | None = None
     short_term_turns: int = 4
     tools: bool = True

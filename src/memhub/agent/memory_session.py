@@ -94,18 +94,32 @@ class MemorySession:
         if self.config.tags:
             metadata["tags"] = list(self.config.tags)
         try:
-            with telemetry.operation("agent.persist", {**self._attributes, "partial": partial}):
+            with telemetry.operation(
+                "agent.persist", {**self._attributes, "memhub.partial": partial}
+            ):
                 await self.client.add(
                     messages,
                     user_id=self.user_id,
                     run_id=self.thread_id,
                     metadata=metadata,
                     infer=self.config.infer,
+                    **self._roles(),
                 )
         except Exception as exc:  # as in recall: logged and counted, the answer stands
             self.on_error("persist", exc)
             return False
         return True
+
+    def _roles(self) -> dict[str, Any]:
+        # Raw mode (turns kept as said): the agent's replies stay short-term. Only memhub's
+        # client knows whether it extracts facts; others get Mem0's plain add() call.
+        roles = self.config.long_term_roles
+        if roles is None:
+            extracts = getattr(self.client, "extracts_facts", None)
+            if extracts is None or (extracts and self.config.infer):
+                return {}
+            roles = ("user",)
+        return {"remember_roles": list(roles)}
 
     # -- scoped operations (raise; the memory tools use them) ------------------------------
 

@@ -1,7 +1,9 @@
 """``OpenAIChatModel``: agents on any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama...).
 
-The ``openai`` SDK is imported only here, and ``memhub.agent`` imports this module only when
-the class is first asked for; SDK errors are translated into memhub's error tree.
+Requests go through :class:`memhub.llm.openai_chat.OpenAIChatClient`, the chat client
+consolidation uses too (same defaults, checks and error translation); this module maps
+memhub messages and tool calls to and from the wire. ``memhub.agent`` imports it (and so the
+``openai`` SDK) only when the class is first asked for.
 """
 
 from __future__ import annotations
@@ -13,12 +15,10 @@ import openai
 
 from memhub.agent.model import ModelChunk, ModelResponse, ToolCall, ToolSpec, Usage
 from memhub.errors import ProviderOutputError
-from memhub.llm.openai_errors import translate_openai_errors
+from memhub.llm.openai_chat import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, OpenAIChatClient
 from memhub.messages import Message
 
 __all__ = ["OpenAIChatModel"]
-
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 class OpenAIChatModel:
@@ -28,12 +28,15 @@ class OpenAIChatModel:
         model: The model name as the server knows it (``gpt-4o-mini``, ``qwen2.5:7b``...).
         base_url: The server's ``/v1`` URL, e.g. ``http://localhost:8000/v1`` for vLLM or
             ``http://localhost:11434/v1`` for Ollama; OpenAI's when None.
-        api_key: Bearer token; local servers get ``"not-needed"``.
+        api_key: Bearer token. Required for OpenAI; local servers get a placeholder.
         timeout: Seconds per attempt.
         max_retries: SDK retries of transient failures.
         temperature: Sampling temperature; the server's default when None.
         max_tokens: Cap on generated tokens; the server's default when None.
         client: An ``openai.AsyncOpenAI`` to use instead of building one.
+
+    Raises:
+        ConfigurationError: An argument cannot work (no API key for OpenAI, bad URL...).
     """
 
     def __init__(
@@ -42,56 +45,53 @@ class OpenAIChatModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         temperature: float | None = None,
         max_tokens: int | None = None,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         self.model = model
-        self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
         self.temperature = temperature
-        self.max_tokens = max_tokens
-        self._client = client or openai.AsyncOpenAI(
-            api_key=api_key or "not-needed",
-            base_url=self.base_url,
+        self.chat = OpenAIChatClient(
+            model,
+            base_url=base_url,
+            api_key=api_key,
             timeout=timeout,
             max_retries=max_retries,
+            max_tokens=max_tokens,
+            client=client,
+            purpose="chat model",
         )
+
+    @property
+    def base_url(self) -> str:
+        """The server's ``/v1`` URL."""
+        return self.chat.base_url
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
-        await self._client.close()
+        await self.chat.aclose()
 
     def _request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], stream: bool
-    ) -> dict[str, Any]:
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": [m.to_dict() for m in messages],
-        }
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        options: dict[str, Any] = {}
         if tools:
-            request["tools"] = [t.to_openai() for t in tools]
+            options["tools"] = [t.to_openai() for t in tools]
         if self.temperature is not None:
-            request["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            request["max_tokens"] = self.max_tokens
-        if stream:
-            request["stream"] = True
-            request["stream_options"] = {"include_usage": True}
-        return request
+            options["temperature"] = self.temperature
+        return [m.to_dict() for m in messages], options
 
     async def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> ModelResponse:
         """The whole answer at once."""
-        with translate_openai_errors(f"chat model {self.model!r} at {self.base_url}"):
-            response = await self._client.chat.completions.create(
-                **self._request(messages, tools, stream=False)
-            )
+        wire, options = self._request(messages, tools)
+        response = await self.chat.create(wire, **options)
         if not response.choices:
             raise ProviderOutputError(f"{self!r} answered without choices")
         choice = response.choices[0]
@@ -118,22 +118,17 @@ class OpenAIChatModel:
         calls: dict[int, dict[str, str]] = {}
         usage = Usage()
         finish: str | None = None
-        with translate_openai_errors(f"chat model {self.model!r} at {self.base_url}"):
-            chunks = await self._client.chat.completions.create(
-                **self._request(messages, tools, stream=True)
-            )
-            try:
-                async for chunk in chunks:
-                    if chunk.usage is not None:
-                        usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens, 1)
-                    for choice in chunk.choices:
-                        finish = choice.finish_reason or finish
-                        _collect_calls(calls, choice.delta.tool_calls or [])
-                        if choice.delta.content:
-                            text.append(choice.delta.content)
-                            yield ModelChunk(text=choice.delta.content)
-            finally:
-                await chunks.close()  # an abandoned stream must not keep its connection
+        wire, options = self._request(messages, tools)
+        async with self.chat.stream(wire, **options) as chunks:
+            async for chunk in chunks:
+                if chunk.usage is not None:
+                    usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens, 1)
+                for choice in chunk.choices:
+                    finish = choice.finish_reason or finish
+                    _collect_calls(calls, choice.delta.tool_calls or [])
+                    if choice.delta.content:
+                        text.append(choice.delta.content)
+                        yield ModelChunk(text=choice.delta.content)
         tool_calls = tuple(
             ToolCall(c["id"], c["name"], c["arguments"] or "{}") for _, c in sorted(calls.items())
         )
@@ -149,9 +144,3 @@ def _collect_calls(calls: dict[int, dict[str, str]], deltas: Sequence[Any]) -> N
         if delta.function is not None:
             call["name"] += delta.function.name or ""
             call["arguments"] += delta.function.arguments or ""
-
-
-def _usage(usage: Any) -> Usage:
-    if usage is None:
-        return Usage(calls=1)
-    return Usage(usage.prompt_tokens, usage.completion_tokens, 1)

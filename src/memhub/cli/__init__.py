@@ -1,4 +1,4 @@
-"""The ``memhub`` command line: the demo, the worker, jobs, search and migrations."""
+"""The ``memhub`` command line: demo, worker, jobs, migrations; the rest in submodules."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import pydantic
 
 from memhub.cli.data import add_subcommands, dispatch
+from memhub.cli.db import add_db_command, run_db
+from memhub.cli.records import add_record_commands, dispatch_records
 from memhub.config import MemhubSettings, settings_error_line
 from memhub.errors import MemhubError
 
@@ -94,21 +96,14 @@ async def _jobs(settings: MemhubSettings, action: str, ids: list[int]) -> int:
     return 0
 
 
-async def _search(settings: MemhubSettings, query: str, user_id: str, limit: int) -> int:
-    from memhub.memory import AsyncMemory
-
-    async with AsyncMemory(settings=settings.model_copy(update={"worker": "off"})) as memory:
-        found = await memory.search(query, user_id=user_id, limit=limit)
-    for hit in found["results"]:
-        print(f"{hit['score']:.3f}  {hit['memory']}")
-    return 0
-
-
 def _serve(settings: MemhubSettings, args: argparse.Namespace) -> int:
     from memhub.server import ServerSettings, serve
 
     logging.getLogger("memhub").setLevel(logging.INFO)
-    serve(settings, ServerSettings.from_env(host=args.host, port=args.port, auth=args.auth))
+    try:
+        serve(settings, ServerSettings.from_env(host=args.host, port=args.port, auth=args.auth))
+    except KeyboardInterrupt:  # Ctrl-C after uvicorn's graceful shutdown: exit handlers run
+        return 130
     return 0
 
 
@@ -130,11 +125,9 @@ def _parser() -> argparse.ArgumentParser:
     jobs = commands.add_parser("jobs", help="inspect the job queue")
     jobs.add_argument("action", choices=["stats", "parked", "retry"])
     jobs.add_argument("ids", nargs="*", type=int, help="job ids for retry (default: all)")
-    search = commands.add_parser("search", help="search a user's memories")
-    search.add_argument("query")
-    search.add_argument("--user-id", required=True)
-    search.add_argument("--limit", type=int, default=10)
     add_subcommands(commands)  # import, export, reembed, mcp
+    add_record_commands(commands)  # get, list, delete, search, fake-llm
+    add_db_command(commands)
     return parser
 
 
@@ -158,8 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_worker(settings, max(1, concurrency)))
         if args.command == "jobs":
             return asyncio.run(_jobs(settings, args.action, args.ids))
-        if args.command == "search":
-            return asyncio.run(_search(settings, args.query, args.user_id, args.limit))
+        if args.command == "db":
+            return run_db(args, settings)
+        code = dispatch_records(args, settings)
+        if code is not None:
+            return code
         code = dispatch(args, settings)
         if code is not None:
             return code

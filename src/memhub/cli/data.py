@@ -14,11 +14,13 @@ import os
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import urlsplit, urlunsplit
 
 from memhub.config import MemhubSettings
 from memhub.errors import UsageError
@@ -118,15 +120,20 @@ class ImportReport:
     added: int = 0
     superseded: int = 0
     bad: list[tuple[str, str]] = field(default_factory=list)
+    scopes: Counter[str] = field(default_factory=Counter)  # "user_id=ada" -> items added
+    database: str = ""
 
 
-def parse_record(item: object, default_user_id: str | None = None) -> ImportRecord:
+def parse_record(
+    item: object, default_user_id: str | None = None, force_user_id: str | None = None
+) -> ImportRecord:
     """Check one item of an import file.
 
     Accepted keys: ``user_id``/``agent_id``/``run_id`` (else ``default_user_id``), exactly one
     of ``messages`` (Mem0's forms), ``content`` or ``text`` (with ``role``), or ``memory`` (a
     Mem0 / ``memhub export`` item: stored without inference, its ``created_at`` as timestamp);
     ``metadata``, ``timestamp``. Other keys (``id``, ``hash``, ``score``...) are ignored.
+    ``force_user_id`` replaces every item's user id (agent and run ids are kept).
 
     Raises:
         UsageError: The item cannot be imported; the message says why.
@@ -143,6 +150,8 @@ def parse_record(item: object, default_user_id: str | None = None) -> ImportReco
     if key != "messages":
         messages = {"role": role, "content": item[key]}
     scope = {name: item.get(name) for name in ("user_id", "agent_id", "run_id")}
+    if force_user_id is not None:
+        scope["user_id"] = force_user_id
     if all(value is None for value in scope.values()):
         if default_user_id is None:
             raise UsageError("names no user_id, agent_id or run_id (pass --user-id)")
@@ -225,6 +234,7 @@ async def import_jsonl(
     batch: int = 500,
     wait: bool = True,
     stream: TextIO | None = None,
+    force_user_id: str | None = None,
 ) -> ImportReport:
     """Add every item of ``path`` through ``AsyncMemory.add`` (durable, queued).
 
@@ -240,10 +250,11 @@ async def import_jsonl(
         wait: Return once everything is ingested; False leaves the jobs queued for
             ``memhub worker`` (or the next memhub process).
         stream: Where progress and bad items are written (default stderr).
+        force_user_id: Store everything under this user, whatever the file says.
     """
     total, items = _read_items(path)
     progress = Progress("import", total, stream)
-    report = ImportReport()
+    report = ImportReport(database=database_label(settings))
     run_settings = settings if wait else settings.model_copy(update={"worker": "off"})
     async with AsyncMemory(settings=run_settings) as memory:
         since_drain = 0
@@ -252,12 +263,13 @@ async def import_jsonl(
             try:
                 if isinstance(item, _Unreadable):
                     raise UsageError(item.reason)
-                record = parse_record(item, user_id)
+                record = parse_record(item, user_id, force_user_id)
                 if record.superseded:
                     report.superseded += 1
                 else:
                     await _add(memory, record, infer)
                     report.added += 1
+                    report.scopes[_scope_label(record)] += 1
                     since_drain += 1
             except UsageError as exc:
                 report.bad.append((where, str(exc)))
@@ -270,6 +282,22 @@ async def import_jsonl(
         if wait:
             await _wait_ingested(memory, settings, stream)
     return report
+
+
+def database_label(settings: MemhubSettings) -> str:
+    """Where the data lives, for people: the URL without its password, or the embedded dir."""
+    if not settings.database_url:
+        return f"embedded PostgreSQL in {settings.data_dir}"
+    parts = urlsplit(settings.database_url)
+    if parts.password:
+        host = parts.netloc.rsplit("@", 1)[-1]
+        parts = parts._replace(netloc=f"{parts.username}:***@{host}")
+    return urlunsplit(parts)
+
+
+def _scope_label(record: ImportRecord) -> str:
+    ids = (("user_id", record.user_id), ("agent_id", record.agent_id), ("run_id", record.run_id))
+    return " ".join(f"{name}={value}" for name, value in ids if value is not None)
 
 
 async def _add(memory: AsyncMemory, record: ImportRecord, infer: bool) -> None:
@@ -413,13 +441,7 @@ async def _fill(conn: AsyncConn, embed: Embed, batch: int, progress: Progress) -
     from memhub.store import pg_reembed
 
     progress.total = await pg_reembed.count_pending(conn)
-    after: uuid.UUID | None = None
-    done = 0
-    while rows := await pg_reembed.pending_rows(conn, after, batch):
-        await pg_reembed.store_vectors(conn, rows, await embed([r.memory for r in rows]))
-        after = rows[-1].id
-        done += len(rows)
-        progress.update(done)
+    done = await pg_reembed.catch_up(conn, embed, batch, progress.update)
     progress.finish()
     return done
 
@@ -432,6 +454,9 @@ def add_subcommands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     imp = commands.add_parser("import", help="add memories from a JSONL file (or Mem0 export)")
     imp.add_argument("file", help="JSONL file, a JSON list of Mem0 memories, or - for stdin")
     imp.add_argument("--user-id", help="user of lines that name no user_id/agent_id/run_id")
+    imp.add_argument(
+        "--force-user", metavar="ID", help="store every line under this user_id (overrides)"
+    )
     imp.add_argument(
         "--infer",
         action=argparse.BooleanOptionalAction,
@@ -467,6 +492,7 @@ def dispatch(args: argparse.Namespace, settings: MemhubSettings) -> int | None:
                 infer=args.infer,
                 batch=args.batch,
                 wait=args.wait,
+                force_user_id=args.force_user,
             )
         )
         return _summarise(report)
@@ -492,6 +518,11 @@ def _summarise(report: ImportReport) -> int:
         where = ", ".join(w for w, _ in report.bad[:10]) + ("..." if len(report.bad) > 10 else "")
         parts.append(f"{len(report.bad)} bad ({where})")
     print("; ".join(parts), file=sys.stderr)
+    if report.scopes:
+        shown = sorted(report.scopes.items(), key=lambda kv: (-kv[1], kv[0]))
+        into = ", ".join(f"{label} ({n})" for label, n in shown[:10])
+        more = f" and {len(shown) - 10} more" if len(shown) > 10 else ""
+        print(f"into {into}{more}; database: {report.database}", file=sys.stderr)
     return 1 if report.bad else 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ from memhub.store.records import IdempotencyKey, NewJob, NewMemory, NewTurn, Sco
 __all__ = [
     "DEFAULT_SESSION",
     "INGEST_JOB",
+    "assigned_memory_ids",
     "idempotency",
     "memories_from_turns",
     "turns_and_job",
@@ -35,8 +36,13 @@ def turns_and_job(
     metadata: dict[str, Any] | None,
     created_at: datetime | None,
     job_payload: dict[str, Any] | None,
+    remember_roles: Collection[str] | None = None,
 ) -> tuple[list[NewTurn], NewJob | None]:
-    """The turns to store for ``messages`` and, if ``job_payload`` is given, their job."""
+    """The turns to store for ``messages`` and, if ``job_payload`` is given, their job.
+
+    Only messages of ``remember_roles`` (None: every role) go to long-term memory; the
+    others are stored as turns only. No such message means no job.
+    """
     session = session_id or scope.run_id or DEFAULT_SESSION
     turns = [
         NewTurn(
@@ -49,11 +55,20 @@ def turns_and_job(
             agent_id=scope.agent_id,
             metadata=metadata or None,
             created_at=created_at,
+            long_term=remember_roles is None or message.role in remember_roles,
         )
         for message in messages
     ]
-    job = None if job_payload is None else NewJob(kind=INGEST_JOB, scope=scope, payload=job_payload)
-    return turns, job
+    if job_payload is None or not any(t.long_term for t in turns):
+        return turns, None
+    return turns, NewJob(kind=INGEST_JOB, scope=scope, payload=job_payload)
+
+
+def assigned_memory_ids(payload: dict[str, Any]) -> dict[int, uuid.UUID]:
+    """Turn id -> the memory id ``add()`` promised for it (``infer=False`` jobs carry them)."""
+    turn_ids = payload.get("turn_ids", [])
+    memory_ids = payload.get("memory_ids", [])
+    return {int(t): uuid.UUID(str(m)) for t, m in zip(turn_ids, memory_ids, strict=False)}
 
 
 def idempotency(key: str, turns: Sequence[NewTurn], job: NewJob | None) -> IdempotencyKey:
@@ -80,26 +95,31 @@ def memories_from_turns(
     scope: Scope,
     vectors: Sequence[Any],
     memory_type: str | None,
+    ids: dict[int, uuid.UUID] | None = None,
 ) -> list[NewMemory]:
-    """One raw memory per non-empty turn: the message text as said, with its origin."""
+    """One memory per non-empty turn: the message text as said, with its role and origin.
+
+    The caller's metadata is stored as given; the role has a column of its own. ``ids`` are
+    the memory ids already returned to the caller (others get a new one).
+    """
     memories: list[NewMemory] = []
     for turn, vector in zip(turns, vectors, strict=True):
         text = deserialize(turn.message, turn.role).content
-        metadata = {**(turn.metadata or {}), "role": turn.role, "session_id": turn.session_id}
         # conversation_context keeps UTC wall time in a column without a time zone.
         said_at = turn.created_at.replace(tzinfo=UTC) if turn.created_at else None
         memories.append(
             NewMemory(
-                id=uuid.uuid4(),
+                id=(ids or {}).get(turn.id) or uuid.uuid4(),
                 scope=scope,
                 memory=text,
                 hash=memory_hash(text),
                 embedding=vector,
-                metadata=metadata,
+                metadata=dict(turn.metadata or {}),
                 memory_type=memory_type,
                 valid_from=said_at,
                 source_turn_ids=(turn.id,),
                 created_at=said_at,
+                role=turn.role,
             )
         )
     return memories

@@ -23,12 +23,12 @@ from typing import Any
 
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator, fact_scope
-from memhub.engine.ingest import INGEST_JOB, memories_from_turns
+from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
 from memhub.errors import Conflict, ProviderOutputError, StoreUnavailable
 from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch, Store
 from memhub.store.records import Job, Lane, Lease, NewJob, NewMemory, Turn
-from memhub.telemetry import operation
+from memhub.telemetry import instruments, operation, queue_depth
 
 __all__ = ["CONSOLIDATE_LANE", "Worker", "WorkerConfig", "ingest_lane"]
 
@@ -144,12 +144,21 @@ class Worker:
 
     async def _guarded_once(self) -> int:
         try:
-            return await self.run_once()
+            done = await self.run_once()
+            await self._count_queue_for_metrics()
+            return done
         except StoreUnavailable as exc:
             log.warning("worker: database unavailable, retrying: %s", exc)
         except Exception:  # the loop's edge: whatever happened, keep serving
             log.exception("worker: unexpected error; continuing")
         return 0
+
+    async def _count_queue_for_metrics(self) -> None:
+        # A query, so only while a metric reader collects memhub.queue.depth (rate-limited).
+        instruments()  # creates the gauge once, so that a reader can ask for it
+        depth = queue_depth()
+        if depth.claim():
+            depth.update(await self.store.job_counts())
 
     async def run_once(self) -> int:
         """Claim and process one batch per lane; returns how many jobs finished."""
@@ -298,7 +307,10 @@ class Worker:
         )
         memories: list[NewMemory] = []
         for (job, turn), vector in zip(said, vectors, strict=True):
-            memories += memories_from_turns([turn], job.scope, [vector], _memory_type(self, job))
+            ids = assigned_memory_ids(job.payload)  # the ids add() already returned
+            memories += memories_from_turns(
+                [turn], job.scope, [vector], _memory_type(self, job), ids
+            )
         jobs = {job.id: job for job, _, _ in part} | {job.id: job for job in empty}
         complete = [job for job, index, _ in part if index == last[job.id]] + list(empty)
         async with self.store.apply_jobs(list(jobs.values()), self.id, {}) as batch:

@@ -1,6 +1,7 @@
 """LLM adapter for any OpenAI-compatible chat server: OpenAI, vLLM, Ollama, llama.cpp, LM Studio.
 
-Built on the ``openai`` SDK, imported only here; its exceptions are translated at this boundary.
+Requests go through :class:`~memhub.llm.openai_chat.OpenAIChatClient`, the one chat client
+memhub has; this module adds structured output and its fallbacks.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from memhub.errors import (
     UsageError,
 )
 from memhub.llm.base import BaseLLM, ChatMessage, Completion, OutputSchema, Usage
-from memhub.llm.openai_errors import excerpt, translate_openai_errors
+from memhub.llm.openai_chat import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    OPENAI_BASE_URL,
+    OpenAIChatClient,
+)
+from memhub.llm.openai_errors import excerpt
 
 __all__ = ["OPENAI_BASE_URL", "OpenAICompatibleLLM", "StructuredOutputMode"]
 
@@ -30,7 +37,6 @@ log = logging.getLogger(__name__)
 StructuredOutputMode = Literal["auto", "json_schema", "json_object", "none"]
 _Mode = Literal["json_schema", "json_object", "none"]
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 # What "auto" tries next when a server rejects a response_format.
 _FALLBACK: dict[_Mode, _Mode] = {"json_schema": "json_object", "json_object": "none"}
 _REJECTION_MARKERS = ("response_format", "json_schema", "json_object")
@@ -39,10 +45,8 @@ _REJECTION_MARKERS = ("response_format", "json_schema", "json_object")
 class OpenAICompatibleLLM(BaseLLM):
     """An ``LLM`` talking to an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
-    Transient failures (429, 408, 409, 5xx, timeouts, refused connections) are retried by the
-    SDK with exponential backoff and jitter, honouring ``Retry-After``; ``timeout`` bounds
-    each attempt, so a call fails after at most about ``(max_retries + 1) * timeout`` plus
-    backoff.
+    Transient failures are retried by :class:`~memhub.llm.openai_chat.OpenAIChatClient`;
+    a call fails after at most about ``(max_retries + 1) * timeout`` plus backoff.
 
     Args:
         model: The model name as the server knows it.
@@ -67,31 +71,33 @@ class OpenAICompatibleLLM(BaseLLM):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 3,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         structured_output: StructuredOutputMode = "auto",
         temperature: float = 0.0,
         max_tokens: int | None = None,
     ) -> None:
         super().__init__(model, temperature=temperature)
-        _check_settings(model, base_url, timeout, max_retries, structured_output, max_tokens)
-        self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
-        if api_key is None and self.base_url == OPENAI_BASE_URL:
-            # The SDK would read OPENAI_API_KEY itself; memhub reads the environment only in
-            # from_env(), so the key must be passed in.
+        if structured_output not in get_args(StructuredOutputMode):
             raise ConfigurationError(
-                "OpenAI needs an api_key; pass api_key=..., e.g. os.environ['OPENAI_API_KEY']"
+                f"structured_output must be one of {get_args(StructuredOutputMode)}, "
+                f"got {structured_output!r}"
             )
-        self.timeout = timeout
-        self.max_tokens = max_tokens
-        self._auto = structured_output == "auto"
-        self._mode: _Mode = "json_schema" if structured_output == "auto" else structured_output
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key or "not-needed",
-            base_url=self.base_url,
+        self.chat = OpenAIChatClient(
+            model,
+            base_url=base_url,
+            api_key=api_key,
             timeout=timeout,
             max_retries=max_retries,
+            max_tokens=max_tokens,
         )
+        self._auto = structured_output == "auto"
+        self._mode: _Mode = "json_schema" if structured_output == "auto" else structured_output
+
+    @property
+    def base_url(self) -> str:
+        """The server's ``/v1`` URL."""
+        return self.chat.base_url
 
     @property
     def structured_output(self) -> _Mode:
@@ -103,7 +109,7 @@ class OpenAICompatibleLLM(BaseLLM):
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
-        await self._client.close()
+        await self.chat.aclose()
 
     async def _complete(
         self,
@@ -115,29 +121,16 @@ class OpenAICompatibleLLM(BaseLLM):
         while True:
             mode: _Mode = self._mode if output_schema is not None else "none"
             try:
-                with translate_openai_errors(
-                    f"LLM {self.model_name!r} at {self.base_url}", self.timeout
-                ):
-                    response = await self._client.chat.completions.create(
-                        model=self.model_name,
-                        messages=_to_sdk_messages(messages),
-                        temperature=temperature,
-                        response_format=_response_format(mode, output_schema),
-                        max_tokens=self._limit_as("max_tokens"),
-                        max_completion_tokens=self._limit_as("max_completion_tokens"),
-                    )
+                response = await self.chat.create(
+                    _to_sdk_messages(messages),
+                    temperature=temperature,
+                    **_response_format(mode, output_schema),
+                )
             except ProviderHTTPError as exc:
                 if not self._fall_back(mode, exc):
                     raise
                 continue
             return _to_completion(response)
-
-    def _limit_as(self, parameter: str) -> int | openai.Omit:
-        # OpenAI's reasoning models reject max_tokens; local servers may not know the new name.
-        wanted = "max_completion_tokens" if self.base_url == OPENAI_BASE_URL else "max_tokens"
-        if self.max_tokens is None or parameter != wanted:
-            return openai.omit
-        return self.max_tokens
 
     def _fall_back(self, mode: _Mode, exc: ProviderHTTPError) -> bool:
         """Step ``auto`` down one mode if ``exc`` rejects the response_format; say if it did."""
@@ -155,41 +148,19 @@ class OpenAICompatibleLLM(BaseLLM):
         return True
 
 
-def _check_settings(
-    model: str,
-    base_url: str | None,
-    timeout: float,
-    max_retries: int,
-    structured_output: str,
-    max_tokens: int | None,
-) -> None:
-    if not model:
-        raise ConfigurationError("an LLM model name is required, e.g. model='qwen2.5:7b'")
-    if base_url is not None and not base_url.startswith(("http://", "https://")):
-        raise ConfigurationError(f"LLM base_url must start with http:// or https://: {base_url!r}")
-    if timeout <= 0:
-        raise ConfigurationError(f"LLM timeout must be positive seconds, got {timeout!r}")
-    if max_retries < 0:
-        raise ConfigurationError(f"LLM max_retries must be >= 0, got {max_retries!r}")
-    if structured_output not in get_args(StructuredOutputMode):
-        raise ConfigurationError(
-            f"structured_output must be one of {get_args(StructuredOutputMode)}, "
-            f"got {structured_output!r}"
-        )
-    if max_tokens is not None and max_tokens <= 0:
-        raise ConfigurationError(f"LLM max_tokens must be positive, got {max_tokens!r}")
-
-
-def _response_format(mode: _Mode, schema: OutputSchema | None) -> ResponseFormat | openai.Omit:
+def _response_format(mode: _Mode, schema: OutputSchema | None) -> dict[str, ResponseFormat]:
+    """The ``response_format`` request field for ``mode``, or no field at all."""
     if schema is None or mode == "none":
-        return openai.omit
+        return {}
     if mode == "json_object":
-        return {"type": "json_object"}
+        return {"response_format": {"type": "json_object"}}
     # strict=False: OpenAI's strict mode refuses common pydantic schemas (defaults, optional
     # fields without "required"), and local servers enforce the schema either way.
     return {
-        "type": "json_schema",
-        "json_schema": {"name": schema.name, "schema": schema.schema, "strict": False},
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": schema.name, "schema": schema.schema, "strict": False},
+        }
     }
 
 

@@ -129,6 +129,10 @@ async def search_memories(
     ctx: Ctx,
     user_id: UserId = None,
     limit: Annotated[int, Field(description="At most this many memories (1-100).")] = 10,
+    as_of: Annotated[
+        str | None,
+        Field(description="Only what was true at this moment (ISO 8601, e.g. 2025-03-01)."),
+    ] = None,
 ) -> dict[str, Any]:
     """Search a user's long-term memories by meaning and by words; best matches first."""
     state = _state(ctx)
@@ -136,7 +140,7 @@ async def search_memories(
     if not 1 <= limit <= 100:
         raise ToolError(f"limit must be between 1 and 100, got {limit}")
     with _tool_errors("search_memories"):
-        found = await state.memory.search(query, user_id=user, limit=limit)
+        found = await state.memory.search(query, user_id=user, limit=limit, as_of=as_of)
     return {"results": _shown(ctx, found["results"])}
 
 

@@ -32,6 +32,14 @@ from memhub.engine.inputs import (
 from memhub.engine.text import memory_hash
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
+from memhub.memory.compat import (
+    as_of_filters,
+    id_source,
+    pick_limit,
+    queued_facts,
+    queued_memories,
+    split_scope,
+)
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
 from memhub.memory.shared import Engine, acquire_engine, release_engine
 from memhub.messages import Message, SystemMessage
@@ -108,6 +116,11 @@ class AsyncMemory:
 
         return cls(settings=settings_from_mem0_config(config))
 
+    @property
+    def extracts_facts(self) -> bool:
+        """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
+        return self.settings.llm_configured
+
     # -- lifecycle --------------------------------------------------------------------------
     async def _engine(self) -> Engine:
         if self._engine_ref is None:
@@ -143,6 +156,7 @@ class AsyncMemory:
         memory_type: str | None = None,
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
+        remember_roles: Sequence[str] | None = None,
         idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Store messages and queue them for long-term memory; returns once they are durable.
@@ -159,35 +173,60 @@ class AsyncMemory:
             wait: Wait (up to ``settings.wait_timeout`` seconds) until these messages' own
                 jobs are done, then return what they became. Other scopes' jobs are never
                 waited for, nor run: a worker (in-process or ``memhub worker``) does them.
+            remember_roles: Only messages of these roles go to long-term memory (the others
+                are kept as conversation turns only); None: every message.
             idempotency_key: A key of the caller's choosing for this call; calling again with
                 the same key, scope and messages returns the first call's result and writes
                 nothing (a retry after a dropped connection). Another request under a used
                 key raises :class:`UsageError`.
 
         Returns:
-            ``{"results": [...]}``: with ``wait`` the memories added, else empty (queued).
-            With ``wait``, ``"timed_out": True`` says the deadline passed first: the results
-            are what is searchable so far.
+            ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
+            becomes one memory (``infer=False``, or no LLM configured) its id is assigned now:
+            ``{"id", "memory", "event": "ADD", "actor_id", "role", "status": "PENDING"}``,
+            searchable once the worker has embedded it (usually within moments). When an LLM
+            will extract facts, they are not known yet: one ``{"message", "status":
+            "PENDING", "event_id"}`` entry, as Mem0's asynchronous mode returns. With
+            ``wait``, the memories themselves (``"status": "DONE"``); ``"timed_out": True``
+            says the deadline passed first: the results are what is searchable so far.
         """
         scope = scope_of(self.limits, user_id, agent_id, run_id)
         items = normalize_messages(messages, self.limits)
         meta = self._check_metadata(metadata)
         said_at = parse_timestamp(timestamp)
-        payload = self._job_payload(infer)
+        retry_key = None
+        if idempotency_key is not None:
+            retry_key = check_id("idempotency_key", idempotency_key, self.limits)
+        new_id = id_source(scope, retry_key)
+        payload = self._job_payload(infer, new_id("event"))
         if memory_type is not None:
             payload["memory_type"] = check_id("memory_type", memory_type, self.limits)
+        roles = None if remember_roles is None else frozenset(remember_roles)
+        kept = [m for m in items if roles is None or m.role in roles]
+        one_per_turn = not infer or not self.extracts_facts
+        memory_ids = [new_id(str(n)) for n in range(len(kept))] if one_per_turn else []
+        if memory_ids:
+            payload["memory_ids"] = [str(i) for i in memory_ids]
         turns, job = turns_and_job(
-            items, scope, session_id=None, metadata=meta, created_at=said_at, job_payload=payload
+            items,
+            scope,
+            session_id=None,
+            metadata=meta,
+            created_at=said_at,
+            job_payload=payload,
+            remember_roles=roles,
         )
-        key = None
-        if idempotency_key is not None:
-            key = idempotency(check_id("idempotency_key", idempotency_key, self.limits), turns, job)
+        key = None if retry_key is None else idempotency(retry_key, turns, job)
         engine = await self._engine()
         with operation("add", {"memhub.turns": len(turns)}):
             turn_ids = await engine.store.append_turns(turns, job, key)
         engine.worker.wake()
         if not wait:
-            return {"results": [], "queued_turn_ids": turn_ids}
+            if job is None:
+                return {"results": [], "status": "DONE", "queued_turn_ids": turn_ids}
+            if not one_per_turn:
+                return queued_facts(payload["event_id"], turn_ids)
+            return queued_memories(memory_ids, kept, turn_ids)
         settled = await self._wait_for_turns(
             engine, scope, turn_ids, None, self.settings.wait_timeout
         )
@@ -198,15 +237,16 @@ class AsyncMemory:
             added += [r for r in facts if r.id not in {a.id for a in added}]
         result: dict[str, Any] = {
             "results": [{**memory_item(r), "event": "ADD"} for r in added],
+            "status": "DONE" if settled else "PENDING",
             "queued_turn_ids": turn_ids,
         }
         if not settled:
             result["timed_out"] = True
         return result
 
-    def _job_payload(self, infer: bool) -> dict[str, Any]:
+    def _job_payload(self, infer: bool, event_id: uuid.UUID | None = None) -> dict[str, Any]:
         # Instructions travel with the job: the worker may serve many Memory objects.
-        payload: dict[str, Any] = {"infer": bool(infer)}
+        payload: dict[str, Any] = {"infer": bool(infer), "event_id": str(event_id or uuid.uuid4())}
         if self.settings.custom_instructions:
             payload["instructions"] = self.settings.custom_instructions
         return payload
@@ -259,20 +299,37 @@ class AsyncMemory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         include_superseded: bool = False,
+        top_k: int | None = None,
+        as_of: datetime | str | float | None = None,
     ) -> dict[str, list[MemoryItem]]:
         """Memories relevant to ``query``, best first, by meaning and by words.
+
+        Args:
+            query: What to look for.
+            user_id: Whose memories (or pass scope ids inside ``filters``, Mem0 2.x style).
+            agent_id: The agent's memories.
+            run_id: The run's memories.
+            limit: Most results (default 100); ``top_k`` is the Mem0 2.x name.
+            filters: Mem0's filter language; may carry ``user_id`` / ``agent_id`` / ``run_id``.
+            threshold: Smallest score kept, in [0, 1].
+            include_superseded: Also search facts that were replaced.
+            top_k: Same as ``limit``.
+            as_of: Only what was true then: facts valid at that moment, superseded or not.
 
         Returns:
             ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
         """
-        scope = scope_of(self.limits, user_id, agent_id, run_id)
+        ids, rest = split_scope(user_id, agent_id, run_id, filters)
+        scope = scope_of(self.limits, **ids)
         check_text("query", query, self.limits)
-        limit = check_limit(limit)
-        parsed = parse_filters(filters)
+        limit = check_limit(pick_limit(limit, top_k, 100))
+        if as_of is not None:
+            rest, include_superseded = as_of_filters(as_of, rest), True
+        parsed = parse_filters(rest)
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
         engine = await self._engine()
@@ -312,15 +369,20 @@ class AsyncMemory:
         agent_id: str | None = None,
         run_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         include_superseded: bool = False,
+        top_k: int | None = None,
     ) -> dict[str, list[MemoryItem]]:
-        """The scope's memories, newest first."""
-        scope = scope_of(self.limits, user_id, agent_id, run_id)
-        limit = check_limit(limit, maximum=10_000)
+        """The scope's memories, newest first (at most ``limit`` / ``top_k``, default 100).
+
+        The scope ids may also come inside ``filters`` (Mem0 2.x).
+        """
+        ids, rest = split_scope(user_id, agent_id, run_id, filters)
+        scope = scope_of(self.limits, **ids)
+        limit = check_limit(pick_limit(limit, top_k, 100), maximum=10_000)
         engine = await self._engine()
         records = await engine.store.list_memories(
-            scope, parse_filters(filters), limit, include_superseded
+            scope, parse_filters(rest), limit, include_superseded
         )
         return {"results": [memory_item(r) for r in records]}
 
@@ -329,6 +391,7 @@ class AsyncMemory:
         memory_id: str | uuid.UUID,
         data: str | None = None,
         *,
+        text: str | None = None,
         metadata: dict[str, Any] | None = None,
         merge_metadata: bool = False,
         user_id: str | None = None,
@@ -340,6 +403,7 @@ class AsyncMemory:
         Args:
             memory_id: The memory.
             data: The new text; None keeps it (a metadata-only change).
+            text: The same as ``data``, as Mem0 2.x names it.
             metadata: Replaces the caller's metadata keys (``merge_metadata``: is merged into
                 them). memhub's own keys (``role``, ``session_id``, ``provenance``) keep their
                 stored values either way.
@@ -349,6 +413,9 @@ class AsyncMemory:
             run_id: See user_id.
         """
         scope = self._optional_scope(user_id, agent_id, run_id)
+        if data is not None and text is not None and data != text:
+            raise UsageError("pass the new text once: data or text")
+        data = data if data is not None else text
         if data is None and metadata is None:
             raise UsageError("pass the new text (data), metadata, or both")
         text = None if data is None else check_text("data", data, self.limits)
@@ -387,9 +454,16 @@ class AsyncMemory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Delete everything of the scope: memories, history, queued jobs and turns."""
-        scope = scope_of(self.limits, user_id, agent_id, run_id)
+        """Delete everything of the scope: memories, history, queued jobs and turns.
+
+        ``filters`` may carry the scope ids (Mem0 2.x); no other filter is accepted here.
+        """
+        ids, rest = split_scope(user_id, agent_id, run_id, filters)
+        if rest:
+            raise UsageError(f"delete_all takes only scope ids, not filters on {sorted(rest)}")
+        scope = scope_of(self.limits, **ids)
         engine = await self._engine()
         removed = await engine.store.delete_all(scope)
         return {"message": "Memories deleted successfully!", "deleted": removed}

@@ -66,7 +66,8 @@ def memory_item(record: MemoryRecord, score: float | None = None) -> MemoryItem:
         item["memory_type"] = record.memory_type
     if record.superseded_by is not None:
         item["superseded_by"] = str(record.superseded_by)
-    role = record.metadata.get("role")
+    # Memories stored before the role column kept it in their metadata.
+    role = record.role or record.metadata.get("role")
     if isinstance(role, str):
         item["role"] = role
     return item

@@ -48,10 +48,17 @@ def llm_from_settings(settings: MemhubSettings) -> LLM | None:
         settings.llm_provider,
         model=settings.llm_model,
         base_url=settings.llm_base_url,
-        api_key=settings.llm_api_key,
+        api_key=_secret(settings.llm_api_key),
         timeout=settings.llm_timeout,
         max_retries=settings.llm_max_retries,
     )
+
+
+def _secret(value: object) -> str | None:
+    # model_copy(update=...) skips validation, so a plain str may sit in a SecretStr field.
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    return None if value is None else str(value)
 
 
 def embedder_from_settings(settings: MemhubSettings) -> Embedder:
@@ -62,7 +69,7 @@ def embedder_from_settings(settings: MemhubSettings) -> Embedder:
         settings.embedder,
         model=settings.embedder_model,
         base_url=settings.embedder_base_url,
-        api_key=settings.embedder_api_key,
+        api_key=_secret(settings.embedder_api_key),
         dimension=settings.embedder_dimension,
     )
 

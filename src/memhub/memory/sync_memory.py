@@ -1,6 +1,8 @@
 """``Memory``: the synchronous face of :class:`AsyncMemory`, one line per method.
 
-Each call runs on memhub's process-wide event loop thread, so every thread shares one pool.
+GENERATED from ``async_memory.py`` by ``tools/gen_sync.py``: do not edit; run
+``python tools/gen_sync.py``. Each call runs on memhub's process-wide event loop thread,
+so every thread shares one connection pool.
 """
 
 from __future__ import annotations
@@ -22,7 +24,18 @@ __all__ = ["Memory"]
 
 
 class Memory:
-    """Synchronous memory; every method means what it means on :class:`AsyncMemory`."""
+    """Synchronous memory; every method means what it means on :class:`AsyncMemory`.
+
+    Args:
+        user_id: The user ARKOS's methods act for (the Mem0-style methods take it per call).
+        session_id: The conversation; a new UUID when None.
+        db_url: A PostgreSQL URL; None means ``MEMHUB_DATABASE_URL`` / ``DB_URL``, and failing
+            those the embedded server.
+        use_long_term: Also queue every turn for long-term memory.
+        settings: Explicit settings; by default they come from the environment.
+        embedder: An embedder to use instead of the one the settings name.
+        fusion: How search fuses its signals.
+    """
 
     def __init__(
         self,
@@ -45,13 +58,6 @@ class Memory:
             fusion=fusion,
         )
 
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> Memory:
-        """Build from a Mem0-style config dict."""
-        memory = cls.__new__(cls)
-        memory._async = AsyncMemory.from_config(config)
-        return memory
-
     @property
     def async_memory(self) -> AsyncMemory:
         """The async object every call goes to."""
@@ -59,10 +65,12 @@ class Memory:
 
     @property
     def user_id(self) -> str | None:
+        """The user ARKOS's methods act for (None: pass ``user_id`` per call)."""
         return self._async.user_id
 
     @property
     def session_id(self) -> str:
+        """The conversation ARKOS's methods store into and read from."""
         return self._async.session_id
 
     @session_id.setter
@@ -71,9 +79,11 @@ class Memory:
 
     @property
     def settings(self) -> MemhubSettings:
+        """The settings this object runs with."""
         return self._async.settings
 
     def close(self) -> None:
+        """Release this object's share of the pool, the embedder and the worker."""
         run_sync(self._async.aclose())
 
     def __enter__(self) -> Memory:
@@ -82,7 +92,18 @@ class Memory:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- Mem0-style API ---------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Memory:
+        """Build from a Mem0-style config dict (``vector_store``, ``embedder``, ``llm``)."""
+        memory = cls.__new__(cls)
+        memory._async = AsyncMemory.from_config(config)
+        return memory
+
+    @property
+    def extracts_facts(self) -> bool:
+        """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
+        return self._async.extracts_facts
+
     def add(
         self,
         messages: Any,
@@ -95,8 +116,40 @@ class Memory:
         memory_type: str | None = None,
         timestamp: datetime | str | float | None = None,
         wait: bool = False,
+        remember_roles: Sequence[str] | None = None,
         idempotency_key: str | None = None,
     ) -> dict[str, Any]:
+        """Store messages and queue them for long-term memory; returns once they are durable.
+
+        Args:
+            messages: A string, a message dict, a :class:`Message`, or a list of them.
+            user_id: Whose memory (one of user_id, agent_id, run_id is required).
+            agent_id: The agent's memory.
+            run_id: The run (conversation); also the turns' session id.
+            metadata: Stored with every turn and memory; cannot override scope ids.
+            infer: With an LLM configured, extract facts; False stores each turn as it is.
+            memory_type: Mem0's ``"procedural_memory"`` for an agent run summary.
+            timestamp: When the messages were said (historic imports); default now.
+            wait: Wait (up to ``settings.wait_timeout`` seconds) until these messages' own
+                jobs are done, then return what they became. Other scopes' jobs are never
+                waited for, nor run: a worker (in-process or ``memhub worker``) does them.
+            remember_roles: Only messages of these roles go to long-term memory (the others
+                are kept as conversation turns only); None: every message.
+            idempotency_key: A key of the caller's choosing for this call; calling again with
+                the same key, scope and messages returns the first call's result and writes
+                nothing (a retry after a dropped connection). Another request under a used
+                key raises :class:`UsageError`.
+
+        Returns:
+            ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
+            becomes one memory (``infer=False``, or no LLM configured) its id is assigned now:
+            ``{"id", "memory", "event": "ADD", "actor_id", "role", "status": "PENDING"}``,
+            searchable once the worker has embedded it (usually within moments). When an LLM
+            will extract facts, they are not known yet: one ``{"message", "status":
+            "PENDING", "event_id"}`` entry, as Mem0's asynchronous mode returns. With
+            ``wait``, the memories themselves (``"status": "DONE"``); ``"timed_out": True``
+            says the deadline passed first: the results are what is searchable so far.
+        """
         return run_sync(
             self._async.add(
                 messages,
@@ -108,12 +161,14 @@ class Memory:
                 memory_type=memory_type,
                 timestamp=timestamp,
                 wait=wait,
+                remember_roles=remember_roles,
                 idempotency_key=idempotency_key,
             )
         )
 
     def wait_idle(self) -> None:
-        run_sync(self._async.wait_idle())
+        """Process (or wait for) every queued job of the database; benchmarks and tests use it."""
+        return run_sync(self._async.wait_idle())
 
     def search(
         self,
@@ -122,11 +177,30 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         include_superseded: bool = False,
+        top_k: int | None = None,
+        as_of: datetime | str | float | None = None,
     ) -> dict[str, list[MemoryItem]]:
+        """Memories relevant to ``query``, best first, by meaning and by words.
+
+        Args:
+            query: What to look for.
+            user_id: Whose memories (or pass scope ids inside ``filters``, Mem0 2.x style).
+            agent_id: The agent's memories.
+            run_id: The run's memories.
+            limit: Most results (default 100); ``top_k`` is the Mem0 2.x name.
+            filters: Mem0's filter language; may carry ``user_id`` / ``agent_id`` / ``run_id``.
+            threshold: Smallest score kept, in [0, 1].
+            include_superseded: Also search facts that were replaced.
+            top_k: Same as ``limit``.
+            as_of: Only what was true then: facts valid at that moment, superseded or not.
+
+        Returns:
+            ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
+        """
         return run_sync(
             self._async.search(
                 query,
@@ -137,6 +211,8 @@ class Memory:
                 filters=filters,
                 threshold=threshold,
                 include_superseded=include_superseded,
+                top_k=top_k,
+                as_of=as_of,
             )
         )
 
@@ -148,6 +224,7 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> MemoryItem | None:
+        """One memory by id (None if absent); with scope ids, only inside that scope."""
         return run_sync(
             self._async.get(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
         )
@@ -159,9 +236,14 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         include_superseded: bool = False,
+        top_k: int | None = None,
     ) -> dict[str, list[MemoryItem]]:
+        """The scope's memories, newest first (at most ``limit`` / ``top_k``, default 100).
+
+        The scope ids may also come inside ``filters`` (Mem0 2.x).
+        """
         return run_sync(
             self._async.get_all(
                 user_id=user_id,
@@ -170,6 +252,7 @@ class Memory:
                 filters=filters,
                 limit=limit,
                 include_superseded=include_superseded,
+                top_k=top_k,
             )
         )
 
@@ -178,16 +261,32 @@ class Memory:
         memory_id: str | uuid.UUID,
         data: str | None = None,
         *,
+        text: str | None = None,
         metadata: dict[str, Any] | None = None,
         merge_metadata: bool = False,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> dict[str, Any]:
+        """Correct a memory's text and/or metadata; the old text stays in history.
+
+        Args:
+            memory_id: The memory.
+            data: The new text; None keeps it (a metadata-only change).
+            text: The same as ``data``, as Mem0 2.x names it.
+            metadata: Replaces the caller's metadata keys (``merge_metadata``: is merged into
+                them). memhub's own keys (``role``, ``session_id``, ``provenance``) keep their
+                stored values either way.
+            merge_metadata: Merge instead of replace (``PATCH`` semantics).
+            user_id: With agent_id / run_id: only inside this scope.
+            agent_id: See user_id.
+            run_id: See user_id.
+        """
         return run_sync(
             self._async.update(
                 memory_id,
                 data,
+                text=text,
                 metadata=metadata,
                 merge_metadata=merge_metadata,
                 user_id=user_id,
@@ -204,6 +303,7 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> dict[str, str]:
+        """Delete one memory; its history keeps a DELETE event with the last text."""
         return run_sync(
             self._async.delete(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
         )
@@ -214,8 +314,17 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        return run_sync(self._async.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        """Delete everything of the scope: memories, history, queued jobs and turns.
+
+        ``filters`` may carry the scope ids (Mem0 2.x); no other filter is accepted here.
+        """
+        return run_sync(
+            self._async.delete_all(
+                user_id=user_id, agent_id=agent_id, run_id=run_id, filters=filters
+            )
+        )
 
     def history(
         self,
@@ -225,43 +334,53 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> list[HistoryItem]:
+        """Every change of a memory, oldest first."""
         return run_sync(
             self._async.history(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
         )
 
     def recent_turns(self, *, user_id: str, session_id: str, limit: int = 10) -> list[Message]:
+        """The last ``limit`` turns of one user's session (or run / thread), oldest first."""
         return run_sync(
             self._async.recent_turns(user_id=user_id, session_id=session_id, limit=limit)
         )
 
     def reset(self) -> None:
-        run_sync(self._async.reset())
+        """Delete all data of every user. Irreversible."""
+        return run_sync(self._async.reset())
 
-    # -- ARKOS ------------------------------------------------------------------------------
     def start_new_session(self) -> str:
+        """Begin a new conversation; returns its id."""
         return self._async.start_new_session()
 
     serialize = staticmethod(AsyncMemory.serialize)
+
     deserialize = staticmethod(AsyncMemory.deserialize)
 
     def add_turn(self, message: Message) -> int:
+        """Store one message of the current session (typed errors); returns its turn id."""
         return run_sync(self._async.add_turn(message))
 
     def add_memory(self, message: Message) -> bool:
+        """ARKOS: store ``message``; True on success, False (logged) on any error."""
         return run_sync(self._async.add_memory(message))
 
     def short_memory(self, turns: int) -> list[Message]:
+        """The last ``turns`` messages of this session, oldest first (typed errors)."""
         return run_sync(self._async.short_memory(turns))
 
     def retrieve_short_memory(self, turns: int) -> list[Message]:
+        """ARKOS: the last ``turns`` messages of this session, oldest first; [] on error."""
         return run_sync(self._async.retrieve_short_memory(turns))
 
     def long_memory(
         self, context: Sequence[Message] | None = None, mem0_limit: int = 10
     ) -> SystemMessage:
+        """Memories relevant to the last two messages of ``context`` (typed errors)."""
         return run_sync(self._async.long_memory(context, mem0_limit))
 
     def retrieve_long_memory(
         self, context: Sequence[Message] | None = None, mem0_limit: int = 10
     ) -> SystemMessage:
+        """ARKOS: ``SystemMessage("retrieved memories:\\n...")``; empty on error or no hits."""
         return run_sync(self._async.retrieve_long_memory(context, mem0_limit))

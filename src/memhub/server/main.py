@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import signal
+import threading
+from types import FrameType
 
 from memhub.config import MemhubSettings
 from memhub.server.settings import ServerSettings
@@ -27,6 +30,10 @@ def listen_address(server: ServerSettings) -> tuple[str, int]:
     return server.host, server.port
 
 
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
 def serve(
     settings: MemhubSettings | None = None,
     server: ServerSettings | None = None,
@@ -49,4 +56,9 @@ def serve(
     host, port = listen_address(server)
     app = create_app(settings, server=server)
     log.info("memhub server on http://%s:%s (API docs at /docs)", host, port)
+    if threading.current_thread() is threading.main_thread():
+        # uvicorn shuts down gracefully on SIGTERM, restores the handler it found and raises
+        # the signal again: with Python's default one the process would die without running
+        # its exit handlers, leaving the embedded PostgreSQL running. Ours exits normally.
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     uvicorn.run(app, host=host, port=port, log_level=log_level, proxy_headers=False)

@@ -28,6 +28,7 @@ __all__ = [
     "ParkedJob",
     "ParkedJobs",
     "PatchRequest",
+    "PendingOut",
     "RetryRequest",
     "RetryResponse",
     "SearchRequest",
@@ -91,6 +92,9 @@ class SearchRequest(_Scoped):
     filters: dict[str, Any] | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     include_superseded: bool = False
+    as_of: datetime | None = Field(
+        default=None, description="Only what was true at this moment (ISO 8601; naive is UTC)."
+    )
 
 
 class UpdateRequest(_Strict):
@@ -142,7 +146,22 @@ class MemoryPage(MemoryList):
     )
 
 
-class AddResponse(MemoryList):
+class PendingOut(BaseModel):
+    """What ``add`` queued: a memory whose id is assigned (one per message, no LLM), or, when
+    an LLM will extract facts, the queued work (``message``, ``event_id``), as in Mem0."""
+
+    id: str | None = None
+    memory: str | None = None
+    event: str | None = None
+    role: str | None = None
+    status: str
+    message: str | None = None
+    event_id: str | None = None
+
+
+class AddResponse(BaseModel):
+    results: list[MemoryOut | PendingOut]
+    status: str | None = Field(default=None, description="PENDING (queued) or DONE (wait=True).")
     queued_turn_ids: list[int] | None = None
     timed_out: bool | None = Field(
         default=None, description="With wait: the deadline passed first; results so far."

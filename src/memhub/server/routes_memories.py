@@ -161,6 +161,7 @@ async def search_memories(body: SearchRequest, caller: Caller, state: State) -> 
         filters=body.filters,
         threshold=body.threshold,
         include_superseded=body.include_superseded,
+        as_of=body.as_of,
     )
     return {"results": [caller.present(item) for item in found["results"]]}
 

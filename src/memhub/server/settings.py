@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from memhub.config import EnvSettings
 
 __all__ = ["ServerSettings"]
 
 
-class ServerSettings(BaseSettings):
-    """How ``memhub serve`` listens and authenticates. Construct directly, or with :meth:`from_env`.
+class ServerSettings(EnvSettings):
+    """How ``memhub serve`` listens and authenticates. Read ``MEMHUB_*`` with :meth:`from_env`.
 
     Attributes:
         admin_key: A key with every right (managing keys, all users' data). Unset, the first
@@ -44,8 +46,3 @@ class ServerSettings(BaseSettings):
     turn_rate_limit: float = Field(default=50.0, ge=0)
     turn_burst: float = Field(default=200.0, ge=1)
     max_queued_jobs: int = Field(default=1_000, ge=0)
-
-    @classmethod
-    def from_env(cls, **overrides: Any) -> ServerSettings:
-        """Settings from ``MEMHUB_*``; explicit, non-None overrides win."""
-        return cls(**{key: value for key, value in overrides.items() if value is not None})

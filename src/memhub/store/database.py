@@ -22,9 +22,13 @@ from psycopg_pool import AsyncConnectionPool
 from memhub._loops import LoopShared
 from memhub.config import MemhubSettings
 from memhub.errors import ConfigurationError
-from memhub.store.embedded import embedded_database_url
+from memhub.store.embedded import (
+    embedded_database_url,
+    embedded_server_died,
+    ensure_embedded_running,
+)
 from memhub.store.errors import translate_errors
-from memhub.store.migrate import apply_migrations
+from memhub.store.migrate import apply_migrations, available_migrations
 
 __all__ = ["AsyncConn", "Database", "resolve_database_url"]
 
@@ -36,6 +40,7 @@ AsyncConn = psycopg.AsyncConnection[TupleRow]
 # A connection used this recently is trusted without a round trip: checking on every checkout
 # cost ~0.3 ms of the hot path, while a server that just went away fails the call either way.
 _FRESH_SECONDS = 2.0
+_WATCH_SECONDS = 0.5  # how often a process using the embedded server checks its postmaster
 _last_returned: weakref.WeakKeyDictionary[AsyncConn, float] = weakref.WeakKeyDictionary()
 
 
@@ -46,6 +51,14 @@ async def _stamp_returned(conn: AsyncConn) -> None:
 async def _check_stale(conn: AsyncConn) -> None:
     if time.monotonic() - _last_returned.get(conn, float("-inf")) > _FRESH_SECONDS:
         await AsyncConnectionPool.check_connection(conn)
+
+
+async def _configure_pooled_connection(conn: AsyncConn) -> None:
+    # Behind PgBouncer in transaction mode, a session setting lands on whichever server
+    # connection ran it; TimeZone is one of the few PgBouncer tracks and re-applies per
+    # client. hnsw.iterative_scan is set per search instead (PostgresStore.search_candidates).
+    await register_vector_async(conn)
+    await conn.execute("SET timezone TO 'UTC'")
 
 
 async def _configure_connection(conn: AsyncConn) -> None:
@@ -75,7 +88,9 @@ class Database:
     url: str
     settings: MemhubSettings
     pool: AsyncConnectionPool[AsyncConn] | None = None
+    migrate: bool = True  # False for read replicas: they replay the primary's schema
     _open_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _watchdog: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
         """Migrate, then open the pool. Idempotent."""
@@ -83,33 +98,68 @@ class Database:
             if self.pool is not None:
                 return
             with translate_errors("connecting to PostgreSQL"):
-                conn = await psycopg.AsyncConnection.connect(
-                    self.url,
-                    autocommit=True,
-                    connect_timeout=max(1, int(self.settings.connect_timeout)),
-                )
-                async with conn:
-                    await apply_migrations(conn)
-                pool: AsyncConnectionPool[AsyncConn] = AsyncConnectionPool(
-                    self.url,
-                    min_size=self.settings.pool_min_size,
-                    max_size=self.settings.pool_max_size,
-                    timeout=self.settings.connect_timeout,
-                    kwargs=self._connection_kwargs(),
-                    configure=_configure_connection,
-                    check=_check_stale,
-                    reset=_stamp_returned,
-                    open=False,
-                    name="memhub",
-                )
-                await pool.open(wait=False)
-                self.pool = pool
+                if self.migrate:
+                    await self._migrate()
+                self.pool = await self._new_pool()
+                if self.settings.database_url is None:
+                    self._watchdog = asyncio.create_task(self._watch_embedded())
+
+    async def _new_pool(self) -> AsyncConnectionPool[AsyncConn]:
+        pool: AsyncConnectionPool[AsyncConn] = AsyncConnectionPool(
+            self.url,
+            min_size=self.settings.pool_min_size,
+            max_size=self.settings.pool_max_size,
+            timeout=self.settings.connect_timeout,
+            kwargs=self._connection_kwargs(),
+            configure=(
+                _configure_pooled_connection if self.settings.pgbouncer else _configure_connection
+            ),
+            check=_check_stale,
+            reset=_stamp_returned,
+            open=False,
+            name="memhub",
+        )
+        await pool.open(wait=False)
+        return pool
+
+    async def _migrate(self) -> None:
+        # Pending migrations take a session-level advisory lock, which transaction pooling
+        # would hand to another client: behind PgBouncer they run on the direct URL, or are
+        # only checked.
+        url = self.settings.direct_database_url if self.settings.pgbouncer else self.url
+        conn = await psycopg.AsyncConnection.connect(
+            url or self.url,
+            autocommit=True,
+            connect_timeout=max(1, int(self.settings.connect_timeout)),
+            prepare_threshold=None,
+        )
+        async with conn:
+            if url is not None:
+                await apply_migrations(conn)
+                return
+            done: set[str] = set()
+            cur = await conn.execute("SELECT to_regclass('memhub_schema_migrations')")
+            if (await cur.fetchone()) != (None,):
+                cur = await conn.execute("SELECT version FROM memhub_schema_migrations")
+                done = {str(row[0]) for row in await cur.fetchall()}
+        missing = [m.version for m in available_migrations() if m.version not in done]
+        if missing:
+            raise ConfigurationError(
+                f"the database lacks migrations {', '.join(missing)}; with MEMHUB_PGBOUNCER, "
+                "set MEMHUB_DIRECT_DATABASE_URL to PostgreSQL itself so memhub can apply them"
+            )
 
     def _connection_kwargs(self) -> dict[str, object]:
         kwargs: dict[str, object] = {
             "autocommit": True,
             "connect_timeout": max(1, int(self.settings.connect_timeout)),
         }
+        if self.settings.pgbouncer:
+            # PgBouncer 1.18 forwards no protocol-level prepared statements and refuses the
+            # `options` startup parameter; statement_timeout then belongs to the role
+            # (ALTER ROLE ... SET statement_timeout), see docs/scaling.md.
+            kwargs["prepare_threshold"] = None
+            return kwargs
         # UTC sessions: ARKOS's TIMESTAMP column then holds UTC wall time whoever writes it.
         options = "-c timezone=UTC"
         if self.settings.statement_timeout_ms:
@@ -123,12 +173,43 @@ class Database:
         if self.pool is None:
             await self.open()
         assert self.pool is not None
+        if self.settings.database_url is None and embedded_server_died(self.settings.data_dir):
+            await self._heal_embedded(self.pool)
         async with self.pool.connection() as conn:
             yield conn
+
+    async def _watch_embedded(self) -> None:
+        # Calls waiting for a connection would only find the dead postmaster after the pool's
+        # timeout; this look (one syscall) notices it within _WATCH_SECONDS.
+        while True:
+            await asyncio.sleep(_WATCH_SECONDS)
+            pool = self.pool
+            if pool is not None and embedded_server_died(self.settings.data_dir):
+                try:
+                    await self._heal_embedded(pool)
+                except Exception:  # a background task: log, keep watching
+                    log.exception("restarting the embedded PostgreSQL failed")
+
+    async def _heal_embedded(self, pool: AsyncConnectionPool[AsyncConn]) -> None:
+        # The embedded postmaster crashed: restart it (bounded, logged), then swap in a new
+        # pool, so this server heals without a restart of its own. The old pool's reconnect
+        # attempts back off exponentially (1, 2, 4, 8 s...) and would keep failing calls for
+        # seconds after the server is back; its waiting calls fail as they would have anyway.
+        await asyncio.to_thread(ensure_embedded_running, self.settings.data_dir)
+        if embedded_server_died(self.settings.data_dir):
+            return
+        async with self._open_lock:
+            if self.pool is not pool:  # another call swapped it already
+                return
+            self.pool = await self._new_pool()
+        await pool.close(timeout=1.0)
 
     async def close(self) -> None:
         """Close the pool; the object can be opened again later."""
         pool, self.pool = self.pool, None
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.cancel()
         if pool is not None:
             await pool.close()
 
@@ -144,6 +225,8 @@ def _pool_key(url: str, settings: MemhubSettings) -> tuple[object, ...]:
         settings.pool_max_size,
         settings.connect_timeout,
         settings.statement_timeout_ms,
+        settings.pgbouncer,
+        settings.direct_database_url,
     )
 
 

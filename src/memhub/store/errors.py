@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import psycopg
 import psycopg_pool
 
-from memhub.errors import Conflict, StoreError, StoreUnavailable, UsageError
+from memhub.errors import Conflict, StatementTimeout, StoreError, StoreUnavailable, UsageError
 
 __all__ = ["translate_errors"]
 
@@ -30,9 +30,11 @@ def translate_errors(action: str) -> Iterator[None]:
         raise UsageError(f"{action}: the database refused a value: {refused}") from exc
     except psycopg_pool.PoolTimeout as exc:
         raise StoreUnavailable(f"{action}: no database connection available ({exc})") from exc
+    except psycopg.errors.QueryCanceled as exc:
+        # Before OperationalError, its base class: a statement that times out fails the work
+        # that ran it (a job counts an attempt), where an unreachable database does not.
+        raise StatementTimeout(f"{action}: statement timed out or was cancelled ({exc})") from exc
     except (psycopg.OperationalError, psycopg.errors.AdminShutdown, OSError) as exc:
         raise StoreUnavailable(f"{action}: database unavailable ({exc})") from exc
-    except psycopg.errors.QueryCanceled as exc:
-        raise StoreUnavailable(f"{action}: statement timed out ({exc})") from exc
     except psycopg.Error as exc:
         raise StoreError(f"{action}: {exc}") from exc

@@ -262,7 +262,8 @@ class InMemoryStore:
                     turn_id, t.user_id, t.session_id, t.role, t.message, t.agent_id, meta, said_at
                 )
             if job is not None:
-                self.jobs.add(job, {**payload, "turn_ids": ids}, now)
+                wanted = [i for i, t in zip(ids, turns, strict=True) if t.long_term]
+                self.jobs.add(job, {**payload, "turn_ids": wanted}, now)
             if idempotency is not None:
                 self._idempotency[(idempotency.owner, idempotency.key)] = (
                     idempotency.fingerprint,

@@ -107,6 +107,7 @@ class MemoryRow:
     valid_to: datetime | None = None
     superseded_by: UUID | None = None
     updated_at: datetime | None = None
+    role: str | None = None
 
     @property
     def key(self) -> Key:
@@ -127,6 +128,7 @@ class MemoryRow:
             source_turn_ids=self.source_turn_ids,
             created_at=self.created_at,
             updated_at=self.updated_at,
+            role=self.role,
         )
 
     def columns(self) -> dict[str, Any]:
@@ -135,6 +137,7 @@ class MemoryRow:
             "id": self.id,
             **dataclasses.asdict(self.scope),
             "memory_type": self.memory_type,
+            "role": self.role,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "valid_from": self.valid_from,

@@ -57,9 +57,10 @@ class Tables:
 
     # -- primitives ---------------------------------------------------------------------------
     def holder(self, key: Key) -> UUID | None:
-        """The current memory with this key (the partial unique index ``memories_current_hash``).
+        """The current fact with this key (the partial unique index ``memories_current_fact_hash``).
 
-        Checked on read, so a memory whose ``valid_to`` is set no longer counts.
+        Checked on read, so a memory whose ``valid_to`` is set no longer counts. Turn memories
+        (with a role) are outside the index, as in PostgreSQL.
         """
         held = self._current.get(key)
         mem = None if held is None else self.memories.get(held)
@@ -80,7 +81,7 @@ class Tables:
         if mem.unit is not None:
             mem.row, mem.unit = self.vectors.add(mem.unit), None
         self.memories[mem.id] = mem
-        if mem.valid_to is None:
+        if mem.valid_to is None and mem.role is None:
             self._current[mem.key] = mem.id
         if undo is not None:
             undo.append(lambda: self.detach(mem, None))
@@ -105,7 +106,7 @@ class Tables:
             del self._current[mem.key]
         for name, value in fields.items():
             setattr(mem, name, value)
-        if mem.valid_to is None and self.memories.get(mem.id) is mem:
+        if mem.valid_to is None and mem.role is None and self.memories.get(mem.id) is mem:
             self._current[mem.key] = mem.id
         if undo is not None:
             undo.append(lambda: self.change(mem, None, **before))
@@ -173,6 +174,7 @@ class Tables:
             source_turn_ids=tuple(new.source_turn_ids),
             terms=terms(new.memory),
             unit=unit,
+            role=new.role,
         )
 
     def insert(self, new: NewMemory, actor: str, now: datetime, undo: Undo) -> UUID | None:
@@ -182,7 +184,7 @@ class Tables:
             raise StoreError(
                 'inserting a memory: duplicate key value violates unique constraint "memories_pkey"'
             )
-        if self.holder(mem.key) is not None:
+        if mem.role is None and self.holder(mem.key) is not None:
             return None
         self.attach(mem, undo)
         self.event(mem, "ADD", None, mem.memory, actor, now, undo, mem.source_turn_ids)
@@ -196,7 +198,7 @@ class Tables:
         check_text(action, memory=text, hash=hash_)
         unit = self.vectors.unit(vector, action)
         new_key = (*mem.key[:3], hash_)
-        if mem.valid_to is None and self.holder(new_key) not in (None, mem.id):
+        if mem.valid_to is None and mem.role is None and self.holder(new_key) not in (None, mem.id):
             return False
         self.change(mem, undo, memory=text, hash=hash_, terms=terms(text), updated_at=now)
         self.set_vector(mem, unit, undo)

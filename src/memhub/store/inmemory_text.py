@@ -5,8 +5,8 @@ runs of letters and digits, PostgreSQL's english stop words are dropped and the 
 through a light stemmer (inflections only: plurals, ``-ing``, ``-ed``, a final ``e``; none of
 the derivational suffixes Snowball strips). A memory matches when it shares any term with the
 query; :func:`bm25_scores` is the formula of :func:`memhub.store.pg_memories._bm25_cte` (the
-default ranking) and :func:`text_score` that of ``ts_rank`` over an OR query, so ranks agree
-with PostgreSQL's whenever the two stemmers agree on the words involved.
+default ranking), so ranks agree with PostgreSQL's whenever the two stemmers agree on the
+words involved.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-import numpy as np
-
-__all__ = ["STOP_WORDS", "bm25_scores", "stem", "terms", "text_score"]
+__all__ = ["STOP_WORDS", "bm25_scores", "stem", "terms"]
 
 # PostgreSQL's english.stop (the Snowball list), kept as one string as in that file: a list
 # literal would take 127 lines.
@@ -39,8 +37,6 @@ STOP_WORDS: Final = frozenset(
 _WORD: Final = re.compile(r"[^\W_]+")
 _VOWELS: Final = frozenset("aeiouy")
 _NO_UNDOUBLE: Final = frozenset("aeiouylsz")
-_WEIGHT_D: Final = 0.1  # ts_rank's default weight of unlabelled (D) positions
-_ZETA_2: Final = 1.64493406685  # sum(1/i^2), the limit ts_rank divides by
 
 
 def stem(word: str) -> str:
@@ -81,31 +77,6 @@ def _undouble(word: str) -> str:
 def terms(text: str) -> Counter[str]:
     """The stemmed, stop-word-free terms of ``text`` with their frequencies."""
     return Counter(stem(word) for word in _WORD.findall(text.lower()) if word not in STOP_WORDS)
-
-
-def text_score(document: Counter[str], query: Counter[str]) -> float | None:
-    """``ts_rank`` of ``document`` for the OR of the query's terms; None when none is shared.
-
-    PostgreSQL's ``calc_rank_or``: each distinct query term found ``n`` times adds
-    ``0.1 * sum(1/i^2 for i in 1..n) / (pi^2/6)``; the sum is divided by the number of
-    distinct query terms and returned as a ``real`` (float4).
-    """
-    if not query:
-        return None
-    total = 0.0
-    matched = False
-    for term in query:
-        count = document.get(term, 0)
-        if count:
-            matched = True
-            total += _WEIGHT_D * _harmonic2(count) / _ZETA_2
-    if not matched:
-        return None
-    return float(np.float32(total / len(query)))
-
-
-def _harmonic2(n: int) -> float:
-    return sum(1.0 / (i * i) for i in range(1, min(n, 256) + 1))  # tsvector keeps 256 positions
 
 
 def bm25_scores(

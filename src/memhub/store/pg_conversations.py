@@ -82,6 +82,7 @@ async def append_turns(
                 assert row is not None
                 ids.append(int(row[0]))
             if job is not None:
+                long_term = [i for i, t in zip(ids, turns, strict=True) if t.long_term]
                 await cur.execute(
                     "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
                     " VALUES (%s, %s, %s, %s, %s)",
@@ -90,7 +91,7 @@ async def append_turns(
                         job.scope.user_id,
                         job.scope.agent_id,
                         job.scope.run_id,
-                        Jsonb({**job.payload, "turn_ids": ids}),
+                        Jsonb({**job.payload, "turn_ids": long_term}),
                     ),
                 )
             if idempotency is not None:

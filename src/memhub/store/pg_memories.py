@@ -46,9 +46,10 @@ SPACE_LOCK_ID = 0x6D656D68_7665  # "memhve": one creator of the embedding column
 
 COLUMNS = sql.SQL(
     "m.id, m.user_id, m.agent_id, m.run_id, m.memory, m.hash, m.metadata, m.memory_type,"
-    " m.valid_from, m.valid_to, m.superseded_by, m.source_turn_ids, m.created_at, m.updated_at"
+    " m.valid_from, m.valid_to, m.superseded_by, m.source_turn_ids, m.created_at, m.updated_at,"
+    " m.role"
 )
-_N_COLUMNS = 14
+_N_COLUMNS = 15
 
 
 def record_from_row(row: Sequence[Any]) -> MemoryRecord:
@@ -66,6 +67,7 @@ def record_from_row(row: Sequence[Any]) -> MemoryRecord:
         source_turn_ids=tuple(row[11] or ()),
         created_at=row[12],
         updated_at=row[13],
+        role=row[14],
     )
 
 
@@ -139,7 +141,7 @@ def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
 async def insert_memories(
     conn: AsyncConn, memories: Sequence[NewMemory], actor: str
 ) -> list[UUID | None]:
-    """Insert, skipping exact duplicates of a current memory; ADD history for each insert."""
+    """Insert, skipping exact duplicates of a current fact; ADD history for each insert."""
     if not memories:
         return []
     # Concurrent batches insert in one global order (scope, hash), so two of them waiting on
@@ -152,11 +154,12 @@ async def insert_memories(
         # parameter set gets its own result set (empty where ON CONFLICT skipped a duplicate).
         await cur.executemany(
             "INSERT INTO memories (id, user_id, agent_id, run_id, memory, hash, embedding,"
-            " metadata, memory_type, valid_from, source_turn_ids, created_at)"
+            " metadata, memory_type, valid_from, source_turn_ids, created_at, role)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
-            " coalesce(%s::timestamptz, now()), %s, coalesce(%s::timestamptz, now()))"
+            " coalesce(%s::timestamptz, now()), %s, coalesce(%s::timestamptz, now()), %s)"
             " ON CONFLICT (coalesce(user_id, ''), coalesce(agent_id, ''),"
-            " coalesce(run_id, ''), hash) WHERE valid_to IS NULL DO NOTHING RETURNING id",
+            " coalesce(run_id, ''), hash) WHERE valid_to IS NULL AND role IS NULL"
+            " DO NOTHING RETURNING id",
             [
                 (
                     new.id,
@@ -171,6 +174,7 @@ async def insert_memories(
                     new.valid_from,
                     list(new.source_turn_ids),
                     new.created_at,
+                    new.role,
                 )
                 for new in ordered
             ],

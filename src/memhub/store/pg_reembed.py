@@ -195,15 +195,25 @@ class _WritesArrived(Exception):
     """Rows became stale between the catch-up and the lock: catch up again, unlocked."""
 
 
-async def catch_up(conn: AsyncConn, embed: Embed, batch: int = 256) -> int:
+async def catch_up(
+    conn: AsyncConn,
+    embed: Embed,
+    batch: int = 256,
+    on_batch: Callable[[int], None] | None = None,
+) -> int:
     """Embed, batch by batch and with no transaction open, every memory still without a new
-    vector (one pass in id order; rows arriving behind it wait for the next pass)."""
+    vector (one pass in id order; rows arriving behind it wait for the next pass).
+
+    ``on_batch`` is told the running count after each batch (a progress line).
+    """
     after: UUID | None = None
     done = 0
     while rows := await pending_rows(conn, after, batch):
         await store_vectors(conn, rows, await embed([r.memory for r in rows]))
         after = rows[-1].id
         done += len(rows)
+        if on_batch is not None:
+            on_batch(done)
     return done
 
 

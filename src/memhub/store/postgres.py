@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from memhub.config import MemhubSettings
@@ -30,22 +30,40 @@ from memhub.store.records import (
     TextRanking,
     Turn,
 )
+from memhub.store.replicas import ReadRouter
 
 __all__ = ["PostgresStore"]
+
+T = TypeVar("T")
+
+
+@asynccontextmanager
+async def _search_settings(conn: AsyncConn, pooled: bool) -> AsyncIterator[None]:
+    # Behind PgBouncer no session setting survives, so the search's own transaction sets
+    # what database._configure_connection sets per connection otherwise.
+    if not pooled:
+        yield
+        return
+    async with conn.transaction():
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        yield
 
 
 class PostgresStore:
     """memhub's data in one PostgreSQL database (with pgvector)."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, settings: MemhubSettings | None = None) -> None:
         self.database = database
         self._closed = False
         self._cursors: dict[str, str | None] = {}  # per lane: the owner the last claim ended at
+        settings = settings or database.settings
+        replicas = (settings.read_database_url or "").split()
+        self.reads = ReadRouter(database, settings, replicas) if replicas else None
 
     @classmethod
     async def open(cls, settings: MemhubSettings) -> PostgresStore:
         """Connect (starting the embedded server if no URL is set) and migrate."""
-        return cls(await acquire_database(settings))
+        return cls(await acquire_database(settings), settings)
 
     @asynccontextmanager
     async def _connect(self, action: str) -> AsyncIterator[AsyncConn]:
@@ -54,9 +72,25 @@ class PostgresStore:
             async with self.database.connection() as conn:
                 yield conn
 
+    async def _read(
+        self, action: str, scope: Scope | None, work: Callable[[AsyncConn], Awaitable[T]]
+    ) -> T:
+        """``work`` on a replica when replicas are configured (read-your-writes), else ours."""
+        with translate_errors(action):
+            if self.reads is not None:
+                return await self.reads.run(scope, work)
+            async with self.database.connection() as conn:
+                return await work(conn)
+
+    async def _wrote(self, conn: AsyncConn, scope: Scope | None) -> None:
+        if self.reads is not None:
+            await self.reads.note_write(conn, scope)
+
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
+            if self.reads is not None:
+                await self.reads.close()
             await release_database(self.database)
 
     async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
@@ -71,7 +105,11 @@ class PostgresStore:
         idempotency: IdempotencyKey | None = None,
     ) -> list[int]:
         async with self._connect("storing conversation turns") as conn:
-            return await pg_conversations.append_turns(conn, turns, job, idempotency)
+            ids = await pg_conversations.append_turns(conn, turns, job, idempotency)
+            if turns:
+                first = turns[0]
+                await self._wrote(conn, Scope(user_id=first.user_id, agent_id=first.agent_id))
+            return ids
 
     async def recent_turns(self, user_id: str, session_id: str, limit: int) -> list[Turn]:
         async with self._connect("reading conversation turns") as conn:
@@ -88,21 +126,20 @@ class PostgresStore:
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
-        async with self._connect("searching memories") as conn:
-            return await pg_memories.search_candidates(
-                conn,
-                scope,
-                text_query,
-                vector,
-                k,
-                filters,
-                include_superseded,
-                ranking=ranking,
-            )
+        pooled = self.database.settings.pgbouncer
+
+        async def search(conn: AsyncConn) -> list[Candidate]:
+            async with _search_settings(conn, pooled):
+                return await pg_memories.search_candidates(
+                    conn, scope, text_query, vector, k, filters, include_superseded, ranking=ranking
+                )
+
+        return await self._read("searching memories", scope, search)
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
-        async with self._connect("reading a memory") as conn:
-            return await pg_memories.get_memory(conn, scope, memory_id)
+        return await self._read(
+            "reading a memory", scope, lambda conn: pg_memories.get_memory(conn, scope, memory_id)
+        )
 
     async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
         async with self._connect("reading memories of turns") as conn:
@@ -111,8 +148,11 @@ class PostgresStore:
     async def list_memories(
         self, scope: Scope, filters: Filter | None, limit: int, include_superseded: bool
     ) -> list[MemoryRecord]:
-        async with self._connect("listing memories") as conn:
-            return await pg_memories.list_memories(conn, scope, filters, limit, include_superseded)
+        return await self._read(
+            "listing memories",
+            scope,
+            lambda conn: pg_memories.list_memories(conn, scope, filters, limit, include_superseded),
+        )
 
     async def update_memory(
         self,
@@ -127,17 +167,22 @@ class PostgresStore:
         merge_metadata: bool = False,
     ) -> MemoryRecord:
         async with self._connect("updating a memory") as conn:
-            return await pg_memories.update_memory(
+            updated = await pg_memories.update_memory(
                 conn, scope, memory_id, text, hash_, vector, metadata, actor, merge_metadata
             )
+            await self._wrote(conn, scope)
+            return updated
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:
         async with self._connect("deleting a memory") as conn:
             await pg_memories.delete_memory(conn, scope, memory_id, actor)
+            await self._wrote(conn, scope)
 
     async def delete_all(self, scope: Scope) -> int:
         async with self._connect("deleting a scope") as conn:
-            return await pg_erase.delete_all(conn, scope)
+            deleted = await pg_erase.delete_all(conn, scope)
+            await self._wrote(conn, scope)
+            return deleted
 
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
         async with self._connect("reading memory history") as conn:
@@ -146,6 +191,7 @@ class PostgresStore:
     async def reset(self) -> None:
         async with self._connect("resetting the store") as conn:
             await pg_memories.reset(conn)
+            await self._wrote(conn, None)
 
     # -- jobs -----------------------------------------------------------------------------
     async def claim_jobs(self, lane: Lane, limit: int, lease: Lease) -> list[Job]:
@@ -182,11 +228,17 @@ class PostgresStore:
         self, scope: Scope, turn_ids: Sequence[int], kinds: Sequence[str] | None
     ) -> int:
         async with self._connect("counting jobs") as conn:
-            return await pg_jobs.pending_turn_jobs(conn, scope, turn_ids, kinds)
+            pending = await pg_jobs.pending_turn_jobs(conn, scope, turn_ids, kinds)
+            if pending == 0:  # a wait for these turns is over: the scope's reads must see them
+                await self._wrote(conn, scope)
+            return pending
 
     async def pending_jobs(self, scope: Scope | None = None) -> int:
         async with self._connect("counting jobs") as conn:
-            return await pg_jobs.pending_jobs(conn, scope)
+            pending = await pg_jobs.pending_jobs(conn, scope)
+            if pending == 0:  # a wait for this scope's jobs is over: its reads must see them
+                await self._wrote(conn, scope)
+            return pending
 
     async def job_counts(self) -> dict[str, int]:
         async with self._connect("counting jobs") as conn:

@@ -70,6 +70,7 @@ class NewTurn:
     agent_id: str | None = None
     metadata: dict[str, Any] | None = None
     created_at: datetime | None = None  # None: the database's now()
+    long_term: bool = True  # False: short-term only (the turn is stored, its job skips it)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,9 @@ class NewMemory:
     valid_from: datetime | None = None
     source_turn_ids: tuple[int, ...] = ()
     created_at: datetime | None = None
+    # Set for a memory made from one turn (its speaker); facts have none. Turn memories are
+    # never deduplicated: each turn keeps its own memory, id and metadata.
+    role: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,7 @@ class MemoryRecord:
     source_turn_ids: tuple[int, ...]
     created_at: datetime
     updated_at: datetime | None
+    role: str | None = None
 
 
 @dataclass(frozen=True)

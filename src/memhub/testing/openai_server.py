@@ -111,6 +111,7 @@ class ScriptedOpenAIServer:
         default: The reply when the script is empty.
         model: Model name reported when a request names none, and by ``/v1/models``.
         embedding_dim: Length of embedding vectors, unless a request asks for ``dimensions``.
+        port: Port on 127.0.0.1; 0 picks a free one.
     """
 
     def __init__(
@@ -119,7 +120,9 @@ class ScriptedOpenAIServer:
         default: Reply | None = None,
         model: str = "scripted-model",
         embedding_dim: int = 16,
+        port: int = 0,
     ) -> None:
+        self.port = port
         self.default = default
         self.model = model
         self.embedding_dim = embedding_dim
@@ -193,10 +196,10 @@ class ScriptedOpenAIServer:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def start(self) -> Self:
-        """Bind a free port on 127.0.0.1 and serve from a daemon thread."""
+        """Bind the port on 127.0.0.1 (a free one by default) and serve from a daemon thread."""
         if self._httpd is None:
             self._stopping.clear()
-            self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+            self._httpd = _HTTPServer(("127.0.0.1", self.port), _Handler)
             self._httpd.owner = self
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever,
@@ -388,3 +391,9 @@ def _send_error(handler: _Handler, error: HTTPErrorReply) -> None:
 def _fatal(message: str) -> HTTPErrorReply:
     # x-should-retry stops the openai SDK from retrying a broken script three times.
     return HTTPErrorReply(500, message, {"x-should-retry": "false"})
+
+
+if __name__ == "__main__":  # python -m memhub.testing.openai_server --port N --script FILE
+    from memhub.testing._serve import main
+
+    raise SystemExit(main())

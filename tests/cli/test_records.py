@@ -1,0 +1,82 @@
+"""``memhub get | list | delete | search`` and ``import --force-user``, run as the CLI runs them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memhub import AsyncMemory, MemhubSettings
+from memhub._portal import run_sync
+from memhub.cli import main
+from memhub.cli.data import database_label
+
+Cli = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def cli(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Cli:
+    monkeypatch.setenv("MEMHUB_DATA_DIR", str(tmp_path))
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(["--database-url", db_url, *argv])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
+
+
+async def _seed(settings: MemhubSettings) -> str:
+    async with AsyncMemory(settings=settings) as memory:
+        added = await memory.add("I keep bees.", user_id="ada", infer=False, wait=True)
+    return str(added["results"][0]["id"])
+
+
+def test_list_get_search_delete_show_ids(cli: Cli, settings: MemhubSettings) -> None:
+    memory_id = run_sync(_seed(settings))
+    code, out, _ = cli("list", "--user-id", "ada")
+    assert code == 0 and out.startswith(memory_id) and out.rstrip().endswith("I keep bees.")
+    code, out, _ = cli("search", "bees", "--user-id", "ada")
+    assert code == 0 and out.split()[0] == memory_id
+    code, out, _ = cli("get", memory_id)
+    assert code == 0 and json.loads(out)["memory"] == "I keep bees."
+    assert cli("delete", memory_id)[:2] == (0, f"deleted {memory_id}\n")
+    code, out, err = cli("list", "--user-id", "ada")
+    assert (code, out, err) == (0, "", "no memories for user ada\n")
+    code, out, err = cli("search", "bees", "--user-id", "ada")
+    assert code == 0 and out == "" and "no memories of user ada match 'bees'" in err
+    code, _, err = cli("get", memory_id)
+    assert code == 1 and f"no memory {memory_id}" in err
+
+
+def test_import_force_user_says_where_the_data_went(
+    cli: Cli, settings: MemhubSettings, tmp_path: Path, db_url: str
+) -> None:
+    path = tmp_path / "in.jsonl"
+    lines = [{"user_id": "a", "text": "one"}, {"user_id": "b", "text": "two"}, {"text": "three"}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, _, err = cli("import", str(path), "--force-user", "zoe", "--no-infer")
+    assert code == 0
+    assert "imported 3 of 3 items" in err and "into user_id=zoe (3)" in err
+    assert "database: postgresql://" in err
+
+    async def users() -> dict[str, int]:
+        async with AsyncMemory(settings=settings) as memory:
+            return {u: len((await memory.get_all(user_id=u))["results"]) for u in ("a", "b")}
+
+    assert run_sync(users()) == {"a": 0, "b": 0}
+    code, out, _ = cli("list", "--user-id", "zoe")
+    assert len(out.splitlines()) == 3
+
+
+def test_database_label_hides_the_password(tmp_path: Path) -> None:
+    url = "postgresql://app:s3cret@db.example:5432/mem"
+    assert (
+        database_label(MemhubSettings(database_url=url))
+        == "postgresql://app:***@db.example:5432/mem"
+    )
+    assert "embedded" in database_label(MemhubSettings(data_dir=tmp_path))

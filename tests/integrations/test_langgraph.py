@@ -1,0 +1,198 @@
+"""memhub's LangGraph store against LangGraph's documented ``BaseStore`` behaviour.
+
+LangGraph ships no store conformance suite (``langgraph-checkpoint-conformance`` covers
+checkpointers only), so the same behaviour tests run on LangGraph's own ``InMemoryStore`` (the
+reference) and on ``MemhubStore`` over the real PostgreSQL and embedder.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, PutOp, SearchOp
+from langgraph.store.memory import InMemoryStore
+
+from memhub import AsyncMemory, MemhubSettings, Memory
+from memhub.integrations.langgraph import MemhubStore
+
+
+@pytest.fixture(params=["langgraph-inmemory", "memhub"])
+def store(request: pytest.FixtureRequest, settings: MemhubSettings) -> Iterator[BaseStore]:
+    if request.param == "langgraph-inmemory":
+        yield InMemoryStore()
+        return
+    with Memory(settings=settings) as memory:
+        yield MemhubStore(memory)
+
+
+def test_put_get_update_delete(store: BaseStore) -> None:
+    ns = ("users", "u1")
+    assert store.get(ns, "prefs") is None
+    store.put(ns, "prefs", {"food": "pizza", "n": 1})
+    first = store.get(ns, "prefs")
+    assert isinstance(first, Item)
+    assert (first.namespace, first.key, first.value) == (ns, "prefs", {"food": "pizza", "n": 1})
+    time.sleep(0.01)
+    store.put(ns, "prefs", {"food": "sushi", "n": 2})
+    second = store.get(ns, "prefs")
+    assert second is not None and second.value == {"food": "sushi", "n": 2}
+    assert second.updated_at > first.updated_at  # (InMemoryStore also renews created_at)
+    store.delete(ns, "prefs")
+    assert store.get(ns, "prefs") is None
+    store.delete(ns, "prefs")  # deleting what is gone is fine
+
+
+def test_namespaces_keep_equal_keys_apart(store: BaseStore) -> None:
+    store.put(("a",), "k", {"v": "in a"})
+    store.put(("a", "b"), "k", {"v": "in a/b"})
+    store.put(("c",), "k", {"v": "in a"})  # the same value elsewhere is its own item
+    assert store.get(("a",), "k").value == {"v": "in a"}  # type: ignore[union-attr]
+    assert store.get(("a", "b"), "k").value == {"v": "in a/b"}  # type: ignore[union-attr]
+    assert store.get(("c",), "k").value == {"v": "in a"}  # type: ignore[union-attr]
+
+
+def test_search_by_prefix_filter_and_pages(store: BaseStore) -> None:
+    for n in range(5):
+        store.put(("docs", f"d{n % 2}"), f"k{n}", {"n": n, "status": "active" if n < 3 else "old"})
+    store.put(("other",), "x", {"n": 99, "status": "active"})
+    assert {i.key for i in store.search(("docs",), limit=10)} == {f"k{n}" for n in range(5)}
+    assert {i.key for i in store.search(("docs", "d0"), limit=10)} == {"k0", "k2", "k4"}
+    active = store.search(("docs",), filter={"status": "active"}, limit=10)
+    assert {i.key for i in active} == {"k0", "k1", "k2"}
+    big = store.search(("docs",), filter={"n": {"$gte": 3}}, limit=10)
+    assert {i.key for i in big} == {"k3", "k4"}
+    assert {i.key for i in store.search(("docs",), filter={"n": {"$ne": 0}}, limit=10)} == {
+        "k1",
+        "k2",
+        "k3",
+        "k4",
+    }
+    pages = [store.search(("docs",), limit=2, offset=o) for o in (0, 2, 4)]
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert len({i.key for p in pages for i in p}) == 5
+    assert store.search(("nothing",), limit=10) == []
+
+
+def test_list_namespaces(store: BaseStore) -> None:
+    for ns in [("a", "b", "c"), ("a", "b", "d"), ("a", "x"), ("z", "b", "c")]:
+        store.put(ns, "k", {"v": 1})
+    assert store.list_namespaces() == [
+        ("a", "b", "c"),
+        ("a", "b", "d"),
+        ("a", "x"),
+        ("z", "b", "c"),
+    ]
+    assert store.list_namespaces(prefix=("a", "b")) == [("a", "b", "c"), ("a", "b", "d")]
+    assert store.list_namespaces(suffix=("c",)) == [("a", "b", "c"), ("z", "b", "c")]
+    assert store.list_namespaces(prefix=("*", "b")) == [
+        ("a", "b", "c"),
+        ("a", "b", "d"),
+        ("z", "b", "c"),
+    ]
+    assert store.list_namespaces(max_depth=1) == [("a",), ("z",)]
+    assert store.list_namespaces(limit=1, offset=1) == [("a", "b", "d")]
+
+
+def test_batch_answers_each_operation_in_place(store: BaseStore) -> None:
+    # Reads in a batch that also writes may see the store before or after the writes
+    # (InMemoryStore applies puts last), so writes and reads go in separate batches.
+    assert store.batch([PutOp(("t",), "one", {"text": "first"}), PutOp(("t",), "two", {})]) == [
+        None,
+        None,
+    ]
+    got, found, spaces, missing = store.batch(
+        [GetOp(("t",), "one"), SearchOp(("t",), limit=5), ListNamespacesOp(), GetOp(("t",), "x")]
+    )
+    assert isinstance(got, Item) and got.value == {"text": "first"}
+    assert sorted(i.key for i in found) == ["one", "two"]  # type: ignore[union-attr]
+    assert spaces == [("t",)] and missing is None
+    store.batch([PutOp(("t",), "one", None)])
+    assert store.batch([GetOp(("t",), "one")]) == [None]
+
+
+# -- memhub only: meaning search, async use ------------------------------------------------
+
+
+def test_query_search_ranks_by_meaning_and_words(settings: MemhubSettings) -> None:
+    with Memory(settings=settings) as memory:
+        store = MemhubStore(memory, index_fields=["text"])
+        store.put(("mem", "ada"), "1", {"text": "Ada is allergic to peanuts.", "kind": "health"})
+        store.put(("mem", "ada"), "2", {"text": "Ada's favourite city is Lisbon.", "kind": "fun"})
+        store.put(("mem", "bob"), "3", {"text": "Bob is allergic to cats.", "kind": "health"})
+        hits = store.search(("mem", "ada"), query="Which foods must Ada avoid?", limit=2)
+        assert hits[0].key == "1" and hits[0].score is not None and hits[0].score > 0
+        assert all(h.namespace == ("mem", "ada") for h in hits)
+        filtered = store.search(("mem",), query="allergy", filter={"kind": "health"}, limit=5)
+        assert {h.key for h in filtered} == {"1", "3"}
+
+
+def test_bad_namespaces_are_refused(settings: MemhubSettings) -> None:
+    with Memory(settings=settings) as memory:
+        store = MemhubStore(memory)
+        with pytest.raises(ValueError):
+            store.put((), "k", {"v": 1})
+        with pytest.raises(ValueError):
+            store.put(("a.b",), "k", {"v": 1})
+
+
+@pytest.fixture
+async def async_store(settings: MemhubSettings) -> AsyncIterator[MemhubStore]:
+    async with AsyncMemory(settings=settings) as memory:
+        yield MemhubStore(memory, user_id="ada")
+
+
+async def test_async_api(async_store: MemhubStore) -> None:
+    ns = ("notes",)
+    await async_store.aput(ns, "a", {"text": "buy milk"})
+    await async_store.aput(ns, "b", {"text": "call the plumber"})
+    got = await async_store.aget(ns, "a")
+    assert got is not None and got.value == {"text": "buy milk"}
+    hits = await async_store.asearch(ns, query="plumbing repair", limit=1)
+    assert [h.key for h in hits] == ["b"]
+    assert await async_store.alist_namespaces() == [("notes",)]
+    await async_store.adelete(ns, "a")
+    assert await async_store.aget(ns, "a") is None
+
+
+async def test_a_sync_memory_serves_async_callers_too(settings: MemhubSettings) -> None:
+    with Memory(settings=settings) as memory:
+        store = MemhubStore(memory)
+        await store.aput(("x",), "k", {"v": 1})
+        assert store.get(("x",), "k") is not None  # and the sync path sees it
+        assert (await store.aget(("x",), "k")).value == {"v": 1}  # type: ignore[union-attr]
+
+
+def test_a_compiled_graph_uses_the_store(settings: MemhubSettings) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        question: str
+        answer: str
+
+    def remember_then_recall(state: State, *, store: BaseStore) -> dict[str, str]:
+        store.put(("memories", "ada"), "food", {"text": "Ada is allergic to peanuts."})
+        hits = store.search(("memories", "ada"), query=state["question"], limit=1)
+        return {"answer": hits[0].value["text"]}
+
+    builder = StateGraph(State)
+    builder.add_node("recall", remember_then_recall)
+    builder.add_edge(START, "recall")
+    builder.add_edge("recall", END)
+    with Memory(settings=settings) as memory:
+        graph = builder.compile(store=MemhubStore(memory, index_fields=["text"]))
+        out = graph.invoke({"question": "What must Ada not eat?", "answer": ""})
+        assert out["answer"] == "Ada is allergic to peanuts."
+        # An update is a memory update: newest first without a query, old text in history.
+        store = MemhubStore(memory, index_fields=["text"])
+        store.put(("memories", "ada"), "food", {"text": "Ada can eat peanuts again."})
+        store.put(("memories", "ada"), "city", {"text": "Ada lives in Oslo."})
+        assert [i.key for i in store.search(("memories",))] == ["city", "food"]
+        (stored,) = memory.get_all(agent_id="langgraph", filters={"langgraph.key": "food"})[
+            "results"
+        ]
+        events = [(e["event"], e["old_memory"]) for e in memory.history(stored["id"])]
+        assert events[-1] == ("UPDATE", "Ada is allergic to peanuts.")
