@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -17,12 +17,6 @@ from memhub import AsyncMemory, MemhubSettings
 from memhub.testing import ScriptedOpenAIServer
 
 USERS = ["50%off", "a%%b", "%s", "o'brien \\ co"]
-
-
-@pytest.fixture
-def llm() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -30,12 +30,6 @@ def fact_number(request: dict[str, Any], text: str) -> str:
     match = re.search(r"\[(\d+)\] \(since [^)]*\) " + re.escape(json.dumps(text)), prompt)
     assert match, f"{text!r} not shown in the prompt:\n{prompt}"
     return match.group(1)
-
-
-@pytest.fixture
-def llm() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import json
 import random
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -40,12 +39,6 @@ def fact_number(request: dict[str, Any], text: str) -> str:
     )
     assert match, f"{text!r} not shown in the prompt:\n{prompt_of(request)}"
     return match.group(1)
-
-
-@pytest.fixture
-def llm() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture
