@@ -2,7 +2,7 @@
 
 ``python -m bench.ablation`` prints (and with ``--markdown FILE`` writes) a table of evidence
 recall@10 per category and top-10 tokens for each variant in :data:`VARIANTS`. It drives
-memhub's own search pieces (``pg_memories.search_candidates`` and ``fusion.fuse``) directly, so
+memhub's own search pieces (``pg_search.search_candidates`` and ``fusion.fuse``) directly, so
 a variant can change what the facade does not expose yet (the text ranking) without a rebuild.
 """
 
@@ -21,7 +21,7 @@ from bench.locomo import CATEGORY_NAMES, RECALL_CATEGORIES, Conversation, load_l
 from bench.metrics import QuestionResult, aggregate
 from bench.recall import TOP_N, ingest
 from memhub.engine.fusion import PRESETS, FusionConfig, fuse
-from memhub.store.pg_memories import search_candidates
+from memhub.store.pg_search import search_candidates
 from memhub.store.records import DEFAULT_TEXT_RANKING, Scope, TextRanking
 
 

@@ -13,7 +13,7 @@ import pytest
 from pgvector.psycopg import register_vector_async
 
 from memhub.filters import parse_filters
-from memhub.store import pg_memories
+from memhub.store import pg_memories, pg_search
 from memhub.store.pg_bind import Params, scope_where, vector_type_modifier
 from memhub.store.records import NewMemory, Scope
 from tests.memory.test_awkward_values import AWKWARD
@@ -73,9 +73,7 @@ async def test_scoped_reads_are_prepared_once_and_stay_correct(db_url: str) -> N
             tagged = parse_filters({"tag": user})
             listed = await pg_memories.list_memories(conn, scope, tagged, 10, False)
             assert [r.memory for r in listed] == [f"note of {user}"]
-            found = await pg_memories.search_candidates(
-                conn, scope, "note", vector, 5, tagged, False
-            )
+            found = await pg_search.search_candidates(conn, scope, "note", vector, 5, tagged, False)
             assert [c.record.memory for c in found] == [f"note of {user}"]
         cur = await conn.execute("SELECT statement FROM pg_prepared_statements")
         prepared = [str(row[0]) for row in await cur.fetchall()]

@@ -11,9 +11,9 @@ import pytest
 from memhub import MemhubSettings
 from memhub.engine.fusion import PRESETS, fuse
 from memhub.filters import parse_filters
-from memhub.store import pg_memories
+from memhub.store import pg_memories, pg_search
 from memhub.store.postgres import PostgresStore
-from memhub.store.records import NewMemory, Scope
+from memhub.store.records import NewMemory, Scope, TextRanking
 
 DIM = 8
 
@@ -132,7 +132,7 @@ async def test_ts_rank_ranking_stays_available(store: PostgresStore, db_url: str
 
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         await register_vector_async(conn)
-        found = await pg_memories.search_candidates(
+        found = await pg_search.search_candidates(
             conn,
             Scope(user_id="u"),
             "violin",
@@ -140,6 +140,6 @@ async def test_ts_rank_ranking_stays_available(store: PostgresStore, db_url: str
             5,
             None,
             False,
-            ranking=pg_memories.TextRanking(method="ts_rank", score_all=False),
+            ranking=TextRanking(method="ts_rank", score_all=False),
         )
     assert [c.record.memory for c in found if c.text_rank == 1] == ["violin lesson"]

@@ -10,7 +10,14 @@ from uuid import UUID
 
 from memhub.config import MemhubSettings
 from memhub.filters import Filter
-from memhub.store import pg_consolidation, pg_conversations, pg_erase, pg_jobs, pg_memories
+from memhub.store import (
+    pg_consolidation,
+    pg_conversations,
+    pg_erase,
+    pg_jobs,
+    pg_memories,
+    pg_search,
+)
 from memhub.store.database import AsyncConn, Database, acquire_database, release_database
 from memhub.store.errors import translate_errors
 from memhub.store.pg_jobs import PgJobBatch
@@ -130,7 +137,7 @@ class PostgresStore:
 
         async def search(conn: AsyncConn) -> list[Candidate]:
             async with _search_settings(conn, pooled):
-                return await pg_memories.search_candidates(
+                return await pg_search.search_candidates(
                     conn, scope, text_query, vector, k, filters, include_superseded, ranking=ranking
                 )
 
