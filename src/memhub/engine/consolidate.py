@@ -34,7 +34,7 @@ from memhub.errors import ProviderOutputError
 from memhub.filters import parse_filters
 from memhub.llm import LLM
 from memhub.llm.base import Usage
-from memhub.store.protocol import JobBatch, Store
+from memhub.store.protocol import ConsolidationWrites, JobBatch, Store
 from memhub.store.records import Candidate, Job, MemoryRecord, NewMemory, Scope, Turn
 from memhub.telemetry import operation, record_llm_usage
 
@@ -301,7 +301,9 @@ class Consolidator:
         await batch.retire_turn_memories(plan.scope, plan.turn_ids)
         await batch.complete([job.id for job in plan.jobs])
 
-    async def _apply_op(self, batch: JobBatch, plan: Plan, op: PlannedOp, vector: Any) -> None:
+    async def _apply_op(
+        self, batch: ConsolidationWrites, plan: Plan, op: PlannedOp, vector: Any
+    ) -> None:
         turn_ids = [t.id for t in op.turns]
         if op.kind == "DELETE":
             assert op.target is not None
