@@ -132,7 +132,7 @@ class MemoryRow:
         )
 
     def columns(self) -> dict[str, Any]:
-        """What :func:`memhub.filters.matches` reads."""
+        """What :func:`memhub.store.inmemory_filters.matches` reads."""
         return {
             "id": self.id,
             **dataclasses.asdict(self.scope),
