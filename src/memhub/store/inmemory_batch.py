@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
-from memhub.errors import MemoryNotFound, StoreError
+from memhub.errors import MemoryNotFound, StoreError, UsageError
 from memhub.store.inmemory_rows import as_utc, in_scope, jsonb
 from memhub.store.inmemory_tables import Tables
 from memhub.store.protocol import Vector
@@ -62,7 +62,7 @@ class InMemoryBatch:
                 return op()
             except MemoryNotFound:
                 raise  # raised before any SQL fails: the transaction goes on
-            except StoreError:
+            except (StoreError, UsageError):  # PostgreSQL aborts the transaction on either
                 self.failed = True
                 raise
 

@@ -17,7 +17,7 @@ from psycopg.types.json import Jsonb
 from memhub.errors import Conflict
 from memhub.store.database import AsyncConn, Database
 from memhub.store.errors import translate_errors
-from memhub.store.pg_consolidation import PgConsolidationWrites
+from memhub.store.pg_consolidation import PgConsolidationWrites, batch_step
 from memhub.store.pg_jobs import lock_scopes
 from memhub.store.records import Job, NewJob
 
@@ -30,10 +30,12 @@ class PgJobBatch(PgConsolidationWrites):
 
     jobs: list[Job]
 
+    @batch_step
     async def complete(self, job_ids: Sequence[int]) -> None:
         """Remove finished jobs from the queue."""
         await self.conn.execute("DELETE FROM memory_jobs WHERE id = ANY(%s)", (list(job_ids),))
 
+    @batch_step
     async def progress(self, job_id: int, done: int) -> None:
         """Record that the first ``done`` turns of a job are stored (large jobs go in parts)."""
         await self.conn.execute(
@@ -42,6 +44,7 @@ class PgJobBatch(PgConsolidationWrites):
             (done, job_id),
         )
 
+    @batch_step
     async def enqueue(self, job: NewJob, run_after: datetime | None, join_window: bool) -> None:
         """Queue a follow-up job in the current transaction.
 
@@ -108,4 +111,8 @@ async def apply_jobs(
             await lock_scopes(conn, [job.scope for job in jobs])
             await _check_lease(conn, jobs, owner)
             await _check_read_set(conn, read_set)
-            yield PgJobBatch(conn=conn, jobs=list(jobs))
+            batch = PgJobBatch(conn=conn, jobs=list(jobs))
+            try:
+                yield batch
+            finally:
+                batch.closed = True

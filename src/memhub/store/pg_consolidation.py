@@ -6,11 +6,12 @@ can be traced back to what was said; a superseded fact is closed, never erased.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from uuid import UUID
 
 import numpy as np
@@ -18,14 +19,39 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from memhub.errors import StoreError
 from memhub.store.database import AsyncConn
+from memhub.store.errors import translate_errors
 from memhub.store.pg_bind import Params, scope_where
 from memhub.store.pg_memories import history_event, insert_memories, lock_memory
 from memhub.store.records import NewMemory, Scope, usage_summary
 
-__all__ = ["PgConsolidationWrites", "usage_stats"]
+__all__ = ["PgConsolidationWrites", "batch_step", "usage_stats"]
 
 log = logging.getLogger("memhub.consolidation")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+B = TypeVar("B", bound="PgConsolidationWrites")
+
+
+def batch_step(
+    method: Callable[Concatenate[B, P], Awaitable[T]],
+) -> Callable[Concatenate[B, P], Awaitable[T]]:
+    """A write of the batch: refused once the batch's transaction has ended, errors translated.
+
+    The engine sees memhub's errors only; after a failed write PostgreSQL refuses every
+    further one ("current transaction is aborted"), so the apply rolls back.
+    """
+
+    @functools.wraps(method)
+    async def step(self: B, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        if self.closed:
+            raise StoreError("this job batch is closed")
+        with translate_errors("applying background jobs"):
+            return await method(self, *args, **kwargs)
+
+    return step
 
 
 @dataclass
@@ -33,11 +59,14 @@ class PgConsolidationWrites:
     """The apply phase's writes to memories, in the transaction of ``conn``."""
 
     conn: AsyncConn
+    closed: bool = field(default=False, kw_only=True)  # the apply's transaction has ended
 
+    @batch_step
     async def insert_memories(self, memories: Sequence[NewMemory], actor: str) -> list[UUID | None]:
         """Insert memories and their ADD history; None where an equal current memory exists."""
         return await insert_memories(self.conn, memories, actor)
 
+    @batch_step
     async def refine(
         self,
         scope: Scope,
@@ -63,6 +92,7 @@ class PgConsolidationWrites:
         await history_event(self.conn, old, "UPDATE", old.memory, text, "consolidation", turn_ids)
         return True
 
+    @batch_step
     async def supersede(
         self, scope: Scope, old_id: UUID, new: NewMemory, closed_at: datetime
     ) -> UUID:
@@ -106,12 +136,14 @@ class PgConsolidationWrites:
         )
         return successor
 
+    @batch_step
     async def forget(self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]) -> None:
         """DELETE on the user's request; the history keeps the event and the last text."""
         old = await lock_memory(self.conn, scope, memory_id)
         await self.conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
         await history_event(self.conn, old, "DELETE", old.memory, None, "consolidation", turn_ids)
 
+    @batch_step
     async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:
         """Remove the raw memories of consolidated turns (the turns themselves stay)."""
         params = Params()
@@ -124,6 +156,7 @@ class PgConsolidationWrites:
         )
         return cur.rowcount
 
+    @batch_step
     async def record_usage(
         self,
         scope: Scope,

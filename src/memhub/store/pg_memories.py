@@ -147,7 +147,7 @@ def _memory_row(new: NewMemory) -> tuple[Any, ...]:
         new.scope.run_id,
         new.memory,
         new.hash,
-        np.asarray(new.embedding, dtype=np.float32),
+        None if new.embedding is None else np.asarray(new.embedding, dtype=np.float32),
         Jsonb(new.metadata),
         new.memory_type,
         new.valid_from,
