@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -36,8 +36,8 @@ B = TypeVar("B", bound="PgConsolidationWrites")
 
 
 def batch_step(
-    method: Callable[Concatenate[B, P], Awaitable[T]],
-) -> Callable[Concatenate[B, P], Awaitable[T]]:
+    method: Callable[Concatenate[B, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[B, P], Coroutine[Any, Any, T]]:
     """A write of the batch: refused once the batch's transaction has ended, errors translated.
 
     The engine sees memhub's errors only; after a failed write PostgreSQL refuses every
