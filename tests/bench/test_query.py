@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from bench.query import BEGIN, END, _ctes, summary, write_section
+from bench.query import BEGIN, END, PARTS, _ctes, summary, write_section
 
 PLAN = {
     "Node Type": "Hash Join",
@@ -24,15 +24,13 @@ def _result(p95: float) -> dict[str, object]:
         "memories": 100_000,
         "cpu": "a test CPU (avx2)",
         "sequential": {
-            "embedding": part,
-            "sql": part,
-            "search": part,
+            **dict.fromkeys(PARTS, part),
             "overhead_p95_ms": p95 - 2.0,
             "embedder_qps": 400.0,
         },
         "clients": [row],
         "clients_while_ingesting": {**row, "turns_added": 5},
-        "explain_ms": {"execution": 1.5, "CTE vec": 0.25},
+        "explain_ms": {"execution": 2.0, "CTE vec": 0.25, "CTE avgdl": 1.0},
     }
 
 
@@ -56,3 +54,4 @@ def test_the_section_is_replaced_in_place_and_the_rest_kept(tmp_path: Path) -> N
     assert "**5.00 ms**" in text and "**1.00 ms**" not in text
     assert "| 8 + worker ingesting | 100 |" in text
     assert "| CTE vec | 0.25 |" in text
+    assert "full-text side is 50% of execution and the HNSW scan 12%" in text
