@@ -1,10 +1,12 @@
-"""``search(max_tokens=...)``: the results' estimated length stays within the budget."""
+"""``search(max_tokens=...)`` keeps the results within the budget; weak results are cut off."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from memhub import AsyncMemory, UsageError
+from memhub import AsyncMemory, FusionConfig, UsageError
 from memhub._portal import run_sync
 from memhub.engine.text import estimate_tokens
 
@@ -40,3 +42,25 @@ def test_max_tokens_keeps_the_best_results_that_fit(shared_memory: AsyncMemory) 
 def test_max_tokens_must_be_a_positive_integer(shared_memory: AsyncMemory, bad: int) -> None:
     with pytest.raises(UsageError, match="max_tokens"):
         run_sync(shared_memory.search("bees", user_id="u", max_tokens=bad))
+
+
+def test_results_far_weaker_than_the_best_are_left_out(shared_memory: AsyncMemory) -> None:
+    unrelated = "My car needs new tyres before the winter."
+
+    async def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        for text in [*TEXTS, unrelated]:
+            await shared_memory.add(text, user_id="u", infer=False)
+        await shared_memory.wait_idle()
+        cut = (await shared_memory.search("bees honey", user_id="u"))["results"]
+        shared_memory.fusion = FusionConfig(min_score_ratio=0.0)
+        everything = (await shared_memory.search("bees honey", user_id="u"))["results"]
+        return cut, everything
+
+    cut, everything = run_sync(run(), timeout=120)
+    assert [r["memory"] for r in everything][-1] == unrelated
+    ratio = FusionConfig().min_score_ratio
+    assert everything[-1]["score"] < ratio * everything[0]["score"]
+    assert unrelated not in [r["memory"] for r in cut]
+    # The cut-off only shortens the list: what is left is the same, in the same order.
+    assert cut == everything[: len(cut)]
+    assert all(r["score"] >= ratio * cut[0]["score"] for r in cut)
