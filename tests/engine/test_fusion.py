@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memhub.engine.fusion import PRESETS, FusionConfig, fuse
@@ -90,6 +90,8 @@ signals = st.tuples(
 )
 
 
+# No deadline: these check values, and a shared machine can stall any example past 200 ms.
+@settings(deadline=None)
 @given(st.lists(signals, max_size=30), st.sampled_from(sorted(PRESETS)))
 def test_scores_stay_in_unit_interval_and_sorted(
     rows: list[tuple[float | None, int | None, float | None, int | None, float]], preset: str
@@ -152,6 +154,7 @@ def test_candidates_far_below_the_best_score_are_left_out() -> None:
         FusionConfig(min_score_ratio=1.5)
 
 
+@settings(deadline=None)
 @given(st.lists(signals, min_size=1, max_size=30), st.floats(0.0, 1.0))
 def test_the_cut_off_keeps_a_prefix_of_the_full_ranking(
     rows: list[tuple[float | None, int | None, float | None, int | None, float]], ratio: float
