@@ -99,21 +99,21 @@ def _variants() -> list[Variant]:
         Variant("previous default, fusion weights refitted per fold", weight_grid(before)),
         Variant("+ 50 candidates", (no_neighbours,)),
         Variant("+ neighbour turns, weights refitted per fold", neighbour_grid(default)),
-        Variant("+ neighbour turns 0.3/0.2 (new default)", (default,)),
+        Variant("+ neighbour turns 0.3/0.2 (no cut-off)", (default,)),
         Variant(
             "+ cut-off relative to the best score, refitted per fold (tok@10 <= Mem0's)",
             ratio_grid(default),
             token_cap=MEM0_TOKENS,
         ),
         Variant("+ cut-off at 0.5 x the best score (shipped default)", (cut,)),
-        Variant("new default, BM25 b=1.0", (replace(default, text=TextRanking(b=1.0)),)),
-        Variant("compact preset", (PRESETS["compact"],)),
+        Variant("no cut-off, BM25 b=1.0", (replace(default, text=TextRanking(b=1.0)),)),
+        Variant("compact preset (with the cut-off)", (PRESETS["compact"],)),
         *(
-            Variant(f"new default, search(max_tokens={budget})", (default,), budget)
+            Variant(f"no cut-off, search(max_tokens={budget})", (default,), budget)
             for budget in (250, 300, 350, 400)
         ),
         Variant(
-            "new default, BM25 b=1.0, search(max_tokens=350)",
+            "no cut-off, BM25 b=1.0, search(max_tokens=350)",
             (replace(default, text=TextRanking(b=1.0)),),
             350,
         ),
