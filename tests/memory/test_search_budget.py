@@ -47,16 +47,19 @@ def test_max_tokens_must_be_a_positive_integer(shared_memory: AsyncMemory, bad: 
 def test_results_far_weaker_than_the_best_are_left_out(shared_memory: AsyncMemory) -> None:
     unrelated = "My car needs new tyres before the winter."
 
-    async def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    async def run() -> tuple[list[dict[str, Any]], ...]:
         for text in [*TEXTS, unrelated]:
             await shared_memory.add(text, user_id="u", infer=False)
         await shared_memory.wait_idle()
         cut = (await shared_memory.search("bees honey", user_id="u"))["results"]
+        # Mem0's explicit threshold replaces the relative cut-off.
+        explicit = await shared_memory.search("bees honey", user_id="u", threshold=0.0)
         shared_memory.fusion = FusionConfig(min_score_ratio=0.0)
         everything = (await shared_memory.search("bees honey", user_id="u"))["results"]
-        return cut, everything
+        return cut, explicit["results"], everything
 
-    cut, everything = run_sync(run(), timeout=120)
+    cut, explicit, everything = run_sync(run(), timeout=120)
+    assert explicit == everything
     assert [r["memory"] for r in everything][-1] == unrelated
     ratio = FusionConfig().min_score_ratio
     assert everything[-1]["score"] < ratio * everything[0]["score"]

@@ -132,10 +132,13 @@ def _recency(at: datetime, now: datetime, half_life_days: float) -> float:
     return math.pow(0.5, age_days / half_life_days)
 
 
-def fuse(candidates: list[Candidate], config: FusionConfig, now: datetime) -> list[ScoredCandidate]:
+def fuse(
+    candidates: list[Candidate], config: FusionConfig, now: datetime, *, cut_off: bool = True
+) -> list[ScoredCandidate]:
     """Score every candidate and sort best first (ties: newer first, then candidates' order).
 
-    Candidates scoring below ``config.min_score_ratio`` times the best score are left out.
+    With ``cut_off``, candidates scoring below ``config.min_score_ratio`` times the best score
+    are left out.
     """
     own = _own_scores(candidates, config, now)
     w_prev, w_next = config.previous_turn_weight, config.next_turn_weight
@@ -150,7 +153,7 @@ def fuse(candidates: list[Candidate], config: FusionConfig, now: datetime) -> li
         for c, s in zip(candidates, own, strict=True)
     ]
     scored.sort(key=lambda s: (s.score, s.candidate.record.valid_from), reverse=True)
-    if config.min_score_ratio and scored:
+    if cut_off and config.min_score_ratio and scored:
         floor = scored[0].score * config.min_score_ratio
         return [s for s in scored if s.score >= floor]
     return scored
