@@ -145,8 +145,10 @@ def test_candidates_far_below_the_best_score_are_left_out() -> None:
     everything = fuse([weak, close, best], FusionConfig(min_score_ratio=0.0), NOW)
     assert [s.candidate for s in everything] == [best, close, weak]
     assert everything[2].score < 0.5 * everything[0].score <= everything[1].score
-    ranked = fuse([weak, close, best], FusionConfig(), NOW)
-    assert FusionConfig().min_score_ratio == 0.5
+    compact = PRESETS["compact"]
+    assert (compact.min_score_ratio, FusionConfig().min_score_ratio) == (0.5, 0.0)
+    assert fuse([weak, close, best], FusionConfig(), NOW) == everything
+    ranked = fuse([weak, close, best], compact, NOW)
     assert [s.candidate for s in ranked] == [best, close]
     assert [s.score for s in ranked] == [s.score for s in everything[:2]]
     assert FusionConfig.only("vector").min_score_ratio == 0.0

@@ -1,4 +1,4 @@
-"""``search(max_tokens=...)`` keeps the results within the budget; weak results are cut off."""
+"""``search(max_tokens=...)`` keeps the results within the budget; ``compact`` cuts weak results."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from memhub import AsyncMemory, FusionConfig, UsageError
+from memhub import PRESETS, AsyncMemory, FusionConfig, UsageError
 from memhub._portal import run_sync
 from memhub.engine.text import estimate_tokens
 
@@ -51,17 +51,18 @@ def test_results_far_weaker_than_the_best_are_left_out(shared_memory: AsyncMemor
         for text in [*TEXTS, unrelated]:
             await shared_memory.add(text, user_id="u", infer=False)
         await shared_memory.wait_idle()
+        shared_memory.fusion = PRESETS["compact"]
         cut = (await shared_memory.search("bees honey", user_id="u"))["results"]
         # Mem0's explicit threshold replaces the relative cut-off.
         explicit = await shared_memory.search("bees honey", user_id="u", threshold=0.0)
-        shared_memory.fusion = FusionConfig(min_score_ratio=0.0)
+        shared_memory.fusion = FusionConfig()  # the default: no cut-off
         everything = (await shared_memory.search("bees honey", user_id="u"))["results"]
         return cut, explicit["results"], everything
 
     cut, explicit, everything = run_sync(run(), timeout=120)
     assert explicit == everything
     assert [r["memory"] for r in everything][-1] == unrelated
-    ratio = FusionConfig().min_score_ratio
+    ratio = PRESETS["compact"].min_score_ratio
     assert everything[-1]["score"] < ratio * everything[0]["score"]
     assert unrelated not in [r["memory"] for r in cut]
     # The cut-off only shortens the list: what is left is the same, in the same order.

@@ -41,8 +41,9 @@ class FusionConfig:
             sum, so scores stay in [0, 1] and keep their order.
         next_turn_weight: The same for the turn said just after.
         min_score_ratio: Drop candidates scoring below this share of the query's best score
-            (0 keeps them all): a result far weaker than the best one rarely holds the
-            answer, and dropping it keeps the top results short.
+            (0, the default, keeps them all): the ``compact`` preset sets 0.5, which keeps
+            the top results short at little cost in recall, but can drop a memory that
+            matters and matches the query weakly.
     """
 
     # Tuned on LoCoMo's dev conversations (docs/retrieval.md, `python -m bench.ablation`;
@@ -57,9 +58,9 @@ class FusionConfig:
     text: TextRanking = DEFAULT_TEXT_RANKING
     previous_turn_weight: float = 0.3
     next_turn_weight: float = 0.2
-    # Fitted out of sample with `python -m bench.loo` (docs/retrieval.md): at 0.5 the top 10
-    # is about 8 % shorter for 0.4 points of recall.
-    min_score_ratio: float = 0.5
+    # `python -m bench.loo` (docs/retrieval.md): at 0.5 the top 10 is about 8 % shorter for
+    # 0.4 points of recall on LoCoMo, so the compact preset uses it.
+    min_score_ratio: float = 0.0
 
     def __post_init__(self) -> None:
         weights = (self.vector_weight, self.text_weight, self.rrf_weight, self.recency_weight)
@@ -115,12 +116,12 @@ class ScoredCandidate:
     score: float
 
 
-#: Named configurations: ``default`` (best recall@10 on the dev data), ``compact`` (more weight
-#: on meaning and rank agreement: a little less recall for shorter top results), ``semantic``
+#: Named configurations: ``default`` (best recall@10 on the dev data), ``compact`` (the default
+#: leaving out results below half of the best score: shorter top results), ``semantic``
 #: and ``keyword`` (one retriever), ``recent`` (default plus a 30-day recency half-life).
 PRESETS: dict[str, FusionConfig] = {
     "default": FusionConfig(),
-    "compact": FusionConfig(vector_weight=0.4, text_weight=0.1, rrf_weight=0.5, rrf_k=5),
+    "compact": FusionConfig(min_score_ratio=0.5),
     "semantic": FusionConfig.only("vector"),
     "keyword": FusionConfig.only("text"),
     "recent": FusionConfig().with_recency(0.2, 30.0),
