@@ -141,7 +141,43 @@ def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
 async def insert_memories(
     conn: AsyncConn, memories: Sequence[NewMemory], actor: str
 ) -> list[UUID | None]:
-    """Insert, skipping exact duplicates of a current fact; ADD history for each insert."""
+    """Insert, skipping exact duplicates of a current fact; ADD history for each insert.
+
+    A memory id with a history already is never inserted again: ``memhub import`` stored its
+    text ahead (keyword-searchable at once) and this fills in its vector; a memory deleted
+    meanwhile stays deleted (None, as a skipped duplicate).
+    """
+    if not memories:
+        return []
+    known = await _stored_ahead(conn, [m.id for m in memories])
+    if not known:
+        return await _insert_new(conn, memories, actor)
+    fresh = iter(await _insert_new(conn, [m for m in memories if m.id not in known], actor))
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "UPDATE memories SET embedding = %s WHERE id = %s AND embedding IS NULL",
+            [
+                (np.asarray(m.embedding, dtype=np.float32), m.id)
+                for m in memories
+                if known.get(m.id)
+            ],
+        )
+    return [next(fresh) if m.id not in known else (m.id if known[m.id] else None) for m in memories]
+
+
+async def _stored_ahead(conn: AsyncConn, ids: Sequence[UUID]) -> dict[UUID, bool]:
+    """Ids among ``ids`` that have a history: True where the memory still exists."""
+    cur = await conn.execute(
+        "SELECT h.memory_id, m.id IS NOT NULL FROM (SELECT DISTINCT memory_id FROM"
+        " memory_history WHERE memory_id = ANY(%s)) h LEFT JOIN memories m ON m.id = h.memory_id",
+        (list(ids),),
+    )
+    return {row[0]: bool(row[1]) for row in await cur.fetchall()}
+
+
+async def _insert_new(
+    conn: AsyncConn, memories: Sequence[NewMemory], actor: str
+) -> list[UUID | None]:
     if not memories:
         return []
     # Concurrent batches insert in one global order (scope, hash), so two of them waiting on

@@ -28,6 +28,7 @@ __all__ = [
     "PendingRow",
     "build_index",
     "catch_up",
+    "count_memories",
     "count_pending",
     "pending_rows",
     "prepare",
@@ -132,6 +133,13 @@ async def prepare(conn: AsyncConn, model: str, dimension: int) -> bool:
             (model,),
         )
         return False
+
+
+async def count_memories(conn: AsyncConn) -> int:
+    """Every memory of the database, current or superseded."""
+    cur = await conn.execute("SELECT count(*) FROM memories")
+    row = await cur.fetchone()
+    return 0 if row is None else int(row[0])
 
 
 async def count_pending(conn: AsyncConn) -> int:
