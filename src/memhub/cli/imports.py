@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -89,17 +91,18 @@ async def import_jsonl(
     options = _Options(user_id, force_user_id, skip_bad, max(1, batch))
     async with Importer(settings, infer) as importer:
         cursor = await _resume(importer, path, restart, report)
-        if cursor is not None and total is not None and cursor.position >= total:
-            print(
-                f"memhub import: all {total} items of {path} were imported already"
-                " (--restart imports them again)",
-                file=stream or sys.stderr,
-            )
-            return report
+        done = _Digest()
+        if cursor is not None and cursor.position:
+            done.skip(items, cursor)
+            if total is not None and cursor.position >= total:
+                print(
+                    f"memhub import: all {total} items of {path} were imported already"
+                    " (--restart imports them again)",
+                    file=stream or sys.stderr,
+                )
+                return report
         progress = Progress("import", total, stream, unit="items", start=report.resumed_at)
-        await _write_all(
-            importer, islice(items, report.resumed_at, None), cursor, options, report, progress
-        )
+        await _write_all(importer, items, cursor, done, options, report, progress)
         progress.finish()
         if wait and report.stopped_at is None:
             queued = await importer.pending_jobs()
@@ -107,6 +110,30 @@ async def import_jsonl(
             await importer.ingest(embedding.update)
             embedding.finish()
     return report
+
+
+class _Digest:
+    """sha256 of the items done so far, in a form independent of the file's whitespace."""
+
+    def __init__(self) -> None:
+        self.hash = hashlib.sha256()
+
+    def feed(self, item: object) -> None:
+        text = json.dumps(item, sort_keys=True, ensure_ascii=False, default=repr)
+        self.hash.update(text.encode() + b"\n")
+
+    def hexdigest(self) -> str:
+        return self.hash.hexdigest()
+
+    def skip(self, items: Iterator[tuple[str, object]], cursor: ImportCursor) -> None:
+        """Consume the items an earlier run did, checking they are the ones it did."""
+        for _, item in islice(items, cursor.position):
+            self.feed(item)
+        if self.hexdigest() != cursor.digest:
+            raise UsageError(
+                f"{cursor.path} changed within its first {cursor.position} items since they"
+                " were imported; --restart imports the whole file again"
+            )
 
 
 async def _resume(
@@ -122,13 +149,14 @@ async def _resume(
     if found is None:
         return source
     report.resumed_at = found.position
-    return found
+    return replace(found, finished=False)
 
 
 async def _write_all(
     importer: Importer,
     items: Iterator[tuple[str, object]],
     cursor: ImportCursor | None,
+    done: _Digest,
     options: _Options,
     report: ImportReport,
     progress: Progress,
@@ -143,13 +171,16 @@ async def _write_all(
                 " run the same command again to continue from there"
             )
             return
+        for _, item in chunk:
+            done.feed(item)
         position += len(chunk)
         report.lines += len(chunk)
         moved = None if cursor is None else replace(cursor, position=position)
-        await importer.write(checked, moved)
+        await importer.write(checked, moved and replace(moved, digest=done.hexdigest()))
         progress.update(position, f"{len(report.bad)} bad" if report.bad else None)
     if cursor is not None:  # mark it complete (a rerun says so instead of starting over)
-        await importer.write([], replace(cursor, position=position, finished=True))
+        end = replace(cursor, position=position, digest=done.hexdigest(), finished=True)
+        await importer.write([], end)
 
 
 def _check_chunk(

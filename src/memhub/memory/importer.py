@@ -38,7 +38,6 @@ from memhub.store.records import NewJob, NewMemory, NewTurn, Scope, Turn
 
 __all__ = ["CheckedItem", "ImportRecord", "Importer", "source_identity"]
 
-_HEAD_BYTES = 64 * 1024
 # Turns per ingest job: one worker apply (WorkerConfig.ingest_chunk) each, so several
 # workers can share one user's backlog.
 _TURNS_PER_JOB = 256
@@ -73,15 +72,13 @@ class CheckedItem:
 
 
 def source_identity(path: str | Path) -> ImportCursor:
-    """A file's identity for the cursor: its resolved path and the hash of its first 64 KiB.
+    """A file's identity for the cursor: its resolved path (per database).
 
-    The same file appended to keeps its identity (an import resumes or continues with the new
-    lines); another file at the same path does not, unless it starts with the same 64 KiB.
+    A resume checks that the items done before are unchanged (their digest), so fixing a bad
+    line after them, or appending lines, continues where the import stopped.
     """
     resolved = str(Path(path).resolve())
-    with open(resolved, "rb") as stream:
-        head = stream.read(_HEAD_BYTES)
-    digest = hashlib.sha256(resolved.encode() + b"\0" + head).hexdigest()
+    digest = hashlib.sha256(resolved.encode()).hexdigest()
     return ImportCursor(source=digest, path=resolved, position=0)
 
 

@@ -30,11 +30,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ImportCursor:
-    """How far the input ``source`` got: ``position`` items done (committed or skipped)."""
+    """How far the input ``source`` got: ``position`` items done (committed or skipped),
+    whose content hashes to ``digest``."""
 
     source: str
     path: str
     position: int
+    digest: str = ""
     finished: bool = False
 
 
@@ -61,11 +63,13 @@ async def reserve_turn_ids(conn: AsyncConn, count: int) -> list[int]:
 async def read_cursor(conn: AsyncConn, source: str) -> ImportCursor | None:
     """The cursor of ``source``, if an import of it ever committed a batch."""
     cur = await conn.execute(
-        "SELECT source, path, position, finished FROM import_cursors WHERE source = %s",
+        "SELECT source, path, position, digest, finished FROM import_cursors WHERE source = %s",
         (source,),
     )
     row = await cur.fetchone()
-    return None if row is None else ImportCursor(row[0], row[1], int(row[2]), bool(row[3]))
+    if row is None:
+        return None
+    return ImportCursor(row[0], row[1], int(row[2]), str(row[3]), bool(row[4]))
 
 
 def _naive_utc(at: datetime | None, now: datetime) -> datetime:
@@ -101,10 +105,17 @@ async def write_batch(conn: AsyncConn, batch: ImportBatch) -> None:
         if batch.cursor is not None:
             c = batch.cursor
             await cur.execute(
-                "INSERT INTO import_cursors (source, path, position, finished)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT (source) DO UPDATE SET path = %s,"
-                " position = %s, finished = %s, updated_at = now()",
-                (c.source, c.path, c.position, c.finished, c.path, c.position, c.finished),
+                "INSERT INTO import_cursors AS c (source, path, position, digest, finished)"
+                " VALUES (%(source)s, %(path)s, %(position)s, %(digest)s, %(finished)s)"
+                " ON CONFLICT (source) DO UPDATE SET path = %(path)s, position = %(position)s,"
+                " digest = %(digest)s, finished = %(finished)s, updated_at = now()",
+                {
+                    "source": c.source,
+                    "path": c.path,
+                    "position": c.position,
+                    "digest": c.digest,
+                    "finished": c.finished,
+                },
             )
 
 
