@@ -176,7 +176,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(DEFAULT_SYSTEMS),
         help=f"comma-separated, from: {', '.join(SYSTEM_NAMES)}",
     )
-    parser.add_argument("--workloads", default="recall,hotpath", help="recall and/or hotpath")
+    parser.add_argument(
+        "--workloads", default="recall,hotpath,cli", help="recall, hotpath and/or cli"
+    )
     parser.add_argument("--locomo", type=Path, default=default_data_path())
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--docs", type=Path, default=REPO / "docs" / "benchmarks.md")
@@ -228,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
         "versions": _versions(),
         "runs": runs,
     }
+    if "cli" in workloads:  # memhub import / search as a user runs them (bench/cli_import.py)
+        from bench.cli_import import measure as measure_cli
+
+        results["cli"] = measure_cli()
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"results-{profile.name}.json"
     path.write_text(json.dumps(results, indent=1), encoding="utf-8")
