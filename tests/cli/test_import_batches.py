@@ -184,3 +184,43 @@ def test_a_killed_import_resumes_with_nothing_lost_and_nothing_twice(
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
+
+
+async def test_with_an_llm_messages_are_queued_for_it_and_memory_items_stored(
+    settings: MemhubSettings, tmp_path: Path, aconn: Conn
+) -> None:
+    # The LLM is the scripted OpenAI-compatible server of memhub.testing (no model runs here).
+    from memhub.testing import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer() as llm:
+        llm.enqueue(
+            json.dumps({"operations": [{"op": "ADD", "text": "Ada keeps bees.", "turns": [1]}]})
+        )
+        llm_settings = settings.model_copy(
+            update={
+                "llm_base_url": llm.base_url,
+                "llm_model": "scripted-model",
+                "llm_max_retries": 0,
+                "consolidation_delay": 0.0,
+            }
+        )
+        path = write_lines(
+            tmp_path / "in.jsonl",
+            [
+                {"user_id": "ada", "text": "I keep bees."},
+                {"user_id": "ada", "memory": "Ada lives in Oslo", "created_at": "2024-01-02"},
+            ],
+        )
+        report = await import_jsonl(llm_settings, path, wait=False, stream=io.StringIO())
+        assert report.added == 2
+        cur = await aconn.execute("SELECT memory FROM memories")
+        assert await cur.fetchall() == [("Ada lives in Oslo",)]  # the message waits for the LLM
+        cur = await aconn.execute("SELECT count(*) FROM memory_jobs")
+        assert await cur.fetchone() == (2,)
+        err = io.StringIO()
+        again = await import_jsonl(llm_settings, path, stream=err, restart=False)
+        assert again.added == 0 and "imported already" in err.getvalue()
+        async with AsyncMemory(settings=quiet(llm_settings)) as memory:
+            await memory.wait_idle()
+            found = (await memory.get_all(user_id="ada"))["results"]
+    assert sorted(m["memory"] for m in found) == ["Ada keeps bees.", "Ada lives in Oslo"]

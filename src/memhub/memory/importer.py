@@ -214,9 +214,10 @@ def _batch(
     for item in items:
         stored = [(next(next_id), turn) for turn in item.turns]
         turns += stored
-        if not item.one_per_turn:
-            turn_ids = [turn_id for turn_id, _ in stored]
-            jobs.append(NewJob(INGEST_JOB, item.scope, {**item.payload, "turn_ids": turn_ids}))
+        if not item.one_per_turn:  # as add() queues them: the LLM sees one item's turns
+            payload = {**item.payload, "event_id": str(uuid.uuid4())}
+            payload["turn_ids"] = [turn_id for turn_id, _ in stored]
+            jobs.append(NewJob(INGEST_JOB, item.scope, payload))
             continue
         for turn_id, turn in stored:
             memory_id = uuid.uuid4()
