@@ -20,7 +20,7 @@ PROBE = (
     "import sys\n"
     "from memhub.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "heavy = ('memhub.memory', 'memhub.store', 'onnxruntime', 'psycopg', 'numpy')\n"
+    "heavy = ('memhub.memory', 'memhub.store', 'onnxruntime', 'psycopg', 'numpy', 'pydantic')\n"
     "print('loaded:', [m for m in heavy if m in sys.modules], file=sys.stderr)\n"
     "sys.exit(code)\n"
 )

@@ -45,18 +45,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _run(args: argparse.Namespace) -> int:
+def _settings(args: argparse.Namespace) -> MemhubSettings:
     from memhub.config import MemhubSettings
 
-    if args.command == "search":
+    return MemhubSettings.from_env(database_url=args.database_url)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "search":  # over HTTP it needs no settings (pydantic takes a while)
         from memhub.cli.search import run_search
 
-        return run_search(args, lambda: MemhubSettings.from_env(database_url=args.database_url))
+        return run_search(args, lambda: _settings(args))
     if args.command == "fake-llm":
         from memhub.testing._serve import add_arguments, serve
 
         return serve(_own_options(args, add_arguments))
-    settings = MemhubSettings.from_env(database_url=args.database_url)
+    settings = _settings(args)
     command: str = args.command
     if command in ("demo", "serve", "migrate", "worker", "jobs"):
         return _ops(command, args, settings)
