@@ -95,18 +95,14 @@ async def import_jsonl(
         if cursor is not None and cursor.position:
             done.skip(items, cursor)
             if total is not None and cursor.position >= total:
-                print(
-                    f"memhub import: all {total} items of {path} were imported already"
-                    " (--restart imports them again)",
-                    file=stream or sys.stderr,
-                )
+                message = f"all {total} items of {path} were imported already (--restart: again)"
+                print(f"memhub import: {message}", file=stream or sys.stderr)
                 return report
         progress = Progress("import", total, stream, unit="items", start=report.resumed_at)
         await _write_all(importer, items, cursor, done, options, report, progress)
         progress.finish()
         if wait and report.stopped_at is None:
-            queued = await importer.pending_jobs()
-            embedding = Progress("embed", queued, stream, unit="jobs")
+            embedding = Progress("embed", await importer.pending_jobs(), stream, unit="jobs")
             await importer.ingest(embedding.update)
             embedding.finish()
     return report

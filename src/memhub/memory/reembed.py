@@ -73,12 +73,7 @@ async def reembed(
                 if old == pg_reembed.EmbeddingSpace(model, dimension) and not force:
                     report.say(f"memories are already embedded with {model} ({dimension})")
                     return 0
-                question = (
-                    f"re-embed {await pg_reembed.count_memories(conn)} memories from {old.model} "
-                    f"({old.dimension} dimensions) to {model} ({dimension} dimensions)?"
-                )
-                if confirm is not None and not confirm(question):
-                    raise UsageError("reembed cancelled; nothing was changed")
+                await _confirm(conn, confirm, old, pg_reembed.EmbeddingSpace(model, dimension))
                 if await pg_reembed.prepare(conn, model, dimension):
                     report.say("resuming an interrupted re-embedding")
                 done = await _fill(conn, embedder.embed, batch, report)
@@ -90,6 +85,22 @@ async def reembed(
     finally:
         await release_database(database)
         await embedder.aclose()
+
+
+async def _confirm(
+    conn: AsyncConn,
+    confirm: Callable[[str], bool] | None,
+    old: pg_reembed.EmbeddingSpace,
+    new: pg_reembed.EmbeddingSpace,
+) -> None:
+    if confirm is None:
+        return
+    question = (
+        f"re-embed {await pg_reembed.count_memories(conn)} memories from {old.model} "
+        f"({old.dimension} dimensions) to {new.model} ({new.dimension} dimensions)?"
+    )
+    if not confirm(question):
+        raise UsageError("reembed cancelled; nothing was changed")
 
 
 async def _fill(
