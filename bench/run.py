@@ -177,7 +177,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"comma-separated, from: {', '.join(SYSTEM_NAMES)}",
     )
     parser.add_argument(
-        "--workloads", default="recall,hotpath,cli", help="recall, hotpath and/or cli"
+        "--workloads",
+        default="recall,hotpath,query,cli",
+        help="recall, hotpath, query and/or cli",
     )
     parser.add_argument("--locomo", type=Path, default=default_data_path())
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
@@ -243,4 +245,8 @@ def main(argv: list[str] | None = None) -> int:
 
         render(results, docs=args.docs, img_dir=args.img)
         log.info("wrote %s", args.docs)
+    if "query" in workloads:  # issue 12's per-query profile at 100k (bench/query.py)
+        from bench.query import measure_into
+
+        measure_into(results, path, None if args.no_report else args.docs)
     return 1 if any("error" in r for r in runs) else 0
