@@ -177,7 +177,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"comma-separated, from: {', '.join(SYSTEM_NAMES)}",
     )
     parser.add_argument(
-        "--workloads", default="recall,hotpath,query", help="recall, hotpath and/or query"
+        "--workloads",
+        default="recall,hotpath,query,cli",
+        help="recall, hotpath, query and/or cli",
     )
     parser.add_argument("--locomo", type=Path, default=default_data_path())
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
@@ -230,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         "versions": _versions(),
         "runs": runs,
     }
+    if "cli" in workloads:  # memhub import / search as a user runs them (bench/cli_import.py)
+        from bench.cli_import import measure as measure_cli
+
+        results["cli"] = measure_cli()
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"results-{profile.name}.json"
     path.write_text(json.dumps(results, indent=1), encoding="utf-8")
