@@ -142,9 +142,10 @@ class MemhubSettings(EnvSettings):
     max_filter_in_values: int = Field(
         default=1000, ge=1, description="Values of all in / nin lists of one filter together."
     )
-    max_search_results: int = Field(default=1000, ge=1, description="Largest search limit.")
+    # At least 100: the default limit of search, get_all and the server's lists.
+    max_search_results: int = Field(default=1000, ge=100, description="Largest search limit.")
     max_page_size: int = Field(
-        default=10_000, ge=1, description="Largest get_all / list limit (a page of memories)."
+        default=10_000, ge=100, description="Largest get_all / list limit (a page of memories)."
     )
 
     # -- embedder ----------------------------------------------------------------------

@@ -52,6 +52,6 @@ class ServerSettings(EnvSettings):
     rate_burst: float = Field(default=40.0, ge=1)
     turn_rate_limit: float = Field(default=50.0, ge=0)
     turn_burst: float = Field(default=200.0, ge=1)
-    max_in_flight_per_key: int = Field(default=8, ge=0)
+    max_in_flight_per_key: int = Field(default=4, ge=0)
     key_cache_seconds: float = Field(default=5.0, ge=0)
     max_queued_jobs: int = Field(default=1_000, ge=0)
