@@ -38,8 +38,8 @@ def presented_key(header: str | None) -> str | None:
 class KeyCache:
     """Keys found in the database in the last ``ttl`` seconds, by their hash.
 
-    A key revoked through this process is forgotten at once; revoked through another process
-    or the CLI, it still works here for up to ``ttl`` seconds (``MEMHUB_KEY_CACHE_SECONDS``).
+    A key revoked through this process is forgotten at once; revoked through another process,
+    it still works here for up to ``ttl`` seconds (``MEMHUB_KEY_CACHE_SECONDS``).
     """
 
     ttl: float

@@ -33,7 +33,7 @@ class ServerSettings(EnvSettings):
         max_in_flight_per_key: Requests of one tenant key served at once; more are answered
             429 at once, so a flooding tenant cannot occupy the server. 0 disables.
         key_cache_seconds: How long a verified key is trusted without asking the database;
-            a key revoked by another process or the CLI still works here that long. 0 disables.
+            a key revoked by another process still works here that long. 0 disables.
         max_queued_jobs: Adds of one tenant waiting for the worker; more are refused with 429
             so one tenant cannot bury the queue. 0 disables.
     """
