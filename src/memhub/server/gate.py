@@ -7,6 +7,7 @@ tenants: bench/server_limits.py measures the effect.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from memhub.server.limits import RateLimiter, answer
 from memhub.store.pg_keys import ApiKey, hash_key
 
-__all__ = ["GATED_KEY", "KeyCache", "TenantGate", "presented_key"]
+__all__ = ["GATED_KEY", "KeyCache", "Quotas", "TenantGate", "presented_key"]
 
 GATED_KEY = "memhub.gated_key"
 """The scope entry holding the key the gate admitted (its quota already spent)."""
@@ -92,7 +93,7 @@ class Quotas:
         wait = self.requests.take(key_id)
         if wait <= 0:
             return None
-        seconds = max(1, int(wait + 0.999))
+        seconds = max(1, math.ceil(wait))
         return f"too many requests for this API key (MEMHUB_RATE_LIMIT); retry in {seconds} s", (
             seconds
         )
