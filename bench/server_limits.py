@@ -2,25 +2,30 @@
 
 Run with the dev install: ``python -m bench.server_limits`` (starts ``memhub serve`` on an
 embedded PostgreSQL of its own in a temporary directory, or on ``MEMHUB_DATABASE_URL``).
-Prints RSS before, peak and after, and tenant B's latency while tenant A is rate limited.
+Prints RSS before, peak and after, and tenant B's latency while tenant A is rate limited
+(``--flood-only``: only the latter; ``--pin``: the flooding client on CPU 1 and the server
+on CPU 0, as if the flood came from another machine).
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 ADMIN = "bench-admin-key-0123456789abcdef"
+FLOODERS = 4
+SAMPLES = 200
 
 
 def _rss_mb(pid: int) -> float:
@@ -97,21 +102,58 @@ def rss_under_max_requests(base: str, pid: int, admin: httpx.Client) -> dict[str
     return {"before": before, "peak": peak, "after": _rss_mb(pid)}
 
 
-def flood_latency(base: str, admin: httpx.Client) -> dict[str, float]:
-    keys = [admin.post("/v1/keys", json={"name": t, "tenant": t}).json()["key"] for t in ("a", "b")]
-    stop = threading.Event()
-    refused = [0]
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
-    def flood() -> None:
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys[0]}"}) as a:
-            while not stop.is_set():
-                if a.get("/v1/me").status_code == 429:
-                    refused[0] += 1
+
+def _flood(base: str, key: str, refused: Any, cpus: set[int] | None, stop: Any) -> None:
+    # A process of its own: flooding threads in the sampler's process would make B wait for
+    # the GIL, not for the server.
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as a:
+        while not stop.is_set():
+            if a.get("/v1/me").status_code == 429:
+                with refused.get_lock():
+                    refused.value += 1
+
+
+def _spin(cpus: set[int] | None, stop: Any) -> None:
+    # The control: as much CPU as a flooding client, none of it spent on the server.
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    while not stop.is_set():
+        sum(range(10_000))
+
+
+def _with_load(target: Any, args: tuple[Any, ...], sample: Any) -> tuple[list[float], float]:
+    """B's samples while ``FLOODERS`` processes run ``target``, and the seconds they took."""
+    stop = multiprocessing.Event()
+    loads = [multiprocessing.Process(target=target, args=(*args, stop)) for _ in range(FLOODERS)]
+    for process in loads:
+        process.start()
+    time.sleep(1)  # the load under way before sampling
+    started = time.monotonic()
+    samples = sample()
+    elapsed = time.monotonic() - started
+    stop.set()
+    for process in loads:
+        process.join()
+    return samples, elapsed
+
+
+def flood_latency(
+    base: str, admin: httpx.Client, pid: int, cpus: set[int] | None
+) -> dict[str, float]:
+    """B's latency quiet, while A floods, and while as many processes only burn CPU."""
+    keys = [admin.post("/v1/keys", json={"name": t, "tenant": t}).json()["key"] for t in ("a", "b")]
+    refused = multiprocessing.Value("i", 0)
 
     def sample() -> list[float]:
         times = []
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys[1]}"}) as b:
-            for _ in range(100):
+            for _ in range(SAMPLES):
                 start = time.perf_counter()
                 assert b.get("/v1/me").status_code == 200
                 times.append((time.perf_counter() - start) * 1000)
@@ -119,40 +161,46 @@ def flood_latency(base: str, admin: httpx.Client) -> dict[str, float]:
         return times
 
     quiet = sample()
-    threads = [threading.Thread(target=flood) for _ in range(4)]
-    for t in threads:
-        t.start()
-    loud = sample()
-    stop.set()
-    for t in threads:
-        t.join()
+    cpu = _cpu_seconds(pid)
+    loud, elapsed = _with_load(_flood, (base, keys[0], refused, cpus), sample)
+    cpu = _cpu_seconds(pid) - cpu
+    spun, _ = _with_load(_spin, (cpus,), sample)
     p = lambda xs, q: statistics.quantiles(xs, n=100)[q - 1]  # noqa: E731
     return {
         "b_p50_quiet_ms": p(quiet, 50),
         "b_p95_quiet_ms": p(quiet, 95),
         "b_p50_flood_ms": p(loud, 50),
         "b_p95_flood_ms": p(loud, 95),
-        "a_refused_429": refused[0],
+        "b_p50_cpu_burn_ms": p(spun, 50),
+        "b_p95_cpu_burn_ms": p(spun, 95),
+        "a_refused_429_per_s": refused.value / elapsed,
+        "server_cpu_share_in_flood": cpu / elapsed,
+        "server_cpu_us_per_request": cpu / (refused.value + len(loud)) * 1e6,
     }
 
 
 def main() -> int:
+    only_flood = "--flood-only" in sys.argv[1:]
+    # --pin: the server and B's client on CPU 0, A's flooding client on CPU 1, as if A flooded
+    # from another machine (unpinned, A's client processes take CPU from the server and B).
+    pin = "--pin" in sys.argv[1:] and len(os.sched_getaffinity(0)) >= 2
     with tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
         process, base = _start(Path(tmp))
+        if pin:  # B's client and the server on CPU 0, A's flooding client on CPU 1
+            os.sched_setaffinity(process.pid, {0})
+            os.sched_setaffinity(0, {0})
         try:
             with httpx.Client(
                 base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120
             ) as admin:
-                print("200 maximum-size requests (every other one 2 MB, refused with 413):")
-                print(
-                    "  RSS MB:",
-                    {
-                        k: round(v, 1)
-                        for k, v in rss_under_max_requests(base, process.pid, admin).items()
-                    },
-                )
-                print("tenant B while tenant A floods (4 threads) past its rate limit:")
-                print("  ", {k: round(v, 2) for k, v in flood_latency(base, admin).items()})
+                if not only_flood:
+                    print("200 maximum-size requests (every other one 2 MB, refused with 413):")
+                    rss = rss_under_max_requests(base, process.pid, admin)
+                    print("  RSS MB:", {k: round(v, 1) for k, v in rss.items()})
+                where = "on CPU 1, the server on CPU 0" if pin else "sharing every CPU"
+                print(f"tenant B while tenant A floods ({FLOODERS} processes {where}):")
+                flood = flood_latency(base, admin, process.pid, {1} if pin else None)
+                print("  ", {k: round(v, 2) for k, v in flood.items()})
         finally:
             process.terminate()
             process.wait(30)

@@ -137,6 +137,16 @@ class MemhubSettings(EnvSettings):
     max_text_chars: int = Field(default=32_000, ge=1)
     max_metadata_bytes: int = Field(default=16_384, ge=2, description="Metadata as JSON.")
     max_metadata_depth: int = Field(default=8, ge=1, description="Nesting of metadata.")
+    max_filter_depth: int = Field(default=10, ge=1, description="Nesting of AND/OR/NOT.")
+    max_filter_conditions: int = Field(default=100, ge=1, description="Conditions per filter.")
+    max_filter_in_values: int = Field(
+        default=1000, ge=1, description="Values of all in / nin lists of one filter together."
+    )
+    # At least 100: the default limit of search, get_all and the server's lists.
+    max_search_results: int = Field(default=1000, ge=100, description="Largest search limit.")
+    max_page_size: int = Field(
+        default=10_000, ge=100, description="Largest get_all / list limit (a page of memories)."
+    )
 
     # -- embedder ----------------------------------------------------------------------
     embedder: str = Field(default="minilm", description="minilm | openai | vllm | ollama | tei")

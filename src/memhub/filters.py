@@ -51,6 +51,7 @@ __all__ = [
     "And",
     "Condition",
     "Filter",
+    "FilterLimits",
     "Not",
     "Or",
     "metadata_path",
@@ -65,6 +66,18 @@ EXISTS: Final = "exists"  # what {"field": "*"} parses to; not accepted as a wri
 MAX_DEPTH: Final = 10
 MAX_CONDITIONS: Final = 100
 MAX_IN_VALUES: Final = 1000  # values of all in / nin lists together: each one is a comparison
+
+
+@dataclass(frozen=True)
+class FilterLimits:
+    """How large a filter may be (``MEMHUB_MAX_FILTER_*``; the defaults are the ``MAX_*``)."""
+
+    max_depth: int = MAX_DEPTH
+    max_conditions: int = MAX_CONDITIONS
+    max_in_values: int = MAX_IN_VALUES
+
+
+_DEFAULT_LIMITS: Final = FilterLimits()
 
 _LOGICAL: Final = {
     name: kind
@@ -112,19 +125,22 @@ Filter = Condition | And | Or | Not
 
 
 # -- parsing -------------------------------------------------------------------------------
-def parse_filters(raw: Mapping[str, Any] | None) -> Filter | None:
+def parse_filters(
+    raw: Mapping[str, Any] | None, limits: FilterLimits = _DEFAULT_LIMITS
+) -> Filter | None:
     """Parse Mem0's filter language into a :data:`Filter` tree.
 
     Args:
         raw: e.g. ``{"category": "work", "score": {"gte": 3}, "OR": [{..}, {..}]}``;
             ``None`` or ``{}`` for no filter.
+        limits: The size bounds (nesting, conditions, listed values) checked while parsing.
 
     Returns:
         The tree, or ``None`` when there is nothing to filter on.
 
     Raises:
         UsageError: the filter is malformed: an unknown operator, a value of the wrong kind,
-            nesting deeper than :data:`MAX_DEPTH` or more than :data:`MAX_CONDITIONS` conditions.
+            or larger than ``limits`` (the message names the setting).
     """
     if raw is None:
         return None
@@ -132,12 +148,41 @@ def parse_filters(raw: Mapping[str, Any] | None) -> Filter | None:
         raise UsageError(f"filters must be a dict, got {type(raw).__name__}")
     if not raw:
         return None
-    return _parse_group(raw, depth=1, budget=[0, 0])  # budget: conditions, listed values
+    return _Parser(limits).group(raw, depth=1)
 
 
-def _parse_group(raw: Mapping[Any, Any], depth: int, budget: list[int]) -> Filter:
-    if depth > MAX_DEPTH:
-        raise UsageError(f"filters are nested deeper than {MAX_DEPTH} levels")
+class _Parser:
+    """One parse: the limits, and what the filter has spent of them so far."""
+
+    def __init__(self, limits: FilterLimits) -> None:
+        self.limits = limits
+        self.conditions = 0
+        self.listed = 0
+
+    def group(self, raw: Mapping[Any, Any], depth: int) -> Filter:
+        if depth > self.limits.max_depth:
+            raise UsageError(
+                f"filters are nested deeper than {self.limits.max_depth} levels"
+                " (MEMHUB_MAX_FILTER_DEPTH)"
+            )
+        return _parse_group(raw, depth, self)
+
+    def spend(self, conditions: list[Condition]) -> None:
+        self.conditions += len(conditions)
+        if self.conditions > self.limits.max_conditions:
+            raise UsageError(
+                f"filters have more than {self.limits.max_conditions} conditions"
+                " (MEMHUB_MAX_FILTER_CONDITIONS)"
+            )
+        self.listed += sum(len(c.value) for c in conditions if c.op in ("in", "nin"))
+        if self.listed > self.limits.max_in_values:
+            raise UsageError(
+                f"filters list more than {self.limits.max_in_values} values in 'in' / 'nin'"
+                " (MEMHUB_MAX_FILTER_IN_VALUES)"
+            )
+
+
+def _parse_group(raw: Mapping[Any, Any], depth: int, budget: _Parser) -> Filter:
     parts: list[Filter] = []
     for key, value in raw.items():
         if not isinstance(key, str):
@@ -149,14 +194,14 @@ def _parse_group(raw: Mapping[Any, Any], depth: int, budget: list[int]) -> Filte
     return parts[0] if len(parts) == 1 else And(tuple(parts))
 
 
-def _parse_logical(kind: str, key: str, value: Any, depth: int, budget: list[int]) -> Filter:
+def _parse_logical(kind: str, key: str, value: Any, depth: int, budget: _Parser) -> Filter:
     if not isinstance(value, list | tuple):
         raise UsageError(f"{key!r} needs a list of filter dicts, got {type(value).__name__}")
     parts: list[Filter] = []
     for item in value:
         if not isinstance(item, Mapping):
             raise UsageError(f"{key!r} needs a list of filter dicts, got an item {item!r}")
-        parts.append(_parse_group(item, depth + 1, budget))
+        parts.append(budget.group(item, depth + 1))
     if kind == "and":
         return And(tuple(parts))
     if kind == "or":
@@ -164,23 +209,19 @@ def _parse_logical(kind: str, key: str, value: Any, depth: int, budget: list[int
     return Not(parts[0] if len(parts) == 1 else Or(tuple(parts)))
 
 
-def _parse_field(field: str, value: Any, budget: list[int]) -> list[Condition]:
+def _parse_field(field: str, value: Any, budget: _Parser) -> list[Condition]:
     metadata_path(field)  # validates the name
     if isinstance(value, Mapping):
         if not value:
             raise UsageError(f"the filter on {field!r} has no operator; {_allowed()}")
-        conditions = [_condition(field, _operator(field, op), v) for op, v in value.items()]
+        conditions = [
+            _condition(field, _operator(field, op), v, budget.limits) for op, v in value.items()
+        ]
     elif isinstance(value, str) and value == "*":
         conditions = [Condition(field, EXISTS, True)]
     else:
-        conditions = [_condition(field, "eq", value)]
-    budget[0] += len(conditions)
-    if budget[0] > MAX_CONDITIONS:
-        raise UsageError(f"filters have more than {MAX_CONDITIONS} conditions")
-    listed = sum(len(c.value) for c in conditions if c.op in ("in", "nin"))
-    budget[1] += listed
-    if budget[1] > MAX_IN_VALUES:
-        raise UsageError(f"filters list more than {MAX_IN_VALUES} values in 'in' / 'nin'")
+        conditions = [_condition(field, "eq", value, budget.limits)]
+    budget.spend(conditions)
     return conditions
 
 
@@ -222,12 +263,15 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def _condition(field: str, op: str, value: Any) -> Condition:
+def _condition(field: str, op: str, value: Any, limits: FilterLimits) -> Condition:
     if op in ("in", "nin"):
         if not isinstance(value, list | tuple):
             raise UsageError(f"{op!r} on {field!r} needs a list, got {type(value).__name__}")
-        if len(value) > MAX_IN_VALUES:
-            raise UsageError(f"{op!r} on {field!r} lists more than {MAX_IN_VALUES} values")
+        if len(value) > limits.max_in_values:  # before converting a huge list
+            raise UsageError(
+                f"{op!r} on {field!r} lists more than {limits.max_in_values} values"
+                " (MEMHUB_MAX_FILTER_IN_VALUES)"
+            )
         return Condition(field, op, tuple(_value(field, v) for v in value))
     if op in COMPARISONS and (value is None or isinstance(value, Mapping | list | tuple)):
         raise UsageError(

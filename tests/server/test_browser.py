@@ -241,8 +241,8 @@ async def test_browse_search_edit_delete_and_history(
             assert not await phone.evaluate(overflow)
             await phone.screenshot(path=str(SCREENSHOT_DIR / "memhub-phone.png"), full_page=True)
 
-            # Operations panel (admin key): queue per kind, LLM use per day, a parked job
-            # with its error, retried with one click.
+            # Operations panel (admin key): queue per lane and per kind, LLM use per day, a
+            # parked job with its error, retried with one click; desktop and phone widths.
             assert settings.database_url is not None
             await asyncio.to_thread(park_job, settings.database_url)
             ops = await browser.new_page(viewport={"width": 1100, "height": 900})
@@ -251,12 +251,22 @@ async def test_browse_search_edit_delete_and_history(
             await ops.get_by_role("button", name="Connect").click()
             panel = ops.locator("#operations")
             await expect(panel).to_be_visible()
+            lanes = ops.locator("#queue-lanes tr")
+            await expect(lanes).to_have_count(2)  # the worker's two lanes, even when idle
+            await expect(lanes.nth(0)).to_contain_text("ingest (embedding)")
+            await expect(lanes.nth(1)).to_contain_text("consolidate (LLM)")
             await expect(ops.locator("#queue-kinds")).to_contain_text("ingest")
             await expect(ops.locator("#llm-days tr")).to_have_count(1)
             parked = ops.locator("#parked li")
             await expect(parked).to_have_count(1)
             await expect(parked).to_contain_text("the LLM said 500")
             await ops.screenshot(path=str(SCREENSHOT_DIR / "memhub-operations.png"), full_page=True)
+            await ops.set_viewport_size({"width": 390, "height": 844})
+            assert not await ops.evaluate(overflow)
+            await ops.screenshot(
+                path=str(SCREENSHOT_DIR / "memhub-operations-phone.png"), full_page=True
+            )
+            await ops.set_viewport_size({"width": 1100, "height": 900})
             await parked.get_by_role("button", name="Retry").click()
             await expect(parked).to_have_count(0)
             await expect(ops.locator("#no-parked")).to_be_visible()

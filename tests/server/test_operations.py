@@ -1,4 +1,4 @@
-"""The admin operations routes: queue per job kind, LLM use per day, parked jobs and retry."""
+"""The admin operations routes: queue per worker lane and job kind, LLM use per day, parked jobs and retry."""
 
 from __future__ import annotations
 
@@ -28,6 +28,22 @@ async def test_operations_routes(
     job_id = await park_a_job(aconn)
     stats = (await client.get("/v1/jobs/stats")).json()
     assert stats["by_kind"]["ingest"]["parked"] == 1
+    assert stats["by_lane"] == {
+        "ingest": {
+            "kinds": ["ingest"],
+            "queued": 0,
+            "running": 0,
+            "parked": 1,
+            "oldest_queued_seconds": 0,
+        },
+        "consolidate": {
+            "kinds": [],
+            "queued": 0,
+            "running": 0,
+            "parked": 0,
+            "oldest_queued_seconds": 0,
+        },
+    }
     (today,) = stats["llm_per_day"]
     assert (today["calls"], today["prompt_tokens"], today["completion_tokens"]) == (3, 1200, 300)
     parked = (await client.get("/v1/jobs/parked")).json()["results"]
@@ -41,3 +57,25 @@ async def test_operations_routes(
     retried = await client.post("/v1/jobs/retry", json={"ids": [job_id]})
     assert retried.json() == {"requeued": 1}
     assert (await client.get("/v1/jobs/parked")).json()["results"] == []
+
+
+async def test_queue_per_lane_counts_waiting_and_leased_jobs(
+    client: httpx.AsyncClient, aconn: Conn
+) -> None:
+    # Queued far in the future so the test's worker leaves them alone.
+    await aconn.execute(
+        "INSERT INTO memory_jobs (kind, user_id, payload, status, created_at, run_after,"
+        " lease_owner, lease_until) VALUES"
+        " ('consolidate', 'u', '{}', 'queued', now() - interval '120 seconds',"
+        "  now() + interval '1 day', NULL, NULL),"
+        " ('consolidate', 'u', '{}', 'queued', now() - interval '10 seconds',"
+        "  now() + interval '1 day', 'w1', now() + interval '1 day'),"
+        " ('reembed', 'u', '{}', 'queued', now(), now() + interval '1 day', NULL, NULL)"
+    )
+    lanes = (await client.get("/v1/jobs/stats")).json()["by_lane"]
+    consolidate = lanes["consolidate"]
+    assert (consolidate["queued"], consolidate["running"]) == (2, 1)
+    assert 120 <= consolidate["oldest_queued_seconds"] < 180
+    # A kind nobody handles is the ingest lane's (which parks it with an error).
+    assert lanes["ingest"]["kinds"] == ["reembed"]
+    assert lanes["ingest"]["queued"] == 1

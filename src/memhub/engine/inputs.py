@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from memhub.errors import UsageError
+from memhub.filters import FilterLimits
 from memhub.messages import Message, UserMessage, message_class
 from memhub.store.records import Scope
 
@@ -38,6 +39,9 @@ class Limits:
     max_text_chars: int = 32_000
     max_metadata_bytes: int = 16_384
     max_metadata_depth: int = 8
+    max_search_results: int = 1000
+    max_page_size: int = 10_000
+    filters: FilterLimits = field(default_factory=FilterLimits)
 
 
 _SCOPE_KEYS = frozenset({"user_id", "agent_id", "run_id"})
@@ -132,12 +136,13 @@ def _check_json(where: str, value: object, depth: int, max_depth: int) -> None:
         raise UsageError(f"{where} must be JSON, got {type(value).__name__}")
 
 
-def check_limit(limit: object, *, maximum: int = 1000) -> int:
-    """A result count between 1 and ``maximum``."""
+def check_limit(limit: object, *, maximum: int = 1000, setting: str | None = None) -> int:
+    """A result count between 1 and ``maximum`` (the ``MEMHUB_*`` ``setting`` named if given)."""
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise UsageError(f"limit must be an integer, got {type(limit).__name__}")
     if limit <= 0 or limit > maximum:
-        raise UsageError(f"limit must be between 1 and {maximum}, got {limit}")
+        named = f" ({setting})" if setting else ""
+        raise UsageError(f"limit must be between 1 and {maximum}{named}, got {limit}")
     return limit
 
 

@@ -212,10 +212,14 @@ class AsyncMemory(ArkosMethods):
         ids, rest = split_scope(user_id, agent_id, run_id, filters)
         scope = scope_of(self.limits, **ids)
         check_text("query", query, self.limits)
-        limit = check_limit(pick_limit(limit, top_k, 100))
+        limit = check_limit(
+            pick_limit(limit, top_k, 100),
+            maximum=self.limits.max_search_results,
+            setting="MEMHUB_MAX_SEARCH_RESULTS",
+        )
         if as_of is not None:
             rest, include_superseded = as_of_filters(as_of, rest), True
-        parsed = parse_filters(rest)
+        parsed = parse_filters(rest, self.limits.filters)
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
         if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
@@ -269,10 +273,14 @@ class AsyncMemory(ArkosMethods):
         """
         ids, rest = split_scope(user_id, agent_id, run_id, filters)
         scope = scope_of(self.limits, **ids)
-        limit = check_limit(pick_limit(limit, top_k, 100), maximum=10_000)
+        limit = check_limit(
+            pick_limit(limit, top_k, 100),
+            maximum=self.limits.max_page_size,
+            setting="MEMHUB_MAX_PAGE_SIZE",
+        )
         engine = await self._engine()
         records = await engine.store.list_memories(
-            scope, parse_filters(rest), limit, include_superseded
+            scope, parse_filters(rest, self.limits.filters), limit, include_superseded
         )
         return {"results": [memory_item(r) for r in records]}
 

@@ -19,6 +19,7 @@ from memhub.config import MemhubSettings
 from memhub.memory.async_memory import AsyncMemory
 from memhub.server import routes_admin, routes_memories
 from memhub.server.errors import install_error_handlers
+from memhub.server.gate import TenantGate
 from memhub.server.limits import BodyLimit
 from memhub.server.settings import ServerSettings
 from memhub.server.state import ServerState
@@ -124,8 +125,10 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(_TrailingSlashes)
-    # Outermost: an oversized body is refused before routing, parsing or authentication.
+    # An oversized body is refused before routing, parsing or authentication ...
     app.add_middleware(BodyLimit, max_bytes=server_settings.max_body_bytes)
+    # ... and outermost, a tenant over its quota before its body is even read.
+    app.add_middleware(TenantGate)
     app.include_router(routes_memories.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_admin.health_router)

@@ -7,13 +7,13 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
+from memhub.server.gate import GATED_KEY, presented_key
 from memhub.server.state import ServerState, get_state
 from memhub.server.tenancy import Principal
 from memhub.store import pg_keys
 
 __all__ = ["AdminCaller", "Caller", "State", "authenticate", "check_rate", "require_admin"]
 
-_SCHEMES = ("bearer", "token")
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 LOCAL_ADMIN = Principal(name="local (auth off)", tenant=None)
@@ -24,16 +24,23 @@ def _presented_key(request: Request) -> str:
     header = request.headers.get("authorization")
     if not header:
         raise HTTPException(401, "missing API key: send 'Authorization: Bearer <key>'", _CHALLENGE)
-    scheme, _, key = header.strip().partition(" ")
-    if scheme.lower() not in _SCHEMES or not key.strip():
+    key = presented_key(header)
+    if key is None:
         raise HTTPException(
             401, "malformed Authorization header: expected 'Bearer <key>'", _CHALLENGE
         )
-    return key.strip()
+    return key
+
+
+def _principal(key: pg_keys.ApiKey) -> Principal:
+    return Principal(name=key.name, tenant=key.tenant, key_id=key.id)
 
 
 async def authenticate(request: Request) -> Principal:
     """The caller of this request; 401 without a valid, unrevoked key."""
+    gated = request.scope.get(GATED_KEY)
+    if isinstance(gated, pg_keys.ApiKey):  # the tenant gate found it and applied its quotas
+        return _principal(gated)
     state = get_state(request)
     if state.server.auth == "off":
         return LOCAL_ADMIN
@@ -41,14 +48,19 @@ async def authenticate(request: Request) -> Principal:
     admin_key = state.server.admin_key
     if admin_key is not None and pg_keys.keys_equal(key, admin_key.get_secret_value()):
         return ENV_ADMIN
-    async with state.connection("checking an API key") as conn:
-        found = await pg_keys.find_active_key(conn, key)
+    digest = pg_keys.hash_key(key)
+    found = state.keys.get(digest)
     if found is None:
-        raise HTTPException(401, "invalid or revoked API key", _CHALLENGE)
-    caller = Principal(name=found.name, tenant=found.tenant, key_id=found.id)
-    if caller.tenant is not None and state.server.rate_limit > 0:
-        check_rate(state.requests.take(found.id), "requests", "MEMHUB_RATE_LIMIT")
-    return caller
+        async with state.connection("checking an API key") as conn:
+            found = await pg_keys.find_active_key(conn, key)
+        if found is None:
+            raise HTTPException(401, "invalid or revoked API key", _CHALLENGE)
+        state.keys.put(digest, found)
+    if found.tenant is not None:
+        refused = state.quotas.refusal(found.id)
+        if refused is not None:
+            raise HTTPException(429, refused[0], {"Retry-After": str(refused[1])})
+    return _principal(found)
 
 
 def check_rate(wait: float, what: str, setting: str) -> None:

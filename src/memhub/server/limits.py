@@ -12,11 +12,15 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BodyLimit", "RateLimiter"]
+__all__ = ["BodyLimit", "RateLimiter", "answer"]
 
 
-async def _answer(send: Send, status: int, error: str, type_: str) -> None:
+async def answer(
+    send: Send, status: int, error: str, type_: str, headers: dict[str, str] | None = None
+) -> None:
+    """Send memhub's JSON error body straight from ASGI middleware."""
     body = json.dumps({"error": error, "type": type_}).encode()
+    extra = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
     await send(
         {
             "type": "http.response.start",
@@ -24,6 +28,7 @@ async def _answer(send: Send, status: int, error: str, type_: str) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
+                *extra,
             ],
         }
     )
@@ -51,7 +56,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await _answer(send, 413, self._too_large(), "PayloadTooLarge")
+            await answer(send, 413, self._too_large(), "PayloadTooLarge")
             return
         chunks: list[bytes] = []
         size = 0
@@ -64,7 +69,7 @@ class BodyLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await _answer(send, 413, self._too_large(), "PayloadTooLarge")
+                await answer(send, 413, self._too_large(), "PayloadTooLarge")
                 return
             chunks.append(chunk)
             more = bool(message.get("more_body", False))

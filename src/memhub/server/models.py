@@ -21,6 +21,7 @@ __all__ = [
     "KeyCreated",
     "KeyList",
     "KeyOut",
+    "LaneStats",
     "MemoryList",
     "MemoryOut",
     "MemoryPage",
@@ -87,7 +88,11 @@ class SearchRequest(_Scoped):
 
     query: str = Field(min_length=1)
     limit: int = Field(
-        default=100, ge=1, le=1000, strict=True, validation_alias=AliasChoices("limit", "top_k")
+        default=100,
+        ge=1,
+        strict=True,
+        validation_alias=AliasChoices("limit", "top_k"),
+        description="At most MEMHUB_MAX_SEARCH_RESULTS.",
     )
     filters: dict[str, Any] | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -211,12 +216,29 @@ class DailyUsageOut(BaseModel):
     completion_tokens: int
 
 
+class LaneStats(BaseModel):
+    """One worker lane: the job kinds it claims and its queue."""
+
+    kinds: list[str] = Field(description="Job kinds queued now that this lane claims.")
+    queued: int
+    running: int = Field(description="Queued jobs a worker holds a lease on.")
+    parked: int
+    oldest_queued_seconds: int = Field(description="How long the oldest queued job waited.")
+
+
 class JobStats(BaseModel):
     queued: int
     parked: int
     llm: dict[str, float]
+    by_lane: dict[str, LaneStats] = Field(
+        default_factory=dict,
+        description="Per worker lane: 'ingest' (embeds turns: every kind but consolidate) and"
+        " 'consolidate' (extracts facts with the LLM).",
+    )
     by_kind: dict[str, dict[str, int]] = Field(
-        default_factory=dict, description="Queued and parked jobs per job kind (worker lane)."
+        default_factory=dict,
+        description="Queued, running and parked jobs and the oldest queued job's wait in"
+        " seconds, per job kind.",
     )
     llm_per_day: list[DailyUsageOut] = Field(
         default_factory=list, description="LLM calls and tokens per UTC day, last 14 days."

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import JSONResponse
 
+from memhub.engine.worker import CONSOLIDATE_LANE, ingest_lane
 from memhub.errors import StoreUnavailable, UsageError
 from memhub.server import queries
 from memhub.server.auth import AdminCaller, Caller, State
@@ -29,14 +30,29 @@ from memhub.store import pg_consolidation, pg_jobs, pg_keys, pg_ops
 
 __all__ = ["health_router", "router"]
 
+# The worker's two lanes: ingestion (every kind but consolidate) and consolidation.
+_LANES = {"ingest": ingest_lane(consolidating=True), "consolidate": CONSOLIDATE_LANE}
+
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody} for status in (401, 403, 413, 422, 429, 500, 503)
 }
 router = APIRouter(prefix="/v1", responses=_ERRORS)
 health_router = APIRouter(tags=["health"])
 
-MAX_OFFSET = 1_000_000
-"""Larger offsets are refused: an OFFSET reads and drops every row before it."""
+
+def _check_page(state: State, limit: int, offset: int = 0) -> None:
+    """Refuse (422, naming the setting) a page larger or an offset deeper than allowed."""
+    if limit > state.limits.max_page_size:
+        raise UsageError(
+            f"limit must be between 1 and {state.limits.max_page_size}"
+            f" (MEMHUB_MAX_PAGE_SIZE), got {limit}"
+        )
+    # An OFFSET reads and drops every row before it.
+    if offset > state.server.max_offset:
+        raise UsageError(
+            f"offset must be between 0 and {state.server.max_offset} (MEMHUB_MAX_OFFSET),"
+            f" got {offset}"
+        )
 
 
 @router.get("/me", response_model=WhoAmI, tags=["keys"])
@@ -75,6 +91,7 @@ async def revoke_key(key_id: int, caller: AdminCaller, state: State) -> dict[str
     """Revoke a key at once (idempotent); its calls answer 401 from now on."""
     async with state.connection("revoking an API key") as conn:
         key = await pg_keys.revoke_key(conn, key_id)
+    state.keys.forget(key_id)
     if key is None:
         raise HTTPException(404, f"no API key {key_id}")
     return dataclasses.asdict(key)
@@ -84,10 +101,11 @@ async def revoke_key(key_id: int, caller: AdminCaller, state: State) -> dict[str
 async def list_users(
     caller: Caller,
     state: State,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    limit: Annotated[int, Query(ge=1)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
 ) -> dict[str, Any]:
     """Users having memories or conversation turns, by id (a tenant sees only its own)."""
+    _check_page(state, limit, offset)
     prefix = None if caller.tenant is None else f"{caller.tenant}:"
     async with state.connection("listing users") as conn:
         rows = await queries.list_users(conn, prefix, limit, offset)
@@ -98,9 +116,27 @@ async def list_users(
     }
 
 
+def _by_lane(by_kind: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
+    """Per-kind counts summed per worker lane (the oldest wait is the lane's maximum)."""
+    lanes: dict[str, dict[str, Any]] = {
+        name: {"kinds": [], "queued": 0, "running": 0, "parked": 0, "oldest_queued_seconds": 0}
+        for name in _LANES
+    }
+    for kind, counts in by_kind.items():
+        lane = next(name for name, test in _LANES.items() if test.admits(kind))
+        totals = lanes[lane]
+        totals["kinds"].append(kind)
+        for field in ("queued", "running", "parked"):
+            totals[field] += counts[field]
+        totals["oldest_queued_seconds"] = max(
+            totals["oldest_queued_seconds"], counts["oldest_queued_seconds"]
+        )
+    return lanes
+
+
 @router.get("/jobs/stats", response_model=JobStats, tags=["jobs"])
 async def job_stats(caller: AdminCaller, state: State) -> dict[str, Any]:
-    """Queued and parked background jobs (in total and per kind), and LLM cost per day."""
+    """Queued and parked background jobs (in total, per worker lane and per kind), LLM use."""
     async with state.connection("reading job statistics") as conn:
         counts = await pg_jobs.job_counts(conn)
         usage = await pg_consolidation.usage_stats(conn)
@@ -110,6 +146,7 @@ async def job_stats(caller: AdminCaller, state: State) -> dict[str, Any]:
         "queued": counts["queued"],
         "parked": counts["parked"],
         "llm": usage,
+        "by_lane": _by_lane(by_kind),
         "by_kind": by_kind,
         "llm_per_day": [{**dataclasses.asdict(d), "day": d.day.isoformat()} for d in daily],
     }
@@ -117,9 +154,10 @@ async def job_stats(caller: AdminCaller, state: State) -> dict[str, Any]:
 
 @router.get("/jobs/parked", response_model=ParkedJobs, tags=["jobs"])
 async def parked_jobs(
-    caller: AdminCaller, state: State, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+    caller: AdminCaller, state: State, limit: Annotated[int, Query(ge=1)] = 100
 ) -> dict[str, Any]:
     """Jobs that failed every attempt, oldest first, with their last error."""
+    _check_page(state, limit)
     async with state.connection("listing parked jobs") as conn:
         jobs = await pg_jobs.list_jobs(conn, "parked", limit)
     return {

@@ -171,7 +171,7 @@ async def list_memories(
     caller: Caller,
     state: State,
     query: Scoped,
-    limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    limit: Annotated[int, Query(ge=1, description="At most MEMHUB_MAX_PAGE_SIZE.")] = 100,
     include_superseded: bool = False,
     cursor: Annotated[
         str | None,

@@ -24,10 +24,16 @@ class ServerSettings(EnvSettings):
             only) treats every caller as admin.
         max_body_bytes: Larger request bodies are refused with 413 before being read.
         max_messages_per_add: More messages in one ``POST /v1/memories`` are refused (422).
+        max_offset: Deeper ``offset`` values are refused (422): an OFFSET reads and drops
+            every row before it.
         rate_limit: Requests a second each tenant key may make (a token bucket); 0 disables.
         rate_burst: Requests a tenant key may make at once after being idle.
         turn_rate_limit: Messages a second each tenant key may queue through ``add``.
         turn_burst: Messages a tenant key may queue at once after being idle.
+        max_in_flight_per_key: Requests of one tenant key served at once; more are answered
+            429 at once, so a flooding tenant cannot occupy the server. 0 disables.
+        key_cache_seconds: How long a verified key is trusted without asking the database;
+            a key revoked by another process still works here that long. 0 disables.
         max_queued_jobs: Adds of one tenant waiting for the worker; more are refused with 429
             so one tenant cannot bury the queue. 0 disables.
     """
@@ -41,8 +47,11 @@ class ServerSettings(EnvSettings):
     auth: Literal["on", "off"] = "on"
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_messages_per_add: int = Field(default=100, ge=1)
+    max_offset: int = Field(default=1_000_000, ge=0)
     rate_limit: float = Field(default=20.0, ge=0)
     rate_burst: float = Field(default=40.0, ge=1)
     turn_rate_limit: float = Field(default=50.0, ge=0)
     turn_burst: float = Field(default=200.0, ge=1)
+    max_in_flight_per_key: int = Field(default=4, ge=0)
+    key_cache_seconds: float = Field(default=5.0, ge=0)
     max_queued_jobs: int = Field(default=1_000, ge=0)

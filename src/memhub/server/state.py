@@ -10,6 +10,7 @@ from fastapi import Request
 
 from memhub.engine.inputs import Limits
 from memhub.memory.async_memory import AsyncMemory
+from memhub.server.gate import KeyCache, Quotas
 from memhub.server.limits import RateLimiter
 from memhub.server.settings import ServerSettings
 from memhub.store.database import AsyncConn, Database
@@ -25,12 +26,15 @@ class ServerState:
     memory: AsyncMemory
     database: Database
     server: ServerSettings
-    requests: RateLimiter = field(init=False)
+    quotas: Quotas = field(init=False)
     turns: RateLimiter = field(init=False)
+    keys: KeyCache = field(init=False)
 
     def __post_init__(self) -> None:
-        self.requests = RateLimiter(self.server.rate_limit, self.server.rate_burst)
+        requests = RateLimiter(self.server.rate_limit, self.server.rate_burst)
+        self.quotas = Quotas(requests, self.server.max_in_flight_per_key)
         self.turns = RateLimiter(self.server.turn_rate_limit, self.server.turn_burst)
+        self.keys = KeyCache(self.server.key_cache_seconds)
 
     @property
     def limits(self) -> Limits:

@@ -19,12 +19,28 @@ class DailyUsage:
 
 
 async def queue_by_kind(conn: AsyncConn) -> dict[str, dict[str, int]]:
-    """``{kind: {"queued": n, "parked": m}}``: a worker lane takes a set of kinds."""
-    cur = await conn.execute("SELECT kind, status, count(*) FROM memory_jobs GROUP BY 1, 2")
-    counts: dict[str, dict[str, int]] = {}
-    for kind, status, n in await cur.fetchall():
-        counts.setdefault(str(kind), {"queued": 0, "parked": 0})[str(status)] = int(n)
-    return counts
+    """``{kind: {"queued", "running", "parked", "oldest_queued_seconds"}}``.
+
+    ``running`` counts queued jobs under an unexpired lease (a worker has them);
+    ``oldest_queued_seconds`` is how long the oldest queued job has waited (0 when none).
+    """
+    cur = await conn.execute(
+        "SELECT kind, count(*) FILTER (WHERE status = 'queued'),"
+        " count(*) FILTER (WHERE status = 'queued' AND lease_until > now()),"
+        " count(*) FILTER (WHERE status = 'parked'),"
+        " coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'queued')),"
+        "  0)::bigint"
+        " FROM memory_jobs GROUP BY kind ORDER BY kind"
+    )
+    return {
+        str(kind): {
+            "queued": int(queued),
+            "running": int(running),
+            "parked": int(parked),
+            "oldest_queued_seconds": int(oldest),
+        }
+        for kind, queued, running, parked, oldest in await cur.fetchall()
+    }
 
 
 async def usage_per_day(conn: AsyncConn, days: int) -> list[DailyUsage]:

@@ -81,6 +81,14 @@ function cells(row, values) {
   return row;
 }
 
+const LANE_NAMES = { ingest: "ingest (embedding)", consolidate: "consolidate (LLM)" };
+
+function waited(seconds) {
+  if (seconds < 90) return `${seconds} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  return `${Math.round(seconds / 3600)} h`;
+}
+
 async function loadOperations() {
   const [stats, parked] = await Promise.all([
     api("GET", "/v1/jobs/stats"),
@@ -88,9 +96,16 @@ async function loadOperations() {
   ]);
   $("queue-total").textContent =
     `${count(stats.queued, "job", "jobs")} queued, ${stats.parked} parked.`;
+  $("queue-lanes").replaceChildren(
+    ...Object.entries(stats.by_lane).map(([lane, n]) =>
+      cells(document.createElement("tr"), [
+        `${LANE_NAMES[lane] || lane}`, n.queued, n.running, n.parked,
+        n.queued ? waited(n.oldest_queued_seconds) : "–",
+      ])),
+  );
   $("queue-kinds").replaceChildren(
     ...Object.entries(stats.by_kind).map(([kind, n]) =>
-      cells(document.createElement("tr"), [kind, n.queued, n.parked])),
+      cells(document.createElement("tr"), [kind, n.queued, n.running, n.parked])),
   );
   $("llm-days").replaceChildren(
     ...stats.llm_per_day.map((d) =>

@@ -1,0 +1,76 @@
+"""The tenant gate: in-flight cap per key, quotas from cached keys, and the key cache's reach."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from pydantic import SecretStr
+
+from memhub.server import ServerSettings
+from tests.server.conftest import ADMIN_KEY, bearer, new_key
+from tests.server.test_validation import Conn
+
+
+@pytest.fixture
+def server_settings() -> ServerSettings:
+    return ServerSettings(admin_key=SecretStr(ADMIN_KEY), max_in_flight_per_key=1)
+
+
+def _client(app: FastAPI, key: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t", headers=bearer(key)
+    )
+
+
+async def test_requests_over_the_in_flight_cap_are_429_at_once(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    keys = [await new_key(client, "acme"), await new_key(client, "globex")]
+    release = asyncio.Event()
+
+    async def slow_body() -> AsyncIterator[bytes]:  # keeps the first request in flight
+        yield b'{"messages": "hello", '
+        await release.wait()
+        yield b'"user_id": "u", "infer": false}'
+
+    async with _client(app, keys[0]) as a, _client(app, keys[1]) as b:
+        assert (await a.get("/v1/me")).status_code == 200  # the key is now cached
+        held = asyncio.create_task(
+            a.post(
+                "/v1/memories",
+                content=slow_body(),
+                headers={"Content-Type": "application/json"},
+            )
+        )
+        await asyncio.sleep(0.2)
+        refused = await a.get("/v1/me")
+        assert refused.status_code == 429
+        assert refused.headers["Retry-After"] == "1"
+        assert "MEMHUB_MAX_IN_FLIGHT_PER_KEY" in refused.json()["error"]
+        assert (await b.get("/v1/me")).status_code == 200  # another tenant is not held up
+        assert (await client.get("/v1/me")).status_code == 200  # nor an admin
+        release.set()
+        assert (await held).status_code == 200
+        assert (await a.get("/v1/me")).status_code == 200  # the slot is free again
+
+
+async def _revoke_in_database(aconn: Conn, name: str) -> None:
+    # As another server process or the CLI would: this process is not told.
+    await aconn.execute("UPDATE api_keys SET revoked_at = now() WHERE name = %s", (name,))
+
+
+@pytest.mark.parametrize("cache_seconds", [0.0, 3600.0])
+async def test_a_key_revoked_elsewhere_works_here_until_the_cache_expires(
+    app: FastAPI, client: httpx.AsyncClient, aconn: Conn, cache_seconds: float
+) -> None:
+    app.state.memhub.keys.ttl = cache_seconds
+    key = await new_key(client, "acme")
+    async with _client(app, key) as a:
+        assert (await a.get("/v1/me")).status_code == 200
+        await _revoke_in_database(aconn, "key of acme")
+        expected = 200 if cache_seconds else 401  # MEMHUB_KEY_CACHE_SECONDS, documented
+        assert (await a.get("/v1/me")).status_code == expected
