@@ -7,9 +7,9 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
+from memhub.memory.admin import keys_equal
 from memhub.server.state import ServerState, get_state
 from memhub.server.tenancy import Principal
-from memhub.store import pg_keys
 
 __all__ = ["AdminCaller", "Caller", "State", "authenticate", "check_rate", "require_admin"]
 
@@ -39,10 +39,9 @@ async def authenticate(request: Request) -> Principal:
         return LOCAL_ADMIN
     key = _presented_key(request)
     admin_key = state.server.admin_key
-    if admin_key is not None and pg_keys.keys_equal(key, admin_key.get_secret_value()):
+    if admin_key is not None and keys_equal(key, admin_key.get_secret_value()):
         return ENV_ADMIN
-    async with state.connection("checking an API key") as conn:
-        found = await pg_keys.find_active_key(conn, key)
+    found = await state.admin.resolve_key(key)
     if found is None:
         raise HTTPException(401, "invalid or revoked API key", _CHALLENGE)
     caller = Principal(name=found.name, tenant=found.tenant, key_id=found.id)
