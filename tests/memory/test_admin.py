@@ -206,3 +206,16 @@ async def test_the_admin_api_needs_postgresql(settings: MemhubSettings) -> None:
     async with AsyncMemory(settings=settings.model_copy(update={"database_url": "memory://"})) as m:
         with pytest.raises(ConfigurationError, match="PostgreSQL"):
             await AsyncAdmin(m).list_keys()
+
+
+async def test_open_fails_at_once_on_an_unreachable_database(settings: MemhubSettings) -> None:
+    """What the server's start relies on: open() connects, instead of the first call."""
+    from memhub.errors import StoreUnavailable
+
+    unreachable = settings.model_copy(
+        update={"database_url": "postgresql://memhub@127.0.0.1:1/none", "connect_timeout": 1.0}
+    )
+    memory = AsyncMemory(settings=unreachable)
+    with pytest.raises(StoreUnavailable):
+        await memory.open()
+    await memory.aclose()
