@@ -97,6 +97,7 @@ def create_app(
             # and a broken database or embedder fails the start.
             await facade.open()
             state = ServerState(memory=facade, admin=AsyncAdmin(facade), server=server_settings)
+            await state.admin.ping()  # keys and tenants need PostgreSQL: refuse memory:// now
             await _bootstrap(state)
             app.state.memhub = state
             try:
