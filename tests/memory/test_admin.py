@@ -219,3 +219,14 @@ async def test_open_fails_at_once_on_an_unreachable_database(settings: MemhubSet
     with pytest.raises(StoreUnavailable):
         await memory.open()
     await memory.aclose()
+
+
+async def test_a_cursor_after_the_longest_id_fits_the_rest_apis_cap(
+    memory: AsyncMemory, admin: AsyncAdmin
+) -> None:
+    longest = "😀" * 255  # 4 bytes each in UTF-8
+    await _say(memory, longest, "😀" * 254 + "😁")
+    page = await admin.list_users(limit=1)
+    assert page.next_cursor is not None and len(page.next_cursor) <= 1500
+    (rest,) = (await admin.list_users(limit=1, cursor=page.next_cursor)).results
+    assert rest.user_id == "😀" * 254 + "😁"

@@ -60,7 +60,9 @@ class JobStats:
 
 
 def _cursor_of(user_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([user_id]).encode()).decode().rstrip("=")
+    # UTF-8, not \u escapes: a 255-character id stays under the REST API's 1,500-character cap.
+    raw = json.dumps([user_id], ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def _after(cursor: str) -> str:
