@@ -176,7 +176,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(DEFAULT_SYSTEMS),
         help=f"comma-separated, from: {', '.join(SYSTEM_NAMES)}",
     )
-    parser.add_argument("--workloads", default="recall,hotpath", help="recall and/or hotpath")
+    parser.add_argument(
+        "--workloads", default="recall,hotpath,query", help="recall, hotpath and/or query"
+    )
     parser.add_argument("--locomo", type=Path, default=default_data_path())
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--docs", type=Path, default=REPO / "docs" / "benchmarks.md")
@@ -237,4 +239,8 @@ def main(argv: list[str] | None = None) -> int:
 
         render(results, docs=args.docs, img_dir=args.img)
         log.info("wrote %s", args.docs)
+    if "query" in workloads:  # issue 12's per-query profile at 100k (bench/query.py)
+        from bench.query import measure_into
+
+        measure_into(results, path, None if args.no_report else args.docs)
     return 1 if any("error" in r for r in runs) else 0

@@ -1,6 +1,6 @@
 """``Memory``: the synchronous face of :class:`AsyncMemory`, one line per method.
 
-GENERATED from ``async_memory.py`` by ``tools/gen_sync.py``: do not edit; run
+GENERATED from ``AsyncMemory`` and its bases by ``tools/gen_sync.py``: do not edit; run
 ``python tools/gen_sync.py``. Each call runs on memhub's process-wide event loop thread,
 so every thread shares one connection pool.
 """
@@ -98,20 +98,6 @@ class Memory:
         memory = cls.__new__(cls)
         memory._async = AsyncMemory.from_config(config)
         return memory
-
-    @property
-    def extracts_facts(self) -> bool:
-        """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
-        return self._async.extracts_facts
-
-    def open(self) -> None:
-        """Open the store, the embedder and the worker now instead of on the first call.
-
-        A server calls this at startup: the worker then drains jobs queued before a restart,
-        and a broken database or embedder configuration fails the start, not a request.
-        Calling it again does nothing.
-        """
-        return run_sync(self._async.open())
 
     def add(
         self,
@@ -398,3 +384,17 @@ class Memory:
     ) -> SystemMessage:
         """ARKOS: ``SystemMessage("retrieved memories:\\n...")``; empty on error or no hits."""
         return run_sync(self._async.retrieve_long_memory(context, mem0_limit))
+
+    @property
+    def extracts_facts(self) -> bool:
+        """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
+        return self._async.extracts_facts
+
+    def open(self) -> None:
+        """Open the store, the embedder and the worker now instead of on the first call.
+
+        A server calls this at startup: the worker then drains jobs queued before a restart,
+        and a broken database or embedder configuration fails the start, not a request.
+        Calling it again does nothing.
+        """
+        return run_sync(self._async.open())
