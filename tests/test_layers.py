@@ -56,10 +56,14 @@ _SQL = re.compile(
     r"|\bpg_advisory\w*\(",
     re.DOTALL,
 )
-# Known SQL outside store/ (file: strings), each removed by the work that moves it behind the
-# facade (issue 15: the server's user listing). The test fails on any other
-# and on a count that drops, so this list only shrinks; delete an entry when its file is clean.
-KNOWN_SQL_OUTSIDE_STORE: dict[str, int] = {"server/queries.py": 2}
+# Known SQL outside store/ (file: strings), each removed by the work that moved it behind the
+# facade. None is left; the test fails on any SQL text found outside store/.
+KNOWN_SQL_OUTSIDE_STORE: dict[str, int] = {}
+
+
+# Entry points that reach the data only through the facade or its admin API (memory/), never
+# the store itself: they share one engine and pool per process.
+THROUGH_FACADE = {"server", "mcp"}
 
 
 def _package(relative: Path) -> str:
@@ -126,6 +130,17 @@ def import_violations(root: Path) -> list[str]:
     return violations
 
 
+def facade_bypasses(root: Path) -> list[str]:
+    """Imports of ``memhub.store`` by the packages that must go through memory/."""
+    return [
+        f"{path.relative_to(root)} imports {imported}"
+        for path in sorted(root.rglob("*.py"))
+        if _package(path.relative_to(root)) in THROUGH_FACADE
+        for imported in sorted(imported_modules(path, root))
+        if imported == "memhub.store" or imported.startswith("memhub.store.")
+    ]
+
+
 def _docstrings(tree: ast.AST) -> set[int]:
     ids = set()
     for node in ast.walk(tree):
@@ -163,6 +178,10 @@ def test_no_module_reaches_up_a_layer_or_across_to_a_sibling() -> None:
 def test_sql_lives_in_store_only() -> None:
     per_file = Counter(place.split(":")[0] for place in sql_outside_store(SRC))
     assert dict(per_file) == KNOWN_SQL_OUTSIDE_STORE, sorted(sql_outside_store(SRC))
+
+
+def test_server_and_mcp_go_through_the_facade() -> None:
+    assert facade_bypasses(SRC) == []
 
 
 def test_every_package_folder_has_a_layer() -> None:
@@ -228,3 +247,19 @@ def test_the_checker_finds_sql_outside_store(tmp_path: Path) -> None:
         },
     )
     assert sql_outside_store(root) == {"server/queries.py:4", "cli/data.py:1", "engine/lock.py:1"}
+
+
+def test_the_checker_finds_a_server_reaching_around_the_facade(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "server/ok.py": "from memhub.memory.admin import AsyncAdmin\n",
+            "server/bad.py": "from memhub.store import pg_keys\n",
+            "mcp/bad.py": "def late():\n    from memhub import store\n",
+            "cli/fine.py": "from memhub.store import pg_keys\n",  # not (yet) held to it
+        },
+    )
+    assert facade_bypasses(root) == [
+        "mcp/bad.py imports memhub.store",
+        "server/bad.py imports memhub.store",
+    ]

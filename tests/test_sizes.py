@@ -40,7 +40,10 @@ def oversized(root: Path) -> dict[str, int]:
     for path in sorted(root.rglob("*.py")):
         name = path.relative_to(root).as_posix()
         text = path.read_text("utf-8")
-        if (lines := len(text.splitlines())) > MAX_MODULE_LINES:
+        # A generated module (the sync twins) is as long as the sources it mirrors, which are
+        # checked themselves; its functions still count.
+        generated = "GENERATED from" in text[:400]
+        if (lines := len(text.splitlines())) > MAX_MODULE_LINES and not generated:
             found[name] = lines
         for node in ast.walk(ast.parse(text)):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -168,3 +168,16 @@ async def test_page_and_its_files_are_served(client: httpx.AsyncClient) -> None:
         assert kind in response.headers["content-type"]
     # The page must not depend on anything outside the server.
     assert "http" not in page.text.replace("http-equiv", "")
+
+
+async def test_the_server_refuses_to_start_on_the_in_process_store(
+    settings: MemhubSettings,
+) -> None:
+    """API keys and tenants live in PostgreSQL: memory:// fails the start, not each request."""
+    from memhub.errors import ConfigurationError
+
+    in_process = settings.model_copy(update={"database_url": "memory://"})
+    app = create_app(in_process, server=ServerSettings(admin_key=SecretStr(ADMIN_KEY)))
+    with pytest.raises(ConfigurationError, match="PostgreSQL"):
+        async with app.router.lifespan_context(app):
+            pass

@@ -232,6 +232,24 @@ async def test_users_lists_counts(client: httpx.AsyncClient) -> None:
     assert [u["user_id"] for u in page.json()["results"]] == ["kate"]
 
 
+async def test_users_page_by_cursor_inside_a_tenant(
+    client: httpx.AsyncClient, tenant_a: httpx.AsyncClient
+) -> None:
+    for user in ("zoe", "amy", "bob"):
+        await add(tenant_a, user, f"{user} was here.")
+    await add(client, "acme-other", "Not acme's.")
+    first = (await tenant_a.get("/v1/users", params={"limit": 2})).json()
+    assert [u["user_id"] for u in first["results"]] == ["amy", "bob"]
+    cursor = first["next_cursor"]
+    await add(tenant_a, "ann", "Behind the cursor: shown on no later page.")
+    rest = (await tenant_a.get("/v1/users", params={"limit": 2, "cursor": cursor})).json()
+    assert [u["user_id"] for u in rest["results"]] == ["zoe"]
+    assert "next_cursor" not in rest
+    both = await tenant_a.get("/v1/users", params={"cursor": cursor, "offset": 1})
+    assert both.status_code == 422
+    assert (await tenant_a.get("/v1/users", params={"cursor": "nope"})).status_code == 422
+
+
 async def test_agent_and_run_scopes(client: httpx.AsyncClient) -> None:
     response = await client.post(
         "/v1/memories",

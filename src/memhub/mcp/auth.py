@@ -11,9 +11,7 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memhub.store import pg_keys
-from memhub.store.database import Database
-from memhub.store.errors import translate_errors
+from memhub.memory.admin import AsyncAdmin
 
 __all__ = ["TENANT_STATE", "KeyAuth"]
 
@@ -40,9 +38,9 @@ async def _refuse(send: Send, status: int, message: str) -> None:
 class KeyAuth:
     """Require ``Authorization: Bearer <key>`` of an active memhub API key on every request."""
 
-    def __init__(self, app: ASGIApp, database: Database) -> None:
+    def __init__(self, app: ASGIApp, admin: AsyncAdmin) -> None:
         self.app = app
-        self.database = database
+        self.admin = admin
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -53,9 +51,7 @@ class KeyAuth:
         if kind.lower() not in ("bearer", "token") or not key.strip():
             await _refuse(send, 401, "missing API key: send 'Authorization: Bearer <key>'")
             return
-        with translate_errors("checking an API key"):
-            async with self.database.connection() as conn:
-                found = await pg_keys.find_active_key(conn, key.strip())
+        found = await self.admin.resolve_key(key.strip())
         if found is None:
             await _refuse(send, 401, "invalid or revoked API key")
             return

@@ -13,6 +13,7 @@ from memhub.mcp._sdk import MCPServer
 from memhub.mcp.config import MCPConfig
 from memhub.mcp.tools import TOOLS, ServerState, pinned
 from memhub.memory import AsyncMemory
+from memhub.memory.admin import AsyncAdmin
 
 __all__ = ["create_server", "serve"]
 
@@ -42,9 +43,7 @@ def create_server(
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
-        # add_memory waits (never works) for its own turns up to the configured time
-        waiting = resolved.model_copy(update={"wait_timeout": options.add_wait_seconds})
-        async with AsyncMemory(settings=waiting) as memory:
+        async with AsyncMemory(settings=_served(resolved, options)) as memory:
             log.info("memhub MCP server ready (default user: %s)", options.default_user_id)
             yield ServerState(memory=memory, config=options)
 
@@ -74,6 +73,12 @@ async def _refuse_user_ids(ctx: Any, call_next: Any) -> Any:
 
         raise MCPError(_INVALID_PARAMS, "this server is pinned to one user: tools take no user_id")
     return await call_next(ctx)
+
+
+def _served(settings: MemhubSettings, options: MCPConfig) -> MemhubSettings:
+    """The settings the server's memory runs with (equal settings share one engine and pool)."""
+    # add_memory waits (never works) for its own turns up to the configured time
+    return settings.model_copy(update={"wait_timeout": options.add_wait_seconds})
 
 
 def _version() -> str:
@@ -107,11 +112,13 @@ async def serve(
         return
     import uvicorn
 
-    from memhub.store.database import acquire_database, release_database
-
-    database = await acquire_database(resolved) if options.require_key else None
-    try:
-        app = http_app(server, options, database, **http)
+    # Keys are checked on the engine the tools use: same settings, so one shared pool.
+    async with AsyncMemory(settings=_served(resolved, options)) as memory:
+        admin = None
+        if options.require_key:
+            await memory.open()
+            admin = AsyncAdmin(memory)
+        app = http_app(server, options, admin, **http)
         log.warning(
             "memhub MCP server on http://%s:%s%s (API key %s)",
             options.host,
@@ -121,12 +128,11 @@ async def serve(
         )
         config_ = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
         await uvicorn.Server(config_).serve()
-    finally:
-        if database is not None:
-            await release_database(database)
 
 
-def http_app(server: MCPServer[ServerState], options: MCPConfig, database: Any, **http: Any) -> Any:
+def http_app(
+    server: MCPServer[ServerState], options: MCPConfig, admin: AsyncAdmin | None, **http: Any
+) -> Any:
     """The streamable HTTP ASGI app: the SDK's, with Host/Origin checks and API keys."""
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -144,6 +150,6 @@ def http_app(server: MCPServer[ServerState], options: MCPConfig, database: Any, 
     )
     if not options.require_key:
         return app
-    if database is None:
+    if admin is None:
         raise ConfigurationError("the MCP HTTP transport needs the database to check API keys")
-    return KeyAuth(app, database)
+    return KeyAuth(app, admin)

@@ -90,6 +90,15 @@ class MemoryCore:
                     self._engine_ref = await acquire_engine(self.settings, self._embedder)
         return self._engine_ref
 
+    async def open(self) -> None:
+        """Open the store, the embedder and the worker now instead of on the first call.
+
+        A server calls this at startup: the worker then drains jobs queued before a restart,
+        and a broken database or embedder configuration fails the start, not a request.
+        Calling it again does nothing.
+        """
+        await self._engine()
+
     async def aclose(self) -> None:
         """Release this object's share of the pool, the embedder and the worker."""
         engine, self._engine_ref = self._engine_ref, None

@@ -390,3 +390,12 @@ class Memory:
     def extracts_facts(self) -> bool:
         """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
         return self._async.extracts_facts
+
+    def open(self) -> None:
+        """Open the store, the embedder and the worker now instead of on the first call.
+
+        A server calls this at startup: the worker then drains jobs queued before a restart,
+        and a broken database or embedder configuration fails the start, not a request.
+        Calling it again does nothing.
+        """
+        return run_sync(self._async.open())

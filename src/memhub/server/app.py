@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memhub.config import MemhubSettings
+from memhub.memory.admin import AsyncAdmin
 from memhub.memory.async_memory import AsyncMemory
 from memhub.server import routes_admin, routes_memories
 from memhub.server.errors import install_error_handlers
@@ -23,8 +23,6 @@ from memhub.server.gate import TenantGate
 from memhub.server.limits import BodyLimit
 from memhub.server.settings import ServerSettings
 from memhub.server.state import ServerState
-from memhub.store import pg_keys
-from memhub.store.database import acquire_database, release_database
 
 __all__ = ["create_app"]
 
@@ -55,8 +53,7 @@ def _announce_bootstrap_key(secret: str, server: ServerSettings) -> None:
 async def _bootstrap(state: ServerState) -> None:
     if state.server.auth != "on" or state.server.admin_key is not None:
         return
-    async with state.connection("creating the first admin key") as conn:
-        secret = await pg_keys.bootstrap_admin_key(conn)
+    secret = await state.admin.bootstrap_admin_key()
     if secret is not None:
         _announce_bootstrap_key(secret, state.server)
 
@@ -97,18 +94,17 @@ def create_app(
         own = memory is None
         facade = memory or AsyncMemory(settings=settings or MemhubSettings.from_env())
         try:
-            database = await acquire_database(facade.settings)
+            # Now, not on the first request: the worker drains jobs queued before a restart,
+            # and a broken database or embedder fails the start.
+            await facade.open()
+            state = ServerState(memory=facade, admin=AsyncAdmin(facade), server=server_settings)
+            await state.admin.ping()  # keys and tenants need PostgreSQL: refuse memory:// now
+            await _bootstrap(state)
+            app.state.memhub = state
             try:
-                # Open the engine now, not on the first request: its worker then drains jobs
-                # queued before a restart, and a broken embedder fails the start.
-                await facade.get(uuid.UUID(int=0))
-                state = ServerState(memory=facade, database=database, server=server_settings)
-                await _bootstrap(state)
-                app.state.memhub = state
                 yield
             finally:
                 app.state.memhub = None
-                await release_database(database)
         finally:
             if own:
                 await facade.aclose()

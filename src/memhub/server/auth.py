@@ -7,10 +7,10 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
+from memhub.memory.admin import ApiKey, hash_key, keys_equal
 from memhub.server.gate import GATED_KEY, presented_key
 from memhub.server.state import ServerState, get_state
 from memhub.server.tenancy import Principal
-from memhub.store import pg_keys
 
 __all__ = ["AdminCaller", "Caller", "State", "authenticate", "check_rate", "require_admin"]
 
@@ -32,27 +32,26 @@ def _presented_key(request: Request) -> str:
     return key
 
 
-def _principal(key: pg_keys.ApiKey) -> Principal:
+def _principal(key: ApiKey) -> Principal:
     return Principal(name=key.name, tenant=key.tenant, key_id=key.id)
 
 
 async def authenticate(request: Request) -> Principal:
     """The caller of this request; 401 without a valid, unrevoked key."""
     gated = request.scope.get(GATED_KEY)
-    if isinstance(gated, pg_keys.ApiKey):  # the tenant gate found it and applied its quotas
+    if isinstance(gated, ApiKey):  # the tenant gate found it and applied its quotas
         return _principal(gated)
     state = get_state(request)
     if state.server.auth == "off":
         return LOCAL_ADMIN
     key = _presented_key(request)
     admin_key = state.server.admin_key
-    if admin_key is not None and pg_keys.keys_equal(key, admin_key.get_secret_value()):
+    if admin_key is not None and keys_equal(key, admin_key.get_secret_value()):
         return ENV_ADMIN
-    digest = pg_keys.hash_key(key)
+    digest = hash_key(key)
     found = state.keys.get(digest)
     if found is None:
-        async with state.connection("checking an API key") as conn:
-            found = await pg_keys.find_active_key(conn, key)
+        found = await state.admin.resolve_key(key)
         if found is None:
             raise HTTPException(401, "invalid or revoked API key", _CHALLENGE)
         state.keys.put(digest, found)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memhub.memory.admin import ApiKey, hash_key
 from memhub.server.limits import RateLimiter, answer
-from memhub.store.pg_keys import ApiKey, hash_key
 
 __all__ = ["GATED_KEY", "KeyCache", "Quotas", "TenantGate", "presented_key"]
 

@@ -206,7 +206,12 @@ class UserOut(BaseModel):
 
 
 class UserList(BaseModel):
+    """A page of ``GET /v1/users``; pass ``next_cursor`` back as ``cursor`` for the next."""
+
     results: list[UserOut]
+    next_cursor: str | None = Field(
+        default=None, description="Present when more users may follow this page."
+    )
 
 
 class DailyUsageOut(BaseModel):

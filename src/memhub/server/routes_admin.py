@@ -10,7 +10,6 @@ from fastapi.responses import JSONResponse
 
 from memhub.engine.worker import CONSOLIDATE_LANE, ingest_lane
 from memhub.errors import StoreUnavailable, UsageError
-from memhub.server import queries
 from memhub.server.auth import AdminCaller, Caller, State
 from memhub.server.models import (
     ErrorBody,
@@ -26,7 +25,6 @@ from memhub.server.models import (
     UserList,
     WhoAmI,
 )
-from memhub.store import pg_consolidation, pg_jobs, pg_keys, pg_ops
 
 __all__ = ["health_router", "router"]
 
@@ -64,10 +62,9 @@ async def whoami(caller: Caller) -> dict[str, Any]:
 @router.post("/keys", response_model=KeyCreated, status_code=201, tags=["keys"])
 async def create_key(body: KeyCreate, caller: AdminCaller, state: State) -> dict[str, Any]:
     """Create a key; the answer holds its secret, which is never shown again."""
-    if body.is_admin == (body.tenant is not None):
-        raise UsageError("a key is either a tenant key (tenant) or an admin key (is_admin)")
-    async with state.connection("creating an API key") as conn:
-        key, secret = await pg_keys.create_key(conn, body.name, body.tenant, body.is_admin)
+    key, secret = await state.admin.create_key(
+        body.name, tenant=body.tenant, is_admin=body.is_admin
+    )
     return {**dataclasses.asdict(key), "key": secret}
 
 
@@ -76,8 +73,7 @@ async def list_keys(
     caller: AdminCaller, state: State, include_revoked: bool = False
 ) -> dict[str, Any]:
     """Every key (without secrets), oldest first."""
-    async with state.connection("listing API keys") as conn:
-        keys = await pg_keys.list_keys(conn, include_revoked)
+    keys = await state.admin.list_keys(include_revoked=include_revoked)
     return {"results": [dataclasses.asdict(key) for key in keys]}
 
 
@@ -89,31 +85,43 @@ async def list_keys(
 )
 async def revoke_key(key_id: int, caller: AdminCaller, state: State) -> dict[str, Any]:
     """Revoke a key at once (idempotent); its calls answer 401 from now on."""
-    async with state.connection("revoking an API key") as conn:
-        key = await pg_keys.revoke_key(conn, key_id)
+    key = await state.admin.revoke_key(key_id)
     state.keys.forget(key_id)
     if key is None:
         raise HTTPException(404, f"no API key {key_id}")
     return dataclasses.asdict(key)
 
 
-@router.get("/users", response_model=UserList, tags=["users"])
+@router.get("/users", response_model=UserList, response_model_exclude_unset=True, tags=["users"])
 async def list_users(
     caller: Caller,
     state: State,
     limit: Annotated[int, Query(ge=1)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=1500, description="``next_cursor`` of the previous page."),
+    ] = None,
+    offset: Annotated[int, Query(ge=0, description="Older paging; prefer ``cursor``.")] = 0,
 ) -> dict[str, Any]:
-    """Users having memories or conversation turns, by id (a tenant sees only its own)."""
+    """Users having memories or conversation turns, by id (a tenant sees only its own).
+
+    A full page carries ``next_cursor``; pass it as ``cursor`` for the users after it.
+    """
+    if cursor is not None and offset:
+        raise UsageError("pass cursor or offset, not both")
     _check_page(state, limit, offset)
-    prefix = None if caller.tenant is None else f"{caller.tenant}:"
-    async with state.connection("listing users") as conn:
-        rows = await queries.list_users(conn, prefix, limit, offset)
-    return {
+    page = await state.admin.list_users(
+        tenant=caller.tenant, limit=limit, cursor=cursor, offset=offset
+    )
+    shown: dict[str, Any] = {
         "results": [
-            {**dataclasses.asdict(row), "user_id": caller.shown_id(row.user_id)} for row in rows
+            {**dataclasses.asdict(row), "user_id": caller.shown_id(row.user_id)}
+            for row in page.results
         ]
     }
+    if page.next_cursor is not None:
+        shown["next_cursor"] = page.next_cursor
+    return shown
 
 
 def _by_lane(by_kind: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
@@ -137,18 +145,16 @@ def _by_lane(by_kind: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
 @router.get("/jobs/stats", response_model=JobStats, tags=["jobs"])
 async def job_stats(caller: AdminCaller, state: State) -> dict[str, Any]:
     """Queued and parked background jobs (in total, per worker lane and per kind), LLM use."""
-    async with state.connection("reading job statistics") as conn:
-        counts = await pg_jobs.job_counts(conn)
-        usage = await pg_consolidation.usage_stats(conn)
-        by_kind = await pg_ops.queue_by_kind(conn)
-        daily = await pg_ops.usage_per_day(conn, 14)
+    stats = await state.admin.job_stats(days=14)
     return {
-        "queued": counts["queued"],
-        "parked": counts["parked"],
-        "llm": usage,
-        "by_lane": _by_lane(by_kind),
-        "by_kind": by_kind,
-        "llm_per_day": [{**dataclasses.asdict(d), "day": d.day.isoformat()} for d in daily],
+        "queued": stats.queued,
+        "parked": stats.parked,
+        "llm": stats.llm,
+        "by_lane": _by_lane(stats.by_kind),
+        "by_kind": stats.by_kind,
+        "llm_per_day": [
+            {**dataclasses.asdict(d), "day": d.day.isoformat()} for d in stats.llm_per_day
+        ],
     }
 
 
@@ -158,8 +164,7 @@ async def parked_jobs(
 ) -> dict[str, Any]:
     """Jobs that failed every attempt, oldest first, with their last error."""
     _check_page(state, limit)
-    async with state.connection("listing parked jobs") as conn:
-        jobs = await pg_jobs.list_jobs(conn, "parked", limit)
+    jobs = await state.admin.parked_jobs(limit)
     return {
         "results": [
             {
@@ -180,17 +185,14 @@ async def parked_jobs(
 @router.post("/jobs/retry", response_model=RetryResponse, tags=["jobs"])
 async def retry_jobs(body: RetryRequest, caller: AdminCaller, state: State) -> dict[str, int]:
     """Queue parked jobs again (all when ``ids`` is null); workers take them on their next poll."""
-    async with state.connection("requeueing parked jobs") as conn:
-        requeued = await pg_jobs.requeue_parked(conn, body.ids)
-    return {"requeued": requeued}
+    return {"requeued": await state.admin.retry_parked(body.ids)}
 
 
 @health_router.get("/healthz", response_model=Health, responses={503: {"model": Health}})
 async def healthz(state: State) -> Any:
     """200 when the database answers, else 503 (no key needed; reveals nothing else)."""
     try:
-        async with state.connection("checking health") as conn:
-            await conn.execute("SELECT 1")
+        await state.admin.ping()
     except StoreUnavailable:
         return JSONResponse({"status": "unavailable", "database": "unreachable"}, 503)
     return {"status": "ok", "database": "ok"}

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, HTTPException, Query
 
 from memhub.errors import MemoryNotFound, UsageError
-from memhub.server import pages, queries
+from memhub.server import pages
 from memhub.server.auth import Caller, State, check_rate
 from memhub.server.errors import RETRY_AFTER_SECONDS
 from memhub.server.models import (
@@ -29,7 +29,6 @@ from memhub.server.models import (
     UpdateResponse,
 )
 from memhub.server.tenancy import Principal, ScopeIds
-from memhub.store import pg_quota
 
 __all__ = ["router"]
 
@@ -79,8 +78,7 @@ async def _owned_scope(
     scope = caller.scope(state.limits, *ids)
     if caller.is_admin:
         return scope
-    async with state.connection("finding a memory's owner") as conn:
-        stored = await queries.memory_scope(conn, memory_id)
+    stored = await state.admin.memory_owner(memory_id)
     if (
         stored is None
         or not caller.owns(stored)
@@ -107,10 +105,7 @@ async def _check_quota(
         wait = state.turns.take(caller.key_id, min(float(count), server.turn_burst))
         check_rate(wait, "queued messages", "MEMHUB_TURN_RATE_LIMIT")
     if server.max_queued_jobs > 0:
-        async with state.connection("counting a tenant's queued jobs") as conn:
-            queued = await pg_quota.queued_jobs_with_prefix(
-                conn, f"{caller.tenant}:", server.max_queued_jobs
-            )
+        queued = await state.admin.queued_jobs(caller.tenant, server.max_queued_jobs)
         if queued >= server.max_queued_jobs:
             raise HTTPException(
                 429,

@@ -1,30 +1,27 @@
-"""What the app's routes share: the memory facade, the database and the server settings."""
+"""What the app's routes share: the memory facade, its admin API and the server settings."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from fastapi import Request
 
 from memhub.engine.inputs import Limits
+from memhub.memory.admin import AsyncAdmin
 from memhub.memory.async_memory import AsyncMemory
 from memhub.server.gate import KeyCache, Quotas
 from memhub.server.limits import RateLimiter
 from memhub.server.settings import ServerSettings
-from memhub.store.database import AsyncConn, Database
-from memhub.store.errors import translate_errors
 
 __all__ = ["ServerState", "get_state"]
 
 
 @dataclass
 class ServerState:
-    """Opened by the app's lifespan, closed with it."""
+    """Opened by the app's lifespan, closed with it; ``admin`` shares ``memory``'s pool."""
 
     memory: AsyncMemory
-    database: Database
+    admin: AsyncAdmin
     server: ServerSettings
     quotas: Quotas = field(init=False)
     turns: RateLimiter = field(init=False)
@@ -39,13 +36,6 @@ class ServerState:
     @property
     def limits(self) -> Limits:
         return self.memory.limits
-
-    @asynccontextmanager
-    async def connection(self, action: str) -> AsyncIterator[AsyncConn]:
-        """A pooled connection whose failures surface as memhub's store errors."""
-        with translate_errors(action):
-            async with self.database.connection() as conn:
-                yield conn
 
 
 def get_state(request: Request) -> ServerState:

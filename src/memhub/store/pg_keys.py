@@ -28,6 +28,7 @@ __all__ = [
     "hash_key",
     "keys_equal",
     "list_keys",
+    "list_tenants",
     "new_key",
     "revoke_key",
 ]
@@ -91,28 +92,40 @@ async def create_key(
     return _key(row), secret
 
 
-async def list_keys(conn: AsyncConn, include_revoked: bool) -> list[ApiKey]:
-    """Every key, oldest first."""
+async def list_keys(
+    conn: AsyncConn, include_revoked: bool, tenant: str | None = None
+) -> list[ApiKey]:
+    """Every key (only ``tenant``'s when given), oldest first."""
     cur = await conn.execute(
-        sql.SQL("SELECT {} FROM api_keys WHERE %s OR revoked_at IS NULL ORDER BY id").format(
-            _COLUMNS
-        ),
-        (include_revoked,),
+        sql.SQL(
+            "SELECT {} FROM api_keys WHERE (%s OR revoked_at IS NULL)"
+            " AND (%s::text IS NULL OR tenant = %s) ORDER BY id"
+        ).format(_COLUMNS),
+        (include_revoked, tenant, tenant),
     )
     return [_key(row) for row in await cur.fetchall()]
 
 
-async def revoke_key(conn: AsyncConn, key_id: int) -> ApiKey | None:
-    """Revoke a key (idempotent); None if there is no such key."""
+async def revoke_key(conn: AsyncConn, key_id: int, tenant: str | None = None) -> ApiKey | None:
+    """Revoke a key (idempotent); None if there is no such key (of ``tenant``, when given)."""
     cur = await conn.execute(
         sql.SQL(
             "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())"
-            " WHERE id = %s RETURNING {}"
+            " WHERE id = %s AND (%s::text IS NULL OR tenant = %s) RETURNING {}"
         ).format(_COLUMNS),
-        (key_id,),
+        (key_id, tenant, tenant),
     )
     row = await cur.fetchone()
     return None if row is None else _key(row)
+
+
+async def list_tenants(conn: AsyncConn) -> dict[str, int]:
+    """``{tenant: active keys}`` for every tenant that ever had a key, by name."""
+    cur = await conn.execute(
+        "SELECT tenant, count(*) FILTER (WHERE revoked_at IS NULL) FROM api_keys"
+        " WHERE tenant IS NOT NULL GROUP BY tenant ORDER BY tenant"
+    )
+    return {str(tenant): int(n) for tenant, n in await cur.fetchall()}
 
 
 async def find_active_key(conn: AsyncConn, key: str) -> ApiKey | None:

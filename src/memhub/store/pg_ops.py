@@ -1,4 +1,4 @@
-"""Read-only counts for the operations panel: the queue by job kind, LLM usage per day."""
+"""Read-only checks for operations: the queue by job kind, LLM usage per day, a liveness ping."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import date
 
 from memhub.store.database import AsyncConn
 
-__all__ = ["DailyUsage", "queue_by_kind", "usage_per_day"]
+__all__ = ["DailyUsage", "ping", "queue_by_kind", "usage_per_day"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,8 @@ async def usage_per_day(conn: AsyncConn, days: int) -> list[DailyUsage]:
         (days,),
     )
     return [DailyUsage(day, int(c), int(p), int(t)) for day, c, p, t in await cur.fetchall()]
+
+
+async def ping(conn: AsyncConn) -> None:
+    """One round trip: raises if the database does not answer."""
+    await conn.execute("SELECT 1")

@@ -1,0 +1,217 @@
+"""``AsyncAdmin``: tenants, API keys, users and the job queue, for the server, MCP and CLI.
+
+It runs on the engine of the :class:`AsyncMemory` it is given (one pool per process) and
+needs PostgreSQL: keys, tenants and the queue's history live only there.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from memhub.errors import ConfigurationError, UsageError
+from memhub.memory.async_memory import AsyncMemory
+from memhub.store import pg_consolidation, pg_jobs, pg_keys, pg_ops, pg_quota, pg_users
+from memhub.store.database import AsyncConn
+from memhub.store.errors import translate_errors
+from memhub.store.pg_keys import ApiKey, hash_key, keys_equal
+from memhub.store.pg_ops import DailyUsage
+from memhub.store.pg_users import UserRow
+from memhub.store.postgres import PostgresStore
+from memhub.store.records import Job
+
+__all__ = [
+    "ApiKey",
+    "AsyncAdmin",
+    "DailyUsage",
+    "JobStats",
+    "UserPage",
+    "UserRow",
+    "hash_key",
+    "keys_equal",
+]
+
+TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+"""A tenant's name: it prefixes its ids (``"<tenant>:<id>"``), so it holds no ``:``."""
+
+
+@dataclass(frozen=True)
+class UserPage:
+    """One page of users, by id; ``next_cursor`` is set when more may follow."""
+
+    results: list[UserRow]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """The background queue and what its LLM calls cost."""
+
+    queued: int
+    parked: int
+    llm: dict[str, float]
+    by_kind: dict[str, dict[str, int]]
+    llm_per_day: list[DailyUsage]
+
+
+def _cursor_of(user_id: str) -> str:
+    # UTF-8, not \u escapes: a 255-character id stays under the REST API's 1,500-character cap.
+    raw = json.dumps([user_id], ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _after(cursor: str) -> str:
+    try:
+        (user_id,) = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
+        raise UsageError("invalid cursor: pass next_cursor from the previous page") from exc
+    if not isinstance(user_id, str):
+        raise UsageError("invalid cursor: pass next_cursor from the previous page")
+    return user_id
+
+
+def _check_tenant(tenant: str | None) -> None:
+    if tenant is not None and not TENANT.match(tenant):
+        raise UsageError(
+            f"tenant {tenant!r}: lowercase letters, digits, '-' and '_' (at most 63, no ':')"
+        )
+
+
+class AsyncAdmin:
+    """Operator calls beside the memory API, on the same engine and connection pool.
+
+    Args:
+        memory: The facade whose engine (and pool) to share; its owner closes it.
+    """
+
+    def __init__(self, memory: AsyncMemory) -> None:
+        self.memory = memory
+
+    @asynccontextmanager
+    async def _connection(self, action: str) -> AsyncIterator[AsyncConn]:
+        # Same package as AsyncMemory: the admin API shares its engine rather than opening
+        # a pool of its own.
+        store = (await self.memory._engine()).store
+        if not isinstance(store, PostgresStore):
+            raise ConfigurationError(f"{action} needs PostgreSQL (not the memory:// store)")
+        with translate_errors(action):
+            async with store.database.connection() as conn:
+                yield conn
+
+    # -- tenants and keys -------------------------------------------------------------------
+    async def create_key(
+        self, name: str, *, tenant: str | None = None, is_admin: bool = False
+    ) -> tuple[ApiKey, str]:
+        """Create a key: a tenant key (``tenant``) or an admin key (``is_admin``), not both.
+
+        Returns:
+            The stored key and its secret, which is never stored nor shown again.
+        """
+        if is_admin == (tenant is not None):
+            raise UsageError("a key is either a tenant key (tenant) or an admin key (is_admin)")
+        if not name or len(name) > 200:
+            raise UsageError("a key's name is 1 to 200 characters")
+        _check_tenant(tenant)
+        async with self._connection("creating an API key") as conn:
+            return await pg_keys.create_key(conn, name, tenant, is_admin)
+
+    async def list_keys(
+        self, *, tenant: str | None = None, include_revoked: bool = False
+    ) -> list[ApiKey]:
+        """Keys without their secrets, oldest first: every key, or only ``tenant``'s."""
+        _check_tenant(tenant)
+        async with self._connection("listing API keys") as conn:
+            return await pg_keys.list_keys(conn, include_revoked, tenant)
+
+    async def revoke_key(self, key_id: int, *, tenant: str | None = None) -> ApiKey | None:
+        """Revoke a key at once (idempotent); None if no such key (of ``tenant``, if given)."""
+        _check_tenant(tenant)
+        async with self._connection("revoking an API key") as conn:
+            return await pg_keys.revoke_key(conn, key_id, tenant)
+
+    async def resolve_key(self, key: str) -> ApiKey | None:
+        """The active key ``key`` is (marking it used), or None if unknown or revoked."""
+        async with self._connection("checking an API key") as conn:
+            return await pg_keys.find_active_key(conn, key)
+
+    async def bootstrap_admin_key(self) -> str | None:
+        """On a database without any key, create an admin key and return its secret."""
+        async with self._connection("creating the first admin key") as conn:
+            return await pg_keys.bootstrap_admin_key(conn)
+
+    async def list_tenants(self) -> dict[str, int]:
+        """``{tenant: active keys}`` for every tenant that ever had a key, by name."""
+        async with self._connection("listing tenants") as conn:
+            return await pg_keys.list_tenants(conn)
+
+    # -- users ------------------------------------------------------------------------------
+    async def list_users(
+        self,
+        *,
+        tenant: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+        offset: int = 0,
+    ) -> UserPage:
+        """Users with current memories or turns, by id in byte order, a page at a time.
+
+        Args:
+            tenant: Only the users of this tenant (ids ``"<tenant>:..."``, returned as stored).
+            limit: Users per page.
+            cursor: ``next_cursor`` of the previous page: the page starts after its last user.
+                Users added meanwhile appear in a later page if their id sorts after it; none
+                is skipped or repeated.
+            offset: Skip this many users first (older paging; each skipped user is read).
+        """
+        if limit < 1 or offset < 0:
+            raise UsageError("limit must be at least 1 and offset at least 0")
+        _check_tenant(tenant)
+        after = None if cursor is None else _after(cursor)
+        prefix = None if tenant is None else f"{tenant}:"
+        async with self._connection("listing users") as conn:
+            rows = await pg_users.list_users(
+                conn, prefix=prefix, after=after, limit=limit, offset=offset
+            )
+        more = len(rows) == limit
+        return UserPage(rows, _cursor_of(rows[-1].user_id) if more else None)
+
+    async def memory_owner(self, memory_id: uuid.UUID) -> dict[str, str | None] | None:
+        """A memory's stored scope ids (found through its history once deleted), or None."""
+        async with self._connection("finding a memory's owner") as conn:
+            return await pg_users.memory_owner(conn, memory_id)
+
+    async def queued_jobs(self, tenant: str, cap: int) -> int:
+        """A tenant's queued jobs, counted up to ``cap + 1`` at most (a quota check)."""
+        async with self._connection("counting a tenant's queued jobs") as conn:
+            return await pg_quota.queued_jobs_with_prefix(conn, f"{tenant}:", cap)
+
+    # -- the job queue ----------------------------------------------------------------------
+    async def job_stats(self, days: int = 14) -> JobStats:
+        """Queued and parked jobs (in total and per kind), LLM usage in total and per day."""
+        async with self._connection("reading job statistics") as conn:
+            counts = await pg_jobs.job_counts(conn)
+            usage = await pg_consolidation.usage_stats(conn)
+            by_kind = await pg_ops.queue_by_kind(conn)
+            daily = await pg_ops.usage_per_day(conn, days)
+        return JobStats(counts["queued"], counts["parked"], usage, by_kind, daily)
+
+    async def parked_jobs(self, limit: int = 100) -> list[Job]:
+        """Jobs that failed every attempt, oldest first, with their last error."""
+        async with self._connection("listing parked jobs") as conn:
+            return await pg_jobs.list_jobs(conn, "parked", limit)
+
+    async def retry_parked(self, job_ids: list[int] | None = None) -> int:
+        """Queue parked jobs again (all when ``job_ids`` is None); returns how many."""
+        async with self._connection("requeueing parked jobs") as conn:
+            return await pg_jobs.requeue_parked(conn, job_ids)
+
+    async def ping(self) -> None:
+        """One round trip to the database; raises :class:`StoreUnavailable` if it is down."""
+        async with self._connection("checking health") as conn:
+            await pg_ops.ping(conn)

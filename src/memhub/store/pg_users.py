@@ -1,0 +1,121 @@
+"""SQL for who has data: users a page at a time (keyset over their ids), a memory's owner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from psycopg import sql
+
+from memhub.store.database import AsyncConn
+
+__all__ = ["UserRow", "list_users", "memory_owner", "prefix_range", "users_page"]
+
+
+@dataclass(frozen=True)
+class UserRow:
+    """A user with current memories or conversation turns, and how many of each."""
+
+    user_id: str
+    memories: int
+    turns: int
+    last_activity: datetime | None
+
+
+# The page's ids come from indexes in byte order (migration 0015): each branch stops after
+# `take` distinct ids, so a page reads its own users' index entries, never every user's. Only
+# then are that page's memories and turns counted, through the per-user indexes.
+# conversation_context.created_at is UTC wall time without a zone (ARKOS's column).
+_PAGE = """
+WITH ids AS (
+    (SELECT DISTINCT user_id COLLATE "C" AS user_id FROM memories
+     WHERE valid_to IS NULL AND user_id IS NOT NULL AND {memory_bounds}
+     ORDER BY 1 LIMIT %(take)s)
+    UNION
+    (SELECT DISTINCT user_id COLLATE "C" FROM conversation_context
+     WHERE {turn_bounds}
+     ORDER BY 1 LIMIT %(take)s)
+), page AS (
+    SELECT user_id FROM ids ORDER BY user_id LIMIT %(limit)s OFFSET %(offset)s
+)
+SELECT p.user_id, coalesce(m.n, 0), coalesce(t.n, 0), greatest(m.last_at, t.last_at)
+FROM page p
+LEFT JOIN LATERAL (
+    SELECT count(*) AS n, max(coalesce(updated_at, created_at)) AS last_at FROM memories
+    WHERE user_id = p.user_id COLLATE "default" AND valid_to IS NULL
+) m ON true
+LEFT JOIN LATERAL (
+    SELECT count(*) AS n, max(created_at) AT TIME ZONE 'UTC' AS last_at
+    FROM conversation_context WHERE user_id = p.user_id COLLATE "default"
+) t ON true
+ORDER BY p.user_id
+"""
+
+
+def prefix_range(prefix: str) -> tuple[str, str]:
+    """The ids starting with a non-empty ``prefix`` are exactly ``[low, high)`` in byte order."""
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _bounds(after: str | None, prefix: str | None) -> sql.Composable:
+    column = sql.SQL('user_id COLLATE "C"')
+    parts: list[sql.Composable] = [sql.SQL("true")]
+    if after is not None:
+        parts.append(sql.SQL("{} > %(after)s").format(column))
+    if prefix:
+        parts.append(sql.SQL("{} >= %(low)s AND {} < %(high)s").format(column, column))
+    return sql.SQL(" AND ").join(parts)
+
+
+def users_page(
+    *, prefix: str | None, after: str | None, limit: int, offset: int = 0
+) -> tuple[sql.Composed, dict[str, object]]:
+    """The query :func:`list_users` runs, and its parameters (tests EXPLAIN it)."""
+    low, high = prefix_range(prefix) if prefix else (None, None)
+    bounds = _bounds(after, prefix)
+    params: dict[str, object] = {
+        "after": after,
+        "low": low,
+        "high": high,
+        "take": offset + limit,
+        "limit": limit,
+        "offset": offset,
+    }
+    return sql.SQL(_PAGE).format(memory_bounds=bounds, turn_bounds=bounds), params
+
+
+async def list_users(
+    conn: AsyncConn,
+    *,
+    prefix: str | None,
+    after: str | None,
+    limit: int,
+    offset: int = 0,
+) -> list[UserRow]:
+    """Users whose id sorts after ``after`` (in byte order), starting with ``prefix`` if given.
+
+    ``offset`` skips that many users past ``after`` (the REST API's older paging); each
+    skipped user still costs an index entry read, so keyset paging is what scales.
+    """
+    query, params = users_page(prefix=prefix, after=after, limit=limit, offset=offset)
+    cur = await conn.execute(query, params)
+    return [
+        UserRow(user_id=str(u), memories=int(m), turns=int(t), last_activity=last)
+        for u, m, t, last in await cur.fetchall()
+    ]
+
+
+async def memory_owner(conn: AsyncConn, memory_id: UUID) -> dict[str, str | None] | None:
+    """The stored scope ids of a memory, or of its history once it was deleted; None if neither."""
+    cur = await conn.execute(
+        "(SELECT user_id, agent_id, run_id FROM memories WHERE id = %(id)s)"
+        " UNION ALL (SELECT user_id, agent_id, run_id FROM memory_history"
+        "  WHERE memory_id = %(id)s ORDER BY id DESC LIMIT 1)"
+        " LIMIT 1",
+        {"id": memory_id},
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    return {"user_id": row[0], "agent_id": row[1], "run_id": row[2]}
