@@ -37,11 +37,11 @@ def demo(settings: MemhubSettings) -> int:
 
 
 async def migrate(settings: MemhubSettings) -> int:
-    """Apply every migration (opening a store does)."""
-    from memhub.store.postgres import PostgresStore
+    """Apply every migration (opening the engine does; its worker stays off)."""
+    from memhub.memory.async_memory import AsyncMemory
 
-    store = await PostgresStore.open(settings)
-    await store.aclose()
+    async with AsyncMemory(settings=settings.model_copy(update={"worker": "off"})) as memory:
+        await memory.open()
     print("database is up to date")
     return 0
 
@@ -65,21 +65,21 @@ async def worker(settings: MemhubSettings, concurrency: int) -> int:
 
 async def jobs(settings: MemhubSettings, action: str, ids: list[int]) -> int:
     """``stats`` (JSON), ``parked`` (one JSON object a line) or ``retry`` the given ids."""
-    from memhub.store.postgres import PostgresStore
+    from memhub.memory.admin import AsyncAdmin
+    from memhub.memory.async_memory import AsyncMemory
 
-    store = await PostgresStore.open(settings)
-    try:
+    async with AsyncMemory(settings=settings.model_copy(update={"worker": "off"})) as memory:
+        admin = AsyncAdmin(memory)
         if action == "stats":
-            counts = await store.job_counts()
-            print(json.dumps({**counts, "llm": await store.usage_stats()}, indent=2))
+            stats = await admin.job_stats()
+            shown = {"queued": stats.queued, "parked": stats.parked, "llm": stats.llm}
+            print(json.dumps({**shown, "by_kind": stats.by_kind}, indent=2))
         elif action == "parked":
-            for job in await store.list_jobs("parked", 1000):
+            for job in await admin.parked_jobs(1000):
                 shown = {"id": job.id, "kind": job.kind, **job.scope.as_dict()}
                 print(json.dumps({**shown, "attempts": job.attempts, "error": job.last_error}))
         elif action == "retry":
-            print(f"requeued {await store.requeue_parked(ids or None)} parked jobs")
-    finally:
-        await store.aclose()
+            print(f"requeued {await admin.retry_parked(ids or None)} parked jobs")
     return 0
 
 
