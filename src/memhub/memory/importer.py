@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import uuid
 from collections.abc import Callable, Sequence
@@ -248,16 +249,7 @@ def _naive_utc(at: datetime | None, now: datetime) -> datetime:
 
 
 def _stamped(turn: NewTurn, now: datetime) -> NewTurn:
-    return NewTurn(
-        user_id=turn.user_id,
-        session_id=turn.session_id,
-        role=turn.role,
-        message=turn.message,
-        agent_id=turn.agent_id,
-        metadata=turn.metadata,
-        created_at=_naive_utc(turn.created_at, now),
-        long_term=turn.long_term,
-    )
+    return dataclasses.replace(turn, created_at=_naive_utc(turn.created_at, now))
 
 
 def _as_stored(turn_id: int, turn: NewTurn, now: datetime) -> Turn:
