@@ -202,10 +202,13 @@ async def test_a_memory_owner_is_found_after_deletion(
     assert await admin.memory_owner(memory_id) == owner
 
 
-async def test_the_admin_api_needs_postgresql(settings: MemhubSettings) -> None:
+async def test_operator_views_need_postgresql_keys_do_not(settings: MemhubSettings) -> None:
     async with AsyncMemory(settings=settings.model_copy(update={"database_url": "memory://"})) as m:
+        admin = AsyncAdmin(m)
         with pytest.raises(ConfigurationError, match="PostgreSQL"):
-            await AsyncAdmin(m).list_keys()
+            await admin.list_users()
+        key, secret = await admin.create_key("ci", tenant="acme")
+        assert await admin.resolve_key(secret) == key
 
 
 async def test_open_fails_at_once_on_an_unreachable_database(settings: MemhubSettings) -> None:

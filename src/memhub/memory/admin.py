@@ -17,13 +17,14 @@ from dataclasses import dataclass
 
 from memhub.errors import ConfigurationError, UsageError
 from memhub.memory.async_memory import AsyncMemory
-from memhub.store import pg_consolidation, pg_jobs, pg_keys, pg_ops, pg_quota, pg_users
+from memhub.store import pg_consolidation, pg_jobs, pg_ops, pg_quota, pg_users
+from memhub.store.api_keys import ApiKey, hash_key, keys_equal
 from memhub.store.database import AsyncConn
 from memhub.store.errors import translate_errors
-from memhub.store.pg_keys import ApiKey, hash_key, keys_equal
 from memhub.store.pg_ops import DailyUsage
 from memhub.store.pg_users import UserRow
 from memhub.store.postgres import PostgresStore
+from memhub.store.protocol import Store
 from memhub.store.records import Job
 
 __all__ = [
@@ -93,6 +94,9 @@ class AsyncAdmin:
     def __init__(self, memory: AsyncMemory) -> None:
         self.memory = memory
 
+    async def _store(self) -> Store:
+        return (await self.memory._engine()).store
+
     @asynccontextmanager
     async def _connection(self, action: str) -> AsyncIterator[AsyncConn]:
         # Same package as AsyncMemory: the admin API shares its engine rather than opening
@@ -118,37 +122,31 @@ class AsyncAdmin:
         if not name or len(name) > 200:
             raise UsageError("a key's name is 1 to 200 characters")
         _check_tenant(tenant)
-        async with self._connection("creating an API key") as conn:
-            return await pg_keys.create_key(conn, name, tenant, is_admin)
+        return await (await self._store()).create_key(name, tenant, is_admin)
 
     async def list_keys(
         self, *, tenant: str | None = None, include_revoked: bool = False
     ) -> list[ApiKey]:
         """Keys without their secrets, oldest first: every key, or only ``tenant``'s."""
         _check_tenant(tenant)
-        async with self._connection("listing API keys") as conn:
-            return await pg_keys.list_keys(conn, include_revoked, tenant)
+        return await (await self._store()).list_keys(include_revoked, tenant)
 
     async def revoke_key(self, key_id: int, *, tenant: str | None = None) -> ApiKey | None:
         """Revoke a key at once (idempotent); None if no such key (of ``tenant``, if given)."""
         _check_tenant(tenant)
-        async with self._connection("revoking an API key") as conn:
-            return await pg_keys.revoke_key(conn, key_id, tenant)
+        return await (await self._store()).revoke_key(key_id, tenant)
 
     async def resolve_key(self, key: str) -> ApiKey | None:
         """The active key ``key`` is (marking it used), or None if unknown or revoked."""
-        async with self._connection("checking an API key") as conn:
-            return await pg_keys.find_active_key(conn, key)
+        return await (await self._store()).find_active_key(key)
 
     async def bootstrap_admin_key(self) -> str | None:
         """On a database without any key, create an admin key and return its secret."""
-        async with self._connection("creating the first admin key") as conn:
-            return await pg_keys.bootstrap_admin_key(conn)
+        return await (await self._store()).bootstrap_admin_key()
 
     async def list_tenants(self) -> dict[str, int]:
         """``{tenant: active keys}`` for every tenant that ever had a key, by name."""
-        async with self._connection("listing tenants") as conn:
-            return await pg_keys.list_tenants(conn)
+        return await (await self._store()).list_tenants()
 
     # -- users ------------------------------------------------------------------------------
     async def list_users(

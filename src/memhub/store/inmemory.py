@@ -22,6 +22,7 @@ from memhub.errors import ConfigurationError, Conflict, StoreError, UsageError
 from memhub.filters import Filter
 from memhub.store.inmemory_batch import InMemoryBatch, UsageRow
 from memhub.store.inmemory_jobs import JobQueue, ScopeLocks
+from memhub.store.inmemory_keys import InMemoryKeys
 from memhub.store.inmemory_rows import as_utc, check_text, in_scope, jsonb, utc_now
 from memhub.store.inmemory_tables import Tables
 from memhub.store.protocol import Vector
@@ -48,10 +49,11 @@ __all__ = ["InMemoryBatch", "InMemoryStore"]
 T = TypeVar("T")
 
 
-class InMemoryStore:
+class InMemoryStore(InMemoryKeys):
     """memhub's data in this process's memory; the ``memory://`` URL selects it."""
 
     def __init__(self) -> None:
+        super().__init__()
         # memhub's async core runs on one event loop and no critical section awaits, so the
         # lock only keeps whole operations apart (and keeps them whole should one ever await).
         self.lock = asyncio.Lock()

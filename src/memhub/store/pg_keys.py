@@ -1,22 +1,20 @@
-"""SQL for the REST server's API keys: create, list, revoke, and look up by hash.
-
-Keys are 256-bit random tokens. Only their SHA-256 is stored: a slow password hash (bcrypt,
-argon2) defends guessable secrets against brute force, which a 2**256 search space already
-rules out, and a plain digest lets every request find its key with one indexed lookup.
-"""
+"""SQL for the API keys: create, list, revoke, and look up by hash (see ``store.api_keys``)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from psycopg import sql
 
+from memhub.store.api_keys import (
+    KEY_PREFIX,
+    SHOWN_CHARS,
+    ApiKey,
+    hash_key,
+    keys_equal,
+    new_key,
+)
 from memhub.store.database import AsyncConn
 
 __all__ = [
@@ -33,46 +31,14 @@ __all__ = [
     "revoke_key",
 ]
 
-KEY_PREFIX = "mhk_"
-# Shown in listings so people can tell keys apart without the secret: "mhk_" + 6 characters.
-_SHOWN_CHARS = len(KEY_PREFIX) + 6
 # Serialises first-start bootstrap between processes: "apikeys" as ASCII, packed.
 _BOOTSTRAP_LOCK_ID = 0x6170696B657973
 
 _COLUMNS = sql.SQL("id, name, prefix, tenant, is_admin, created_at, revoked_at, last_used_at")
 
 
-@dataclass(frozen=True)
-class ApiKey:
-    """One stored key, without its secret."""
-
-    id: int
-    name: str
-    prefix: str
-    tenant: str | None
-    is_admin: bool
-    created_at: datetime
-    revoked_at: datetime | None
-    last_used_at: datetime | None
-
-
 def _key(row: Sequence[Any]) -> ApiKey:
     return ApiKey(*row)
-
-
-def new_key() -> str:
-    """A fresh random key (43 URL-safe characters of entropy after the prefix)."""
-    return KEY_PREFIX + secrets.token_urlsafe(32)
-
-
-def hash_key(key: str) -> str:
-    """The stored form of ``key``."""
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-def keys_equal(presented: str, expected: str) -> bool:
-    """Constant-time comparison of two keys (through their digests, so lengths leak nothing)."""
-    return hmac.compare_digest(hash_key(presented), hash_key(expected))
 
 
 async def create_key(
@@ -85,7 +51,7 @@ async def create_key(
             "INSERT INTO api_keys (name, key_hash, prefix, tenant, is_admin)"
             " VALUES (%s, %s, %s, %s, %s) RETURNING {}"
         ).format(_COLUMNS),
-        (name, hash_key(secret), secret[:_SHOWN_CHARS], tenant, is_admin),
+        (name, hash_key(secret), secret[:SHOWN_CHARS], tenant, is_admin),
     )
     row = await cur.fetchone()
     assert row is not None

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memhub.filters import Filter
+from memhub.store.api_keys import ApiKey
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
@@ -37,6 +38,7 @@ __all__ = [
     "ConsolidationWrites",
     "JobBatch",
     "JobStore",
+    "KeyStore",
     "MemoryStore",
     "Store",
     "TurnStore",
@@ -271,7 +273,35 @@ class JobStore(Protocol):
         ...
 
 
-class Store(TurnStore, MemoryStore, JobStore, Protocol):
+class KeyStore(Protocol):
+    """API keys: only a key's hash is stored; its secret is returned once, at creation."""
+
+    async def create_key(self, name: str, tenant: str | None, is_admin: bool) -> tuple[ApiKey, str]:
+        """Store a new key; returns it and its secret."""
+        ...
+
+    async def list_keys(self, include_revoked: bool, tenant: str | None = None) -> list[ApiKey]:
+        """Every key (only ``tenant``'s when given), oldest first."""
+        ...
+
+    async def revoke_key(self, key_id: int, tenant: str | None = None) -> ApiKey | None:
+        """Revoke a key (idempotent); None if there is no such key (of ``tenant``, if given)."""
+        ...
+
+    async def find_active_key(self, key: str) -> ApiKey | None:
+        """The unrevoked key ``key`` is, marking it used (at most once a minute)."""
+        ...
+
+    async def list_tenants(self) -> dict[str, int]:
+        """``{tenant: active keys}`` for every tenant that ever had a key, by name."""
+        ...
+
+    async def bootstrap_admin_key(self) -> str | None:
+        """With no key stored yet, create an admin key and return its secret; else None."""
+        ...
+
+
+class Store(TurnStore, MemoryStore, JobStore, KeyStore, Protocol):
     """Every concern of one database, and what spans them all (lifecycle, erase, statistics)."""
 
     async def aclose(self) -> None: ...
