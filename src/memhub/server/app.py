@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -71,6 +71,34 @@ class _TrailingSlashes:
         await self.app(scope, receive, send)
 
 
+def _lifespan(
+    settings: MemhubSettings | None, memory: AsyncMemory | None, server: ServerSettings
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Open the facade (or use the caller's) and the server's state around the app's life."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own = memory is None
+        facade = memory or AsyncMemory(settings=settings or MemhubSettings.from_env())
+        try:
+            # Now, not on the first request: the worker drains jobs queued before a restart,
+            # and a broken database or embedder fails the start.
+            await facade.open()
+            state = ServerState(memory=facade, admin=AsyncAdmin(facade), server=server)
+            await state.admin.ping()  # keys and tenants need PostgreSQL: refuse memory:// now
+            await _bootstrap(state)
+            app.state.memhub = state
+            try:
+                yield
+            finally:
+                app.state.memhub = None
+        finally:
+            if own:
+                await facade.aclose()
+
+    return lifespan
+
+
 def create_app(
     settings: MemhubSettings | None = None,
     memory: AsyncMemory | None = None,
@@ -88,32 +116,11 @@ def create_app(
     """
 
     server_settings = server or ServerSettings.from_env()
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        own = memory is None
-        facade = memory or AsyncMemory(settings=settings or MemhubSettings.from_env())
-        try:
-            # Now, not on the first request: the worker drains jobs queued before a restart,
-            # and a broken database or embedder fails the start.
-            await facade.open()
-            state = ServerState(memory=facade, admin=AsyncAdmin(facade), server=server_settings)
-            await state.admin.ping()  # keys and tenants need PostgreSQL: refuse memory:// now
-            await _bootstrap(state)
-            app.state.memhub = state
-            try:
-                yield
-            finally:
-                app.state.memhub = None
-        finally:
-            if own:
-                await facade.aclose()
-
     app = FastAPI(
         title="memhub",
         summary="Memory for LLM agents on PostgreSQL + pgvector, Mem0-style.",
         version="1",
-        lifespan=lifespan,
+        lifespan=_lifespan(settings, memory, server_settings),
         # FastAPI's own pages load Swagger UI and ReDoc from a CDN: /docs is served below
         # from the fastapi-offline package's assets instead, so it works offline.
         docs_url=None,
