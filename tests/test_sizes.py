@@ -15,10 +15,9 @@ SRC = Path(memhub.__file__).parent
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 50
 
-# path relative to src/memhub, or "path:function"
-ALLOWED: set[str] = {
-    "engine/worker.py",  # ingestion batching under way (issue 12)
-}
+# path relative to src/memhub, or "path:function"; empty: every module and function is within
+# its limit, and the test below keeps it so (an entry may only ever be removed).
+ALLOWED: set[str] = set()
 
 
 def function_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

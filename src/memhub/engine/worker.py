@@ -24,6 +24,7 @@ from typing import Any
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator, fact_scope
 from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
+from memhub.engine.job_payload import call_groups, done_of, turn_ids_of
 from memhub.engine.text import turn_text
 from memhub.errors import Conflict, ProviderOutputError, StoreUnavailable
 from memhub.store.protocol import JobBatch, Store
@@ -278,12 +279,12 @@ class Worker:
         items = [
             (job, index, turn_id)
             for job in jobs
-            for index, turn_id in enumerate(_turn_ids(job))
-            if index >= _done(job)
+            for index, turn_id in enumerate(turn_ids_of(job))
+            if index >= done_of(job)
         ]
-        last = {job.id: len(_turn_ids(job)) - 1 for job in jobs}
+        last = {job.id: len(turn_ids_of(job)) - 1 for job in jobs}
         chunk = max(1, self.config.ingest_chunk)
-        empty = [job for job in jobs if last[job.id] < _done(job)]
+        empty = [job for job in jobs if last[job.id] < done_of(job)]
         for start in range(0, max(len(items), 1), chunk):
             if start and self._stopping.is_set():
                 await self._give_back([j for j in jobs if j.id not in finished])
@@ -351,7 +352,7 @@ class Worker:
     async def _consolidate_owner(self, jobs: list[Job]) -> int:
         """One owner's calls in order; a failure backs off this owner's remaining calls only."""
         assert self.consolidator is not None
-        groups = _call_groups(jobs, self.config.max_turns_per_call)
+        groups = call_groups(jobs, self.config.max_turns_per_call)
         done = 0
         for n, group in enumerate(groups):
             later = [job for g in groups[n + 1 :] for job in g]
@@ -374,40 +375,8 @@ class Worker:
         return done
 
 
-def _turn_ids(job: Job) -> list[int]:
-    ids = job.payload.get("turn_ids", [])
-    if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
-        raise TypeError(f"job {job.id}: payload turn_ids must be a list of integers")
-    return ids
-
-
-def _done(job: Job) -> int:
-    done = job.payload.get("done", 0)
-    return done if isinstance(done, int) else 0
-
-
 def _memory_type(worker: Worker, job: Job) -> str | None:
     if worker.consolidator is not None and job.payload.get("infer"):
         return TURN_MEMORY
     memory_type = job.payload.get("memory_type")
     return memory_type if isinstance(memory_type, str) else None
-
-
-def _call_groups(jobs: list[Job], max_turns: int) -> list[list[Job]]:
-    """Consecutive jobs sharing one LLM call: same kind of summary, within the turn budget."""
-    groups: list[list[Job]] = []
-    current: list[Job] = []
-    turns = 0
-    for job in jobs:
-        n = len(job.payload.get("turn_ids", []))
-        same_kind = not current or (
-            current[0].payload.get("memory_type") == job.payload.get("memory_type")
-        )
-        if current and (turns + n > max_turns or not same_kind):
-            groups.append(current)
-            current, turns = [], 0
-        current.append(job)
-        turns += n
-    if current:
-        groups.append(current)
-    return groups
