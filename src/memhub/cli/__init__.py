@@ -120,7 +120,9 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("migrate", help="apply database migrations")
     worker = commands.add_parser("worker", help="process queued jobs until stopped")
     worker.add_argument(
-        "--concurrency", type=int, help="batches in flight (default MEMHUB_WORKER_CONCURRENCY)"
+        "--concurrency",
+        type=int,
+        help="batches in flight (default MEMHUB_WORKER_CONCURRENCY, else one per CPU)",
     )
     jobs = commands.add_parser("jobs", help="inspect the job queue")
     jobs.add_argument("action", choices=["stats", "parked", "retry"])
@@ -147,7 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "migrate":
             return asyncio.run(_migrate(settings))
         if args.command == "worker":
-            concurrency = args.concurrency or settings.worker_concurrency
+            from memhub.engine.worker import standalone_concurrency
+
+            concurrency = args.concurrency or standalone_concurrency(settings.worker_concurrency)
             return asyncio.run(_worker(settings, max(1, concurrency)))
         if args.command == "jobs":
             return asyncio.run(_jobs(settings, args.action, args.ids))

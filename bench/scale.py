@@ -1,0 +1,355 @@
+"""The 1M-memories profile: load fast, build indexes, then search, ingest while searching, sizes.
+
+``python -m bench.scale`` (memhub's ``.venv`` plus ``psutil``; ``make bench PROFILE=1m``) keeps
+its embedded PostgreSQL in ``--data`` (default ``/work/bench-data/1m``, outside the repository),
+so a re-run skips the load. ``--partitioned N`` builds the same rows into a second database
+whose ``memories`` is hash-partitioned by ``user_id`` (issue 13) and measures it the same way.
+Results go to ``bench/results/scale-<db>.json``; ``bench.report`` renders them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from bench import machine, scale_data, synth
+from bench.hotpath import PeakRSS
+from bench.metrics import latency_summary
+
+log = logging.getLogger("bench.scale")
+REPO = Path(__file__).resolve().parents[1]
+LOADED = "bench_scale_loaded"  # memhub_settings key: the layout loaded, so re-runs skip it
+VECTORS = "base-vectors.npy"  # the base texts' embeddings, kept next to the data
+
+
+def _settings_value(url: str, key: str) -> str | None:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT value FROM memhub_settings WHERE key = %s", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _open_schema(url: str) -> None:
+    """Let memhub create its schema and embedding column (one search on an empty user)."""
+    from memhub import MemhubSettings, Memory
+
+    memory = Memory(settings=MemhubSettings(database_url=url, worker="off"))
+    try:
+        memory.search("warm up", user_id="scale-nobody", limit=1)
+    finally:
+        memory.close()
+
+
+def _index_definitions(conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
+    rows = conn.execute(
+        "SELECT i.indexname, i.indexdef FROM pg_indexes i"
+        " WHERE i.tablename = 'memories' AND NOT EXISTS (SELECT 1 FROM pg_constraint c"
+        " WHERE c.conname = i.indexname) ORDER BY i.indexname"
+    ).fetchall()
+    return [(str(name), str(definition)) for name, definition in rows]
+
+
+def _build_indexes(url: str, definitions: list[tuple[str, str]]) -> dict[str, float]:
+    """Run each saved CREATE INDEX; seconds per index (HNSW in memory, 2 build processes)."""
+    timings: dict[str, float] = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET maintenance_work_mem = '4GB'")
+        conn.execute("SET max_parallel_maintenance_workers = 1")
+        for name, definition in definitions:
+            began = time.perf_counter()
+            # The definition is PostgreSQL's own text for an index it had (pg_indexes).
+            conn.execute(sql.SQL(definition))  # type: ignore[arg-type]
+            timings[name] = time.perf_counter() - began
+            log.info("index %s built in %.1f s", name, timings[name])
+        began = time.perf_counter()
+        conn.execute("VACUUM ANALYZE memories")
+        timings["vacuum_analyze"] = time.perf_counter() - began
+    return timings
+
+
+def _partition(url: str, partitions: int) -> None:
+    """Make ``memories`` a hash-partitioned table of the same columns (before any row)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE memories RENAME TO memories_plain")
+        conn.execute(
+            "CREATE TABLE memories (LIKE memories_plain INCLUDING DEFAULTS INCLUDING GENERATED"
+            " INCLUDING CONSTRAINTS) PARTITION BY HASH (user_id)"
+        )
+        ddl = psycopg.ClientCursor(conn)  # DDL takes no server-side parameters
+        for i in range(partitions):
+            ddl.execute(
+                sql.SQL(
+                    "CREATE TABLE {} PARTITION OF memories"
+                    " FOR VALUES WITH (MODULUS %s, REMAINDER %s)"
+                ).format(sql.Identifier(f"memories_p{i}")),
+                (partitions, i),
+            )
+        # A partitioned table's unique indexes must contain the partition key as a column:
+        # the primary key becomes (id, user_id); the expression-based fact hash index cannot be.
+        conn.execute("ALTER TABLE memories ADD PRIMARY KEY (id, user_id)")
+        for name, definition in _plain_index_definitions(conn):
+            if "UNIQUE" in definition:
+                continue
+            conn.execute(sql.SQL(definition.replace(" ON public.memories_plain ", " ON memories ")))  # type: ignore[arg-type]
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+        conn.execute("DROP TABLE memories_plain")
+
+
+def _plain_index_definitions(conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
+    rows = conn.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories_plain'"
+        " AND indexname NOT LIKE '%pkey'"
+    ).fetchall()
+    return [(str(n), str(d)) for n, d in rows]
+
+
+def load(url: str, layout: scale_data.Layout, partitions: int, data: Path) -> dict[str, Any]:
+    """Schema, COPY of every row with the indexes dropped, then the indexes again, timed."""
+    _open_schema(url)
+    if partitions:
+        _partition(url, partitions)
+    with psycopg.connect(url, autocommit=True) as conn:
+        definitions = _index_definitions(conn)
+        for name, _ in definitions:
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+    began = time.perf_counter()
+    texts, vectors = scale_data.base_vectors(data / VECTORS)
+    embed_seconds = time.perf_counter() - began
+    log.info(
+        "embedded %s base texts in %.1f s; copying %s rows", len(texts), embed_seconds, layout.rows
+    )
+    copy_seconds = scale_data.copy_rows(url, layout, texts, vectors)
+    log.info("copied in %.1f s; building indexes", copy_seconds)
+    indexes = _build_indexes(url, definitions)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO memhub_settings (key, value) VALUES (%s, %s)",
+            (LOADED, json.dumps({"rows": layout.rows, "partitions": partitions})),
+        )
+    return {
+        "base_embed_seconds": embed_seconds,
+        "copy_seconds": copy_seconds,
+        "copy_rows_per_s": layout.rows / copy_seconds,
+        "index_build_seconds": indexes,
+    }
+
+
+def sizes(url: str) -> dict[str, Any]:
+    """Table, TOAST and index sizes of ``memories`` (summed over partitions), in MB."""
+    tables = (
+        "WITH t AS (SELECT 'memories'::regclass::oid AS oid UNION ALL"
+        " SELECT inhrelid FROM pg_inherits WHERE inhparent = 'memories'::regclass) "
+    )
+    with psycopg.connect(url) as conn:
+        table = conn.execute(tables + "SELECT sum(pg_table_size(oid)) FROM t").fetchone()
+        # A partition's index is named after the partition; report it under its parent's name.
+        indexes = conn.execute(
+            tables + "SELECT coalesce(p.inhparent::regclass::text, x.indexrelid::regclass::text),"
+            " sum(pg_relation_size(x.indexrelid))"
+            " FROM pg_index x LEFT JOIN pg_inherits p ON p.inhrelid = x.indexrelid"
+            " WHERE x.indrelid IN (SELECT oid FROM t) GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        count = conn.execute("SELECT count(*) FROM memories").fetchone()
+    mb = 2**20
+    return {
+        "rows": int(count[0]) if count else 0,
+        "table_mb": float(table[0] or 0) / mb if table else 0.0,
+        "index_mb": {str(name): float(size) / mb for name, size in indexes},
+    }
+
+
+def _search_latencies(memory: Any, user: str, n: int, seed: int) -> list[float]:
+    queries = [q for _, q in synth.queries(n, users=1, seed=seed)]
+    times = []
+    for query in queries:
+        began = time.perf_counter()
+        memory.search(query, user_id=user, limit=10)
+        times.append(time.perf_counter() - began)
+    return times
+
+
+def searches(url: str, layout: scale_data.Layout, n: int) -> dict[str, Any]:
+    """Search p50/p95 through ``memhub.Memory`` for small users and the big user."""
+    from memhub import MemhubSettings, Memory
+    from memhub.embed.factory import create_embedder
+
+    memory = Memory(settings=MemhubSettings(database_url=url, worker="off"))
+    try:
+        _search_latencies(memory, "scale-big", 30, seed=1)  # warm caches and the model
+        small_users = [f"scale-u{(i * 7919) % layout.users}" for i in range(n)]
+        small = []
+        for i, user in enumerate(small_users):
+            small += _search_latencies(memory, user, 1, seed=100 + i)
+        big = _search_latencies(memory, "scale-big", n, seed=2)
+    finally:
+        memory.close()
+    embedder = create_embedder("minilm")
+    queries = [q for _, q in synth.queries(n, users=1, seed=3)]
+    embed_times = []
+    for query in queries:
+        began = time.perf_counter()
+        embedder.embed_sync([query])  # type: ignore[attr-defined]
+        embed_times.append(time.perf_counter() - began)
+    return {
+        "small_user": latency_summary(small),
+        "big_user": latency_summary(big),
+        "query_embedding": latency_summary(embed_times),
+    }
+
+
+def ingest_while_searching(url: str, seconds: float, n_adds: int) -> dict[str, Any]:
+    """One ``memhub worker`` ingests ``n_adds`` queued turns while a client searches the big user.
+
+    The turns are queued first (the client's add is not what is measured here), then the
+    worker starts; its turns/s and the searches' latency meanwhile are reported. The rows are
+    deleted afterwards so that re-runs see the same 1M.
+    """
+    from memhub import MemhubSettings, Memory
+
+    memory = Memory(settings=MemhubSettings(database_url=url, worker="off"))
+    try:
+        for turn in synth.memories(0, n_adds, users=50, prefix="live"):
+            memory.add(turn.text, user_id=turn.user_id, infer=False, timestamp=turn.timestamp)
+        env = {**os.environ, "MEMHUB_DATABASE_URL": url}
+        worker = subprocess.Popen([sys.executable, "-m", "memhub.cli", "worker"], env=env)
+        stop = threading.Event()
+        latencies: list[float] = []
+
+        def search_loop() -> None:
+            i = 0
+            while not stop.is_set():
+                latencies.extend(_search_latencies(memory, "scale-big", 1, seed=500 + i))
+                i += 1
+
+        with PeakRSS(lambda: [worker.pid]) as worker_rss, PeakRSS(lambda: [os.getpid()]) as rss:
+            began = time.perf_counter()
+            searcher = threading.Thread(target=search_loop)
+            searcher.start()
+            with psycopg.connect(url, autocommit=True) as conn:
+                while time.perf_counter() - began < seconds:
+                    row = conn.execute(
+                        "SELECT count(*) FROM memory_jobs WHERE status = 'queued'"
+                    ).fetchone()
+                    if row is not None and row[0] == 0:
+                        break
+                    time.sleep(0.05)
+                elapsed = time.perf_counter() - began
+                done = conn.execute(
+                    "SELECT count(*) FROM memories WHERE user_id LIKE 'live-%'"
+                ).fetchone()
+            stop.set()
+            searcher.join()
+        worker.terminate()
+        worker.wait(30)
+        ingested = int(done[0]) if done else 0
+        return {
+            "turns": ingested,
+            "seconds": elapsed,
+            "turns_per_s": ingested / elapsed if elapsed else 0.0,
+            "search_while_ingesting": latency_summary(latencies),
+            "worker_peak_rss_mb": worker_rss.peak_bytes / 2**20,
+            "client_peak_rss_mb": rss.peak_bytes / 2**20,
+        }
+    finally:
+        memory.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DELETE FROM memories WHERE user_id LIKE 'live-%'")
+            conn.execute("DELETE FROM conversation_context WHERE user_id LIKE 'live-%'")
+            conn.execute("DELETE FROM memory_jobs WHERE user_id LIKE 'live-%'")
+
+
+def vacuum_after_delete(
+    url: str, layout: scale_data.Layout, users: int, data: Path
+) -> dict[str, Any]:
+    """Delete ``users`` small users' rows, time VACUUM, then put the same rows back (timed)."""
+    doomed = {f"scale-u{u}" for u in range(users)}
+    with psycopg.connect(url, autocommit=True) as conn:
+        deleted = conn.execute(
+            "DELETE FROM memories WHERE user_id = ANY(%s)", (sorted(doomed),)
+        ).rowcount
+        began = time.perf_counter()
+        conn.execute("VACUUM memories")
+        vacuum = time.perf_counter() - began
+    log.info("VACUUM after deleting %s rows: %.1f s; putting them back", deleted, vacuum)
+    texts, vectors = scale_data.base_vectors(data / VECTORS)
+    reinsert = scale_data.copy_rows(url, layout, texts, vectors, owners=doomed)
+    return {
+        "deleted_rows": deleted,
+        "vacuum_seconds": vacuum,
+        "reinsert_seconds": reinsert,
+        "reinsert_rows_per_s": deleted / reinsert if reinsert else 0.0,
+    }
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__)
+    parser.add_argument("--data", type=Path, default=Path("/work/bench-data/1m"))
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--big", type=int, default=200_000, help="rows of the one big user")
+    parser.add_argument("--partitioned", type=int, default=0, help="hash partitions (0: plain)")
+    parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--ingest", type=int, default=3_000, help="turns ingested while searching")
+    parser.add_argument("--vacuum-users", type=int, default=0, help="0: skip the VACUUM test")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--load-only", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Load once (if needed), then measure; writes ``scale-<database>.json``."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    args = _parse_args(argv)
+    from memhub.store.embedded import embedded_database_url
+
+    layout = scale_data.Layout(rows=args.rows, users=args.users, big_rows=args.big)
+    database = f"scale_{args.rows}" + (f"_p{args.partitioned}" if args.partitioned else "")
+    args.data.mkdir(parents=True, exist_ok=True)
+    url = embedded_database_url(args.data, database)
+    result: dict[str, Any] = {
+        "database": database,
+        "layout": {"rows": layout.rows, "users": layout.users, "big_rows": layout.big_rows},
+        "partitions": args.partitioned,
+        "machine": machine.describe(url),
+    }
+    try:
+        loaded = _settings_value(url, LOADED)
+    except psycopg.errors.UndefinedTable:
+        loaded = None
+    if loaded is None:
+        result["load"] = load(url, layout, args.partitioned, args.data)
+    else:
+        log.info("already loaded (%s); skipping the load", loaded)
+    result["sizes"] = sizes(url)
+    if not args.load_only:
+        result["search"] = searches(url, layout, args.searches)
+        log.info("search: %s", json.dumps(result["search"]))
+        if args.ingest:
+            result["ingest"] = ingest_while_searching(url, 600.0, args.ingest)
+            log.info("ingest: %s", json.dumps(result["ingest"]))
+        if args.vacuum_users:
+            result["vacuum"] = vacuum_after_delete(url, layout, args.vacuum_users, args.data)
+            log.info("vacuum: %s", json.dumps(result["vacuum"]))
+    result["machine"]["load_after"] = os.getloadavg()
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"scale-{database}.json"
+    previous = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    if "load" not in result and "load" in previous:
+        result["load"] = previous["load"]  # the load ran once; keep its figures
+    path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    log.info("wrote %s", path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
