@@ -41,7 +41,8 @@ def _ram_gb() -> float:
     return 0.0
 
 
-def _postgres_versions(db_url: str | None) -> dict[str, str]:
+def postgres_versions(db_url: str | None) -> dict[str, str]:
+    """PostgreSQL's and pgvector's versions on ``db_url`` (empty without one)."""
     if db_url is None:
         return {}
     import psycopg
@@ -67,7 +68,7 @@ def describe(db_url: str | None = None) -> dict[str, Any]:
         "ram_gb": round(_ram_gb(), 1),
         "load_before": os.getloadavg(),
         "platform": platform.platform(),
-        **_postgres_versions(db_url),
+        **postgres_versions(db_url),
     }
 
 

@@ -96,6 +96,11 @@ def _scale_row(label: str, scale: dict[str, Any]) -> list[str]:
     ]
 
 
+def _label(scale: dict[str, Any]) -> str:
+    table = f"hash, {scale['partitions']}" if scale.get("partitions") else "plain"
+    return f"{table}, shared_buffers {scale.get('settings', {}).get('shared_buffers', '?')}"
+
+
 def scale_lines(scales: list[dict[str, Any]]) -> list[str]:
     """The 1M profile: plain table and, if measured, the hash-partitioned one."""
     if not scales:
@@ -119,10 +124,7 @@ def scale_lines(scales: list[dict[str, Any]]) -> list[str]:
         "indexes MB",
         "VACUUM s",
     ]
-    rows = [
-        _scale_row("plain" if not s.get("partitions") else f"hash, {s['partitions']}", s)
-        for s in scales
-    ]
+    rows = [_scale_row(_label(s), s) for s in scales]
     machine = summary(first["machine"]) if "cpu_model" in first.get("machine", {}) else "?"
     ingest = first.get("ingest", {})
     lines = [

@@ -47,4 +47,4 @@ def test_scale_section_renders_plain_and_partitioned(tmp_path: Path) -> None:
     }
     lines = report_scale.scale_lines([plain, plain | {"partitions": 16}])
     text = "\n".join(lines)
-    assert "## 1M memories" in text and "| hash, 16 | 1,000 |" in text
+    assert "## 1M memories" in text and "| hash, 16, shared_buffers ? | 1,000 |" in text
