@@ -93,6 +93,7 @@ def _scale_row(label: str, scale: dict[str, Any]) -> list[str]:
         _fmt(sizes.get("table_mb"), 0),
         _fmt(index_mb or None, 0),
         _fmt(vacuum.get("vacuum_seconds"), 1),
+        _fmt(vacuum.get("index_cleanup_seconds"), 1),
     ]
 
 
@@ -123,6 +124,7 @@ def scale_lines(scales: list[dict[str, Any]]) -> list[str]:
         "table MB",
         "indexes MB",
         "VACUUM s",
+        "VACUUM (INDEX_CLEANUP ON) s",
     ]
     rows = [_scale_row(_label(s), s) for s in scales]
     machine = summary(first["machine"]) if "cpu_model" in first.get("machine", {}) else "?"

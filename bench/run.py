@@ -67,6 +67,7 @@ PROFILES: dict[str, Profile] = {
             probe_adds=200,
             probe_searches=200,
             conversations=2,
+            ingest_turns=2_000,
         ),
         Profile(
             "default",
