@@ -101,8 +101,7 @@ class Database:
                 if self.migrate:
                     await self._migrate()
                 self.pool = await self._new_pool()
-                if self.settings.database_url is None:
-                    self._watchdog = asyncio.create_task(self._watch_embedded())
+                self._watchdog = asyncio.create_task(self._watch())
 
     async def _new_pool(self) -> AsyncConnectionPool[AsyncConn]:
         pool: AsyncConnectionPool[AsyncConn] = AsyncConnectionPool(
@@ -178,17 +177,31 @@ class Database:
         async with self.pool.connection() as conn:
             yield conn
 
-    async def _watch_embedded(self) -> None:
-        # Calls waiting for a connection would only find the dead postmaster after the pool's
-        # timeout; this look (one syscall) notices it within _WATCH_SECONDS.
-        while True:
-            await asyncio.sleep(_WATCH_SECONDS)
-            pool = self.pool
-            if pool is not None and embedded_server_died(self.settings.data_dir):
-                try:
-                    await self._heal_embedded(pool)
-                except Exception:  # a background task: log, keep watching
-                    log.exception("restarting the embedded PostgreSQL failed")
+    async def _watch(self) -> None:
+        # Calls waiting for a connection would only find a dead embedded postmaster after the
+        # pool's timeout; this look (one syscall) notices it within _WATCH_SECONDS.
+        try:
+            while True:
+                await asyncio.sleep(_WATCH_SECONDS)
+                pool = self.pool
+                if (
+                    pool is not None
+                    and self.settings.database_url is None
+                    and embedded_server_died(self.settings.data_dir)
+                ):
+                    try:
+                        await self._heal_embedded(pool)
+                    except Exception:  # a background task: log, keep watching
+                        log.exception("restarting the embedded PostgreSQL failed")
+        except asyncio.CancelledError:
+            # Cancelled by close() (the pool is gone already), or by asyncio.run() ending
+            # while this pool is still open. psycopg_pool's workers swallow a cancellation
+            # that lands while they connect and would then wait for work forever, so the
+            # loop could never finish shutting down: closing the pool stops them.
+            pool, self.pool = self.pool, None
+            if pool is not None:
+                await pool.close(timeout=1.0)
+            raise
 
     async def _heal_embedded(self, pool: AsyncConnectionPool[AsyncConn]) -> None:
         # The embedded postmaster crashed: restart it (bounded, logged), then swap in a new
@@ -206,7 +219,7 @@ class Database:
 
     async def close(self) -> None:
         """Close the pool; the object can be opened again later."""
-        pool, self.pool = self.pool, None
+        pool, self.pool = self.pool, None  # first: the cancelled watchdog must not close it too
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None:
             watchdog.cancel()
