@@ -211,12 +211,39 @@ def plot_latency_vs_memories(
     return [f"![search latency against memories, up to 1M](img/{path.name})", ""]
 
 
-def plot_throughput_vs_clients(
-    points: Sequence[tuple[int, float]], embed_qps: float | None, img_dir: Path, note: str
-) -> list[str]:
+def throughput_points(runs: list[dict[str, Any]]) -> tuple[list[tuple[int, float]], float | None]:
+    """memhub's searches/s by clients (clients / mean latency) at its largest one-user size.
+
+    Every probe of the checkpoint that names its clients counts (``sequential`` is 1 client,
+    ``concurrent`` the run's ``clients``); also the query embedding's own single-query rate.
+    """
+    for run in runs:
+        if (run["system"], run["workload"], run.get("layout")) != ("memhub", "hotpath", "one-user"):
+            continue
+        if "error" in run:
+            continue
+        largest = run["result"]["checkpoints"][-1]
+        points = []
+        for name, probe in largest.items():
+            if not isinstance(probe, dict) or "search_latency" not in probe:
+                continue
+            default = 1 if name == "sequential" else run["result"]["clients"]
+            clients = int(probe.get("clients") or default)
+            points.append((clients, clients * 1000 / probe["search_latency"]["mean_ms"]))
+        embed = largest.get("query_embedding_latency", {}).get("mean_ms")
+        return sorted(points), (1000 / embed if embed else None)
+    return [], None
+
+
+def plot_throughput_vs_clients(runs: list[dict[str, Any]], img_dir: Path) -> list[str]:
     """Searches/s against concurrent clients, with the embedder's single-query rate as a line."""
-    if not points:
+    points, embed_qps = throughput_points(runs)
+    if len(points) < 2:
         return []
+    note = (
+        "Searches/s = clients / mean search latency at memhub's largest one-user checkpoint; "
+        "the dashed line is the query embedding alone, one query at a time (1 / its mean)."
+    )
     import matplotlib
 
     matplotlib.use("Agg")
