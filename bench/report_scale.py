@@ -150,9 +150,10 @@ def scale_lines(scales: list[dict[str, Any]]) -> list[str]:
     if ingest:
         lines += [
             f"Ingest while searching: {ingest['turns']:,} queued turns drained by one "
-            f"`memhub worker` while one client searches the big user; worker peak RSS "
-            f"{ingest['worker_peak_rss_mb']:,.0f} MB, client (the engine a server holds) "
-            f"{ingest['client_peak_rss_mb']:,.0f} MB.",
+            "`memhub worker` (defaults) while one client searches the big user through "
+            "`memhub serve`'s REST API (the latency column above); peak RSS: worker "
+            f"{ingest['worker_peak_rss_mb']:,.0f} MB, server "
+            f"{ingest.get('server_peak_rss_mb', 0):,.0f} MB.",
             "",
         ]
     return lines

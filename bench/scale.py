@@ -212,61 +212,128 @@ def searches(url: str, layout: scale_data.Layout, n: int) -> dict[str, Any]:
     }
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start(args: list[str], url: str, **extra: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "MEMHUB_DATABASE_URL": url, "MEMHUB_WORKER": "off", **extra}
+    return subprocess.Popen(
+        [sys.executable, "-m", "memhub.cli", *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _serve(url: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``memhub serve --auth off`` on a free loopback port, once it answers /healthz."""
+    import httpx
+
+    port = _free_port()
+    server = _start(["serve", "--auth", "off", "--port", str(port)], url)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"memhub serve exited with {server.returncode}")
+        try:
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return server, base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    server.kill()
+    raise RuntimeError("memhub serve did not answer /healthz within 120 s")
+
+
+def _drain(url: str, seconds: float) -> tuple[float, int]:
+    """Wait until no job is queued (or ``seconds`` pass), timed from the first stored turn.
+
+    Returns the seconds from the first ingested memory to the last check and how many had
+    been stored at that first sight, so the worker's model load is left out of its rate.
+    """
+    began = time.perf_counter()
+    first_at, first_count = 0.0, 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        while time.perf_counter() - began < seconds:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM memory_jobs WHERE status = 'queued'),"
+                " (SELECT count(*) FROM memories WHERE user_id LIKE 'live-%')"
+            ).fetchone()
+            queued, stored = (int(row[0]), int(row[1])) if row else (0, 0)
+            if stored and not first_at:
+                first_at, first_count = time.perf_counter(), stored
+            if queued == 0:
+                break
+            time.sleep(0.05)
+    return time.perf_counter() - (first_at or began), first_count
+
+
 def ingest_while_searching(url: str, seconds: float, n_adds: int) -> dict[str, Any]:
     """One ``memhub worker`` ingests ``n_adds`` queued turns while a client searches the big user.
 
-    The turns are queued first (the client's add is not what is measured here), then the
-    worker starts; its turns/s and the searches' latency meanwhile are reported. The rows are
-    deleted afterwards so that re-runs see the same 1M.
+    The turns are queued first (the client's add is not what is measured here), then a
+    ``memhub serve`` (worker off) and a ``memhub worker`` start; a client searches the big user
+    through the server's REST API until the queue is empty. Reported: the worker's turns/s,
+    the searches' latency meanwhile, peak RSS of both processes. The rows are deleted
+    afterwards so that re-runs see the same 1M.
     """
+    import httpx
+
     from memhub import MemhubSettings, Memory
 
     memory = Memory(settings=MemhubSettings(database_url=url, worker="off"))
     try:
         for turn in synth.memories(0, n_adds, users=50, prefix="live"):
             memory.add(turn.text, user_id=turn.user_id, infer=False, timestamp=turn.timestamp)
-        env = {**os.environ, "MEMHUB_DATABASE_URL": url}
-        worker = subprocess.Popen([sys.executable, "-m", "memhub.cli", "worker"], env=env)
-        stop = threading.Event()
-        latencies: list[float] = []
+    finally:
+        memory.close()
+    server, base = _serve(url)
+    stop = threading.Event()
+    latencies: list[float] = []
+    queries = [q for _, q in synth.queries(1000, users=1, seed=500)]
 
-        def search_loop() -> None:
-            i = 0
-            while not stop.is_set():
-                latencies.extend(_search_latencies(memory, "scale-big", 1, seed=500 + i))
-                i += 1
+    def search_loop() -> None:
+        with httpx.Client(base_url=base, timeout=60) as client:
+            for i in range(1_000_000):
+                if stop.is_set():
+                    return
+                body = {"query": queries[i % len(queries)], "user_id": "scale-big", "limit": 10}
+                began = time.perf_counter()
+                client.post("/v1/memories/search", json=body).raise_for_status()
+                latencies.append(time.perf_counter() - began)
 
-        with PeakRSS(lambda: [worker.pid]) as worker_rss, PeakRSS(lambda: [os.getpid()]) as rss:
-            began = time.perf_counter()
+    worker = _start(["worker"], url)
+    try:
+        with PeakRSS(lambda: [worker.pid]) as worker_rss, PeakRSS(lambda: [server.pid]) as rss:
             searcher = threading.Thread(target=search_loop)
             searcher.start()
-            with psycopg.connect(url, autocommit=True) as conn:
-                while time.perf_counter() - began < seconds:
-                    row = conn.execute(
-                        "SELECT count(*) FROM memory_jobs WHERE status = 'queued'"
-                    ).fetchone()
-                    if row is not None and row[0] == 0:
-                        break
-                    time.sleep(0.05)
-                elapsed = time.perf_counter() - began
-                done = conn.execute(
-                    "SELECT count(*) FROM memories WHERE user_id LIKE 'live-%'"
-                ).fetchone()
+            elapsed, first = _drain(url, seconds)
             stop.set()
             searcher.join()
-        worker.terminate()
-        worker.wait(30)
+        with psycopg.connect(url) as conn:
+            done = conn.execute(
+                "SELECT count(*) FROM memories WHERE user_id LIKE 'live-%'"
+            ).fetchone()
         ingested = int(done[0]) if done else 0
         return {
             "turns": ingested,
             "seconds": elapsed,
-            "turns_per_s": ingested / elapsed if elapsed else 0.0,
+            "turns_per_s": (ingested - first) / elapsed if elapsed else 0.0,
             "search_while_ingesting": latency_summary(latencies),
             "worker_peak_rss_mb": worker_rss.peak_bytes / 2**20,
-            "client_peak_rss_mb": rss.peak_bytes / 2**20,
+            "server_peak_rss_mb": rss.peak_bytes / 2**20,
         }
     finally:
-        memory.close()
+        for process in (worker, server):
+            process.terminate()
+            process.wait(30)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("DELETE FROM memories WHERE user_id LIKE 'live-%'")
             conn.execute("DELETE FROM conversation_context WHERE user_id LIKE 'live-%'")
