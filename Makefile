@@ -30,8 +30,8 @@ run: $(SERVER_STAMP)
 	$(BIN)/memhub serve
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests tools bench
+	$(BIN)/ruff format --check src tests tools bench
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy src

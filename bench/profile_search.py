@@ -43,8 +43,13 @@ async def build(settings: MemhubSettings, n: int) -> None:
         if row is not None and row[0] == n:
             return
     turns = list(synth.memories(0, n, users=1))
-    texts = [t.text for t in turns]
-    vectors = np.concatenate([await embedder.embed(texts[i : i + 1024]) for i in range(0, n, 1024)])
+    # Synthetic texts repeat (about 13.5k distinct in 100k): each distinct text is embedded once.
+    distinct = sorted({t.text for t in turns})
+    rows = np.concatenate(
+        [await embedder.embed(distinct[i : i + 1024]) for i in range(0, len(distinct), 1024)]
+    )
+    by_text = dict(zip(distinct, rows, strict=True))
+    vectors = [by_text[t.text] for t in turns]
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
         conn.execute("TRUNCATE memories, conversation_context")

@@ -24,9 +24,9 @@ from memhub.filters import (
     Filter,
     Not,
     Or,
-    matches,
     parse_filters,
 )
+from memhub.store.inmemory_filters import matches
 
 # -- the shared table: rows and cases (tests/store/test_pg_filters.py runs it on PostgreSQL) --
 BASE = datetime(2024, 1, 1, tzinfo=UTC)

@@ -20,7 +20,13 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "src/memhub/memory/async_memory.py"
+# AsyncMemory and its bases, most derived first: a name defined in an earlier class wins, as
+# Python's method resolution order has it.
+SOURCES = (
+    (ROOT / "src/memhub/memory/async_memory.py", "AsyncMemory"),
+    (ROOT / "src/memhub/memory/arkos.py", "ArkosMethods"),
+    (ROOT / "src/memhub/memory/core.py", "MemoryCore"),
+)
 NAME = "src/memhub/memory/sync_memory.py"
 TARGET = ROOT / NAME
 COMMAND = "python tools/gen_sync.py"
@@ -30,7 +36,7 @@ SKIPPED = {"aclose", "__init__"}
 
 HEAD = '''"""``Memory``: the synchronous face of :class:`AsyncMemory`, one line per method.
 
-GENERATED from ``async_memory.py`` by ``tools/gen_sync.py``: do not edit; run
+GENERATED from ``AsyncMemory`` and its bases by ``tools/gen_sync.py``: do not edit; run
 ``{command}``. Each call runs on memhub's process-wide event loop thread,
 so every thread shares one connection pool.
 """
@@ -150,32 +156,47 @@ def _init(node: ast.FunctionDef) -> str:
     return textwrap.indent(code, "    ")
 
 
+Member = tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]
+
+
+def _read_sources() -> tuple[list[str], ast.ClassDef, list[Member]]:
+    """The imports of every source, AsyncMemory's class node, and every member with its source."""
+    imports: dict[str, None] = {}
+    members: dict[str, Member] = {}
+    classes: list[ast.ClassDef] = []
+    for path, name in SOURCES:
+        source = path.read_text("utf-8")
+        tree = ast.parse(source)
+        for node in tree.body:
+            if isinstance(node, ast.Import) or (
+                isinstance(node, ast.ImportFrom) and node.module != "__future__"
+            ):
+                imports[ast.unparse(node)] = None
+        (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+        classes.append(cls)
+        for node in cls.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                members.setdefault(node.name, (source, node))
+    return list(imports), classes[0], list(members.values())
+
+
 def generate() -> str:
     """The sync module's text, formatted as ruff formats the project."""
-    source = SOURCE.read_text("utf-8")
-    tree = ast.parse(source)
-    imports = "\n".join(
-        ast.unparse(node)
-        for node in tree.body
-        if isinstance(node, ast.Import)
-        or (isinstance(node, ast.ImportFrom) and node.module != "__future__")
-    )
-    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "AsyncMemory"]
+    imports, cls, members = _read_sources()
     doc = ast.get_docstring(cls, clean=True) or ""
     details = doc.partition("\n\n")[2]
-    members = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-    (init,) = [n for n in members if n.name == "__init__" and isinstance(n, ast.FunctionDef)]
+    (init,) = [n for _, n in members if n.name == "__init__" and isinstance(n, ast.FunctionDef)]
     parts = [
         HEAD.format(
             command=COMMAND,
-            imports=imports,
+            imports="\n".join(imports),
             summary="Synchronous memory; every method means what it means on :class:`AsyncMemory`.",
             details=textwrap.indent(details, "    "),
         ),
         _init(init),
         LIFECYCLE,
     ]
-    for node in members:
+    for source, node in members:
         if node.name.startswith("_") or node.name in SKIPPED:
             continue
         parts.append("\n" + _twin(source, node))

@@ -7,17 +7,13 @@ claiming across owners, the consolidation window, and an erase racing a worker's
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 import numpy as np
 import pytest
 
-from memhub.config import MemhubSettings
 from memhub.errors import Conflict
-from memhub.store.inmemory import InMemoryStore
-from memhub.store.postgres import PostgresStore
 from memhub.store.protocol import Store
 from memhub.store.records import Lane, Lease, NewJob, NewMemory, NewTurn, Scope
 
@@ -27,18 +23,6 @@ UNORDERED = Lane(("ingest",), ordered=False)
 CONSOLIDATE = Lane(("consolidate",), after_other_lanes=True)
 A = Lease("worker-a", 60.0, 3)
 B = Lease("worker-b", 60.0, 3)
-
-
-@pytest.fixture(params=["postgres", "memory"])
-async def store(request: pytest.FixtureRequest, settings: MemhubSettings) -> AsyncIterator[Store]:
-    opened: Store
-    if request.param == "postgres":
-        opened = await PostgresStore.open(settings)
-    else:
-        opened = InMemoryStore()
-    await opened.ensure_embedding_space("test-model", 3)
-    yield opened
-    await opened.aclose()
 
 
 async def queue(store: Store, scope: Scope, n: int = 1, kind: str = "ingest") -> list[int]:

@@ -29,13 +29,12 @@ from memhub.engine.prompts import (
     consolidation_messages,
     procedural_messages,
 )
-from memhub.engine.text import memory_hash
+from memhub.engine.text import memory_hash, turn_text
 from memhub.errors import ProviderOutputError
 from memhub.filters import parse_filters
 from memhub.llm import LLM
 from memhub.llm.base import Usage
-from memhub.messages import deserialize
-from memhub.store.protocol import JobBatch, Store
+from memhub.store.protocol import ConsolidationWrites, JobBatch, Store
 from memhub.store.records import Candidate, Job, MemoryRecord, NewMemory, Scope, Turn
 from memhub.telemetry import operation, record_llm_usage
 
@@ -110,7 +109,7 @@ def _authorised(kind: str, cited: Sequence[Turn]) -> bool:
     # user turn that asks to forget.
     users = [t for t in cited if t.role == "user"]
     if kind == "DELETE":
-        return any(asks_to_forget(_content(t)) for t in users)
+        return any(asks_to_forget(turn_text(t)) for t in users)
     return bool(users)
 
 
@@ -214,7 +213,7 @@ class Consolidator:
             for t in job.payload.get("turn_ids", [])
         }
         plan = Plan(jobs=jobs, scope=scope, turn_ids=turn_ids, runs=runs)
-        turns = [t for t in await store.turns_by_ids(turn_ids) if _content(t).strip()]
+        turns = [t for t in await store.turns_by_ids(turn_ids) if turn_text(t).strip()]
         if not turns:
             return plan
         plan.turns = len(turns)
@@ -230,7 +229,7 @@ class Consolidator:
     ) -> list[MemoryRecord]:
         # One lookup per turn: a single embedding of all turns joined would be truncated by
         # the embedder (MiniLM reads 256 tokens), hiding facts related to the later turns.
-        texts = [_content(t)[:2000] for t in turns]
+        texts = [turn_text(t)[:2000] for t in turns]
         vectors = await self.embedder.embed(texts)
         each = max(3, -(-self.related_k // len(turns)))
         lists = [
@@ -255,7 +254,7 @@ class Consolidator:
         messages = consolidation_messages(
             [ExistingFact(n, f.memory, f.valid_from) for n, f in enumerate(facts, start=1)],
             [
-                PromptTurn(n, _speaker(t), _aware(t.created_at), _content(t))
+                PromptTurn(n, _speaker(t), _aware(t.created_at), turn_text(t))
                 for n, t in enumerate(turns, start=1)
             ],
             instructions if isinstance(instructions, str) else None,
@@ -272,7 +271,7 @@ class Consolidator:
     async def _procedural(self, plan: Plan, turns: list[Turn]) -> None:
         messages = procedural_messages(
             [
-                PromptTurn(n, _speaker(t), _aware(t.created_at), _content(t))
+                PromptTurn(n, _speaker(t), _aware(t.created_at), turn_text(t))
                 for n, t in enumerate(turns, start=1)
             ]
         )
@@ -302,7 +301,9 @@ class Consolidator:
         await batch.retire_turn_memories(plan.scope, plan.turn_ids)
         await batch.complete([job.id for job in plan.jobs])
 
-    async def _apply_op(self, batch: JobBatch, plan: Plan, op: PlannedOp, vector: Any) -> None:
+    async def _apply_op(
+        self, batch: ConsolidationWrites, plan: Plan, op: PlannedOp, vector: Any
+    ) -> None:
         turn_ids = [t.id for t in op.turns]
         if op.kind == "DELETE":
             assert op.target is not None
@@ -348,7 +349,3 @@ def _fact(plan: Plan, op: PlannedOp, vector: Any) -> NewMemory:
         source_turn_ids=tuple(t.id for t in op.turns),
         created_at=op.said_at,
     )
-
-
-def _content(turn: Turn) -> str:
-    return deserialize(turn.message, turn.role).content

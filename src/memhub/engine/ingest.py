@@ -9,8 +9,8 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memhub.engine.text import memory_hash
-from memhub.messages import Message, deserialize, serialize
+from memhub.engine.text import memory_hash, turn_text
+from memhub.messages import Message, serialize
 from memhub.store.records import IdempotencyKey, NewJob, NewMemory, NewTurn, Scope, Turn
 
 __all__ = [
@@ -104,7 +104,7 @@ def memories_from_turns(
     """
     memories: list[NewMemory] = []
     for turn, vector in zip(turns, vectors, strict=True):
-        text = deserialize(turn.message, turn.role).content
+        text = turn_text(turn)
         # conversation_context keeps UTC wall time in a column without a time zone.
         said_at = turn.created_at.replace(tzinfo=UTC) if turn.created_at else None
         memories.append(

@@ -1,4 +1,4 @@
-"""Text normalisation for duplicate detection, and a tokenizer-free token estimate."""
+"""The text of a stored turn, normalisation for duplicate detection, a token estimate."""
 
 from __future__ import annotations
 
@@ -8,9 +8,17 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
-__all__ = ["estimate_tokens", "memory_hash", "normalize_text", "within_budget"]
+from memhub.messages import deserialize
+from memhub.store.records import Turn
+
+__all__ = ["estimate_tokens", "memory_hash", "normalize_text", "turn_text", "within_budget"]
 
 T = TypeVar("T")
+
+
+def turn_text(turn: Turn) -> str:
+    """What was said in a stored turn: its message's content (ARKOS stores the message JSON)."""
+    return deserialize(turn.message, turn.role).content
 
 
 def normalize_text(text: str) -> str:

@@ -24,10 +24,10 @@ from typing import Any
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator, fact_scope
 from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
+from memhub.engine.text import turn_text
 from memhub.errors import Conflict, ProviderOutputError, StoreUnavailable
-from memhub.messages import deserialize
 from memhub.store.protocol import JobBatch, Store
-from memhub.store.records import Job, Lane, Lease, NewJob, NewMemory, Turn
+from memhub.store.records import Job, Lane, Lease, NewJob, NewMemory
 from memhub.telemetry import instruments, operation, queue_depth
 
 __all__ = ["CONSOLIDATE_LANE", "Worker", "WorkerConfig", "ingest_lane", "standalone_concurrency"]
@@ -310,10 +310,10 @@ class Worker:
     ) -> None:
         turns = {t.id: t for t in await self.store.turns_by_ids([tid for _, _, tid in part])}
         said = [(job, turns[tid]) for job, _, tid in part if tid in turns]
-        said = [(job, turn) for job, turn in said if _text(turn).strip()]
+        said = [(job, turn) for job, turn in said if turn_text(turn).strip()]
         # One embedding call per chunk: batching is where the throughput comes from.
         vectors: list[Any] = (
-            list(await self.embedder.embed([_text(turn) for _, turn in said])) if said else []
+            list(await self.embedder.embed([turn_text(turn) for _, turn in said])) if said else []
         )
         memories: list[NewMemory] = []
         for (job, turn), vector in zip(said, vectors, strict=True):
@@ -421,7 +421,3 @@ def _call_groups(jobs: list[Job], max_turns: int) -> list[list[Job]]:
     if current:
         groups.append(current)
     return groups
-
-
-def _text(turn: Turn) -> str:
-    return deserialize(turn.message, turn.role).content

@@ -1,29 +1,23 @@
 """``AsyncMemory``: the one implementation behind every public memory call.
 
-ARKOS's methods keep ARKOS's contract (False / [] / an empty SystemMessage on failure), and
-also log the cause; the Mem0-style methods raise typed errors from :mod:`memhub.errors`.
+The Mem0-style methods, which raise typed errors from :mod:`memhub.errors`; ARKOS's methods
+come from :mod:`memhub.memory.arkos`, the shared state from :mod:`memhub.memory.core`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
-from memhub.config import MemhubSettings
-from memhub.embed import Embedder
 from memhub.engine.consolidate import fact_scope
-from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
-from memhub.engine.ingest import INGEST_JOB, idempotency, turns_and_job
+from memhub.engine.fusion import ScoredCandidate, fuse
+from memhub.engine.ingest import idempotency, turns_and_job
 from memhub.engine.inputs import (
-    Limits,
     check_id,
     check_limit,
-    check_metadata,
     check_text,
     normalize_messages,
     parse_timestamp,
@@ -32,6 +26,7 @@ from memhub.engine.inputs import (
 from memhub.engine.text import memory_hash, within_budget
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
+from memhub.memory.arkos import ArkosMethods
 from memhub.memory.compat import (
     as_of_filters,
     id_source,
@@ -40,27 +35,18 @@ from memhub.memory.compat import (
     queued_memories,
     split_scope,
 )
+from memhub.memory.core import parse_memory_id
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
-from memhub.memory.shared import Engine, acquire_engine, release_engine
-from memhub.messages import Message, SystemMessage
+from memhub.memory.shared import Engine
+from memhub.messages import Message
 from memhub.messages import deserialize as _deserialize
-from memhub.messages import serialize as _serialize
 from memhub.store.records import Scope
 from memhub.telemetry import operation
 
 __all__ = ["AsyncMemory"]
 
-log = logging.getLogger("memhub")
 
-
-def _memory_id(value: object) -> uuid.UUID:
-    try:
-        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
-    except ValueError:
-        raise UsageError(f"memory_id {value!r} is not a UUID") from None
-
-
-class AsyncMemory:
+class AsyncMemory(ArkosMethods):
     """Short- and long-term memory, optionally bound to one user and session (ARKOS's way).
 
     Args:
@@ -74,74 +60,12 @@ class AsyncMemory:
         fusion: How search fuses its signals.
     """
 
-    def __init__(
-        self,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        db_url: str | None = None,
-        use_long_term: bool = True,
-        *,
-        settings: MemhubSettings | None = None,
-        embedder: Embedder | None = None,
-        fusion: FusionConfig | None = None,
-    ) -> None:
-        if settings is None:
-            settings = MemhubSettings.from_env(database_url=db_url)
-        elif db_url is not None:
-            settings = settings.model_copy(update={"database_url": db_url})
-        self.settings = settings
-        self.limits = Limits(
-            settings.max_id_length,
-            settings.max_text_chars,
-            max_metadata_bytes=settings.max_metadata_bytes,
-            max_metadata_depth=settings.max_metadata_depth,
-        )
-        self.user_id = None if user_id is None else check_id("user_id", user_id, self.limits)
-        self.session_id = (
-            str(uuid.uuid4())
-            if session_id is None
-            else check_id("session_id", session_id, self.limits)
-        )
-        self.use_long_term = use_long_term
-        self.fusion = fusion or FusionConfig()
-        self._embedder = embedder
-        self._engine_ref: Engine | None = None
-        self._open_lock: asyncio.Lock | None = None
-        self._unsettled: list[int] = []  # turns add_turn queued that recall may wait for
-
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> AsyncMemory:
         """Build from a Mem0-style config dict (``vector_store``, ``embedder``, ``llm``)."""
         from memhub.memory.mem0_config import settings_from_mem0_config
 
         return cls(settings=settings_from_mem0_config(config))
-
-    @property
-    def extracts_facts(self) -> bool:
-        """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
-        return self.settings.llm_configured
-
-    # -- lifecycle --------------------------------------------------------------------------
-    async def _engine(self) -> Engine:
-        if self._engine_ref is None:
-            if self._open_lock is None:
-                self._open_lock = asyncio.Lock()
-            async with self._open_lock:
-                if self._engine_ref is None:
-                    self._engine_ref = await acquire_engine(self.settings, self._embedder)
-        return self._engine_ref
-
-    async def aclose(self) -> None:
-        """Release this object's share of the pool, the embedder and the worker."""
-        engine, self._engine_ref = self._engine_ref, None
-        if engine is not None:
-            await release_engine(engine)
-
-    async def __aenter__(self) -> AsyncMemory:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     # -- Mem0-style API ---------------------------------------------------------------------
     async def add(
@@ -194,13 +118,9 @@ class AsyncMemory:
         items = normalize_messages(messages, self.limits)
         meta = self._check_metadata(metadata)
         said_at = parse_timestamp(timestamp)
-        retry_key = None
-        if idempotency_key is not None:
-            retry_key = check_id("idempotency_key", idempotency_key, self.limits)
+        retry_key = self._optional_id("idempotency_key", idempotency_key)
         new_id = id_source(scope, retry_key)
-        payload = self._job_payload(infer, new_id("event"))
-        if memory_type is not None:
-            payload["memory_type"] = check_id("memory_type", memory_type, self.limits)
+        payload = self._job_payload(infer, new_id("event"), memory_type)
         roles = None if remember_roles is None else frozenset(remember_roles)
         kept = [m for m in items if roles is None or m.role in roles]
         one_per_turn = not infer or not self.extracts_facts
@@ -227,6 +147,10 @@ class AsyncMemory:
             if not one_per_turn:
                 return queued_facts(payload["event_id"], turn_ids)
             return queued_memories(memory_ids, kept, turn_ids)
+        return await self._added(engine, scope, turn_ids)
+
+    async def _added(self, engine: Engine, scope: Scope, turn_ids: list[int]) -> dict[str, Any]:
+        """``add(wait=True)``'s answer: what the turns became once their jobs are done."""
         settled = await self._wait_for_turns(
             engine, scope, turn_ids, None, self.settings.wait_timeout
         )
@@ -243,49 +167,6 @@ class AsyncMemory:
         if not settled:
             result["timed_out"] = True
         return result
-
-    def _job_payload(self, infer: bool, event_id: uuid.UUID | None = None) -> dict[str, Any]:
-        # Instructions travel with the job: the worker may serve many Memory objects.
-        payload: dict[str, Any] = {"infer": bool(infer), "event_id": str(event_id or uuid.uuid4())}
-        if self.settings.custom_instructions:
-            payload["instructions"] = self.settings.custom_instructions
-        return payload
-
-    def _check_metadata(self, metadata: object) -> dict[str, Any]:
-        return check_metadata(metadata, self.limits)
-
-    @staticmethod
-    async def _wait_for_turns(
-        engine: Engine,
-        scope: Scope,
-        turn_ids: Sequence[int],
-        kinds: Sequence[str] | None,
-        deadline: float,
-    ) -> bool:
-        """Wait until no queued job of ``kinds`` is about ``turn_ids``; False at the deadline.
-
-        Only waits: polling one indexed count is cheap, and running the queue here would make
-        a reader do (and wait for) other people's work.
-        """
-        if not turn_ids:
-            return True
-        loop = asyncio.get_running_loop()
-        end = loop.time() + deadline
-        pause = 0.005
-        while await engine.store.pending_turn_jobs(scope, turn_ids, kinds):
-            if loop.time() >= end:
-                return False
-            await asyncio.sleep(min(pause, max(end - loop.time(), 0)))
-            pause = min(pause * 2, 0.05)
-        return True
-
-    async def _drain(self, engine: Engine, scope: Scope) -> None:
-        # wait_idle's drain: runs the queue itself (tests, benchmarks and imports use it).
-        # Jobs in retry backoff keep this waiting until they succeed or are parked (bounded
-        # by job_max_attempts); callers that need a deadline wrap it in asyncio.timeout().
-        while await engine.store.pending_jobs(scope):
-            if not await engine.worker.run_once():
-                await asyncio.sleep(0.02)  # another worker holds the jobs; let it finish
 
     async def wait_idle(self) -> None:
         """Process (or wait for) every queued job of the database; benchmarks and tests use it."""
@@ -366,13 +247,8 @@ class AsyncMemory:
         """One memory by id (None if absent); with scope ids, only inside that scope."""
         scope = self._optional_scope(user_id, agent_id, run_id)
         engine = await self._engine()
-        record = await engine.store.get_memory(scope, _memory_id(memory_id))
+        record = await engine.store.get_memory(scope, parse_memory_id(memory_id))
         return None if record is None else memory_item(record)
-
-    def _optional_scope(self, user_id: object, agent_id: object, run_id: object) -> Scope | None:
-        if user_id is None and agent_id is None and run_id is None:
-            return None
-        return scope_of(self.limits, user_id, agent_id, run_id)
 
     async def get_all(
         self,
@@ -436,7 +312,7 @@ class AsyncMemory:
         vector = None if text is None else (await engine.embedder.embed([text]))[0]
         record = await engine.store.update_memory(
             scope,
-            _memory_id(memory_id),
+            parse_memory_id(memory_id),
             text,
             None if text is None else memory_hash(text),
             vector,
@@ -457,7 +333,7 @@ class AsyncMemory:
         """Delete one memory; its history keeps a DELETE event with the last text."""
         scope = self._optional_scope(user_id, agent_id, run_id)
         engine = await self._engine()
-        await engine.store.delete_memory(scope, _memory_id(memory_id), actor="user")
+        await engine.store.delete_memory(scope, parse_memory_id(memory_id), actor="user")
         return {"message": "Memory deleted successfully!"}
 
     async def delete_all(
@@ -491,8 +367,8 @@ class AsyncMemory:
         """Every change of a memory, oldest first."""
         scope = self._optional_scope(user_id, agent_id, run_id)
         engine = await self._engine()
-        events = await engine.store.history(scope, _memory_id(memory_id))
-        if not events and await engine.store.get_memory(scope, _memory_id(memory_id)) is None:
+        events = await engine.store.history(scope, parse_memory_id(memory_id))
+        if not events and await engine.store.get_memory(scope, parse_memory_id(memory_id)) is None:
             raise MemoryNotFound(f"no memory {memory_id} in this scope")
         return [history_item(e) for e in events]
 
@@ -511,107 +387,3 @@ class AsyncMemory:
         """Delete all data of every user. Irreversible."""
         engine = await self._engine()
         await engine.store.reset()
-
-    # -- ARKOS ------------------------------------------------------------------------------
-    def start_new_session(self) -> str:
-        """Begin a new conversation; returns its id."""
-        self.session_id = str(uuid.uuid4())
-        return self.session_id
-
-    @staticmethod
-    def serialize(message: Message) -> str:
-        """ARKOS's stored JSON form of ``message``."""
-        return _serialize(message)
-
-    @staticmethod
-    def deserialize(data: str, role: str | None = None) -> Message:
-        """The message stored as ``data`` in the class of ``role``."""
-        return _deserialize(data, role)
-
-    def _require_user(self) -> str:
-        if self.user_id is None:
-            raise UsageError("this Memory has no user_id; pass Memory(user_id=...)")
-        return self.user_id
-
-    async def add_turn(self, message: Message) -> int:
-        """Store one message of the current session (typed errors); returns its turn id."""
-        user_id = self._require_user()
-        if not isinstance(message, Message):
-            raise UsageError(f"expected a memhub Message, got {type(message).__name__}")
-        check_text("message content", message.content, self.limits, allow_empty=True)
-        turns, job = turns_and_job(
-            [message],
-            Scope(user_id=user_id),
-            session_id=self.session_id,
-            metadata=None,
-            created_at=None,
-            job_payload=self._job_payload(True) if self.use_long_term else None,
-        )
-        engine = await self._engine()
-        (turn_id,) = await engine.store.append_turns(turns, job)
-        if job is not None:
-            engine.worker.wake()
-            self._unsettled = [*self._unsettled[-99:], turn_id]
-        return turn_id
-
-    async def add_memory(self, message: Message) -> bool:
-        """ARKOS: store ``message``; True on success, False (logged) on any error."""
-        try:
-            await self.add_turn(message)
-        except Exception:
-            log.exception("add_memory failed for user %s session %s", self.user_id, self.session_id)
-            return False
-        return True
-
-    async def short_memory(self, turns: int) -> list[Message]:
-        """The last ``turns`` messages of this session, oldest first (typed errors)."""
-        user_id = self._require_user()
-        if isinstance(turns, bool) or not isinstance(turns, int) or turns <= 0:
-            raise UsageError(f"turns must be a positive integer, got {turns!r}")
-        return await self.recent_turns(user_id=user_id, session_id=self.session_id, limit=turns)
-
-    async def retrieve_short_memory(self, turns: int) -> list[Message]:
-        """ARKOS: the last ``turns`` messages of this session, oldest first; [] on error."""
-        try:
-            return await self.short_memory(turns)
-        except Exception:
-            log.exception("retrieve_short_memory failed for user %s", self.user_id)
-            return []
-
-    async def long_memory(
-        self, context: Sequence[Message] | None = None, mem0_limit: int = 10
-    ) -> SystemMessage:
-        """Memories relevant to the last two messages of ``context`` (typed errors)."""
-        user_id = self._require_user()
-        query = "\n".join(m.content for m in list(context or [])[-2:] if m.content.strip())
-        if not query:
-            return SystemMessage(content="")
-        # Read your own writes: ARKOS adds a turn and asks right after. Wait, briefly, for this
-        # object's own turns to be ingested (searchable as raw turns); never for consolidation
-        # (an LLM that is slow or down must not delay recall), never for anyone else's work.
-        engine = await self._engine()
-        if self._unsettled and await self._wait_for_turns(
-            engine,
-            Scope(user_id=user_id),
-            self._unsettled,
-            [INGEST_JOB],
-            self.settings.recall_wait_timeout,
-        ):
-            self._unsettled = []
-        found = await self.search(
-            query[-self.limits.max_text_chars :], user_id=user_id, limit=mem0_limit
-        )
-        lines = [f"{hit.get('role', 'user')}: {hit['memory']}" for hit in found["results"]]
-        if not lines:
-            return SystemMessage(content="")
-        return SystemMessage(content="retrieved memories:\n" + "\n".join(lines))
-
-    async def retrieve_long_memory(
-        self, context: Sequence[Message] | None = None, mem0_limit: int = 10
-    ) -> SystemMessage:
-        """ARKOS: ``SystemMessage("retrieved memories:\\n...")``; empty on error or no hits."""
-        try:
-            return await self.long_memory(context, mem0_limit)
-        except Exception:
-            log.exception("retrieve_long_memory failed for user %s", self.user_id)
-            return SystemMessage(content="")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from memhub.config import MemhubSettings, postgres_url
 from memhub.errors import ConfigurationError
@@ -58,6 +58,45 @@ def _first(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
     return next((str(cfg[k]) for k in keys if cfg.get(k)), None)
 
 
+_KNOWN_KEYS: Final = frozenset(
+    {
+        "vector_store",
+        "embedder",
+        "llm",
+        "version",
+        "history_db_path",
+        "custom_fact_extraction_prompt",
+        "custom_instructions",
+        "custom_update_memory_prompt",
+        "graph_store",
+        "reranker",
+    }
+)
+
+
+def _embedder_values(embedder: str, embed_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of Mem0's ``embedder`` section; local Hugging Face means bundled MiniLM."""
+    values: dict[str, Any] = {}
+    values["embedder"] = embedder
+    values["embedder_model"] = embed_cfg.get("model")
+    values["embedder_base_url"] = _first(embed_cfg, _EMBED_URL_KEYS)
+    values["embedder_api_key"] = embed_cfg.get("api_key")
+    values["embedder_dimension"] = embed_cfg.get("embedding_dims")
+    if embedder == "huggingface" and values["embedder_base_url"] is None:
+        values["embedder"] = "minilm"
+        if values["embedder_model"] not in (
+            None,
+            "all-MiniLM-L6-v2",
+            "sentence-transformers/all-MiniLM-L6-v2",
+        ):
+            raise ConfigurationError(
+                f"local Hugging Face model {values['embedder_model']!r} is not bundled; "
+                "serve it with TEI/vLLM and set huggingface_base_url"
+            )
+        values["embedder_model"] = None
+    return values
+
+
 def settings_from_mem0_config(config: Mapping[str, Any]) -> MemhubSettings:
     """Settings for a Mem0-style config; unknown sections and providers are clear errors.
 
@@ -65,21 +104,7 @@ def settings_from_mem0_config(config: Mapping[str, Any]) -> MemhubSettings:
     """
     if not isinstance(config, Mapping):
         raise ConfigurationError("config must be a dict in Mem0's shape")
-    unknown = sorted(
-        set(config)
-        - {
-            "vector_store",
-            "embedder",
-            "llm",
-            "version",
-            "history_db_path",
-            "custom_fact_extraction_prompt",
-            "custom_instructions",
-            "custom_update_memory_prompt",
-            "graph_store",
-            "reranker",
-        }
-    )
+    unknown = sorted(set(config) - _KNOWN_KEYS)
     if unknown:
         raise ConfigurationError(f"unknown config keys: {', '.join(unknown)}")
     values: dict[str, Any] = {}
@@ -88,23 +113,7 @@ def settings_from_mem0_config(config: Mapping[str, Any]) -> MemhubSettings:
         values["database_url"] = _database_url(store, store_cfg)
     embedder, embed_cfg = _section(config, "embedder")
     if embedder is not None:
-        values["embedder"] = embedder
-        values["embedder_model"] = embed_cfg.get("model")
-        values["embedder_base_url"] = _first(embed_cfg, _EMBED_URL_KEYS)
-        values["embedder_api_key"] = embed_cfg.get("api_key")
-        values["embedder_dimension"] = embed_cfg.get("embedding_dims")
-        if embedder == "huggingface" and values["embedder_base_url"] is None:
-            values["embedder"] = "minilm"
-            if values["embedder_model"] not in (
-                None,
-                "all-MiniLM-L6-v2",
-                "sentence-transformers/all-MiniLM-L6-v2",
-            ):
-                raise ConfigurationError(
-                    f"local Hugging Face model {values['embedder_model']!r} is not bundled; "
-                    "serve it with TEI/vLLM and set huggingface_base_url"
-                )
-            values["embedder_model"] = None
+        values.update(_embedder_values(embedder, embed_cfg))
     llm, llm_cfg = _section(config, "llm")
     if llm is not None:
         values["llm_provider"] = llm

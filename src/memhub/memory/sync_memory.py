@@ -1,6 +1,6 @@
 """``Memory``: the synchronous face of :class:`AsyncMemory`, one line per method.
 
-GENERATED from ``async_memory.py`` by ``tools/gen_sync.py``: do not edit; run
+GENERATED from ``AsyncMemory`` and its bases by ``tools/gen_sync.py``: do not edit; run
 ``python tools/gen_sync.py``. Each call runs on memhub's process-wide event loop thread,
 so every thread shares one connection pool.
 """
@@ -98,11 +98,6 @@ class Memory:
         memory = cls.__new__(cls)
         memory._async = AsyncMemory.from_config(config)
         return memory
-
-    @property
-    def extracts_facts(self) -> bool:
-        """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
-        return self._async.extracts_facts
 
     def add(
         self,
@@ -389,3 +384,8 @@ class Memory:
     ) -> SystemMessage:
         """ARKOS: ``SystemMessage("retrieved memories:\\n...")``; empty on error or no hits."""
         return run_sync(self._async.retrieve_long_memory(context, mem0_limit))
+
+    @property
+    def extracts_facts(self) -> bool:
+        """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
+        return self._async.extracts_facts

@@ -26,7 +26,7 @@ def translate_errors(action: str) -> Iterator[None]:
     except psycopg.errors.DataError as exc:
         # Values the checks upstream let through but PostgreSQL refuses (out of range,
         # unsupported escapes): the caller's input, so a UsageError, never a server error.
-        refused = exc.diag.message_primary
+        refused = exc.diag.message_primary or str(exc)  # None when psycopg refused it
         raise UsageError(f"{action}: the database refused a value: {refused}") from exc
     except psycopg_pool.PoolTimeout as exc:
         raise StoreUnavailable(f"{action}: no database connection available ({exc})") from exc

@@ -19,7 +19,7 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from memhub.errors import StoreError
+from memhub.errors import StoreError, UsageError
 from memhub.store.protocol import Vector
 from memhub.store.records import MemoryRecord, Scope
 
@@ -52,19 +52,24 @@ def in_scope(scope: Scope | None, ids: Scope) -> bool:
     return scope is None or all(getattr(ids, k) == v for k, v in scope.as_dict().items())
 
 
+def refused(action: str, reason: str) -> UsageError:
+    """The error PostgreSQL's refusal of a value becomes at the store's edge (store/errors.py)."""
+    return UsageError(f"{action}: the database refused a value: {reason}")
+
+
 def check_text(action: str, limit: int | None = None, **fields: str | None) -> None:
     """Refuse what PostgreSQL refuses in a TEXT or ``VARCHAR(limit)`` column."""
     for name, value in fields.items():
         if value is None:
             continue
         if "\x00" in value:
-            raise StoreError(f"{action}: PostgreSQL text fields cannot contain NUL (0x00) bytes")
+            raise refused(action, "PostgreSQL text fields cannot contain NUL (0x00) bytes")
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise StoreError(f"{action}: {name} is not valid UTF-8 ({exc})") from exc
+            raise refused(action, f"{name} is not valid UTF-8 ({exc})") from exc
         if limit is not None and len(value) > limit:
-            raise StoreError(f"{action}: value too long for type character varying({limit})")
+            raise refused(action, f"value too long for type character varying({limit})")
 
 
 def jsonb(value: Any, action: str) -> Any:
@@ -74,7 +79,7 @@ def jsonb(value: Any, action: str) -> Any:
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{action}: cannot store as JSON ({exc})") from exc
     if _has_nul(stored):
-        raise StoreError(f"{action}: unsupported Unicode escape sequence \\u0000 in JSON")
+        raise refused(action, "unsupported Unicode escape sequence \\u0000 in JSON")
     return stored
 
 
@@ -132,7 +137,7 @@ class MemoryRow:
         )
 
     def columns(self) -> dict[str, Any]:
-        """What :func:`memhub.filters.matches` reads."""
+        """What :func:`memhub.store.inmemory_filters.matches` reads."""
         return {
             "id": self.id,
             **dataclasses.asdict(self.scope),
@@ -164,9 +169,9 @@ class VectorMatrix:
             raise StoreError(f"{action}: no embedding space yet (call ensure_embedding_space)")
         arr = np.asarray(vector, dtype=np.float32)
         if arr.ndim != 1 or arr.shape[0] != self.dim:
-            raise StoreError(f"{action}: expected {self.dim} dimensions, not {arr.size}")
+            raise refused(action, f"expected {self.dim} dimensions, not {arr.size}")
         if not np.all(np.isfinite(arr)):
-            raise StoreError(f"{action}: NaN and infinite values are not allowed in vector")
+            raise refused(action, "NaN and infinite values are not allowed in vector")
         norm = float(np.linalg.norm(arr))
         return arr / np.float32(norm) if norm > 0 else arr  # zero: similarity 0 to everything
 

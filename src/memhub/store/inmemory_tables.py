@@ -15,7 +15,8 @@ from uuid import UUID
 import numpy as np
 
 from memhub.errors import MemoryNotFound, StoreError
-from memhub.filters import Filter, matches
+from memhub.filters import Filter
+from memhub.store.inmemory_filters import matches
 from memhub.store.inmemory_rows import (
     Key,
     MemoryRow,

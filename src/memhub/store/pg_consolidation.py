@@ -1,15 +1,17 @@
 """SQL for consolidation: the operations an LLM decided, applied inside the job's transaction.
 
-Each function writes its ``memory_history`` event with the turns it came from, so every fact
+Each write records its ``memory_history`` event with the turns it came from, so every fact
 can be traced back to what was said; a superseded fact is closed, never erased.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from uuid import UUID
 
 import numpy as np
@@ -17,166 +19,171 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from memhub.errors import StoreError
 from memhub.store.database import AsyncConn
+from memhub.store.errors import translate_errors
 from memhub.store.pg_bind import Params, scope_where
 from memhub.store.pg_memories import history_event, insert_memories, lock_memory
-from memhub.store.records import NewJob, NewMemory, Scope, usage_summary
+from memhub.store.records import NewMemory, Scope, usage_summary
 
-__all__ = [
-    "enqueue_job",
-    "forget_memory",
-    "record_usage",
-    "refine_memory",
-    "retire_turn_memories",
-    "supersede_memory",
-    "usage_stats",
-]
+__all__ = ["PgConsolidationWrites", "batch_step", "usage_stats"]
 
 log = logging.getLogger("memhub.consolidation")
 
+P = ParamSpec("P")
+T = TypeVar("T")
+B = TypeVar("B", bound="PgConsolidationWrites")
 
-async def enqueue_job(
-    conn: AsyncConn, job: NewJob, run_after: datetime | None, join_window: bool = False
-) -> None:
-    """Queue a follow-up job in the current transaction.
 
-    With ``join_window`` it runs with the owner's earliest queued, unleased job of its kind
-    (when there is one) instead of at ``run_after``: turns that arrive while a consolidation
-    window is open share its call.
+def batch_step(
+    method: Callable[Concatenate[B, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[B, P], Coroutine[Any, Any, T]]:
+    """A write of the batch: refused once the batch's transaction has ended, errors translated.
+
+    The engine sees memhub's errors only; after a failed write PostgreSQL refuses every
+    further one ("current transaction is aborted"), so the apply rolls back.
     """
-    await conn.execute(
-        "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload, run_after)"
-        " VALUES (%(kind)s, %(u)s, %(a)s, %(r)s, %(payload)s, coalesce("
-        "  (SELECT min(run_after) FROM memory_jobs WHERE %(join)s AND status = 'queued'"
-        "   AND coalesce(user_id, agent_id, run_id, '') = %(owner)s AND kind = %(kind)s"
-        "   AND lease_owner IS NULL),"
-        "  %(at)s, now()))",
-        {
-            "kind": job.kind,
-            "u": job.scope.user_id,
-            "a": job.scope.agent_id,
-            "r": job.scope.run_id,
-            "payload": Jsonb(job.payload),
-            "join": join_window,
-            "owner": job.scope.owner,
-            "at": run_after,
-        },
-    )
+
+    @functools.wraps(method)
+    async def step(self: B, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        if self.closed:
+            raise StoreError("this job batch is closed")
+        with translate_errors("applying background jobs"):
+            return await method(self, *args, **kwargs)
+
+    return step
 
 
-async def refine_memory(
-    conn: AsyncConn,
-    scope: Scope,
-    memory_id: UUID,
-    text: str,
-    hash_: str,
-    vector: Any,
-    turn_ids: Sequence[int],
-) -> bool:
-    """UPDATE: the same fact, said better. False if the new text already exists as a fact."""
-    old = await lock_memory(conn, scope, memory_id)
-    try:
-        async with conn.transaction():
-            await conn.execute(
-                "UPDATE memories SET memory = %s, hash = %s, embedding = %s, updated_at = now(),"
-                " source_turn_ids = source_turn_ids || %s::bigint[] WHERE id = %s",
-                (text, hash_, np.asarray(vector, dtype=np.float32), list(turn_ids), memory_id),
+@dataclass
+class PgConsolidationWrites:
+    """The apply phase's writes to memories, in the transaction of ``conn``."""
+
+    conn: AsyncConn
+    closed: bool = field(default=False, kw_only=True)  # the apply's transaction has ended
+
+    @batch_step
+    async def insert_memories(self, memories: Sequence[NewMemory], actor: str) -> list[UUID | None]:
+        """Insert memories and their ADD history; None where an equal current memory exists."""
+        return await insert_memories(self.conn, memories, actor)
+
+    @batch_step
+    async def refine(
+        self,
+        scope: Scope,
+        memory_id: UUID,
+        text: str,
+        hash_: str,
+        vector: Any,
+        turn_ids: Sequence[int],
+    ) -> bool:
+        """UPDATE: the same fact, said better. False if the new text already exists as a fact."""
+        old = await lock_memory(self.conn, scope, memory_id)
+        try:
+            async with self.conn.transaction():
+                await self.conn.execute(
+                    "UPDATE memories SET memory = %s, hash = %s, embedding = %s,"
+                    " updated_at = now(), source_turn_ids = source_turn_ids || %s::bigint[]"
+                    " WHERE id = %s",
+                    (text, hash_, np.asarray(vector, dtype=np.float32), list(turn_ids), memory_id),
+                )
+        except psycopg.errors.UniqueViolation:
+            log.info("UPDATE of %s skipped: the refined text is already stored", memory_id)
+            return False
+        await history_event(self.conn, old, "UPDATE", old.memory, text, "consolidation", turn_ids)
+        return True
+
+    @batch_step
+    async def supersede(
+        self, scope: Scope, old_id: UUID, new: NewMemory, closed_at: datetime
+    ) -> UUID:
+        """SUPERSEDE: close the old fact at ``closed_at`` and add its successor."""
+        old = await lock_memory(self.conn, scope, old_id)
+        await self.conn.execute(
+            "UPDATE memories SET valid_to = %s, updated_at = now() WHERE id = %s",
+            (closed_at, old_id),
+        )
+        # The closing event first, so a fact's history reads in the order things happened.
+        await history_event(
+            self.conn,
+            old,
+            "SUPERSEDE",
+            old.memory,
+            new.memory,
+            "consolidation",
+            new.source_turn_ids,
+            {"superseded_by": str(new.id)},
+        )
+        (successor,) = await insert_memories(self.conn, [new], actor="consolidation")
+        if successor is None:  # the new fact was already stored: link to that one
+            params = Params()
+            cur = await self.conn.execute(
+                sql.SQL(
+                    "SELECT m.id FROM memories m WHERE {} AND m.hash = {} AND m.valid_to IS NULL"
+                ).format(scope_where(new.scope, params), params.bind(new.hash)),
+                params.values,
             )
-    except psycopg.errors.UniqueViolation:
-        log.info("UPDATE of %s skipped: the refined text is already stored", memory_id)
-        return False
-    await history_event(conn, old, "UPDATE", old.memory, text, "consolidation", turn_ids)
-    return True
+            row = await cur.fetchone()
+            assert row is not None
+            successor = row[0]
+            await self.conn.execute(
+                "UPDATE memory_history SET metadata = %s"
+                " WHERE memory_id = %s AND event = 'SUPERSEDE'"
+                " AND id = (SELECT max(id) FROM memory_history WHERE memory_id = %s)",
+                (Jsonb({"superseded_by": str(successor)}), old_id, old_id),
+            )
+        await self.conn.execute(
+            "UPDATE memories SET superseded_by = %s WHERE id = %s", (successor, old_id)
+        )
+        return successor
 
+    @batch_step
+    async def forget(self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]) -> None:
+        """DELETE on the user's request; the history keeps the event and the last text."""
+        old = await lock_memory(self.conn, scope, memory_id)
+        await self.conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+        await history_event(self.conn, old, "DELETE", old.memory, None, "consolidation", turn_ids)
 
-async def supersede_memory(
-    conn: AsyncConn, scope: Scope, old_id: UUID, new: NewMemory, closed_at: datetime
-) -> UUID:
-    """SUPERSEDE: close the old fact at ``closed_at`` and add its successor."""
-    old = await lock_memory(conn, scope, old_id)
-    await conn.execute(
-        "UPDATE memories SET valid_to = %s, updated_at = now() WHERE id = %s", (closed_at, old_id)
-    )
-    # The closing event first, so a fact's history reads in the order things happened.
-    await history_event(
-        conn,
-        old,
-        "SUPERSEDE",
-        old.memory,
-        new.memory,
-        "consolidation",
-        new.source_turn_ids,
-        {"superseded_by": str(new.id)},
-    )
-    (successor,) = await insert_memories(conn, [new], actor="consolidation")
-    if successor is None:  # the new fact was already stored: link to that one
+    @batch_step
+    async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:
+        """Remove the raw memories of consolidated turns (the turns themselves stay)."""
         params = Params()
-        cur = await conn.execute(
+        cur = await self.conn.execute(
             sql.SQL(
-                "SELECT m.id FROM memories m WHERE {} AND m.hash = {} AND m.valid_to IS NULL"
-            ).format(scope_where(new.scope, params), params.bind(new.hash)),
+                "DELETE FROM memories m"
+                " WHERE {} AND m.memory_type = 'turn' AND m.source_turn_ids && {}"
+            ).format(scope_where(scope, params), params.bind(list(turn_ids), "bigint[]")),
             params.values,
         )
-        row = await cur.fetchone()
-        assert row is not None
-        successor = row[0]
-        await conn.execute(
-            "UPDATE memory_history SET metadata = %s WHERE memory_id = %s AND event = 'SUPERSEDE'"
-            " AND id = (SELECT max(id) FROM memory_history WHERE memory_id = %s)",
-            (Jsonb({"superseded_by": str(successor)}), old_id, old_id),
+        return cur.rowcount
+
+    @batch_step
+    async def record_usage(
+        self,
+        scope: Scope,
+        model: str,
+        usage: Mapping[str, int],
+        turns: int,
+        jobs: int,
+        operations: Mapping[str, int],
+    ) -> None:
+        """One row per LLM call batch: what consolidation costs, per scope."""
+        await self.conn.execute(
+            "INSERT INTO memory_llm_usage (user_id, agent_id, run_id, model, calls, prompt_tokens,"
+            " completion_tokens, turns, jobs, operations)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                scope.user_id,
+                scope.agent_id,
+                scope.run_id,
+                model,
+                usage["calls"],
+                usage["prompt_tokens"],
+                usage["completion_tokens"],
+                turns,
+                jobs,
+                Jsonb(dict(operations)),
+            ),
         )
-    await conn.execute("UPDATE memories SET superseded_by = %s WHERE id = %s", (successor, old_id))
-    return successor
-
-
-async def forget_memory(
-    conn: AsyncConn, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]
-) -> None:
-    """DELETE on the user's request; the history keeps the event and the last text."""
-    old = await lock_memory(conn, scope, memory_id)
-    await conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
-    await history_event(conn, old, "DELETE", old.memory, None, "consolidation", turn_ids)
-
-
-async def retire_turn_memories(conn: AsyncConn, scope: Scope, turn_ids: Sequence[int]) -> int:
-    """Remove the raw memories of consolidated turns (the turns themselves stay)."""
-    params = Params()
-    cur = await conn.execute(
-        sql.SQL(
-            "DELETE FROM memories m WHERE {} AND m.memory_type = 'turn' AND m.source_turn_ids && {}"
-        ).format(scope_where(scope, params), params.bind(list(turn_ids), "bigint[]")),
-        params.values,
-    )
-    return cur.rowcount
-
-
-async def record_usage(
-    conn: AsyncConn,
-    scope: Scope,
-    model: str,
-    usage: Mapping[str, int],
-    turns: int,
-    jobs: int,
-    operations: Mapping[str, int],
-) -> None:
-    """One row per LLM call batch: what consolidation costs, per scope."""
-    await conn.execute(
-        "INSERT INTO memory_llm_usage (user_id, agent_id, run_id, model, calls, prompt_tokens,"
-        " completion_tokens, turns, jobs, operations)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        (
-            scope.user_id,
-            scope.agent_id,
-            scope.run_id,
-            model,
-            usage["calls"],
-            usage["prompt_tokens"],
-            usage["completion_tokens"],
-            turns,
-            jobs,
-            Jsonb(dict(operations)),
-        ),
-    )
 
 
 async def usage_stats(conn: AsyncConn, since: datetime | None = None) -> dict[str, float]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC
+from typing import Any
 
 from psycopg.types.json import Jsonb
 
@@ -45,6 +46,21 @@ async def _replayed(conn: AsyncConn, key: IdempotencyKey) -> list[int] | None:
     return [int(i) for i in row[1]]
 
 
+def _turn_row(turn: NewTurn) -> tuple[Any, ...]:
+    """``turn`` as the parameters of the conversation_context INSERT."""
+    metadata = Jsonb(turn.metadata) if turn.metadata is not None else None
+    said_at = _naive_utc(turn)
+    return (
+        turn.user_id,
+        turn.session_id,
+        turn.role,
+        turn.message,
+        turn.agent_id,
+        metadata,
+        said_at,
+    )
+
+
 async def append_turns(
     conn: AsyncConn,
     turns: Sequence[NewTurn],
@@ -68,15 +84,7 @@ async def append_turns(
                     " (user_id, session_id, role, message, agent_id, metadata, created_at)"
                     " VALUES (%s, %s, %s, %s, %s, %s, coalesce(%s::timestamp, CURRENT_TIMESTAMP))"
                     " RETURNING id",
-                    (
-                        turn.user_id,
-                        turn.session_id,
-                        turn.role,
-                        turn.message,
-                        turn.agent_id,
-                        Jsonb(turn.metadata) if turn.metadata is not None else None,
-                        _naive_utc(turn),
-                    ),
+                    _turn_row(turn),
                 )
                 row = await cur.fetchone()
                 assert row is not None

@@ -1,8 +1,9 @@
 """Compile a parsed filter into a SQL condition over the ``memories`` table.
 
 Every condition compiles to a two-valued expression (never NULL), so ``NOT`` flips it exactly
-as :func:`memhub.filters.matches` does. Every value (and every metadata key, inside a bound
-jsonpath) travels as a parameter: the statement text depends on the filter's shape only.
+as :func:`memhub.store.inmemory_filters.matches` does. Every value (and every metadata key,
+inside a bound jsonpath) travels as a parameter: the statement text depends on the filter's
+shape only.
 """
 
 from __future__ import annotations

@@ -2,28 +2,21 @@
 
 A claim is one short transaction: it leases jobs to a worker (owner, expiry) and counts the
 attempt, so a crash or any exception counts toward parking. The work then runs with no
-transaction open; its results are applied by :func:`apply_jobs` in one short transaction that
-first takes the scope's lock and checks the lease and the facts it read.
+transaction open; its results are applied by :func:`memhub.store.pg_apply.apply_jobs` in one
+short transaction that first takes the scope's lock and checks the lease and the facts it read.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
-from memhub.errors import Conflict
-from memhub.store import pg_consolidation, pg_memories
 from memhub.store.database import AsyncConn, Database
 from memhub.store.errors import translate_errors
-from memhub.store.records import Job, Lane, Lease, NewJob, NewMemory, Scope
+from memhub.store.records import Job, Lane, Lease, Scope
 
 __all__ = [
-    "PgJobBatch",
-    "apply_jobs",
     "claim_jobs",
     "extend_leases",
     "job_counts",
@@ -237,108 +230,6 @@ async def claim_jobs(
                     taken.pop(owner, None)
             jobs = round_robin([taken.get(owner, []) for owner in owners], limit)
             return (await _lease(conn, jobs, lease) if jobs else []), cursor
-
-
-# -- apply ---------------------------------------------------------------------------------------
-@dataclass
-class PgJobBatch:
-    """The apply phase of leased jobs: writes in one transaction of ``conn``."""
-
-    conn: AsyncConn
-    jobs: list[Job]
-
-    async def insert_memories(self, memories: Sequence[NewMemory], actor: str) -> list[UUID | None]:
-        return await pg_memories.insert_memories(self.conn, memories, actor)
-
-    async def complete(self, job_ids: Sequence[int]) -> None:
-        await self.conn.execute("DELETE FROM memory_jobs WHERE id = ANY(%s)", (list(job_ids),))
-
-    async def progress(self, job_id: int, done: int) -> None:
-        await self.conn.execute(
-            "UPDATE memory_jobs SET payload = jsonb_set(payload, '{done}', to_jsonb(%s::int)),"
-            " lease_until = greatest(lease_until, now() + interval '30 seconds') WHERE id = %s",
-            (done, job_id),
-        )
-
-    async def enqueue(self, job: NewJob, run_after: datetime | None, join_window: bool) -> None:
-        await pg_consolidation.enqueue_job(self.conn, job, run_after, join_window)
-
-    async def refine(
-        self,
-        scope: Scope,
-        memory_id: UUID,
-        text: str,
-        hash_: str,
-        vector: Any,
-        turn_ids: Sequence[int],
-    ) -> bool:
-        return await pg_consolidation.refine_memory(
-            self.conn, scope, memory_id, text, hash_, vector, turn_ids
-        )
-
-    async def supersede(
-        self, scope: Scope, old_id: UUID, new: NewMemory, closed_at: datetime
-    ) -> UUID:
-        return await pg_consolidation.supersede_memory(self.conn, scope, old_id, new, closed_at)
-
-    async def forget(self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]) -> None:
-        await pg_consolidation.forget_memory(self.conn, scope, memory_id, turn_ids)
-
-    async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:
-        return await pg_consolidation.retire_turn_memories(self.conn, scope, turn_ids)
-
-    async def record_usage(
-        self,
-        scope: Scope,
-        model: str,
-        usage: dict[str, int],
-        turns: int,
-        jobs: int,
-        operations: dict[str, int],
-    ) -> None:
-        await pg_consolidation.record_usage(self.conn, scope, model, usage, turns, jobs, operations)
-
-
-async def _check_lease(conn: AsyncConn, jobs: Sequence[Job], owner: str) -> None:
-    cur = await conn.execute(
-        "SELECT id FROM memory_jobs WHERE id = ANY(%s) AND lease_owner = %s FOR UPDATE",
-        ([job.id for job in jobs], owner),
-    )
-    held = {int(row[0]) for row in await cur.fetchall()}
-    lost = sorted({job.id for job in jobs} - held)
-    if lost:
-        raise Conflict(f"lease of jobs {lost} lost (erased, or reclaimed after expiry)")
-
-
-async def _check_read_set(conn: AsyncConn, read_set: Mapping[UUID, str]) -> None:
-    if not read_set:
-        return
-    cur = await conn.execute(
-        "SELECT id, hash FROM memories WHERE id = ANY(%s) AND valid_to IS NULL FOR UPDATE",
-        (list(read_set),),
-    )
-    now = {row[0]: str(row[1]) for row in await cur.fetchall()}
-    changed = [str(k) for k, v in read_set.items() if now.get(k) != v]
-    if changed:
-        raise Conflict(f"facts {changed} changed since they were read")
-
-
-@asynccontextmanager
-async def apply_jobs(
-    database: Database, jobs: Sequence[Job], owner: str, read_set: Mapping[UUID, str]
-) -> AsyncIterator[PgJobBatch]:
-    """One transaction for the results of leased ``jobs``; leaving normally commits.
-
-    It takes the jobs' scope locks (which ``delete_all`` also takes), then raises
-    :class:`Conflict` if the lease is no longer ``owner``'s or a fact of ``read_set`` (id ->
-    hash of a current fact) changed since the work read it.
-    """
-    with translate_errors("applying background jobs"):
-        async with database.connection() as conn, conn.transaction():
-            await lock_scopes(conn, [job.scope for job in jobs])
-            await _check_lease(conn, jobs, owner)
-            await _check_read_set(conn, read_set)
-            yield PgJobBatch(conn=conn, jobs=list(jobs))
 
 
 async def release_jobs(

@@ -138,6 +138,32 @@ def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
     return (scope.user_id or "", scope.agent_id or "", scope.run_id or "", memory.hash)
 
 
+def _memory_row(new: NewMemory) -> tuple[Any, ...]:
+    """``new`` as the parameters of the memories INSERT, in its column order."""
+    return (
+        new.id,
+        new.scope.user_id,
+        new.scope.agent_id,
+        new.scope.run_id,
+        new.memory,
+        new.hash,
+        None if new.embedding is None else np.asarray(new.embedding, dtype=np.float32),
+        Jsonb(new.metadata),
+        new.memory_type,
+        new.valid_from,
+        list(new.source_turn_ids),
+        new.created_at,
+        new.role,
+    )
+
+
+def _add_event_row(new: NewMemory, memory_id: UUID, actor: str) -> tuple[Any, ...]:
+    """The parameters of the ADD event's memory_history INSERT."""
+    scope = new.scope
+    turn_ids = list(new.source_turn_ids)
+    return (memory_id, scope.user_id, scope.agent_id, scope.run_id, new.memory, actor, turn_ids)
+
+
 async def insert_memories(
     conn: AsyncConn, memories: Sequence[NewMemory], actor: str
 ) -> list[UUID | None]:
@@ -160,24 +186,7 @@ async def insert_memories(
             " ON CONFLICT (coalesce(user_id, ''), coalesce(agent_id, ''),"
             " coalesce(run_id, ''), hash) WHERE valid_to IS NULL AND role IS NULL"
             " DO NOTHING RETURNING id",
-            [
-                (
-                    new.id,
-                    new.scope.user_id,
-                    new.scope.agent_id,
-                    new.scope.run_id,
-                    new.memory,
-                    new.hash,
-                    np.asarray(new.embedding, dtype=np.float32),
-                    Jsonb(new.metadata),
-                    new.memory_type,
-                    new.valid_from,
-                    list(new.source_turn_ids),
-                    new.created_at,
-                    new.role,
-                )
-                for new in ordered
-            ],
+            [_memory_row(new) for new in ordered],
             returning=True,
         )
         while True:
@@ -194,18 +203,7 @@ async def insert_memories(
                 "INSERT INTO memory_history"
                 " (memory_id, user_id, agent_id, run_id, event, new_memory, actor, turn_ids)"
                 " VALUES (%s, %s, %s, %s, 'ADD', %s, %s, %s)",
-                [
-                    (
-                        i,
-                        m.scope.user_id,
-                        m.scope.agent_id,
-                        m.scope.run_id,
-                        m.memory,
-                        actor,
-                        list(m.source_turn_ids),
-                    )
-                    for m, i in added
-                ],
+                [_add_event_row(m, i, actor) for m, i in added],
             )
     return inserted
 

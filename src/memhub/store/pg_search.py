@@ -14,7 +14,7 @@ from memhub.store.pg_bind import Params
 from memhub.store.pg_memories import COLUMNS, N_COLUMNS, memories_where, record_from_row
 from memhub.store.records import DEFAULT_TEXT_RANKING, Candidate, Scope, TextRanking
 
-__all__ = ["search_candidates"]
+__all__ = ["search_candidates", "search_statement"]
 
 
 def _text_query() -> sql.SQL:
@@ -139,6 +139,23 @@ async def search_candidates(
     The result depends only on the stored texts and vectors, not on the order they were added
     or on the plan PostgreSQL picks (ties are broken by the text's hash).
     """
+    query, values = search_statement(
+        scope, text_query, vector, k, filters, include_superseded, ranking
+    )
+    cur = await conn.execute(query, values)
+    return _candidates(await cur.fetchall())
+
+
+def search_statement(
+    scope: Scope,
+    text_query: str,
+    vector: Any,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The statement :func:`search_candidates` runs and its parameters (bench/ EXPLAINs it)."""
     params = Params()
     where = memories_where(scope, filters, include_superseded, params)
     bm25 = ranking.method == "bm25"
@@ -176,8 +193,7 @@ async def search_candidates(
         "b": ranking.b,
         **params.values,
     }
-    cur = await conn.execute(query, values)
-    return _candidates(await cur.fetchall())
+    return query, values
 
 
 def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:

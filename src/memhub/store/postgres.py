@@ -20,7 +20,7 @@ from memhub.store import (
 )
 from memhub.store.database import AsyncConn, Database, acquire_database, release_database
 from memhub.store.errors import translate_errors
-from memhub.store.pg_jobs import PgJobBatch
+from memhub.store.pg_apply import PgJobBatch, apply_jobs
 from memhub.store.protocol import Vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
@@ -210,7 +210,7 @@ class PostgresStore:
     def apply_jobs(
         self, jobs: Sequence[Job], owner: str, read_set: Mapping[UUID, str]
     ) -> AbstractAsyncContextManager[PgJobBatch]:
-        return pg_jobs.apply_jobs(self.database, jobs, owner, read_set)
+        return apply_jobs(self.database, jobs, owner, read_set)
 
     async def release_jobs(
         self,

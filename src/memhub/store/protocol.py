@@ -1,4 +1,4 @@
-"""The storage contract the engine relies on; PostgreSQL and the in-process store implement it.
+"""The storage contract, one small protocol per concern; PostgreSQL and ``memory://`` meet it.
 
 Everything a store returns is a plain record from :mod:`memhub.store.records`; every scope
 argument narrows by each of its ids that is set, and no method reaches outside its scope.
@@ -33,38 +33,28 @@ from memhub.store.records import (
     Turn,
 )
 
-__all__ = ["JobBatch", "Store", "Vector"]
+__all__ = [
+    "ConsolidationWrites",
+    "JobBatch",
+    "JobStore",
+    "MemoryStore",
+    "Store",
+    "TurnStore",
+    "Vector",
+]
 
 Vector = npt.NDArray[np.float32]
 
 
-class JobBatch(Protocol):
-    """The apply phase of leased jobs: their results, written in one short transaction.
+class ConsolidationWrites(Protocol):
+    """What the apply phase writes to memories: facts added, refined, superseded, forgotten.
 
-    :meth:`Store.apply_jobs` opens it after checking the lease and the facts the work read;
-    leaving the context normally commits, an exception rolls everything back.
+    Only reachable inside :meth:`JobStore.apply_jobs`, so every write is checked against the
+    leases and the facts the work read, and lands in the batch's one transaction.
     """
-
-    jobs: list[Job]
 
     async def insert_memories(self, memories: Sequence[NewMemory], actor: str) -> list[UUID | None]:
         """Insert memories and their ADD history; None where an equal current memory exists."""
-        ...
-
-    async def complete(self, job_ids: Sequence[int]) -> None:
-        """Remove finished jobs from the queue."""
-        ...
-
-    async def progress(self, job_id: int, done: int) -> None:
-        """Record that the first ``done`` turns of a job are stored (large jobs go in parts)."""
-        ...
-
-    async def enqueue(self, job: NewJob, run_after: datetime | None, join_window: bool) -> None:
-        """Queue a follow-up job, committed with the batch.
-
-        With ``join_window``, it becomes ready with the owner's earliest queued, unleased job
-        of the same kind, if there is one, rather than at ``run_after``.
-        """
         ...
 
     async def refine(
@@ -106,17 +96,35 @@ class JobBatch(Protocol):
         ...
 
 
-class Store(Protocol):
-    """Short-term turns, long-term memories with their history, and the durable job queue."""
+class JobBatch(ConsolidationWrites, Protocol):
+    """The apply phase of leased jobs: their results, written in one short transaction.
 
-    # -- lifecycle and embedding space ----------------------------------------------------
-    async def aclose(self) -> None: ...
+    :meth:`JobStore.apply_jobs` opens it after checking the lease and the facts the work read;
+    leaving the context normally commits, an exception rolls everything back.
+    """
 
-    async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
-        """Fix the database's embedding model and dimension, or refuse a different one."""
+    jobs: list[Job]
+
+    async def complete(self, job_ids: Sequence[int]) -> None:
+        """Remove finished jobs from the queue."""
         ...
 
-    # -- conversations ---------------------------------------------------------------------
+    async def progress(self, job_id: int, done: int) -> None:
+        """Record that the first ``done`` turns of a job are stored (large jobs go in parts)."""
+        ...
+
+    async def enqueue(self, job: NewJob, run_after: datetime | None, join_window: bool) -> None:
+        """Queue a follow-up job, committed with the batch.
+
+        With ``join_window``, it becomes ready with the owner's earliest queued, unleased job
+        of the same kind, if there is one, rather than at ``run_after``.
+        """
+        ...
+
+
+class TurnStore(Protocol):
+    """Short-term memory: the conversation turns, in ARKOS's ``conversation_context``."""
+
     async def append_turns(
         self,
         turns: Sequence[NewTurn],
@@ -134,7 +142,14 @@ class Store(Protocol):
         """The last ``limit`` turns of the session, oldest first."""
         ...
 
-    # -- memories --------------------------------------------------------------------------
+    async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
+        """Stored turns by id, in id order (missing ids are skipped)."""
+        ...
+
+
+class MemoryStore(Protocol):
+    """Long-term memories: hybrid search, CRUD with a history event for every change."""
+
     async def search_candidates(
         self,
         scope: Scope,
@@ -189,21 +204,12 @@ class Store(Protocol):
         """Remove a memory, keeping a DELETE history event with its last text."""
         ...
 
-    async def delete_all(self, scope: Scope) -> int:
-        """Remove everything of the scope: jobs, memories, history, LLM usage and turns.
-
-        Under the scope's locks, which the apply phase of a worker also takes, so a batch
-        racing the erase either lands before it (and is erased) or finds its jobs gone.
-        """
-        ...
-
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]: ...
 
-    async def reset(self) -> None:
-        """Remove all data of every scope (tests, notebooks)."""
-        ...
 
-    # -- jobs ----------------------------------------------------------------------------
+class JobStore(Protocol):
+    """The durable queue: claim (leases), apply (checked), release, heartbeat, park, requeue."""
+
     async def claim_jobs(self, lane: Lane, limit: int, lease: Lease) -> list[Job]:
         """Lease up to ``limit`` ready jobs of ``lane`` to ``lease.owner``; commits at once.
 
@@ -244,10 +250,6 @@ class Store(Protocol):
         """Keep ``owner``'s leases ``seconds`` longer; returns how many it still holds."""
         ...
 
-    async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
-        """Stored turns by id, in id order (missing ids are skipped)."""
-        ...
-
     async def pending_turn_jobs(
         self, scope: Scope, turn_ids: Sequence[int], kinds: Sequence[str] | None
     ) -> int:
@@ -266,6 +268,28 @@ class Store(Protocol):
 
     async def requeue_parked(self, job_ids: Sequence[int] | None) -> int:
         """Put parked jobs back in the queue (all when ``job_ids`` is None)."""
+        ...
+
+
+class Store(TurnStore, MemoryStore, JobStore, Protocol):
+    """Every concern of one database, and what spans them all (lifecycle, erase, statistics)."""
+
+    async def aclose(self) -> None: ...
+
+    async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
+        """Fix the database's embedding model and dimension, or refuse a different one."""
+        ...
+
+    async def delete_all(self, scope: Scope) -> int:
+        """Remove everything of the scope: jobs, memories, history, LLM usage and turns.
+
+        Under the scope's locks, which the apply phase of a worker also takes, so a batch
+        racing the erase either lands before it (and is erased) or finds its jobs gone.
+        """
+        ...
+
+    async def reset(self) -> None:
+        """Remove all data of every scope (tests, notebooks)."""
         ...
 
     async def refresh_statistics(self) -> None:

@@ -1,0 +1,296 @@
+"""Per-query latency at 100k memories of one user: embedding, SQL, search(), engine overhead.
+
+Reuses the database :mod:`bench.profile_search` builds once in ``--home`` (or builds it), then
+reports each part alone, clients in parallel (with and without a worker ingesting), and where
+the SQL's time goes (EXPLAIN ANALYZE per CTE). Parts are timed alternately, so load hits all.
+
+    python -m bench.query --memories 100000 --home /tmp/memhub-query --json query.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from bench import synth
+from bench.profile_search import USER, build
+from memhub import AsyncMemory, MemhubSettings
+from memhub.engine.fusion import fuse
+from memhub.memory.results import memory_item
+from memhub.memory.shared import Engine
+from memhub.store import pg_search
+from memhub.store.records import Scope
+
+LIMIT = 10
+INGEST_USER = "bench-ingest"
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    """p50/p95/mean of milliseconds."""
+    ordered = sorted(values)
+    return {
+        "n": len(ordered),
+        "p50": ordered[len(ordered) // 2],
+        "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
+        "mean": statistics.fmean(ordered),
+    }
+
+
+async def _ms(call: Callable[[], Awaitable[object]]) -> float:
+    began = time.perf_counter()
+    await call()
+    return (time.perf_counter() - began) * 1000
+
+
+#: What sequential() times; "sql" includes its pool checkout.
+PARTS = ("embedding", "pool checkout", "sql", "fusion + results", "search")
+
+
+async def _checkout(database: Any) -> None:
+    async with database.connection():
+        pass
+
+
+async def sequential(memory: AsyncMemory, engine: Engine, queries: list[str]) -> dict[str, Any]:
+    """Embedding alone, SQL alone, search(): one query at a time, interleaved."""
+    times: dict[str, list[float]] = {name: [] for name in PARTS}
+    k = max(LIMIT, memory.fusion.candidates)
+    database = engine.store.database  # type: ignore[attr-defined]
+    for q in queries:
+        vector = (await engine.embedder.embed([q]))[0]
+        times["embedding"].append(await _ms(lambda q=q: engine.embedder.embed([q])))
+        times["pool checkout"].append(await _ms(lambda: _checkout(database)))
+        began = time.perf_counter()
+        candidates = await engine.store.search_candidates(
+            Scope(user_id=USER), q, vector, k, None, False, memory.fusion.text
+        )
+        times["sql"].append((time.perf_counter() - began) * 1000)
+        began = time.perf_counter()
+        scored = fuse(candidates, memory.fusion, datetime.now(UTC))
+        [memory_item(s.candidate.record, s.score) for s in scored[:LIMIT]]
+        times["fusion + results"].append((time.perf_counter() - began) * 1000)
+        times["search"].append(await _ms(lambda q=q: memory.search(q, user_id=USER, limit=LIMIT)))
+    result: dict[str, Any] = {name: summary(values) for name, values in times.items()}
+    result["overhead_p95_ms"] = result["search"]["p95"] - result["embedding"]["p50"]
+    result["embedder_qps"] = 1000 / result["embedding"]["mean"]
+    return result
+
+
+async def clients(memory: AsyncMemory, queries: list[str], n: int) -> dict[str, Any]:
+    """``n`` concurrent callers sharing the queries: throughput and latency."""
+    pending = iter(queries)
+    latencies: list[float] = []
+
+    async def caller() -> None:
+        for q in pending:
+            latencies.append(await _ms(lambda q=q: memory.search(q, user_id=USER, limit=LIMIT)))
+
+    began = time.perf_counter()
+    await asyncio.gather(*(caller() for _ in range(n)))
+    seconds = time.perf_counter() - began
+    return {"clients": n, "searches_per_s": len(queries) / seconds, **summary(latencies)}
+
+
+async def while_ingesting(settings: MemhubSettings, queries: list[str], n: int) -> dict[str, Any]:
+    """``n`` clients searching while an in-process worker ingests another user's turns."""
+    writer = AsyncMemory(settings=settings.model_copy(update={"worker": "thread"}))
+    reader = AsyncMemory(settings=settings)
+    stop = asyncio.Event()
+    added = 0
+
+    async def ingest() -> None:
+        nonlocal added
+        for turn in synth.memories(0, 10**9, users=1):
+            if stop.is_set():
+                return
+            await writer.add(turn.text, user_id=INGEST_USER, infer=False)
+            added += 1
+            await asyncio.sleep(0.002)  # a steady stream, not a flood (about 300 turns/s)
+
+    try:
+        task = asyncio.create_task(ingest())
+        await asyncio.sleep(1.0)  # the worker is busy before the first search
+        result = await clients(reader, queries, n)
+        stop.set()
+        await task
+        result["turns_added"] = added
+    finally:
+        await writer.wait_idle()
+        await writer.delete_all(user_id=INGEST_USER)
+        await writer.aclose()
+        await reader.aclose()
+    return result
+
+
+def explain(url: str, memory: AsyncMemory, vectors: list[tuple[str, Any]]) -> dict[str, Any]:
+    """EXPLAIN ANALYZE of the search statement: planning, execution and each CTE (medians)."""
+    k = max(LIMIT, memory.fusion.candidates)
+    parts: dict[str, list[float]] = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        for q, vector in vectors:
+            query, values = pg_search.search_statement(
+                Scope(user_id=USER), q, vector, k, None, False, memory.fusion.text
+            )
+            statement = psycopg.sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + query
+            row = conn.execute(statement, values).fetchone()
+            assert row is not None
+            plan = row[0][0]
+            parts.setdefault("planning", []).append(plan["Planning Time"])
+            parts.setdefault("execution", []).append(plan["Execution Time"])
+            for name, ms in _ctes(plan["Plan"]):
+                parts.setdefault(f"CTE {name}", []).append(ms)
+    return {name: statistics.median(values) for name, values in parts.items()}
+
+
+def _ctes(node: dict[str, Any]) -> list[tuple[str, float]]:
+    found: list[tuple[str, float]] = []
+    name = node.get("Subplan Name", "")
+    if name.startswith("CTE "):
+        loops = node.get("Actual Loops", 1) or 1
+        found.append((name[4:], node["Actual Total Time"] * loops))
+    for child in node.get("Plans", []):
+        found.extend(_ctes(child))
+    return found
+
+
+async def run(settings: MemhubSettings, n_queries: int) -> dict[str, Any]:
+    """Every measurement of this module on the built database."""
+    memory = AsyncMemory(settings=settings)
+    engine = await memory._engine()
+    asked = [q for _, q in synth.queries(n_queries + 30, users=1)]
+    for q in asked[:30]:  # warm up: model, pool, prepared statements, buffers
+        await memory.search(q, user_id=USER, limit=LIMIT)
+    queries = asked[30:]
+    load = os.getloadavg()[0]
+    result: dict[str, Any] = {"sequential": await sequential(memory, engine, queries)}
+    result["clients"] = [await clients(memory, queries, n) for n in (1, 4, 8)]
+    vectors = [(q, (await engine.embedder.embed([q]))[0]) for q in queries[:100]]
+    url = engine.store.database.url  # type: ignore[attr-defined]
+    result["explain_ms"] = await asyncio.to_thread(explain, url, memory, vectors)
+    await memory.aclose()
+    result["clients_while_ingesting"] = await while_ingesting(settings, queries, 8)
+    result["load_average"] = max(load, os.getloadavg()[0])  # others' work on the same cores
+    return result
+
+
+BEGIN, END = "<!-- search-profile -->", "<!-- /search-profile -->"
+DEFAULT_HOME = Path.home() / ".cache" / "memhub-bench" / "query-100k"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The "Search profile" section of docs/benchmarks.md."""
+    seq, cpu = result["sequential"], result.get("cpu", "")
+    lines = [
+        BEGIN,
+        "## Search profile",
+        "",
+        f"`python -m bench.query` at {result['memories']:,} memories of one user, limit "
+        f"{LIMIT}, on {cpu}, load average {result.get('load_average', 0):.1f} (2 cores:"
+        " above 2, other work competes). Milliseconds; parts timed alternately in one run.",
+        "",
+        "| part | p50 | p95 |",
+        "|---|---|---|",
+    ]
+    for name in PARTS:
+        lines.append(f"| {name} | {seq[name]['p50']:.2f} | {seq[name]['p95']:.2f} |")
+    lines += [
+        "",
+        f"Engine overhead (search p95 minus embedding p50): **{seq['overhead_p95_ms']:.2f} ms**"
+        f" (target 2). The embedder alone answers {seq['embedder_qps']:.0f} queries/s.",
+        "",
+        "| clients | searches/s | p50 | p95 |",
+        "|---|---|---|---|",
+    ]
+    for row in [*result["clients"], result["clients_while_ingesting"]]:
+        label = f"{row['clients']}" + (" + worker ingesting" if "turns_added" in row else "")
+        lines.append(
+            f"| {label} | {row['searches_per_s']:.0f} | {row['p50']:.2f} | {row['p95']:.2f} |"
+        )
+    lines += [
+        "",
+        "EXPLAIN ANALYZE of the search statement (medians). A CTE's time includes its inputs:"
+        " `probe` (one LIMITed GIN probe per query word) feeds `idf`, `hits` and `avgdl`, so"
+        " `avgdl` is the whole full-text side; `vec` is the HNSW scan. The rest of execution is"
+        " the final join: common words on the candidates and each one's previous turn.",
+        "",
+    ]
+    lines += ["| step | ms |", "|---|---|"]
+    explained = result["explain_ms"]
+    lines += [f"| {name} | {ms:.2f} |" for name, ms in explained.items()]
+    if {"execution", "CTE avgdl", "CTE vec"} <= explained.keys() and explained["execution"]:
+        text, vec = explained["CTE avgdl"], explained["CTE vec"]
+        lines += [
+            "",
+            f"The full-text side is {text / explained['execution']:.0%} of execution and the"
+            f" HNSW scan {vec / explained['execution']:.0%}: the text side does not need the"
+            " query's vector, so running it while the query is embedded is the next step.",
+        ]
+    return "\n".join([*lines, END, ""])
+
+
+def write_section(docs: Path, result: dict[str, Any]) -> None:
+    """Replace (or append) the search-profile section of ``docs``."""
+    text = docs.read_text(encoding="utf-8") if docs.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + rest.split(END, 1)[1].lstrip("\n")
+    docs.write_text(text.rstrip("\n") + "\n\n" + markdown(result), encoding="utf-8")
+
+
+def measure_into(results: dict[str, Any], path: Path, docs: Path | None) -> None:
+    """``make bench``'s hook: measure at 100k, add to the results file and the docs."""
+    settings = MemhubSettings(data_dir=DEFAULT_HOME, worker="off")
+    asyncio.run(build(settings, 100_000))
+    results["query"] = {"memories": 100_000, "cpu": cpu_name(), **asyncio.run(run(settings, 300))}
+    path.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    if docs is not None:
+        write_section(docs, results["query"])
+
+
+def cpu_name() -> str:
+    """The CPU's model name and its vector extensions, from /proc/cpuinfo."""
+    try:
+        info = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return "an unknown CPU"
+    pairs = (line.split(":", 1) for line in info.splitlines()[:40] if ":" in line)
+    fields = {key.strip(): value.strip() for key, value in pairs}
+    flags = set(fields.get("flags", "").split())
+    wanted = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_int8", "amx_bf16")
+    model = fields.get("model name", "CPU")
+    return f"{model} ({', '.join(f for f in wanted if f in flags) or 'no AVX2'})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--docs", type=Path, default=None, help="write the section here")
+    args = parser.parse_args()
+    settings = MemhubSettings(data_dir=args.home, worker="off")
+    asyncio.run(build(settings, args.memories))
+    result = {"memories": args.memories, "cpu": cpu_name()}
+    result.update(asyncio.run(run(settings, args.queries)))
+    print(json.dumps(result, indent=2))
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2))
+    if args.docs is not None:
+        write_section(args.docs, result)
+
+
+if __name__ == "__main__":
+    main()

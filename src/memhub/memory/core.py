@@ -1,0 +1,155 @@
+"""What every memory method stands on: the checked ids, the shared engine, waiting for jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from typing import Any, Self
+
+from memhub.config import MemhubSettings
+from memhub.embed import Embedder
+from memhub.engine.fusion import FusionConfig
+from memhub.engine.inputs import Limits, check_id, check_metadata, scope_of
+from memhub.errors import UsageError
+from memhub.memory.shared import Engine, acquire_engine, release_engine
+from memhub.store.records import Scope
+
+__all__ = ["MemoryCore", "parse_memory_id"]
+
+
+def parse_memory_id(value: object) -> uuid.UUID:
+    """``value`` as a memory id; :class:`UsageError` if it is not a UUID."""
+    try:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except ValueError:
+        raise UsageError(f"memory_id {value!r} is not a UUID") from None
+
+
+class MemoryCore:
+    """The state of a memory object and the helpers its public methods share.
+
+    :class:`memhub.memory.async_memory.AsyncMemory` documents the constructor's arguments.
+    """
+
+    def __init__(
+        self,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        db_url: str | None = None,
+        use_long_term: bool = True,
+        *,
+        settings: MemhubSettings | None = None,
+        embedder: Embedder | None = None,
+        fusion: FusionConfig | None = None,
+    ) -> None:
+        if settings is None:
+            settings = MemhubSettings.from_env(database_url=db_url)
+        elif db_url is not None:
+            settings = settings.model_copy(update={"database_url": db_url})
+        self.settings = settings
+        self.limits = Limits(
+            settings.max_id_length,
+            settings.max_text_chars,
+            max_metadata_bytes=settings.max_metadata_bytes,
+            max_metadata_depth=settings.max_metadata_depth,
+        )
+        self.user_id = None if user_id is None else check_id("user_id", user_id, self.limits)
+        self.session_id = (
+            str(uuid.uuid4())
+            if session_id is None
+            else check_id("session_id", session_id, self.limits)
+        )
+        self.use_long_term = use_long_term
+        self.fusion = fusion or FusionConfig()
+        self._embedder = embedder
+        self._engine_ref: Engine | None = None
+        self._open_lock: asyncio.Lock | None = None
+        self._unsettled: list[int] = []  # turns add_turn queued that recall may wait for
+
+    @property
+    def extracts_facts(self) -> bool:
+        """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""
+        return self.settings.llm_configured
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def _engine(self) -> Engine:
+        if self._engine_ref is None:
+            if self._open_lock is None:
+                self._open_lock = asyncio.Lock()
+            async with self._open_lock:
+                if self._engine_ref is None:
+                    self._engine_ref = await acquire_engine(self.settings, self._embedder)
+        return self._engine_ref
+
+    async def aclose(self) -> None:
+        """Release this object's share of the pool, the embedder and the worker."""
+        engine, self._engine_ref = self._engine_ref, None
+        if engine is not None:
+            await release_engine(engine)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _job_payload(
+        self, infer: bool, event_id: uuid.UUID | None = None, memory_type: str | None = None
+    ) -> dict[str, Any]:
+        # Instructions travel with the job: the worker may serve many Memory objects.
+        payload: dict[str, Any] = {"infer": bool(infer), "event_id": str(event_id or uuid.uuid4())}
+        if self.settings.custom_instructions:
+            payload["instructions"] = self.settings.custom_instructions
+        if memory_type is not None:
+            payload["memory_type"] = check_id("memory_type", memory_type, self.limits)
+        return payload
+
+    def _optional_id(self, name: str, value: object) -> str | None:
+        return None if value is None else check_id(name, value, self.limits)
+
+    def _check_metadata(self, metadata: object) -> dict[str, Any]:
+        return check_metadata(metadata, self.limits)
+
+    @staticmethod
+    async def _wait_for_turns(
+        engine: Engine,
+        scope: Scope,
+        turn_ids: Sequence[int],
+        kinds: Sequence[str] | None,
+        deadline: float,
+    ) -> bool:
+        """Wait until no queued job of ``kinds`` is about ``turn_ids``; False at the deadline.
+
+        Only waits: polling one indexed count is cheap, and running the queue here would make
+        a reader do (and wait for) other people's work.
+        """
+        if not turn_ids:
+            return True
+        loop = asyncio.get_running_loop()
+        end = loop.time() + deadline
+        pause = 0.005
+        while await engine.store.pending_turn_jobs(scope, turn_ids, kinds):
+            if loop.time() >= end:
+                return False
+            await asyncio.sleep(min(pause, max(end - loop.time(), 0)))
+            pause = min(pause * 2, 0.05)
+        return True
+
+    async def _drain(self, engine: Engine, scope: Scope) -> None:
+        # wait_idle's drain: runs the queue itself (tests, benchmarks and imports use it).
+        # Jobs in retry backoff keep this waiting until they succeed or are parked (bounded
+        # by job_max_attempts); callers that need a deadline wrap it in asyncio.timeout().
+        while await engine.store.pending_jobs(scope):
+            if not await engine.worker.run_once():
+                await asyncio.sleep(0.02)  # another worker holds the jobs; let it finish
+
+    def _optional_scope(self, user_id: object, agent_id: object, run_id: object) -> Scope | None:
+        if user_id is None and agent_id is None and run_id is None:
+            return None
+        return scope_of(self.limits, user_id, agent_id, run_id)
+
+    def _require_user(self) -> str:
+        if self.user_id is None:
+            raise UsageError("this Memory has no user_id; pass Memory(user_id=...)")
+        return self.user_id

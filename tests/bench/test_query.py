@@ -1,0 +1,57 @@
+"""Unit tests for bench.query's pure parts: the EXPLAIN walk and the docs section it writes."""
+
+from pathlib import Path
+
+from bench.query import BEGIN, END, PARTS, _ctes, summary, write_section
+
+PLAN = {
+    "Node Type": "Hash Join",
+    "Plans": [
+        {"Subplan Name": "CTE vec", "Actual Total Time": 0.7, "Actual Loops": 1},
+        {
+            "Node Type": "Nested Loop",
+            "Plans": [{"Subplan Name": "CTE probe", "Actual Total Time": 2.0, "Actual Loops": 3}],
+        },
+        {"Subplan Name": "SubPlan 1", "Actual Total Time": 5.0, "Actual Loops": 1},
+    ],
+}
+
+
+def _result(p95: float) -> dict[str, object]:
+    part = summary([1.0, 2.0, p95])
+    row = {"clients": 8, "searches_per_s": 100.0, **part}
+    return {
+        "memories": 100_000,
+        "cpu": "a test CPU (avx2)",
+        "sequential": {
+            **dict.fromkeys(PARTS, part),
+            "overhead_p95_ms": p95 - 2.0,
+            "embedder_qps": 400.0,
+        },
+        "clients": [row],
+        "clients_while_ingesting": {**row, "turns_added": 5},
+        "explain_ms": {"execution": 2.0, "CTE vec": 0.25, "CTE avgdl": 1.0},
+    }
+
+
+def test_ctes_are_found_at_any_depth_and_loops_multiply() -> None:
+    assert _ctes(PLAN) == [("vec", 0.7), ("probe", 6.0)]
+
+
+def test_summary_takes_the_95th_percentile_from_sorted_values() -> None:
+    found = summary([float(n) for n in range(100, 0, -1)])
+    assert (found["p50"], found["p95"], found["n"]) == (51.0, 96.0, 100)
+
+
+def test_the_section_is_replaced_in_place_and_the_rest_kept(tmp_path: Path) -> None:
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text("# Benchmarks\n\nkept\n", encoding="utf-8")
+    write_section(docs, _result(3.0))
+    write_section(docs, _result(7.0))
+    text = docs.read_text(encoding="utf-8")
+    assert text.count(BEGIN) == text.count(END) == 1
+    assert text.startswith("# Benchmarks\n\nkept\n")
+    assert "**5.00 ms**" in text and "**1.00 ms**" not in text
+    assert "| 8 + worker ingesting | 100 |" in text
+    assert "| CTE vec | 0.25 |" in text
+    assert "full-text side is 50% of execution and the HNSW scan 12%" in text

@@ -1,0 +1,59 @@
+"""The conversation turns' contract, run unchanged on PostgreSQL and on ``memory://``.
+
+Ids in order, times in naive UTC as ARKOS stores them, all or nothing with the job, the
+session's last turns oldest first, turns by id.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from memhub.errors import UsageError
+from memhub.store.protocol import Store
+from memhub.store.records import NewJob, NewTurn
+from tests.store.contract import U
+
+
+async def test_append_turns_numbers_them_and_queues_the_job_with_their_ids(
+    store: Store,
+) -> None:
+    turns = [NewTurn("u", "s", "user", "hi"), NewTurn("u", "s", "assistant", "hello")]
+    ids = await store.append_turns(turns, NewJob("ingest", U, {"infer": True}))
+    assert ids == [1, 2]
+    assert await store.append_turns([NewTurn("u", "s", "user", "again")], None) == [3]
+    (job,) = await store.list_jobs("queued", 10)
+    assert job.payload == {"infer": True, "turn_ids": [1, 2]}
+    assert job.scope == U and job.attempts == 0 and job.created_at.tzinfo is not None
+
+
+async def test_turn_times_are_naive_utc(store: Store) -> None:
+    said = datetime(2024, 5, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
+    await store.append_turns([NewTurn("u", "s", "user", "a", created_at=said)], None)
+    await store.append_turns([NewTurn("u", "s", "user", "b")], None)
+    first, second = await store.recent_turns("u", "s", 10)
+    assert first.created_at == datetime(2024, 5, 1, 10, 0)
+    assert second.created_at is not None and second.created_at.tzinfo is None
+    assert abs(second.created_at - datetime.now(UTC).replace(tzinfo=None)) < timedelta(seconds=5)
+
+
+async def test_append_turns_is_all_or_nothing(store: Store) -> None:
+    turns = [NewTurn("u", "s", "user", "fine"), NewTurn("u", "s", "user", "nul \x00")]
+    with pytest.raises(UsageError, match="NUL"):
+        await store.append_turns(turns, NewJob("ingest", U))
+    assert await store.recent_turns("u", "s", 10) == []
+    assert await store.pending_jobs() == 0
+
+
+async def test_recent_turns_are_the_last_of_one_session_oldest_first(store: Store) -> None:
+    for n in range(5):
+        await store.append_turns([NewTurn("u", "s", "user", f"m{n}", metadata={"n": n})], None)
+    await store.append_turns([NewTurn("u", "other", "user", "x")], None)
+    await store.append_turns([NewTurn("v", "s", "user", "y")], None)
+    recent = await store.recent_turns("u", "s", 3)
+    assert [t.message for t in recent] == ["m2", "m3", "m4"]
+    assert recent[0].metadata == {"n": 2}
+    assert recent[0].metadata is not None
+    recent[0].metadata["n"] = 99
+    assert (await store.recent_turns("u", "s", 3))[0].metadata == {"n": 2}
