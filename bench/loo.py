@@ -39,6 +39,9 @@ class Variant:
     name: str
     grid: tuple[FusionConfig, ...]
     max_tokens: int | None = None  # search()'s budget
+    # When fitting: only grid points whose top 10 has at most this many tokens on average on
+    # the training questions (Mem0's figure) qualify; None: recall alone decides.
+    token_cap: float | None = None
 
     @property
     def fitted(self) -> bool:
@@ -74,8 +77,19 @@ def neighbour_grid(base: FusionConfig) -> tuple[FusionConfig, ...]:
     )
 
 
+def ratio_grid(base: FusionConfig) -> tuple[FusionConfig, ...]:
+    """Cut-offs relative to the best score, from none to 0.6."""
+    ratios = (0.0, 0.3, 0.4, 0.45, 0.48, 0.5, 0.52, 0.55, 0.6)
+    return tuple(replace(base, min_score_ratio=r) for r in ratios)
+
+
+#: Mem0's tok@10 (infer=False) on these questions, the cap the cut-off is fitted under.
+MEM0_TOKENS = 311.0
+
+
 def _variants() -> list[Variant]:
-    default = PRESETS["default"]
+    cut = PRESETS["default"]
+    default = replace(cut, min_score_ratio=0.0)  # the rows before the cut-off
     no_neighbours = replace(default, previous_turn_weight=0.0, next_turn_weight=0.0)
     before = replace(no_neighbours, candidates=20)
     return [
@@ -85,15 +99,21 @@ def _variants() -> list[Variant]:
         Variant("previous default, fusion weights refitted per fold", weight_grid(before)),
         Variant("+ 50 candidates", (no_neighbours,)),
         Variant("+ neighbour turns, weights refitted per fold", neighbour_grid(default)),
-        Variant("+ neighbour turns 0.3/0.2 (new default)", (default,)),
-        Variant("new default, BM25 b=1.0", (replace(default, text=TextRanking(b=1.0)),)),
-        Variant("compact preset", (PRESETS["compact"],)),
+        Variant("+ neighbour turns 0.3/0.2 (no cut-off)", (default,)),
+        Variant(
+            "+ cut-off relative to the best score, refitted per fold (tok@10 <= Mem0's)",
+            ratio_grid(default),
+            token_cap=MEM0_TOKENS,
+        ),
+        Variant("+ cut-off at 0.5 x the best score (shipped default)", (cut,)),
+        Variant("no cut-off, BM25 b=1.0", (replace(default, text=TextRanking(b=1.0)),)),
+        Variant("compact preset (with the cut-off)", (PRESETS["compact"],)),
         *(
-            Variant(f"new default, search(max_tokens={budget})", (default,), budget)
+            Variant(f"no cut-off, search(max_tokens={budget})", (default,), budget)
             for budget in (250, 300, 350, 400)
         ),
         Variant(
-            "new default, BM25 b=1.0, search(max_tokens=350)",
+            "no cut-off, BM25 b=1.0, search(max_tokens=350)",
             (replace(default, text=TextRanking(b=1.0)),),
             350,
         ),
@@ -129,13 +149,21 @@ async def _candidates(
 
 
 def _fit(
-    grid: Sequence[FusionConfig], pool: Sequence[list[Candidate]], asked: Sequence[Asked]
+    grid: Sequence[FusionConfig],
+    pool: Sequence[list[Candidate]],
+    asked: Sequence[Asked],
+    count_tokens: Callable[[str], int],
+    token_cap: float | None = None,
 ) -> FusionConfig:
-    """The grid point with the best mean recall@10 on these questions (first wins ties)."""
+    """The grid point with the best mean recall@10 on these questions (first wins ties).
+
+    With ``token_cap``, only points whose top 10 averages at most that many tokens qualify
+    (the shortest point if none does).
+    """
     now = datetime.now(UTC)
-    best, best_recall = grid[0], -1.0
+    scored = []
     for config in grid:
-        total = 0.0
+        total, tokens, counted = 0.0, 0, 0
         for candidates, (_, question) in zip(pool, asked, strict=True):
             if not question.evidence:
                 continue
@@ -143,9 +171,14 @@ def _fit(
             top = fuse(candidates, config, now)[:10]
             ranked = [str(s.candidate.record.metadata.get("dia_id", "")) for s in top]
             total += recall_at_k(ranked, question.evidence, 10)
-        if total / len(asked) > best_recall:
-            best, best_recall = config, total / len(asked)
-    return best
+            if token_cap is not None:
+                tokens += sum(count_tokens(s.candidate.record.memory) for s in top)
+            counted += 1
+        scored.append((config, total / max(counted, 1), tokens / max(counted, 1)))
+    if token_cap is not None:
+        within = [s for s in scored if s[2] <= token_cap]
+        scored = within or [min(scored, key=lambda s: s[2])]
+    return max(scored, key=lambda s: s[1])[0]
 
 
 def _score(
@@ -196,14 +229,20 @@ def _evaluate(data: _Data, variant: Variant, count_tokens: Callable[[str], int])
                 _candidates(data.db_url, data.asked, data.vectors, ranking)
             )
         pool = data.pools[ranking]
-        in_sample = _fit(variant.grid, pool, data.asked)
+        in_sample = _fit(variant.grid, pool, data.asked, count_tokens, variant.token_cap)
         row["in_sample_config"] = repr(in_sample)
         inside = _score(data.db_url, in_sample, data.asked, count_tokens, latencies)
         outside: list[QuestionResult] = []
         row["fold_configs"] = {}
         for held_out in users:
             train = [i for i, (u, _) in enumerate(data.asked) if u != held_out]
-            config = _fit(variant.grid, [pool[i] for i in train], [data.asked[i] for i in train])
+            config = _fit(
+                variant.grid,
+                [pool[i] for i in train],
+                [data.asked[i] for i in train],
+                count_tokens,
+                variant.token_cap,
+            )
             row["fold_configs"][held_out] = repr(config)
             test = [a for a in data.asked if a[0] == held_out]
             outside += _score(data.db_url, config, test, count_tokens, [])
@@ -258,6 +297,27 @@ def _ingest(db_url: str, conversations: Sequence[Conversation]) -> float:
     return time.perf_counter() - started
 
 
+def _mem0_row(postgres: Any, conversations: Sequence[Conversation]) -> dict[str, Any]:
+    """Mem0 (``infer=False``) on the same turns and questions, through ``bench.recall``."""
+    from bench.recall import run_recall
+    from bench.systems import open_system
+    from bench.tokens import count_tokens
+
+    system = open_system("mem0", db_url=postgres.create_database("loo_mem0"))
+    try:
+        found = run_recall(system, conversations, count_tokens=count_tokens)
+    finally:
+        system.close()
+    metrics = found["metrics"]
+    return {
+        "variant": "Mem0 (infer=False), same turns and questions",
+        "fitted": False,
+        "in_sample": metrics,
+        "loo": metrics,
+        "search_p95_ms": found["search_latency"]["p95_ms"],
+    }
+
+
 def _prepare(db_url: str, conversations: Sequence[Conversation]) -> _Data:
     import memhub
     from memhub._portal import run_sync
@@ -288,6 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default=None, help="run variants whose name contains one of these (a,b)"
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument(
+        "--mem0", action="store_true", help="also run Mem0 (infer=False; needs the bench venv)"
+    )
     args = parser.parse_args(argv)
     ensure_cl100k_cache()
     conversations = load_locomo(args.locomo)
@@ -309,6 +372,13 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for variant in variants:
             rows.append(_evaluate(data, variant, count_tokens))
+            print(_row(rows[-1]), flush=True)
+        if args.mem0:
+            if postgres is None:
+                import tempfile
+
+                postgres = BenchPostgres(Path(tempfile.mkdtemp(prefix="loo-mem0-")) / "pg")
+            rows.append(_mem0_row(postgres, conversations))
             print(_row(rows[-1]), flush=True)
     finally:
         if postgres is not None:

@@ -192,8 +192,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--workloads",
-        default="recall,hotpath,ingest,query",
-        help="recall, hotpath, ingest and/or query",
+        default="recall,hotpath,ingest,query,cli",
+        help="recall, hotpath, ingest, query and/or cli",
     )
     parser.add_argument("--locomo", type=Path, default=default_data_path())
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
@@ -250,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         "versions": _versions(),
         "runs": runs,
     }
+    if "cli" in workloads:  # memhub import / search as a user runs them (bench/cli_import.py)
+        from bench.cli_import import measure as measure_cli
+
+        results["cli"] = measure_cli()
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"results-{profile.name}.json"
     path.write_text(json.dumps(results, indent=1), encoding="utf-8")

@@ -4,7 +4,7 @@ import uuid
 from datetime import UTC, datetime
 
 from bench.locomo import Question
-from bench.loo import _fit, neighbour_grid, weight_grid
+from bench.loo import _fit, neighbour_grid, ratio_grid, weight_grid
 
 from memhub.engine.fusion import PRESETS, FusionConfig
 from memhub.store.records import Candidate, MemoryRecord, Scope
@@ -48,6 +48,25 @@ def test_fit_picks_the_config_that_finds_the_evidence() -> None:
     asked = [("u", Question("q?", 4, ("D1:2",)))]
     grid = (
         FusionConfig.only("vector"),
-        FusionConfig(vector_weight=1.0, text_weight=0.0, rrf_weight=0.0, previous_turn_weight=0.5),
+        FusionConfig(
+            vector_weight=1.0,
+            text_weight=0.0,
+            rrf_weight=0.0,
+            previous_turn_weight=0.5,
+            min_score_ratio=0.0,
+        ),
     )
-    assert _fit(grid, [[question, answer, *distractors]], asked) is grid[1]
+    assert _fit(grid, [[question, answer, *distractors]], asked, len) is grid[1]
+
+
+def test_fit_under_a_token_cap_picks_the_best_config_that_is_short_enough() -> None:
+    # Two strong candidates and ten weak ones of 4 "tokens" each (len of the dia id): with no
+    # cut-off the top 10 is 40 tokens; a cut-off at half the best score keeps 2 (8 tokens).
+    strong = [_candidate(f"D1:{n}", 0.9, n, None) for n in (1, 2)]
+    weak = [_candidate(f"D2:{n}", 0.1, 10 + n, None) for n in range(10)]
+    asked = [("u", Question("q?", 4, ("D2:0",)))]
+    grid = ratio_grid(FusionConfig.only("vector"))
+    pool = [[*strong, *weak]]
+    assert _fit(grid, pool, asked, len).min_score_ratio == 0.0
+    assert _fit(grid, pool, asked, len, token_cap=10.0).min_score_ratio > 0.0
+    assert _fit(grid, pool, asked, len, token_cap=1.0).min_score_ratio > 0.0

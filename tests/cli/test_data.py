@@ -2,26 +2,39 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
-from memhub.cli.data import add_subcommands, dispatch, export_jsonl, import_jsonl, reembed
+from memhub.cli import main
+from memhub.cli.export import export_jsonl
+from memhub.cli.imports import import_jsonl
+from memhub.cli.parser import build_parser
+from memhub.cli.reembed import LineProgress
 from memhub.errors import ConfigurationError, UsageError
+from memhub.memory.reembed import reembed as _reembed
 from memhub.testing import ScriptedOpenAIServer, deterministic_embedding
 
 
-def parse(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="memhub")
-    add_subcommands(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(argv)
+async def reembed(settings: MemhubSettings, *, stream: io.StringIO, **options: Any) -> int:
+    return await _reembed(settings, progress=LineProgress(stream), **options)
+
+
+def dispatch(argv: list[str], settings: MemhubSettings) -> int:
+    assert settings.database_url is not None
+    return main(["--database-url", settings.database_url, *argv])
+
+
+def parse(*argv: str) -> list[str]:
+    build_parser().parse_args(argv)  # every argument is known
+    return list(argv)
 
 
 def write_lines(path: Path, *lines: object) -> Path:
@@ -53,7 +66,9 @@ async def test_import_adds_good_lines_and_reports_bad_ones(
         {"user_id": "ada", "text": "when", "timestamp": "yesterday"},
     )
     err = io.StringIO()
-    report = await import_jsonl(settings, path, user_id="ben", infer=False, stream=err)
+    report = await import_jsonl(
+        settings, path, user_id="ben", infer=False, stream=err, skip_bad=True
+    )
     assert report.lines == 8 and report.added == 3
     assert [where for where, _ in report.bad] == ["line 2", "line 3", "line 6", "line 8", "line 9"]
     log = err.getvalue()
@@ -70,9 +85,10 @@ def test_import_command_exits_1_on_bad_lines(
     settings: MemhubSettings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_lines(tmp_path / "in.jsonl", {"text": "fine"}, "{oops")
-    assert dispatch(parse("import", str(path), "--user-id", "u", "--no-infer"), settings) == 1
+    argv = parse("import", str(path), "--user-id", "u", "--no-infer", "--skip-bad")
+    assert dispatch(argv, settings) == 1
     assert "imported 1 of 2 items; 1 bad (line 2)" in capsys.readouterr().err
-    assert dispatch(parse("import", str(path), "--no-wait"), settings) == 1
+    assert dispatch(parse("import", str(path), "--no-wait", "--restart"), settings) == 1
     assert (
         "line 1: names no user_id, agent_id or run_id (pass --user-id)" in capsys.readouterr().err
     )
@@ -156,7 +172,7 @@ async def test_import_reads_a_mem0_json_list(settings: MemhubSettings, tmp_path:
     ]
     path = tmp_path / "mem0.json"
     path.write_text(json.dumps(items, indent=2))
-    report = await import_jsonl(settings, path, stream=io.StringIO())
+    report = await import_jsonl(settings, path, stream=io.StringIO(), skip_bad=True)
     assert (report.added, report.superseded, [w for w, _ in report.bad]) == (1, 1, ["item 3"])
     async with AsyncMemory(settings=settings) as memory:
         (item,) = (await memory.get_all(user_id="cy"))["results"]

@@ -11,7 +11,7 @@ import pytest
 from memhub import AsyncMemory, MemhubSettings
 from memhub._portal import run_sync
 from memhub.cli import main
-from memhub.cli.data import database_label
+from memhub.cli.imports import database_label
 
 Cli = Callable[..., tuple[int, str, str]]
 

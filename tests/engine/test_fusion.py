@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memhub.engine.fusion import PRESETS, FusionConfig, fuse
@@ -90,6 +90,8 @@ signals = st.tuples(
 )
 
 
+# No deadline: these check values, and a shared machine can stall any example past 200 ms.
+@settings(deadline=None)
 @given(st.lists(signals, max_size=30), st.sampled_from(sorted(PRESETS)))
 def test_scores_stay_in_unit_interval_and_sorted(
     rows: list[tuple[float | None, int | None, float | None, int | None, float]], preset: str
@@ -105,13 +107,14 @@ def test_a_turn_gains_from_the_turns_said_around_it() -> None:
     question = _candidate(0.8, 1, 5.0, 1, turn=10, previous_turn=9)
     answer = _candidate(0.3, 3, None, None, turn=11, previous_turn=10)
     unrelated = _candidate(0.35, 2, None, None, turn=30, previous_turn=29)
-    alone = FusionConfig(previous_turn_weight=0.0, next_turn_weight=0.0)
+    # No cut-off: the weak candidates' order is what this test looks at.
+    alone = FusionConfig(previous_turn_weight=0.0, next_turn_weight=0.0, min_score_ratio=0.0)
     assert [s.candidate for s in fuse([question, answer, unrelated], alone, NOW)][1] is unrelated
-    ranked = fuse([question, answer, unrelated], FusionConfig(), NOW)
+    config = FusionConfig(min_score_ratio=0.0)
+    ranked = fuse([question, answer, unrelated], config, NOW)
     assert [s.candidate for s in ranked] == [question, answer, unrelated]
     own = {s.candidate.record.id: s.score for s in fuse([question, answer], alone, NOW)}
     scores = {s.candidate.record.id: s.score for s in ranked}
-    config = FusionConfig()
     assert scores[answer.record.id] == pytest.approx(
         own[answer.record.id] + config.previous_turn_weight * own[question.record.id]
     )
@@ -133,3 +136,34 @@ def test_strong_neighbours_keep_their_order_instead_of_tying_at_one() -> None:
     ranked = fuse([after, before, exact], FusionConfig(), NOW)
     assert ranked[0].candidate is exact and ranked[0].score == pytest.approx(1.0)
     assert 0.0 < ranked[2].score < ranked[1].score < 1.0
+
+
+def test_candidates_far_below_the_best_score_are_left_out() -> None:
+    best = _candidate(0.9, 1, 5.0, 1)
+    close = _candidate(0.8, 2, 4.0, 2)
+    weak = _candidate(0.1, 3, None, None)
+    everything = fuse([weak, close, best], FusionConfig(min_score_ratio=0.0), NOW)
+    assert [s.candidate for s in everything] == [best, close, weak]
+    assert everything[2].score < 0.5 * everything[0].score <= everything[1].score
+    compact = PRESETS["compact"]
+    assert (compact.min_score_ratio, FusionConfig().min_score_ratio) == (0.5, 0.0)
+    assert fuse([weak, close, best], FusionConfig(), NOW) == everything
+    ranked = fuse([weak, close, best], compact, NOW)
+    assert [s.candidate for s in ranked] == [best, close]
+    assert [s.score for s in ranked] == [s.score for s in everything[:2]]
+    assert FusionConfig.only("vector").min_score_ratio == 0.0
+    with pytest.raises(ValueError, match="min_score_ratio"):
+        FusionConfig(min_score_ratio=1.5)
+
+
+@settings(deadline=None)
+@given(st.lists(signals, min_size=1, max_size=30), st.floats(0.0, 1.0))
+def test_the_cut_off_keeps_a_prefix_of_the_full_ranking(
+    rows: list[tuple[float | None, int | None, float | None, int | None, float]], ratio: float
+) -> None:
+    candidates = [_candidate(*row) for row in rows]
+    everything = fuse(candidates, FusionConfig(min_score_ratio=0.0), NOW)
+    kept = fuse(candidates, FusionConfig(min_score_ratio=ratio), NOW)
+    assert [s.candidate for s in kept] == [s.candidate for s in everything[: len(kept)]]
+    assert kept and all(s.score >= ratio * kept[0].score for s in kept)
+    assert all(s.score < ratio * kept[0].score for s in everything[len(kept) :])

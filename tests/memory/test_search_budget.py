@@ -1,10 +1,12 @@
-"""``search(max_tokens=...)``: the results' estimated length stays within the budget."""
+"""``search(max_tokens=...)`` keeps the results within the budget; ``compact`` cuts weak results."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from memhub import AsyncMemory, UsageError
+from memhub import PRESETS, AsyncMemory, FusionConfig, UsageError
 from memhub._portal import run_sync
 from memhub.engine.text import estimate_tokens
 
@@ -40,3 +42,29 @@ def test_max_tokens_keeps_the_best_results_that_fit(shared_memory: AsyncMemory) 
 def test_max_tokens_must_be_a_positive_integer(shared_memory: AsyncMemory, bad: int) -> None:
     with pytest.raises(UsageError, match="max_tokens"):
         run_sync(shared_memory.search("bees", user_id="u", max_tokens=bad))
+
+
+def test_results_far_weaker_than_the_best_are_left_out(shared_memory: AsyncMemory) -> None:
+    unrelated = "My car needs new tyres before the winter."
+
+    async def run() -> tuple[list[dict[str, Any]], ...]:
+        for text in [*TEXTS, unrelated]:
+            await shared_memory.add(text, user_id="u", infer=False)
+        await shared_memory.wait_idle()
+        shared_memory.fusion = PRESETS["compact"]
+        cut = (await shared_memory.search("bees honey", user_id="u"))["results"]
+        # Mem0's explicit threshold replaces the relative cut-off.
+        explicit = await shared_memory.search("bees honey", user_id="u", threshold=0.0)
+        shared_memory.fusion = FusionConfig()  # the default: no cut-off
+        everything = (await shared_memory.search("bees honey", user_id="u"))["results"]
+        return cut, explicit["results"], everything
+
+    cut, explicit, everything = run_sync(run(), timeout=120)
+    assert explicit == everything
+    assert [r["memory"] for r in everything][-1] == unrelated
+    ratio = PRESETS["compact"].min_score_ratio
+    assert everything[-1]["score"] < ratio * everything[0]["score"]
+    assert unrelated not in [r["memory"] for r in cut]
+    # The cut-off only shortens the list: what is left is the same, in the same order.
+    assert cut == everything[: len(cut)]
+    assert all(r["score"] >= ratio * cut[0]["score"] for r in cut)

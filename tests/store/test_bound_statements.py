@@ -13,7 +13,7 @@ import pytest
 from pgvector.psycopg import register_vector_async
 
 from memhub.filters import parse_filters
-from memhub.store import pg_memories, pg_search
+from memhub.store import pg_memories, pg_search, pg_space
 from memhub.store.pg_bind import Params, scope_where, vector_type_modifier
 from memhub.store.records import NewMemory, Scope
 from tests.memory.test_awkward_values import AWKWARD
@@ -50,7 +50,7 @@ def test_only_a_positive_int_is_a_vector_dimension() -> None:
 async def test_scoped_reads_are_prepared_once_and_stay_correct(db_url: str) -> None:
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         conn.prepare_threshold = 2
-        await pg_memories.ensure_embedding_space(conn, "test-3d", 3)
+        await pg_space.ensure_embedding_space(conn, "test-3d", 3)
         await register_vector_async(conn)
         vector = np.array([1.0, 0.0, 0.0], dtype=np.float32)
         await pg_memories.insert_memories(

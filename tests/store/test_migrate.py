@@ -13,7 +13,7 @@ from memhub.store.migrate import (
     apply_migrations,
     available_migrations,
 )
-from memhub.store.pg_memories import SPACE_LOCK_ID
+from memhub.store.pg_space import SPACE_LOCK_ID
 
 
 async def test_concurrent_migrators_apply_each_version_once(pg_admin_url: str) -> None:

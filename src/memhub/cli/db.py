@@ -5,27 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from memhub.config import MemhubSettings
 from memhub.errors import UsageError
 
-__all__ = ["add_db_command", "run_db"]
+__all__ = ["run_db"]
 
 NOT_RUNNING = 3  # pg_ctl's exit status for "no server running"
-
-
-def add_db_command(commands: Any) -> None:
-    """Register ``memhub db`` on the top-level sub-parser collection."""
-    db = commands.add_parser(
-        "db", help="the embedded PostgreSQL: status, start, stop, url (for psql and other tools)"
-    )
-    actions = db.add_subparsers(dest="db_action", required=True)
-    status = actions.add_parser("status", help="is it running, its PID and the processes using it")
-    status.add_argument("--json", action="store_true", help="print JSON")
-    actions.add_parser("start", help="start it and keep it running until `memhub db stop`")
-    actions.add_parser("stop", help="stop it now, even while other memhub processes use it")
-    actions.add_parser("url", help="print its connection URL (exit 3 when it is not running)")
 
 
 def run_db(args: argparse.Namespace, settings: MemhubSettings) -> int:

@@ -197,7 +197,8 @@ class AsyncMemory(ArkosMethods):
             run_id: The run's memories.
             limit: Most results (default 100); ``top_k`` is the Mem0 2.x name.
             filters: Mem0's filter language; may carry ``user_id`` / ``agent_id`` / ``run_id``.
-            threshold: Smallest score kept, in [0, 1].
+            threshold: Smallest score kept, in [0, 1]. Given, it replaces the cut-off relative
+                to the best score (``FusionConfig.min_score_ratio``).
             include_superseded: Also search facts that were replaced.
             top_k: Same as ``limit``.
             as_of: Only what was true then: facts valid at that moment, superseded or not.
@@ -226,7 +227,8 @@ class AsyncMemory(ArkosMethods):
             candidates = await engine.store.search_candidates(
                 scope, query, vector, k, parsed, include_superseded, self.fusion.text
             )
-        scored = fuse(candidates, self.fusion, datetime.now(UTC))
+        # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
+        scored = fuse(candidates, self.fusion, datetime.now(UTC), cut_off=threshold is None)
         # Compared as returned (memory_item rounds to 6 decimals), so a threshold equal to a
         # returned score keeps that result.
         kept: Iterable[ScoredCandidate] = (

@@ -189,7 +189,8 @@ class Memory:
             run_id: The run's memories.
             limit: Most results (default 100); ``top_k`` is the Mem0 2.x name.
             filters: Mem0's filter language; may carry ``user_id`` / ``agent_id`` / ``run_id``.
-            threshold: Smallest score kept, in [0, 1].
+            threshold: Smallest score kept, in [0, 1]. Given, it replaces the cut-off relative
+                to the best score (``FusionConfig.min_score_ratio``).
             include_superseded: Also search facts that were replaced.
             top_k: Same as ``limit``.
             as_of: Only what was true then: facts valid at that moment, superseded or not.

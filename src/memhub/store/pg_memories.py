@@ -10,10 +10,10 @@ import numpy as np
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from memhub.errors import ConfigurationError, MemoryNotFound
+from memhub.errors import MemoryNotFound
 from memhub.filters import Filter
 from memhub.store.database import AsyncConn
-from memhub.store.pg_bind import Params, scope_where, vector_type_modifier
+from memhub.store.pg_bind import Params, scope_where
 from memhub.store.pg_filters import compile_filter
 from memhub.store.records import (
     HistoryEvent,
@@ -26,9 +26,7 @@ from memhub.store.records import (
 __all__ = [
     "COLUMNS",
     "N_COLUMNS",
-    "SPACE_LOCK_ID",
     "delete_memory",
-    "ensure_embedding_space",
     "get_memory",
     "history",
     "history_event",
@@ -41,8 +39,6 @@ __all__ = [
     "reset",
     "update_memory",
 ]
-
-SPACE_LOCK_ID = 0x6D656D68_7665  # "memhve": one creator of the embedding column at a time
 
 COLUMNS = sql.SQL(
     "m.id, m.user_id, m.agent_id, m.run_id, m.memory, m.hash, m.metadata, m.memory_type,"
@@ -82,57 +78,6 @@ def memories_where(
     return sql.SQL(" AND ").join(parts)
 
 
-async def ensure_embedding_space(conn: AsyncConn, model_name: str, dimension: int) -> None:
-    """Create the embedding column and its HNSW index once; refuse another model later.
-
-    Once recorded, this is one read and takes no lock (every engine open calls it).
-    """
-    if _check_space(await _recorded_space(conn), model_name, dimension):
-        return
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SPACE_LOCK_ID,))
-        if _check_space(await _recorded_space(conn), model_name, dimension):
-            return
-        await conn.execute(
-            sql.SQL("ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding vector({})").format(
-                vector_type_modifier(dimension)
-            )
-        )
-        await conn.execute(
-            "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw"
-            " ON memories USING hnsw (embedding vector_cosine_ops)"
-        )
-        await conn.execute(
-            "INSERT INTO memhub_settings (key, value) VALUES"
-            " ('embedding_model', %s), ('embedding_dimension', %s)",
-            (model_name, str(dimension)),
-        )
-
-
-async def _recorded_space(conn: AsyncConn) -> dict[str, str]:
-    cur = await conn.execute(
-        "SELECT key, value FROM memhub_settings WHERE key IN"
-        " ('embedding_model', 'embedding_dimension')"
-    )
-    return {str(k): str(v) for k, v in await cur.fetchall()}
-
-
-def _check_space(recorded: dict[str, str], model_name: str, dimension: int) -> bool:
-    """True when the database records this model; raises when it records another one."""
-    if not recorded:
-        return False
-    if recorded.get("embedding_dimension") != str(dimension) or (
-        recorded.get("embedding_model") != model_name
-    ):
-        raise ConfigurationError(
-            f"this database holds {recorded.get('embedding_dimension')}-dimensional "
-            f"vectors of {recorded.get('embedding_model')!r}, but the configured embedder "
-            f"is {model_name!r} ({dimension} dimensions); configure the recorded model, "
-            "or run `memhub reembed` to re-embed every memory with the new one"
-        )
-    return True
-
-
 def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
     scope = memory.scope
     return (scope.user_id or "", scope.agent_id or "", scope.run_id or "", memory.hash)
@@ -167,7 +112,43 @@ def _add_event_row(new: NewMemory, memory_id: UUID, actor: str) -> tuple[Any, ..
 async def insert_memories(
     conn: AsyncConn, memories: Sequence[NewMemory], actor: str
 ) -> list[UUID | None]:
-    """Insert, skipping exact duplicates of a current fact; ADD history for each insert."""
+    """Insert, skipping exact duplicates of a current fact; ADD history for each insert.
+
+    A memory id with a history already is never inserted again: ``memhub import`` stored its
+    text ahead (keyword-searchable at once) and this fills in its vector; a memory deleted
+    meanwhile stays deleted (None, as a skipped duplicate).
+    """
+    if not memories:
+        return []
+    known = await _stored_ahead(conn, [m.id for m in memories])
+    if not known:
+        return await _insert_new(conn, memories, actor)
+    fresh = iter(await _insert_new(conn, [m for m in memories if m.id not in known], actor))
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "UPDATE memories SET embedding = %s WHERE id = %s AND embedding IS NULL",
+            [
+                (np.asarray(m.embedding, dtype=np.float32), m.id)
+                for m in memories
+                if known.get(m.id)
+            ],
+        )
+    return [next(fresh) if m.id not in known else (m.id if known[m.id] else None) for m in memories]
+
+
+async def _stored_ahead(conn: AsyncConn, ids: Sequence[UUID]) -> dict[UUID, bool]:
+    """Ids among ``ids`` that have a history: True where the memory still exists."""
+    cur = await conn.execute(
+        "SELECT h.memory_id, m.id IS NOT NULL FROM (SELECT DISTINCT memory_id FROM"
+        " memory_history WHERE memory_id = ANY(%s)) h LEFT JOIN memories m ON m.id = h.memory_id",
+        (list(ids),),
+    )
+    return {row[0]: bool(row[1]) for row in await cur.fetchall()}
+
+
+async def _insert_new(
+    conn: AsyncConn, memories: Sequence[NewMemory], actor: str
+) -> list[UUID | None]:
     if not memories:
         return []
     # Concurrent batches insert in one global order (scope, hash), so two of them waiting on

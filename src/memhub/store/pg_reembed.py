@@ -21,13 +21,14 @@ from memhub.store.pg_bind import vector_type_modifier
 
 # Shared with ensure_embedding_space: an engine opening during the swap waits for it, then
 # reads the new model. The constant is private to pg_memories; it must be the same lock.
-from memhub.store.pg_memories import SPACE_LOCK_ID
+from memhub.store.pg_space import SPACE_LOCK_ID
 
 __all__ = [
     "EmbeddingSpace",
     "PendingRow",
     "build_index",
     "catch_up",
+    "count_memories",
     "count_pending",
     "pending_rows",
     "prepare",
@@ -132,6 +133,13 @@ async def prepare(conn: AsyncConn, model: str, dimension: int) -> bool:
             (model,),
         )
         return False
+
+
+async def count_memories(conn: AsyncConn) -> int:
+    """Every memory of the database, current or superseded."""
+    cur = await conn.execute("SELECT count(*) FROM memories")
+    row = await cur.fetchone()
+    return 0 if row is None else int(row[0])
 
 
 async def count_pending(conn: AsyncConn) -> int:

@@ -17,6 +17,7 @@ from memhub.store import (
     pg_jobs,
     pg_memories,
     pg_search,
+    pg_space,
 )
 from memhub.store.database import AsyncConn, Database, acquire_database, release_database
 from memhub.store.errors import translate_errors
@@ -102,7 +103,7 @@ class PostgresStore:
 
     async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
         async with self._connect("checking the embedding space") as conn:
-            await pg_memories.ensure_embedding_space(conn, model_name, dimension)
+            await pg_space.ensure_embedding_space(conn, model_name, dimension)
 
     # -- conversations --------------------------------------------------------------------
     async def append_turns(

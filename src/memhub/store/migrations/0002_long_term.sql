@@ -1,6 +1,6 @@
 -- Long-term memory: facts with validity intervals, their history, and the durable job queue.
 -- The embedding column is added by memhub once the embedder's dimension is known
--- (memhub.store.pg_memories.ensure_embedding_space), because pgvector's HNSW needs a fixed one.
+-- (memhub.store.pg_space.ensure_embedding_space), because pgvector's HNSW needs a fixed one.
 CREATE EXTENSION IF NOT EXISTS vector;
 
 CREATE TABLE IF NOT EXISTS memhub_settings (

@@ -1,0 +1,274 @@
+"""Bulk import: checked records written a batch per transaction, with a resumable cursor.
+
+What ``memhub import`` needs below the command line. A record is checked as ``add()`` checks
+its arguments; a batch of them becomes turns, memories (text first: keyword-searchable when
+the batch commits, embedded by the worker's ingest job), jobs and the input's cursor, in one
+transaction (:mod:`memhub.store.pg_import`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memhub.config import MemhubSettings
+from memhub.engine.ingest import INGEST_JOB, memories_from_turns, turns_and_job
+from memhub.engine.inputs import (
+    Limits,
+    check_metadata,
+    normalize_messages,
+    parse_timestamp,
+    scope_of,
+)
+from memhub.errors import UsageError
+from memhub.memory.async_memory import AsyncMemory
+from memhub.memory.shared import embedder_from_settings
+from memhub.store import pg_import
+from memhub.store.errors import translate_errors
+from memhub.store.pg_import import ImportBatch, ImportCursor
+from memhub.store.postgres import PostgresStore
+from memhub.store.records import NewJob, NewMemory, NewTurn, Scope, Turn
+
+__all__ = ["CheckedItem", "ImportRecord", "Importer", "source_identity"]
+
+# Turns per ingest job: one worker apply (WorkerConfig.ingest_chunk) each, so several
+# workers can share one user's backlog.
+_TURNS_PER_JOB = 256
+
+
+@dataclass(frozen=True)
+class ImportRecord:
+    """One item of an import file, as ``AsyncMemory.add`` would take it.
+
+    ``infer`` is None when the command's ``--infer`` decides; Mem0-shaped memory items are
+    facts already and are stored as they are (False).
+    """
+
+    messages: Any
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    metadata: Any
+    timestamp: Any
+    infer: bool | None
+    superseded: bool = False
+
+
+@dataclass(frozen=True)
+class CheckedItem:
+    """A record that passed every check: its turns, and whether each becomes a memory."""
+
+    scope: Scope
+    turns: list[NewTurn]
+    one_per_turn: bool  # else an LLM extracts facts from the turns (one job per item)
+    payload: dict[str, Any]
+
+
+def source_identity(path: str | Path) -> ImportCursor:
+    """A file's identity for the cursor: its resolved path (per database).
+
+    A resume checks that the items done before are unchanged (their digest), so fixing a bad
+    line after them, or appending lines, continues where the import stopped.
+    """
+    resolved = str(Path(path).resolve())
+    digest = hashlib.sha256(resolved.encode()).hexdigest()
+    return ImportCursor(source=digest, path=resolved, position=0)
+
+
+class Importer:
+    """Writes checked records to PostgreSQL, one transaction per batch.
+
+    Args:
+        settings: The database (PostgreSQL: an import into ``memory://`` would vanish with
+            the process) and the embedder the memories will be embedded with.
+        infer: Let a configured LLM extract facts from messages (``--infer``).
+    """
+
+    def __init__(self, settings: MemhubSettings, infer: bool) -> None:
+        if (settings.database_url or "").startswith("memory://"):
+            raise UsageError("memhub import writes to PostgreSQL; memory:// ends with the process")
+        self.settings = settings
+        self.infer = infer
+        self.limits = Limits(
+            settings.max_id_length,
+            settings.max_text_chars,
+            max_metadata_bytes=settings.max_metadata_bytes,
+            max_metadata_depth=settings.max_metadata_depth,
+        )
+        self._store: PostgresStore | None = None
+
+    async def __aenter__(self) -> Importer:
+        store = await PostgresStore.open(self.settings)
+        try:
+            # Refuse an embedder the database does not record now, not at the first job.
+            embedder = embedder_from_settings(self.settings)
+            await store.ensure_embedding_space(embedder.model_name, embedder.dimension)
+        except BaseException:
+            await store.aclose()
+            raise
+        self._store = store
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        store, self._store = self._store, None
+        if store is not None:
+            await store.aclose()
+
+    @property
+    def store(self) -> PostgresStore:
+        """The open store (inside ``async with``)."""
+        if self._store is None:
+            raise RuntimeError("Importer is used outside `async with`")
+        return self._store
+
+    def check(self, record: ImportRecord) -> CheckedItem:
+        """Check ``record`` as ``add()`` checks its arguments.
+
+        Raises:
+            UsageError: The record cannot be stored; the message says why.
+        """
+        scope = scope_of(self.limits, record.user_id, record.agent_id, record.run_id)
+        messages = normalize_messages(record.messages, self.limits)
+        metadata = check_metadata(record.metadata, self.limits)
+        said_at = parse_timestamp(record.timestamp)
+        infer = self.infer if record.infer is None else record.infer
+        one_per_turn = not infer or not self.settings.llm_configured
+        payload: dict[str, Any] = {"infer": not one_per_turn}
+        if self.settings.custom_instructions and not one_per_turn:
+            payload["instructions"] = self.settings.custom_instructions
+        turns, _ = turns_and_job(
+            messages,
+            scope,
+            session_id=None,
+            metadata=metadata,
+            created_at=said_at,
+            job_payload=None,
+        )
+        return CheckedItem(scope, turns, one_per_turn, payload)
+
+    async def cursor(self, source: ImportCursor) -> ImportCursor | None:
+        """Where an earlier import of ``source`` stopped (None: never started)."""
+        async with self.store.database.connection() as conn:
+            with translate_errors("reading the import cursor"):
+                return await pg_import.read_cursor(conn, source.source)
+
+    async def forget(self, source: ImportCursor) -> None:
+        """Drop ``source``'s cursor: the next import of it starts from the first item."""
+        async with self.store.database.connection() as conn:
+            with translate_errors("resetting the import cursor"):
+                await pg_import.reset_cursor(conn, source.source)
+
+    async def write(self, items: Sequence[CheckedItem], cursor: ImportCursor | None) -> int:
+        """Store ``items`` and move ``cursor`` in one transaction; returns the turns written."""
+        count = sum(len(item.turns) for item in items)
+        async with self.store.database.connection() as conn:
+            with translate_errors("importing a batch"):
+                ids = await pg_import.reserve_turn_ids(conn, count) if count else []
+                batch = _batch(items, ids, cursor)
+                await pg_import.write_batch(conn, batch)
+        return count
+
+    async def pending_jobs(self) -> int:
+        """Jobs still queued in the database (every scope's)."""
+        return await self.store.pending_jobs()
+
+    async def ingest(self, on_progress: Callable[[int], None]) -> None:
+        """Run the queue in this process until it is empty (embedding what was imported).
+
+        ``on_progress`` is told how many of the jobs queued at the start are done, twice a
+        second.
+        """
+        first = await self.pending_jobs()
+        async with AsyncMemory(settings=self.settings.model_copy(update={"worker": "off"})) as m:
+            task = asyncio.ensure_future(m.wait_idle())
+            try:
+                while not task.done():
+                    on_progress(max(0, first - await self.pending_jobs()))
+                    await asyncio.wait({task}, timeout=0.5)
+                await task
+            finally:
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        on_progress(first)
+
+
+def _batch(
+    items: Sequence[CheckedItem], ids: Sequence[int], cursor: ImportCursor | None
+) -> ImportBatch:
+    """The rows of one transaction: turns under ``ids`` (in order), memories, jobs."""
+    now = datetime.now(UTC).replace(tzinfo=None)  # one clock for a batch's turns and memories
+    turns: list[tuple[int, NewTurn]] = []
+    memories: list[NewMemory] = []
+    pending: dict[Scope, list[tuple[int, uuid.UUID]]] = {}
+    jobs: list[NewJob] = []
+    next_id = iter(ids)
+    for item in items:
+        stored = [(next(next_id), turn) for turn in item.turns]
+        turns += stored
+        if not item.one_per_turn:  # as add() queues them: the LLM sees one item's turns
+            payload = {**item.payload, "event_id": str(uuid.uuid4())}
+            payload["turn_ids"] = [turn_id for turn_id, _ in stored]
+            jobs.append(NewJob(INGEST_JOB, item.scope, payload))
+            continue
+        for turn_id, turn in stored:
+            memory_id = uuid.uuid4()
+            (memory,) = memories_from_turns(
+                [_as_stored(turn_id, turn, now)], item.scope, [None], None, {turn_id: memory_id}
+            )
+            if memory.memory.strip():  # the worker makes no memory of a blank text either
+                memories.append(memory)
+                pending.setdefault(item.scope, []).append((turn_id, memory_id))
+    for scope, pairs in pending.items():
+        for start in range(0, len(pairs), _TURNS_PER_JOB):
+            part = pairs[start : start + _TURNS_PER_JOB]
+            payload = {
+                "infer": False,
+                "event_id": str(uuid.uuid4()),
+                "turn_ids": [turn_id for turn_id, _ in part],
+                "memory_ids": [str(memory_id) for _, memory_id in part],
+            }
+            jobs.append(NewJob(INGEST_JOB, scope, payload))
+    stamped = [(turn_id, _stamped(turn, now)) for turn_id, turn in turns]
+    return ImportBatch(turns=stamped, memories=memories, jobs=jobs, cursor=cursor)
+
+
+def _naive_utc(at: datetime | None, now: datetime) -> datetime:
+    if at is None:
+        return now
+    return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
+
+
+def _stamped(turn: NewTurn, now: datetime) -> NewTurn:
+    return NewTurn(
+        user_id=turn.user_id,
+        session_id=turn.session_id,
+        role=turn.role,
+        message=turn.message,
+        agent_id=turn.agent_id,
+        metadata=turn.metadata,
+        created_at=_naive_utc(turn.created_at, now),
+        long_term=turn.long_term,
+    )
+
+
+def _as_stored(turn_id: int, turn: NewTurn, now: datetime) -> Turn:
+    """The turn as the worker will read it back (UTC wall time, as the column keeps it)."""
+    return Turn(
+        id=turn_id,
+        user_id=turn.user_id,
+        session_id=turn.session_id,
+        role=turn.role,
+        message=turn.message,
+        agent_id=turn.agent_id,
+        metadata=turn.metadata,
+        created_at=_naive_utc(turn.created_at, now),
+    )

@@ -1,0 +1,112 @@
+"""Re-embedding every memory with the configured embedder: the steps of ``memhub reembed``.
+
+The SQL is in :mod:`memhub.store.pg_reembed`; this module orders the steps, asks for
+confirmation through a callback and reports through another, so the command line only
+draws them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from memhub.config import MemhubSettings
+from memhub.errors import UsageError
+from memhub.memory.shared import embedder_from_settings
+from memhub.store import pg_reembed
+from memhub.store.database import AsyncConn, acquire_database, release_database
+from memhub.store.errors import translate_errors
+from memhub.store.pg_space import ensure_embedding_space
+
+__all__ = ["ReembedProgress", "reembed"]
+
+
+class ReembedProgress:
+    """What a run reports: lines to say, and the running count of the first pass."""
+
+    def say(self, text: str) -> None:
+        """A line for the person running it (default: nothing)."""
+
+    def start(self, total: int) -> None:
+        """The first pass begins, with ``total`` memories to embed."""
+
+    def update(self, done: int) -> None:
+        """``done`` memories of the first pass are embedded."""
+
+    def finish(self) -> None:
+        """The first pass is over."""
+
+
+async def reembed(
+    settings: MemhubSettings,
+    *,
+    batch: int = 256,
+    force: bool = False,
+    confirm: Callable[[str], bool] | None = None,
+    progress: ReembedProgress | None = None,
+) -> int:
+    """Re-embed every memory with the configured embedder and record it as the database's.
+
+    Stop servers and workers that use the old embedder first: after the swap they are refused
+    (or, with an equal dimension, would write vectors of the wrong model). An interrupted run
+    resumes. Returns how many memories were embedded.
+
+    Args:
+        settings: The database, and the embedder to move to.
+        batch: Memories per embedding call and update.
+        force: Re-embed even when the recorded model already is the configured one.
+        confirm: Asked once with a description of the change; False cancels (UsageError).
+        progress: Told what happens (default: nothing is reported).
+    """
+    report = progress or ReembedProgress()
+    embedder = embedder_from_settings(settings)
+    database = await acquire_database(settings)
+    try:
+        dimension = int((await embedder.embed(["dimension probe"])).shape[1])
+        model = embedder.model_name
+        async with database.connection() as conn:
+            with translate_errors("re-embedding memories"):
+                old = await pg_reembed.recorded_space(conn)
+                if old.model is None:
+                    await ensure_embedding_space(conn, model, dimension)
+                    report.say(f"no embeddings recorded yet; the database now uses {model}")
+                    return 0
+                if old == pg_reembed.EmbeddingSpace(model, dimension) and not force:
+                    report.say(f"memories are already embedded with {model} ({dimension})")
+                    return 0
+                await _confirm(conn, confirm, old, pg_reembed.EmbeddingSpace(model, dimension))
+                if await pg_reembed.prepare(conn, model, dimension):
+                    report.say("resuming an interrupted re-embedding")
+                done = await _fill(conn, embedder.embed, batch, report)
+                report.say("building the vector index...")
+                await pg_reembed.build_index(conn)
+                done += await pg_reembed.swap(conn, model, dimension, embedder.embed)
+        report.say(f"re-embedded {done} memories; the database now uses {model} ({dimension})")
+        return done
+    finally:
+        await release_database(database)
+        await embedder.aclose()
+
+
+async def _confirm(
+    conn: AsyncConn,
+    confirm: Callable[[str], bool] | None,
+    old: pg_reembed.EmbeddingSpace,
+    new: pg_reembed.EmbeddingSpace,
+) -> None:
+    if confirm is None:
+        return
+    question = (
+        f"re-embed {await pg_reembed.count_memories(conn)} memories from {old.model} "
+        f"({old.dimension} dimensions) to {new.model} ({new.dimension} dimensions)?"
+    )
+    if not confirm(question):
+        raise UsageError("reembed cancelled; nothing was changed")
+
+
+async def _fill(
+    conn: AsyncConn, embed: pg_reembed.Embed, batch: int, report: ReembedProgress
+) -> int:
+    report.start(await pg_reembed.count_pending(conn))
+    done = await pg_reembed.catch_up(conn, embed, batch, report.update)
+    report.finish()
+    return done
