@@ -273,7 +273,7 @@ def render(results: dict[str, Any], *, docs: Path, img_dir: Path) -> str:
     lines += report_scale.ingest_lines(runs) + report_scale.scale_lines(scales)
     lines += _plot(runs, img_dir)
     lines += report_scale.plot_latency_vs_memories(runs, scales, img_dir)
-    lines += report_scale.plot_throughput_vs_clients(runs, img_dir)
+    lines += report_scale.plot_throughput_vs_clients(results, img_dir)
     failed = [r for r in runs if "error" in r]
     if failed:
         lines += ["## Failed runs", ""]
