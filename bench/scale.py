@@ -284,16 +284,32 @@ def ingest_while_searching(url: str, seconds: float, n_adds: int) -> dict[str, A
     the searches' latency meanwhile, peak RSS of both processes. The rows are deleted
     afterwards so that re-runs see the same 1M.
     """
-    import httpx
 
     from memhub import MemhubSettings, Memory
 
+    _forget_live(url)  # a run stopped half-way may have left its turns behind
     memory = Memory(settings=MemhubSettings(database_url=url, worker="off"))
     try:
         for turn in synth.memories(0, n_adds, users=50, prefix="live"):
             memory.add(turn.text, user_id=turn.user_id, infer=False, timestamp=turn.timestamp)
     finally:
         memory.close()
+    try:
+        return _measure_ingest(url, seconds, n_adds)
+    finally:
+        _forget_live(url)
+
+
+def _forget_live(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DELETE FROM memories WHERE user_id LIKE 'live-%'")
+        conn.execute("DELETE FROM conversation_context WHERE user_id LIKE 'live-%'")
+        conn.execute("DELETE FROM memory_jobs WHERE user_id LIKE 'live-%'")
+
+
+def _measure_ingest(url: str, seconds: float, n_adds: int) -> dict[str, Any]:
+    import httpx
+
     server, base = _serve(url)
     stop = threading.Event()
     latencies: list[float] = []
@@ -334,10 +350,6 @@ def ingest_while_searching(url: str, seconds: float, n_adds: int) -> dict[str, A
         for process in (worker, server):
             process.terminate()
             process.wait(30)
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("DELETE FROM memories WHERE user_id LIKE 'live-%'")
-            conn.execute("DELETE FROM conversation_context WHERE user_id LIKE 'live-%'")
-            conn.execute("DELETE FROM memory_jobs WHERE user_id LIKE 'live-%'")
 
 
 def vacuum_after_delete(
