@@ -47,7 +47,7 @@ test: lint typecheck unit
 bench:
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -r bench/requirements.txt -e .
+	$(BENCH_VENV)/bin/python -m pip install --quiet -r bench/requirements.txt -e '.[server]'
 	$(BENCH_VENV)/bin/python -m bench --profile $(PROFILE)
 
 clean:

@@ -12,15 +12,22 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench import report_scale
 from bench.locomo import CATEGORY_NAMES
 from bench.metrics import DEFAULT_KS
 
+#: Everything from this line on in docs/benchmarks.md is written by hand and kept on re-render.
+HAND_WRITTEN = "<!-- Hand-written sections below: bench.report keeps them on every re-render. -->"
+
 #: memhub's targets from the benchmark issue: (label, how to read it, limit, higher is better).
 TARGETS: tuple[tuple[str, str, float, bool], ...] = (
-    ("acknowledged add p50 (ms)", "add_p50", 2.0, False),
+    ("acknowledged add p50 (ms)", "add_p50", 1.0, False),
     ("search p95 incl. query embedding (ms)", "search_p95", 10.0, False),
-    ("ingestion (turns/s)", "ingest", 300.0, True),
+    ("engine overhead: search p95 - query embedding p50 (ms)", "overhead", 2.0, False),
+    ("ingestion, filled by 8 clients (turns/s)", "ingest", 300.0, True),
+    ("worker ingestion / embedder alone (same run)", "ingest_ratio", 0.9, True),
     ("worker peak RSS (MB)", "rss", 400.0, False),
+    ("search p95 at 1M memories, big user (ms)", "search_p95_1m", 20.0, False),
     ("evidence recall@10", "recall10", 0.65, True),
 )
 
@@ -151,6 +158,9 @@ def _target_values(runs: list[dict[str, Any]], system: str) -> dict[str, float]:
         largest = run["result"]["checkpoints"][-1]
         values["add_p50"] = largest["sequential"]["add_latency"]["p50_ms"]
         values["search_p95"] = largest["sequential"]["search_latency"]["p95_ms"]
+        embed = largest.get("query_embedding_latency", {}).get("p50_ms")
+        if embed is not None:
+            values["overhead"] = values["search_p95"] - embed
         fills = [cp["fill"]["turns_per_s"] for cp in run["result"]["checkpoints"] if cp.get("fill")]
         values["ingest"] = fills[-1] if fills else math.nan
         # The worker's own process where there is one (memhub), else the whole client (Mem0
@@ -160,8 +170,14 @@ def _target_values(runs: list[dict[str, Any]], system: str) -> dict[str, float]:
     return values
 
 
-def _targets_section(runs: list[dict[str, Any]]) -> list[str]:
+def _targets_section(runs: list[dict[str, Any]], scales: list[dict[str, Any]]) -> list[str]:
     memhub, mem0 = _target_values(runs, "memhub"), _target_values(runs, "mem0")
+    ingest = report_scale.ingest_result(runs)
+    if ingest is not None:
+        memhub["ingest_ratio"] = ingest["ratio"]
+    plain = [s for s in scales if not s.get("partitions") and "search" in s]
+    if plain:
+        memhub["search_p95_1m"] = plain[0]["search"]["big_user"]["p95_ms"]
     if not memhub and not mem0:
         return []
     rows = []
@@ -224,9 +240,22 @@ def _plot(runs: list[dict[str, Any]], img_dir: Path) -> list[str]:
     return lines
 
 
+def _kept_tail(docs: Path) -> list[str]:
+    """The hand-written part of an existing report (from the marker on), or just the marker."""
+    if docs.exists():
+        text = docs.read_text(encoding="utf-8")
+        if HAND_WRITTEN in text:
+            return ["", text[text.index(HAND_WRITTEN) :].rstrip("\n"), ""]
+    return ["", HAND_WRITTEN, ""]
+
+
 def render(results: dict[str, Any], *, docs: Path, img_dir: Path) -> str:
-    """Write the markdown report (and plots); return the markdown."""
+    """Write the markdown report (and plots); return the markdown.
+
+    Everything below :data:`HAND_WRITTEN` in an existing ``docs`` file is kept as it is.
+    """
     runs = results["runs"]
+    scales: list[dict[str, Any]] = results.get("scale", [])
     profile = results["profile"]
     versions = ", ".join(f"{k} {v}" for k, v in results["versions"].items())
     lines = [
@@ -236,11 +265,15 @@ def render(results: dict[str, Any], *, docs: Path, img_dir: Path) -> str:
         f"{results['machine']['cpus']} CPUs. Regenerate with `make bench` "
         f"(or `python -m bench --profile {profile['name']}`).",
         "",
+        *report_scale.machine_lines(results),
         f"Versions: {versions}.",
         "",
     ]
-    lines += _targets_section(runs) + _recall_section(runs) + _hotpath_section(runs)
+    lines += _targets_section(runs, scales) + _recall_section(runs) + _hotpath_section(runs)
+    lines += report_scale.ingest_lines(runs) + report_scale.scale_lines(scales)
     lines += _plot(runs, img_dir)
+    lines += report_scale.plot_latency_vs_memories(runs, scales, img_dir)
+    lines += report_scale.plot_throughput_vs_clients(results, img_dir)
     failed = [r for r in runs if "error" in r]
     if failed:
         lines += ["## Failed runs", ""]
@@ -250,7 +283,7 @@ def render(results: dict[str, Any], *, docs: Path, img_dir: Path) -> str:
         lines.append("")
     timing = [[r["system"], r["workload"], r["layout"], _fmt(r["wall_seconds"], 0)] for r in runs]
     lines += ["## Time taken", "", *_table(["system", "workload", "layout", "seconds"], timing)]
-    text = "\n".join(lines)
+    text = "\n".join(lines + _kept_tail(docs))
     docs.parent.mkdir(parents=True, exist_ok=True)
     docs.write_text(text, encoding="utf-8")
     return text

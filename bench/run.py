@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from bench import machine
 from bench.locomo import default_data_path
 from bench.systems import SYSTEM_NAMES
 
@@ -53,6 +54,7 @@ class Profile:
     st_max: int | None = None
     conversations: int | None = None
     spread_systems: tuple[str, ...] | None = None
+    ingest_turns: int = 20_000
 
 
 PROFILES: dict[str, Profile] = {
@@ -65,6 +67,7 @@ PROFILES: dict[str, Profile] = {
             probe_adds=200,
             probe_searches=200,
             conversations=2,
+            ingest_turns=2_000,
         ),
         Profile(
             "default",
@@ -79,12 +82,23 @@ PROFILES: dict[str, Profile] = {
         Profile("xl", one_user=(10_000, 100_000, 1_000_000), spread=(100_000, 1_000_000)),
     )
 }
+#: Not a Profile: ``--profile 1m`` runs bench.scale (its own loader, data kept between runs).
+SCALE_PROFILE = "1m"
 
 
 def _tasks(
     profile: Profile, systems: list[str], workloads: list[str], locomo: Path
 ) -> list[dict[str, Any]]:
     tasks: list[dict[str, Any]] = []
+    if "ingest" in workloads and "memhub" in systems:
+        tasks.append(
+            {
+                "system": "memhub",
+                "workload": "ingest",
+                "layout": "queued",
+                "turns": profile.ingest_turns,
+            }
+        )
     for system in systems:
         if "recall" in workloads:
             tasks.append(
@@ -170,7 +184,7 @@ def _versions() -> dict[str, str]:
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--profile", choices=sorted(PROFILES), default="default")
+    parser.add_argument("--profile", choices=sorted([*PROFILES, SCALE_PROFILE]), default="default")
     parser.add_argument(
         "--systems",
         default=",".join(DEFAULT_SYSTEMS),
@@ -178,8 +192,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--workloads",
-        default="recall,hotpath,query,cli",
-        help="recall, hotpath, query and/or cli",
+        default="recall,hotpath,ingest,query,cli",
+        help="recall, hotpath, ingest, query and/or cli",
     )
     parser.add_argument("--locomo", type=Path, default=default_data_path())
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
@@ -194,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     log.setLevel(logging.INFO)
     args = _parse_args(argv)
+    if args.profile == SCALE_PROFILE:
+        return _scale(args)
     profile = PROFILES[args.profile]
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = sorted(set(systems) - set(SYSTEM_NAMES))
@@ -207,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = _tasks(profile, systems, workloads, args.locomo)
     started = datetime.now(UTC)
     runs: list[dict[str, Any]] = []
+    described = machine.describe()
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         workdir = Path(tmp)
         postgres = None
@@ -214,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             from bench.pg import BenchPostgres
 
             postgres = BenchPostgres(workdir / "pg")
+            described = machine.describe(postgres.create_database("machine"))
         try:
             for task in tasks:
                 if postgres is not None and task["system"] in DB_SYSTEMS:
@@ -228,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {
         "profile": asdict(profile),
         "started": started.isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": described | {"load_after": os.getloadavg()},
         "versions": _versions(),
         "runs": runs,
     }
@@ -240,13 +258,40 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / f"results-{profile.name}.json"
     path.write_text(json.dumps(results, indent=1), encoding="utf-8")
     log.info("wrote %s", path)
-    if not args.no_report:
-        from bench.report import render
-
-        render(results, docs=args.docs, img_dir=args.img)
-        log.info("wrote %s", args.docs)
     if "query" in workloads:  # issue 12's per-query profile at 100k (bench/query.py)
         from bench.query import measure_into
 
-        measure_into(results, path, None if args.no_report else args.docs)
+        measure_into(results, path, None)
+    if not args.no_report:
+        _render(results, args)
     return 1 if any("error" in r for r in runs) else 0
+
+
+def _render(results: dict[str, Any], args: argparse.Namespace) -> None:
+    """Write the report, with the 1M profile's latest results (if any) beside this run's."""
+    from bench.report import render
+
+    scales = sorted(args.out.glob("scale-*.json"))
+    results = results | {"scale": [json.loads(p.read_text(encoding="utf-8")) for p in scales]}
+    render(results, docs=args.docs, img_dir=args.img)
+    if "query" in results:  # its section goes after the generated ones (bench.query owns it)
+        from bench.query import write_section
+
+        write_section(args.docs, results["query"])
+    log.info("wrote %s", args.docs)
+
+
+def _scale(args: argparse.Namespace) -> int:
+    """The 1M profile: plain, then hash-partitioned; then re-render the default report."""
+    from bench import scale
+
+    # The VACUUM test (--vacuum-users) takes many minutes at 1M: run bench.scale for it alone;
+    # its last figures stay in the result files.
+    for extra in ([], ["--partitioned", "16"]):
+        code = scale.main(["--out", str(args.out), "--searches", "100", *extra])
+        if code:
+            return code
+    default = args.out / "results-default.json"
+    if default.exists() and not args.no_report:
+        _render(json.loads(default.read_text(encoding="utf-8")), args)
+    return 0

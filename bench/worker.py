@@ -13,27 +13,32 @@ from pathlib import Path
 from typing import Any
 
 from bench.hotpath import HotpathSpec, run_hotpath
+from bench.ingest import run_ingest
 from bench.locomo import load_locomo
 from bench.recall import run_recall
 from bench.systems import open_system
 
 
 def run_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Run one task: ``{"system", "workload": "recall"|"hotpath", "db_url", ...}``."""
+    """Run one task: ``{"system", "workload": "recall"|"hotpath"|"ingest", "db_url", ...}``."""
     started = time.perf_counter()
-    system = open_system(task["system"], db_url=task.get("db_url"))
-    opened = time.perf_counter() - started
-    try:
-        if task["workload"] == "recall":
-            from bench.tokens import count_tokens
+    if task["workload"] == "ingest":  # no system to open: a `memhub worker` is the subject
+        result = run_ingest(task["db_url"], task["turns"])
+        opened = 0.0
+    else:
+        system = open_system(task["system"], db_url=task.get("db_url"))
+        opened = time.perf_counter() - started
+        try:
+            if task["workload"] == "recall":
+                from bench.tokens import count_tokens
 
-            conversations = load_locomo(Path(task["locomo"]))
-            limit = task.get("conversations")
-            result = run_recall(system, conversations[:limit], count_tokens=count_tokens)
-        else:
-            result = run_hotpath(system, HotpathSpec(**task["spec"]))
-    finally:
-        system.close()
+                conversations = load_locomo(Path(task["locomo"]))
+                limit = task.get("conversations")
+                result = run_recall(system, conversations[:limit], count_tokens=count_tokens)
+            else:
+                result = run_hotpath(system, HotpathSpec(**task["spec"]))
+        finally:
+            system.close()
     return {
         **{k: v for k, v in task.items() if k != "db_url"},
         "result": result,

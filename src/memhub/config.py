@@ -172,8 +172,11 @@ class MemhubSettings(EnvSettings):
         default="thread", description="`thread`: ingest in-process; `off`: run `memhub worker`."
     )
     worker_batch_size: int = Field(default=64, ge=1)
-    worker_concurrency: int = Field(
-        default=1, ge=1, description="Batches in flight per worker (embedding uses one core each)."
+    worker_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        description="Batches in flight per worker; unset: 1 in-process, one per CPU in"
+        " `memhub worker`.",
     )
     worker_poll_interval: float = Field(default=0.5, gt=0)
     job_max_attempts: int = Field(default=5, ge=1)

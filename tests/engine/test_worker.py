@@ -266,3 +266,13 @@ async def test_kill_9_mid_llm_call_loses_and_duplicates_nothing(
     assert await _count(db_url, "SELECT count(*) FROM memories WHERE memory_type = 'turn'") == 0
     assert await _count(db_url, "SELECT count(*) FROM memory_llm_usage") == 1
     assert await _count(db_url, "SELECT count(*) FROM memory_history WHERE event = 'ADD'") == 2
+
+
+def test_standalone_worker_runs_one_batch_per_cpu_unless_configured() -> None:
+    from memhub.engine.worker import standalone_concurrency
+
+    # Unset, the in-process worker runs one batch (memory/shared.py) and `memhub worker` one
+    # per CPU it may run on, so the embedder keeps every core busy.
+    assert MemhubSettings(database_url="memory://").worker_concurrency is None
+    assert standalone_concurrency(None) == len(os.sched_getaffinity(0))
+    assert standalone_concurrency(3) == 3

@@ -110,7 +110,9 @@ def _ops(command: str, args: argparse.Namespace, settings: MemhubSettings) -> in
     if command == "migrate":
         return asyncio.run(ops.migrate(settings))
     if command == "worker":
-        concurrency = args.concurrency or settings.worker_concurrency
+        from memhub.engine.worker import standalone_concurrency
+
+        concurrency = args.concurrency or standalone_concurrency(settings.worker_concurrency)
         return asyncio.run(ops.worker(settings, max(1, concurrency)))
     return asyncio.run(ops.jobs(settings, args.action, args.ids))
 

@@ -52,7 +52,9 @@ def _ops(commands: Commands) -> None:
     commands.add_parser("migrate", help="apply database migrations")
     worker = commands.add_parser("worker", help="process queued jobs until stopped")
     worker.add_argument(
-        "--concurrency", type=int, help="batches in flight (default MEMHUB_WORKER_CONCURRENCY)"
+        "--concurrency",
+        type=int,
+        help="batches in flight (default MEMHUB_WORKER_CONCURRENCY, else one per CPU)",
     )
     jobs = commands.add_parser("jobs", help="inspect the job queue")
     jobs.add_argument("action", choices=["stats", "parked", "retry"])

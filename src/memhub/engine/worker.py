@@ -31,12 +31,22 @@ from memhub.store.protocol import JobBatch, Store
 from memhub.store.records import Job, Lane, Lease, NewJob, NewMemory
 from memhub.telemetry import instruments, operation, queue_depth
 
-__all__ = ["CONSOLIDATE_LANE", "Worker", "WorkerConfig", "ingest_lane"]
+__all__ = ["CONSOLIDATE_LANE", "Worker", "WorkerConfig", "ingest_lane", "standalone_concurrency"]
 
 log = logging.getLogger("memhub.worker")
 
 # Consolidation of an owner waits for the turns of its window to be ingested first.
 CONSOLIDATE_LANE = Lane((CONSOLIDATE_JOB,), after_other_lanes=True)
+
+
+def standalone_concurrency(configured: int | None) -> int:
+    """Batches in flight in a ``memhub worker`` process: as configured, else one per CPU.
+
+    A batch embeds on one core (the default embedder runs one thread per inference), and a
+    standalone worker has the machine to itself: with one batch per core the embedder keeps
+    every core busy while another batch waits on the database.
+    """
+    return configured or len(os.sched_getaffinity(0)) or 1
 
 
 def ingest_lane(consolidating: bool) -> Lane:

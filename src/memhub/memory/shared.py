@@ -170,7 +170,7 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
         store=store, embedder=chosen, worker=worker, llm=llm, owns_embedder=embedder is None
     )
     if settings.worker == "thread":
-        engine.start_worker(settings.worker_concurrency)
+        engine.start_worker(settings.worker_concurrency or 1)
     return engine
 
 
