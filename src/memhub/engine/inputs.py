@@ -10,12 +10,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from memhub.errors import UsageError
 from memhub.filters import FilterLimits
+
+if TYPE_CHECKING:
+    from memhub.config import MemhubSettings
 from memhub.messages import Message, UserMessage, message_class
 from memhub.store.records import Scope
 
@@ -42,6 +45,23 @@ class Limits:
     max_search_results: int = 1000
     max_page_size: int = 10_000
     filters: FilterLimits = field(default_factory=FilterLimits)
+
+    @classmethod
+    def from_settings(cls, settings: MemhubSettings) -> Limits:
+        """Every limit as the settings give it."""
+        return cls(
+            settings.max_id_length,
+            settings.max_text_chars,
+            max_metadata_bytes=settings.max_metadata_bytes,
+            max_metadata_depth=settings.max_metadata_depth,
+            max_search_results=settings.max_search_results,
+            max_page_size=settings.max_page_size,
+            filters=FilterLimits(
+                settings.max_filter_depth,
+                settings.max_filter_conditions,
+                settings.max_filter_in_values,
+            ),
+        )
 
 
 _SCOPE_KEYS = frozenset({"user_id", "agent_id", "run_id"})

@@ -12,7 +12,6 @@ from memhub.embed import Embedder
 from memhub.engine.fusion import FusionConfig
 from memhub.engine.inputs import Limits, check_id, check_metadata, scope_of
 from memhub.errors import UsageError
-from memhub.filters import FilterLimits
 from memhub.memory.shared import Engine, acquire_engine, release_engine
 from memhub.store.records import Scope
 
@@ -49,19 +48,7 @@ class MemoryCore:
         elif db_url is not None:
             settings = settings.model_copy(update={"database_url": db_url})
         self.settings = settings
-        self.limits = Limits(
-            settings.max_id_length,
-            settings.max_text_chars,
-            max_metadata_bytes=settings.max_metadata_bytes,
-            max_metadata_depth=settings.max_metadata_depth,
-            max_search_results=settings.max_search_results,
-            max_page_size=settings.max_page_size,
-            filters=FilterLimits(
-                settings.max_filter_depth,
-                settings.max_filter_conditions,
-                settings.max_filter_in_values,
-            ),
-        )
+        self.limits = Limits.from_settings(settings)
         self.user_id = None if user_id is None else check_id("user_id", user_id, self.limits)
         self.session_id = (
             str(uuid.uuid4())

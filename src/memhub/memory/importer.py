@@ -97,12 +97,7 @@ class Importer:
             raise UsageError("memhub import writes to PostgreSQL; memory:// ends with the process")
         self.settings = settings
         self.infer = infer
-        self.limits = Limits(
-            settings.max_id_length,
-            settings.max_text_chars,
-            max_metadata_bytes=settings.max_metadata_bytes,
-            max_metadata_depth=settings.max_metadata_depth,
-        )
+        self.limits = Limits.from_settings(settings)
         self._store: PostgresStore | None = None
 
     async def __aenter__(self) -> Importer:
