@@ -252,7 +252,7 @@ async def text_hits(
     """Run the full-text statement (it needs no vector: run it while the query is embedded)."""
     query, values = text_statement(scope, text_query, k, filters, include_superseded, ranking)
     # Not prepared: a generic plan cannot tell a scope of 80 memories from one of 200,000, and
-    # the probes' best index differs between them (measured in docs/benchmarks.md).
+    # the probes' best index differs between them (measured: docs/retrieval.md, section 5).
     cur = await conn.execute(query, values, prepare=False)
     row = await cur.fetchone()
     assert row is not None  # an aggregate-only SELECT returns exactly one row
