@@ -30,7 +30,7 @@ def _result(p95: float) -> dict[str, object]:
         },
         "clients": [row],
         "clients_while_ingesting": {**row, "turns_added": 5},
-        "explain_ms": {"execution": 2.0, "CTE vec": 0.25, "CTE avgdl": 1.0},
+        "explain_ms": {"text: execution": 2.0, "vector: execution": 0.25},
     }
 
 
@@ -53,5 +53,5 @@ def test_the_section_is_replaced_in_place_and_the_rest_kept(tmp_path: Path) -> N
     assert text.startswith("# Benchmarks\n\nkept\n")
     assert "**5.00 ms**" in text and "**1.00 ms**" not in text
     assert "| 8 + worker ingesting | 100 |" in text
-    assert "| CTE vec | 0.25 |" in text
-    assert "full-text side is 50% of execution and the HNSW scan 12%" in text
+    assert "| vector: execution | 0.25 |" in text
+    assert "runs on its own connection while the query is embedded" in text
