@@ -51,11 +51,16 @@ def scope_lock_keys(scopes: Sequence[Scope]) -> list[str]:
 
 
 async def lock_scopes(conn: AsyncConn, scopes: Sequence[Scope]) -> None:
-    """Take the scopes' locks until the transaction ends (``delete_all`` and apply use them)."""
-    for key in scope_lock_keys(scopes):
-        await conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended('memhub-scope:' || %s, 0))", (key,)
-        )
+    """Take the scopes' locks until the transaction ends (``delete_all`` and apply use them).
+
+    One statement for all of them (a batch of 64 users took 64 round trips): the function scan
+    yields the sorted keys in array order, so the locks are taken in that order.
+    """
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('memhub-scope:' || k, 0))"
+        " FROM unnest(%s::text[]) WITH ORDINALITY AS s(k, n) ORDER BY n",
+        (scope_lock_keys(scopes),),
+    )
 
 
 _OWNERS = (
