@@ -37,9 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 def claim_size() -> int:
     """How many turns a ``memhub worker`` at its defaults claims (and embeds) at once."""
     from memhub.config import MemhubSettings
-    from memhub.engine.worker import standalone_batch_size
 
-    return standalone_batch_size(MemhubSettings().worker_batch_size)
+    return MemhubSettings.model_fields["worker_batch_size"].default  # type: ignore[no-any-return]
 
 
 def _texts(n: int) -> list[str]:

@@ -171,12 +171,7 @@ class MemhubSettings(EnvSettings):
     worker: Literal["thread", "off"] = Field(
         default="thread", description="`thread`: ingest in-process; `off`: run `memhub worker`."
     )
-    worker_batch_size: int | None = Field(
-        default=None,
-        ge=1,
-        description="Jobs claimed at once, across users; unset: 64 in-process, 256 in"
-        " `memhub worker`.",
-    )
+    worker_batch_size: int = Field(default=64, ge=1)
     worker_concurrency: int | None = Field(
         default=None,
         ge=1,

@@ -276,16 +276,3 @@ def test_standalone_worker_runs_one_batch_per_cpu_unless_configured() -> None:
     assert MemhubSettings(database_url="memory://").worker_concurrency is None
     assert standalone_concurrency(None) == len(os.sched_getaffinity(0))
     assert standalone_concurrency(3) == 3
-
-
-async def test_standalone_worker_claims_256_jobs_the_in_process_one_64() -> None:
-    from memhub.engine.worker import standalone_batch_size
-
-    # Fuller embedding runs and fewer round trips per turn (docs/benchmarks.md); in-process,
-    # a burst of adds becomes searchable in smaller steps.
-    settings = MemhubSettings(database_url="memory://", worker="off")
-    assert settings.worker_batch_size is None
-    assert standalone_batch_size(None) == 256 and standalone_batch_size(8) == 8
-    async with AsyncMemory(settings=settings) as memory:
-        engine = await memory._engine()
-        assert engine.worker.config.batch_size == 64

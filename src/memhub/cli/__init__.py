@@ -110,12 +110,10 @@ def _ops(command: str, args: argparse.Namespace, settings: MemhubSettings) -> in
     if command == "migrate":
         return asyncio.run(ops.migrate(settings))
     if command == "worker":
-        from memhub.engine.worker import standalone_batch_size, standalone_concurrency
+        from memhub.engine.worker import standalone_concurrency
 
         concurrency = args.concurrency or standalone_concurrency(settings.worker_concurrency)
-        batch = standalone_batch_size(settings.worker_batch_size)
-        standalone = settings.model_copy(update={"worker_batch_size": batch})
-        return asyncio.run(ops.worker(standalone, max(1, concurrency)))
+        return asyncio.run(ops.worker(settings, max(1, concurrency)))
     return asyncio.run(ops.jobs(settings, args.action, args.ids))
 
 

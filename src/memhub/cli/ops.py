@@ -55,11 +55,7 @@ async def worker(settings: MemhubSettings, concurrency: int) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    logging.getLogger("memhub").info(
-        "worker started (%s concurrent batches of up to %s jobs)",
-        concurrency,
-        settings.worker_batch_size,
-    )
+    logging.getLogger("memhub").info("worker started (%s concurrent batches)", concurrency)
     try:
         await asyncio.gather(*(engine.worker.run(stop) for _ in range(concurrency)))
     finally:

@@ -31,14 +31,7 @@ from memhub.store.protocol import JobBatch, Store
 from memhub.store.records import Job, Lane, Lease, NewJob, NewMemory
 from memhub.telemetry import instruments, operation, queue_depth
 
-__all__ = [
-    "CONSOLIDATE_LANE",
-    "Worker",
-    "WorkerConfig",
-    "ingest_lane",
-    "standalone_batch_size",
-    "standalone_concurrency",
-]
+__all__ = ["CONSOLIDATE_LANE", "Worker", "WorkerConfig", "ingest_lane", "standalone_concurrency"]
 
 log = logging.getLogger("memhub.worker")
 
@@ -54,17 +47,6 @@ def standalone_concurrency(configured: int | None) -> int:
     every core busy while another batch waits on the database.
     """
     return configured or len(os.sched_getaffinity(0)) or 1
-
-
-def standalone_batch_size(configured: int | None) -> int:
-    """Jobs a ``memhub worker`` claims at once: as configured, else 256.
-
-    Measured on 2 cores (docs/benchmarks.md): claims of 256 turns embed in fuller runs of
-    similar length than claims of 64 and pay the claim and apply round trips a quarter as
-    often, 358-378 turns/s against 295-341. The in-process worker keeps WorkerConfig's 64, so
-    a burst of adds becomes searchable in smaller steps.
-    """
-    return configured or 256
 
 
 def ingest_lane(consolidating: bool) -> Lane:

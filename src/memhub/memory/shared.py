@@ -155,7 +155,7 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
         store,
         chosen,
         WorkerConfig(
-            batch_size=settings.worker_batch_size or WorkerConfig.batch_size,
+            batch_size=settings.worker_batch_size,
             poll_interval=settings.worker_poll_interval,
             max_attempts=settings.job_max_attempts,
             backoff_base=settings.job_retry_base_seconds,
