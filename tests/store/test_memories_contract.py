@@ -6,13 +6,21 @@ candidates, update, delete, erase.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 import numpy as np
 import pytest
 
-from memhub.errors import ConfigurationError, Conflict, MemoryNotFound, StoreError, UsageError
+from memhub.errors import (
+    ConfigurationError,
+    Conflict,
+    MemoryNotFound,
+    ProviderError,
+    StoreError,
+    UsageError,
+)
 from memhub.filters import parse_filters
 from memhub.store.protocol import Store
 from memhub.store.records import NewJob, NewTurn, Scope
@@ -261,3 +269,29 @@ async def test_delete_all_maps_run_id_to_the_turns_session(store: Store) -> None
     assert len(await store.recent_turns("u", "r2", 10)) == 1
     with pytest.raises(StoreError):
         await store.delete_all(Scope())
+
+
+async def test_search_takes_a_vector_still_being_computed(store: Store) -> None:
+    await insert(store, mem("tea with lemon", vector=X), mem("coffee", vector=Y))
+
+    async def later() -> np.ndarray:
+        await asyncio.sleep(0)
+        return np.asarray(X, np.float32)
+
+    given = await store.search_candidates(U, "lemon tea", np.asarray(X, np.float32), 5, None, False)
+    awaited = await store.search_candidates(U, "lemon tea", later(), 5, None, False)
+    assert awaited == given
+
+
+async def test_a_failed_query_vector_fails_the_search_and_leaves_it_usable(store: Store) -> None:
+    await insert(store, mem("tea with lemon", vector=X))
+
+    async def broken() -> np.ndarray:
+        await asyncio.sleep(0.01)
+        raise ProviderError("the embedder is down")
+
+    for _ in range(30):  # more than any pool: a leaked connection would exhaust it
+        with pytest.raises(ProviderError, match="embedder is down"):
+            await store.search_candidates(U, "lemon", broken(), 5, None, False)
+    found = await store.search_candidates(U, "lemon", np.asarray(X, np.float32), 5, None, False)
+    assert [c.record.memory for c in found] == ["tea with lemon"]

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from memhub.errors import UsageError
 
-__all__ = ["Embedder", "check_texts", "empty_matrix", "normalise_rows"]
+__all__ = ["Embedder", "check_texts", "embed_one", "empty_matrix", "normalise_rows"]
 
 
 @runtime_checkable
@@ -48,6 +48,13 @@ class Embedder(Protocol):
     async def aclose(self) -> None:
         """Release the embedder's resources (sessions, connections)."""
         ...
+
+
+async def embed_one(embedder: Embedder, text: str) -> npt.NDArray[np.float32]:
+    """The vector of one text (a coroutine, so a search can start before it is done)."""
+    vectors = await embedder.embed([text])
+    first: npt.NDArray[np.float32] = vectors[0]
+    return first
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

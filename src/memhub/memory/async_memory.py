@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
+from memhub.embed.base import embed_one
 from memhub.engine.consolidate import fact_scope
 from memhub.engine.fusion import ScoredCandidate, fuse
 from memhub.engine.ingest import idempotency, turns_and_job
@@ -226,8 +227,8 @@ class AsyncMemory(ArkosMethods):
             raise UsageError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         engine = await self._engine()
         with operation("search"):
-            vector = (await engine.embedder.embed([query]))[0]
-            k = max(limit, self.fusion.candidates)
+            # Not awaited here: the store's full-text part runs while the query is embedded.
+            vector, k = embed_one(engine.embedder, query), max(limit, self.fusion.candidates)
             candidates = await engine.store.search_candidates(
                 scope, query, vector, k, parsed, include_superseded, self.fusion.text
             )

@@ -25,7 +25,7 @@ from memhub.store.inmemory_jobs import JobQueue, ScopeLocks
 from memhub.store.inmemory_keys import InMemoryKeys
 from memhub.store.inmemory_rows import as_utc, check_text, in_scope, jsonb, utc_now
 from memhub.store.inmemory_tables import Tables
-from memhub.store.protocol import Vector
+from memhub.store.protocol import QueryVector, Vector, query_vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
@@ -159,16 +159,17 @@ class InMemoryStore(InMemoryKeys):
         self,
         scope: Scope,
         text_query: str,
-        vector: Vector,
+        vector: QueryVector,
         k: int,
         filters: Filter | None,
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
         # Exact scoring over the scope: the PostgreSQL work caps of ``ranking`` do not apply.
+        query = await query_vector(vector)
         async with self.lock:
             found = self.tables.search(
-                scope, text_query, vector, k, filters, include_superseded, ranking
+                scope, text_query, query, k, filters, include_superseded, ranking
             )
             return self._with_previous_turns(found)
 

@@ -1,9 +1,16 @@
-"""SQL for hybrid search: vector and full-text (BM25) candidates of one scope, in one round trip."""
+"""SQL for hybrid search of one scope: a full-text (BM25) statement and a vector statement.
+
+The full-text statement needs no vector, so :class:`~memhub.store.postgres.PostgresStore` runs it
+while the query is being embedded; the vector statement then adds the nearest memories and
+scores every candidate on both signals.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 import numpy as np
 from psycopg import sql
@@ -14,7 +21,33 @@ from memhub.store.pg_bind import Params
 from memhub.store.pg_memories import COLUMNS, N_COLUMNS, memories_where, record_from_row
 from memhub.store.records import DEFAULT_TEXT_RANKING, Candidate, Scope, TextRanking
 
-__all__ = ["search_candidates", "search_statement"]
+__all__ = [
+    "TextHits",
+    "search_candidates",
+    "text_hits",
+    "text_statement",
+    "vector_candidates",
+    "vector_statement",
+]
+
+
+@dataclass(frozen=True)
+class TextHits:
+    """What the full-text statement found, handed to the vector statement.
+
+    Attributes:
+        ids: The best ``k`` memories by full text.
+        scores: Their text scores (used as they are unless every candidate is rescored).
+        lexemes: The query's lexemes that match anything in the scope...
+        weights: ...and each one's BM25 weight (its IDF).
+        avgdl: The average length, in lexemes, of the rare lexemes' matches.
+    """
+
+    ids: list[UUID]
+    scores: list[float]
+    lexemes: list[str]
+    weights: list[float]
+    avgdl: float
 
 
 def _text_query() -> sql.SQL:
@@ -23,30 +56,34 @@ def _text_query() -> sql.SQL:
     return sql.SQL("replace(plainto_tsquery('english', {q})::text, ' & ', ' | ')::tsquery")
 
 
-def _ts_rank_cte(where: sql.Composable) -> sql.Composable:
+# A lexeme as a one-lexeme tsquery, quoted so that any lexeme parses.
+_LEXEME_QUERY = "(('''' || replace(replace({0}, '\\', '\\\\'), '''', '''''') || '''')::tsquery)"
+
+
+def _ts_rank_ctes(where: sql.Composable) -> sql.Composable:
     return sql.SQL(
         "q AS (SELECT {tsq} AS tsq),"
         " txt_all AS ("
         "  SELECT m.id, m.hash, ts_rank(m.tsv, q.tsq) AS score FROM memories m, q"
         "  WHERE {where} AND m.tsv @@ q.tsq"
-        ")"
+        "), idf AS (SELECT NULL::text AS lexeme, NULL::float8 AS w WHERE FALSE),"
+        " avgdl AS (SELECT 1::float8 AS a)"
     ).format(tsq=_text_query().format(q=sql.Placeholder("q")), where=where)
 
 
-def _bm25_cte(where: sql.Composable) -> sql.Composable:
+def _bm25_ctes(where: sql.Composable) -> sql.Composable:
     # The query's lexemes come from the same to_tsvector() that built m.tsv (stop words out,
-    # stemmed, deduplicated); each becomes a one-lexeme tsquery, quoted so any lexeme parses.
-    # Per lexeme, a LIMITed GIN probe of term_cap + 1 rows tells whether the lexeme is rare
-    # (all its matches fit under term_cap: they are all scored) or common. A common lexeme's
-    # sample depends on the rows' physical order, so it is never used to find candidates: it
-    # only adds its weight to the candidates found otherwise (txt_common, in the main query).
-    # That keeps the result independent of insertion order with bounded work.
+    # stemmed, deduplicated). Per lexeme, a LIMITed GIN probe of term_cap + 1 rows tells
+    # whether the lexeme is rare (all its matches fit under term_cap: they are all scored) or
+    # common. A common lexeme's sample depends on the rows' physical order, so it never finds
+    # candidates: it only adds its weight to the candidates found otherwise (the vector
+    # statement checks every candidate against every lexeme). That keeps the result
+    # independent of insertion order with bounded work.
     # BM25 with tf = 1 is sum(idf) * (k1 + 1) / (1 + k1 * (1 - b + b * dl / avgdl)), where dl
     # is the memory's lexeme count and avgdl is averaged over the rare lexemes' matches.
     return sql.SQL(
         "terms AS ("
-        "  SELECT t.lexeme, ('''' || replace(replace(t.lexeme, '\\', '\\\\'), '''', '''''')"
-        "   || '''')::tsquery AS tq FROM unnest(to_tsvector('english', {q})) t"
+        "  SELECT t.lexeme, {tq} AS tq FROM unnest(to_tsvector('english', {q})) t"
         "), probe AS ("
         "  SELECT t.lexeme, h.id, h.hash, h.dl FROM terms t CROSS JOIN LATERAL ("
         "   SELECT m.id, m.hash, length(m.tsv) AS dl FROM memories m"
@@ -63,11 +100,12 @@ def _bm25_cte(where: sql.Composable) -> sql.Composable:
         "  WHERE NOT idf.common"
         "), avgdl AS (SELECT greatest(avg(dl), 1)::float8 AS a FROM hits),"
         " txt_all AS ("
-        "  SELECT h.id, h.hash, sum(h.w) AS w, sum(h.w) * ({k1} + 1)"
+        "  SELECT h.id, h.hash, sum(h.w) * ({k1} + 1)"
         "   / (1 + {k1} * (1 - {b} + {b} * max(h.dl) / max(avgdl.a))) AS score"
         "  FROM hits h, avgdl GROUP BY h.id, h.hash"
         ")"
     ).format(
+        tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("t.lexeme")),
         q=sql.Placeholder("q"),
         where=where,
         term_cap=sql.Placeholder("term_cap"),
@@ -84,25 +122,34 @@ _TEXT_ORDER = "round(score::numeric, 9) DESC, hash"
 _SCORE_DIGITS = 9
 
 
-def _bm25_select() -> sql.SQL:
-    # Every candidate gets its cosine similarity and its full BM25 score: the rare lexemes'
-    # weights from txt_all plus the weights of the common lexemes it contains.
-    return sql.SQL(
-        ", txt_common AS ("
-        "  SELECT m.id, sum(idf.w) AS w FROM memories m"
-        "  JOIN (SELECT id FROM vec UNION SELECT id FROM txt) ids ON ids.id = m.id"
-        "  JOIN idf ON idf.common JOIN terms t ON t.lexeme = idf.lexeme"
-        "  WHERE m.tsv @@ t.tq GROUP BY m.id"
-        ")"
-        " SELECT {cols}, {sim},"
-        " CASE WHEN coalesce(a.w, 0) + coalesce(c.w, 0) > 0 THEN"
-        "  (coalesce(a.w, 0) + coalesce(c.w, 0)) * ({k1} + 1)"
-        "  / (1 + {k1} * (1 - {b} + {b} * length(m.tsv) / avgdl.a)) END"
-        ", {previous} FROM memories m"
-        " JOIN (SELECT id FROM vec UNION SELECT id FROM txt) ids ON ids.id = m.id"
-        " CROSS JOIN avgdl LEFT JOIN vec ON vec.id = m.id"
-        " LEFT JOIN {rare} a ON a.id = m.id LEFT JOIN txt_common c ON c.id = m.id"
-    )
+def text_statement(
+    scope: Scope,
+    text_query: str,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The full-text statement and its parameters: one row that makes a :class:`TextHits`."""
+    params = Params()
+    where = memories_where(scope, filters, include_superseded, params)
+    ctes = _bm25_ctes(where) if ranking.method == "bm25" else _ts_rank_ctes(where)
+    query = sql.SQL(
+        "WITH {ctes}, txt AS (SELECT id, score FROM txt_all ORDER BY {order} LIMIT {k})"
+        " SELECT ARRAY(SELECT id FROM txt), ARRAY(SELECT score FROM txt),"
+        " ARRAY(SELECT lexeme FROM idf ORDER BY lexeme), ARRAY(SELECT w FROM idf ORDER BY lexeme),"
+        " (SELECT a FROM avgdl)"
+    ).format(ctes=ctes, order=sql.SQL(_TEXT_ORDER), k=sql.Placeholder("k"))
+    values = {
+        "k": k,
+        "q": text_query,
+        "term_cap": ranking.term_cap,
+        "scope_cap": ranking.scope_cap,
+        "k1": ranking.k1,
+        "b": ranking.b,
+        **params.values,
+    }
+    return query, values
 
 
 # The turn before the memory's first source turn in its session: two index probes per
@@ -115,12 +162,129 @@ _PREVIOUS_TURN = sql.SQL(
 )
 
 
-def _plain_select() -> sql.SQL:
+def _bm25_score() -> sql.Composable:
+    # Every candidate's full BM25 score: the weight of each query lexeme it contains, rare or
+    # common, length-normalised against the rare lexemes' average length.
     return sql.SQL(
-        " SELECT {cols}, {sim}, t.score, {previous} FROM memories m"
-        " JOIN (SELECT id FROM vec UNION SELECT id FROM txt) ids ON ids.id = m.id"
-        " LEFT JOIN vec ON vec.id = m.id LEFT JOIN {rare} t ON t.id = m.id"
+        "(SELECT CASE WHEN sum(t.w) > 0 THEN sum(t.w) * ({k1} + 1)"
+        "  / (1 + {k1} * (1 - {b} + {b} * length(m.tsv) / {avgdl})) END"
+        " FROM unnest({lexemes}::text[], {weights}::float8[]) t(lexeme, w)"
+        " WHERE m.tsv @@ {tq})"
+    ).format(
+        k1=sql.Placeholder("k1"),
+        b=sql.Placeholder("b"),
+        avgdl=sql.Placeholder("avgdl"),
+        lexemes=sql.Placeholder("lexemes"),
+        weights=sql.Placeholder("weights"),
+        tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("t.lexeme")),
     )
+
+
+# Without rescoring, a candidate has the signals of the retrievers that found it.
+_GIVEN_SCORE = sql.SQL(
+    "(SELECT x.score FROM unnest({txt_ids}::uuid[], {txt_scores}::float8[]) x(id, score)"
+    " WHERE x.id = m.id)"
+).format(txt_ids=sql.Placeholder("txt_ids"), txt_scores=sql.Placeholder("txt_scores"))
+_VECTOR_ONLY_SIM = sql.SQL(
+    "CASE WHEN m.id IN (SELECT id FROM vec) THEN 1 - (m.embedding <=> {v}) END"
+).format(v=sql.Placeholder("v"))
+
+
+def vector_statement(
+    scope: Scope,
+    vector: Any,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    hits: TextHits,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The vector statement and its parameters: the ``k`` nearest plus ``hits``, scored."""
+    params = Params()
+    where = memories_where(scope, filters, include_superseded, params)
+    rescore = ranking.method == "bm25" and ranking.score_all
+    query = sql.SQL(
+        "WITH vec AS ("
+        "  SELECT m.id FROM memories m"
+        "  WHERE {where} AND m.embedding IS NOT NULL ORDER BY m.embedding <=> {v} LIMIT {k}"
+        ")"
+        # The text hits are checked against the scope again: a memory may have been deleted
+        # or superseded between the two statements.
+        " SELECT {cols}, {sim}, {text_score}, {previous} FROM memories m"
+        " JOIN (SELECT id FROM vec UNION SELECT unnest({txt_ids}::uuid[])) ids ON ids.id = m.id"
+        " WHERE {where}"
+    ).format(
+        where=where,
+        v=sql.Placeholder("v"),
+        k=sql.Placeholder("k"),
+        cols=COLUMNS,
+        sim=sql.SQL("1 - (m.embedding <=> {v})").format(v=sql.Placeholder("v"))
+        if ranking.score_all
+        else _VECTOR_ONLY_SIM,
+        text_score=_bm25_score() if rescore else _GIVEN_SCORE,
+        previous=_PREVIOUS_TURN,
+        txt_ids=sql.Placeholder("txt_ids"),
+    )
+    values = {
+        "v": np.asarray(vector, dtype=np.float32),
+        "k": k,
+        "txt_ids": hits.ids,
+        "txt_scores": hits.scores,
+        "lexemes": hits.lexemes,
+        "weights": hits.weights,
+        "avgdl": hits.avgdl,
+        "k1": ranking.k1,
+        "b": ranking.b,
+        **params.values,
+    }
+    return query, values
+
+
+async def text_hits(
+    conn: AsyncConn,
+    scope: Scope,
+    text_query: str,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> TextHits:
+    """Run the full-text statement (it needs no vector: run it while the query is embedded)."""
+    query, values = text_statement(scope, text_query, k, filters, include_superseded, ranking)
+    # Not prepared: a generic plan cannot tell a scope of 80 memories from one of 200,000, and
+    # the probes' best index differs between them (measured: docs/retrieval.md, section 5).
+    cur = await conn.execute(query, values, prepare=False)
+    row = await cur.fetchone()
+    assert row is not None  # an aggregate-only SELECT returns exactly one row
+    ids, scores, lexemes, weights, avgdl = row
+    return TextHits(
+        ids=list(ids),
+        scores=[float(s) for s in scores],
+        lexemes=list(lexemes),
+        weights=[float(w) for w in weights],
+        avgdl=float(avgdl) if avgdl is not None else 1.0,
+    )
+
+
+async def vector_candidates(
+    conn: AsyncConn,
+    scope: Scope,
+    vector: Any,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    hits: TextHits,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> list[Candidate]:
+    """Run the vector statement: the candidates with both signals; ranks are computed here.
+
+    The result depends only on the stored texts and vectors, not on the order they were added
+    or on the plan PostgreSQL picks (ties are broken by the text's hash).
+    """
+    query, values = vector_statement(scope, vector, k, filters, include_superseded, hits, ranking)
+    # Not prepared, as text_hits: an exact scan suits a small scope, the HNSW index a big one.
+    cur = await conn.execute(query, values, prepare=False)
+    return _candidates(await cur.fetchall())
 
 
 async def search_candidates(
@@ -134,66 +298,11 @@ async def search_candidates(
     *,
     ranking: TextRanking = DEFAULT_TEXT_RANKING,
 ) -> list[Candidate]:
-    """Vector and full-text candidates in one round trip; ranks are computed here.
-
-    The result depends only on the stored texts and vectors, not on the order they were added
-    or on the plan PostgreSQL picks (ties are broken by the text's hash).
-    """
-    query, values = search_statement(
-        scope, text_query, vector, k, filters, include_superseded, ranking
+    """Both statements, one after the other, on one connection (the store overlaps them)."""
+    hits = await text_hits(conn, scope, text_query, k, filters, include_superseded, ranking)
+    return await vector_candidates(
+        conn, scope, vector, k, filters, include_superseded, hits, ranking
     )
-    cur = await conn.execute(query, values)
-    return _candidates(await cur.fetchall())
-
-
-def search_statement(
-    scope: Scope,
-    text_query: str,
-    vector: Any,
-    k: int,
-    filters: Filter | None,
-    include_superseded: bool,
-    ranking: TextRanking = DEFAULT_TEXT_RANKING,
-) -> tuple[sql.Composed, dict[str, Any]]:
-    """The statement :func:`search_candidates` runs and its parameters (bench/ EXPLAINs it)."""
-    params = Params()
-    where = memories_where(scope, filters, include_superseded, params)
-    bm25 = ranking.method == "bm25"
-    text_cte = _bm25_cte(where) if bm25 else _ts_rank_cte(where)
-    select = _bm25_select() if bm25 and ranking.score_all else _plain_select()
-    query = sql.SQL(
-        "WITH vec AS ("
-        "  SELECT m.id, 1 - (m.embedding <=> {v}) AS sim FROM memories m"
-        "  WHERE {where} AND m.embedding IS NOT NULL ORDER BY m.embedding <=> {v} LIMIT {k}"
-        "), {text_cte},"
-        " txt AS (SELECT id, score FROM txt_all ORDER BY {text_order} LIMIT {k})"
-    ).format(
-        v=sql.Placeholder("v"),
-        where=where,
-        k=sql.Placeholder("k"),
-        text_cte=text_cte,
-        text_order=sql.SQL(_TEXT_ORDER),
-    ) + select.format(
-        sim=sql.SQL("1 - (m.embedding <=> {v})" if ranking.score_all else "vec.sim").format(
-            v=sql.Placeholder("v")
-        ),
-        rare=sql.Identifier("txt_all" if ranking.score_all else "txt"),
-        cols=COLUMNS,
-        previous=_PREVIOUS_TURN,
-        k1=sql.Placeholder("k1"),
-        b=sql.Placeholder("b"),
-    )
-    values = {
-        "v": np.asarray(vector, dtype=np.float32),
-        "k": k,
-        "q": text_query,
-        "term_cap": ranking.term_cap,
-        "scope_cap": ranking.scope_cap,
-        "k1": ranking.k1,
-        "b": ranking.b,
-        **params.values,
-    }
-    return query, values
 
 
 def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
@@ -24,7 +25,7 @@ from memhub.store.api_keys import ApiKey
 from memhub.store.database import AsyncConn, Database, acquire_database, release_database
 from memhub.store.errors import translate_errors
 from memhub.store.pg_apply import PgJobBatch, apply_jobs
-from memhub.store.protocol import Vector
+from memhub.store.protocol import QueryVector, Vector, query_vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
@@ -130,18 +131,33 @@ class PostgresStore:
         self,
         scope: Scope,
         text_query: str,
-        vector: Vector,
+        vector: QueryVector,
         k: int,
         filters: Filter | None,
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
+        # The full-text statement needs no vector: it runs on its own pooled connection while
+        # the query is still being embedded, and hands its hits to the vector statement.
+        def text(conn: AsyncConn) -> Awaitable[pg_search.TextHits]:
+            return pg_search.text_hits(
+                conn, scope, text_query, k, filters, include_superseded, ranking
+            )
+
+        text_task = asyncio.ensure_future(self._read("searching memories", scope, text))
+        try:
+            query = await query_vector(vector)
+        except BaseException:
+            text_task.cancel()
+            await asyncio.gather(text_task, return_exceptions=True)
+            raise
+        hits = await text_task
         pooled = self.database.settings.pgbouncer
 
         async def search(conn: AsyncConn) -> list[Candidate]:
             async with _search_settings(conn, pooled):
-                return await pg_search.search_candidates(
-                    conn, scope, text_query, vector, k, filters, include_superseded, ranking=ranking
+                return await pg_search.vector_candidates(
+                    conn, scope, query, k, filters, include_superseded, hits, ranking
                 )
 
         return await self._read("searching memories", scope, search)

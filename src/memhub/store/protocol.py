@@ -6,7 +6,8 @@ argument narrows by each of its ids that is set, and no method reaches outside i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -40,12 +41,22 @@ __all__ = [
     "JobStore",
     "KeyStore",
     "MemoryStore",
+    "QueryVector",
     "Store",
     "TurnStore",
     "Vector",
+    "query_vector",
 ]
 
 Vector = npt.NDArray[np.float32]
+#: A query's vector, or an awaitable of it still being computed: a store may start the work
+#: that does not need the vector (PostgreSQL's full-text statement) before awaiting it.
+QueryVector = Vector | Awaitable[Vector]
+
+
+async def query_vector(vector: QueryVector) -> Vector:
+    """The vector itself, awaited if it is still being computed."""
+    return await vector if inspect.isawaitable(vector) else vector
 
 
 class ConsolidationWrites(Protocol):
@@ -156,13 +167,18 @@ class MemoryStore(Protocol):
         self,
         scope: Scope,
         text_query: str,
-        vector: Vector,
+        vector: QueryVector,
         k: int,
         filters: Filter | None,
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> list[Candidate]:
-        """Up to ``k`` nearest memories by vector and up to ``k`` best by full text, merged."""
+        """Up to ``k`` nearest memories by vector and up to ``k`` best by full text, merged.
+
+        ``vector`` may still be computing (an awaitable): the store awaits it when it needs it,
+        after starting what does not (PostgreSQL runs the full-text statement meanwhile). If
+        awaiting it fails, the search fails with that error and leaves nothing running.
+        """
         ...
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None: ...

@@ -285,7 +285,8 @@ class TextRanking:
         scope_cap: The scope's size is counted up to this; larger scopes count as this size.
         score_all: Give every candidate both signals (its cosine similarity, and its text score
             if it matches any query word), not only the retriever that found it; with False a
-            vector-only candidate has no text score even when it matches some words.
+            vector-only candidate has no text score even when it matches some words. With
+            ``ts_rank`` on PostgreSQL only the text hits carry a text score.
     """
 
     method: Literal["bm25", "ts_rank"] = "bm25"

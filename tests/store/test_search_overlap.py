@@ -1,0 +1,73 @@
+"""PostgreSQL's search runs its full-text statement while the query's vector is computed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import numpy as np
+import pytest
+
+from memhub import MemhubSettings
+from memhub.store import pg_search
+from memhub.store.postgres import PostgresStore
+from tests.store.contract import U, X, insert, mem
+
+
+@pytest.fixture
+async def store(settings: MemhubSettings) -> AsyncIterator[PostgresStore]:
+    store = await PostgresStore.open(settings)
+    await store.ensure_embedding_space("test-model", 3)
+    yield store
+    await store.aclose()
+
+
+async def test_the_text_statement_finishes_before_the_vector_is_needed(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await insert(store, mem("tea with lemon", vector=X))
+    text_done = asyncio.Event()
+    real = pg_search.text_hits
+
+    async def spied(*args: object, **kwargs: object) -> pg_search.TextHits:
+        hits = await real(*args, **kwargs)  # type: ignore[arg-type]
+        text_done.set()
+        return hits
+
+    monkeypatch.setattr(pg_search, "text_hits", spied)
+
+    async def vector_after_text() -> np.ndarray:
+        # Run one after the other, the text statement would wait for this vector: the search
+        # would then fail here instead of finding the memory.
+        await asyncio.wait_for(text_done.wait(), timeout=30)
+        return np.asarray(X, np.float32)
+
+    found = await store.search_candidates(U, "lemon", vector_after_text(), 5, None, False)
+    assert [(c.record.memory, c.text_rank, c.vector_rank) for c in found] == [
+        ("tea with lemon", 1, 1)
+    ]
+
+
+async def test_a_text_hit_deleted_before_the_vector_statement_is_left_out(
+    store: PostgresStore,
+) -> None:
+    ids = await insert(store, mem("tea with lemon", vector=X), mem("lemon cake", vector=X))
+    async with store.database.connection() as conn:
+        hits = await pg_search.text_hits(conn, U, "lemon", 5, None, False)
+        assert len(hits.ids) == 2
+        assert ids[1] is not None
+        await store.delete_memory(U, ids[1], actor="test")
+        found = await pg_search.vector_candidates(
+            conn, U, np.asarray(X, np.float32), 5, None, False, hits
+        )
+    assert [c.record.memory for c in found] == ["tea with lemon"]
+
+
+async def test_the_scope_text_index_exists(store: PostgresStore) -> None:
+    async with store.database.connection() as conn:
+        cur = await conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_scope_tsv'"
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    assert "gin (user_id, agent_id, run_id, tsv)" in str(row[0])
