@@ -148,6 +148,21 @@ async def test_claims_are_fair_across_owners(store: Store) -> None:
     assert len(claimed) == 4
 
 
+async def test_a_claim_fills_up_from_the_owners_with_a_backlog(store: Store) -> None:
+    # A claim reads a fair share per owner first (3 here); V has less, so U's and W's
+    # fourth jobs fill the claim, as a round robin over their whole queues would.
+    u = await queue(store, U, 5)
+    (v1,) = await queue(store, V)
+    w = await queue(store, Scope(user_id="w"), 5)
+    claimed = await store.claim_jobs(UNORDERED, 9, A)
+    assert sorted(j.id for j in claimed) == sorted([*u[:4], v1, *w[:4]])
+    # Ordered: u, v and w are blocked by their leased heads, y has one job, x fills up.
+    x = await queue(store, Scope(user_id="x"), 6)
+    (y1,) = await queue(store, Scope(user_id="y"))
+    rest = await store.claim_jobs(ORDERED, 6, B)
+    assert sorted(j.id for j in rest) == sorted([*x[:5], y1])
+
+
 async def test_an_unordered_lane_shares_an_owner_between_claims(store: Store) -> None:
     u1, u2, u3 = await queue(store, U, 3)
     first = await store.claim_jobs(UNORDERED, 1, A)
