@@ -170,9 +170,7 @@ def explain(url: str, memory: AsyncMemory, vectors: list[tuple[str, Any]]) -> di
             cur = conn.execute(*pg_search.text_statement(scope, q, k, None, False, ranking))
             row = cur.fetchone()
             assert row is not None
-            hits = pg_search.TextHits(
-                list(row[0]), list(row[1]), list(row[2]), list(row[3]), float(row[4])
-            )
+            hits = pg_search.TextHits.from_row(row)
             statement = pg_search.vector_statement(scope, vector, k, None, False, hits, ranking)
             analyse(conn, "vector", statement)
     return {name: statistics.median(values) for name, values in parts.items()}

@@ -49,6 +49,18 @@ class TextHits:
     weights: list[float]
     avgdl: float
 
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> TextHits:
+        """The hits from the full-text statement's one row."""
+        ids, scores, lexemes, weights, avgdl = row
+        return cls(
+            ids=list(ids),
+            scores=[float(s) for s in scores],
+            lexemes=list(lexemes),
+            weights=[float(w) for w in weights],
+            avgdl=float(avgdl) if avgdl is not None else 1.0,
+        )
+
 
 def _text_query() -> sql.SQL:
     # plainto_tsquery ANDs every word; a question rarely shares all of them with its answer,
@@ -256,14 +268,7 @@ async def text_hits(
     cur = await conn.execute(query, values, prepare=False)
     row = await cur.fetchone()
     assert row is not None  # an aggregate-only SELECT returns exactly one row
-    ids, scores, lexemes, weights, avgdl = row
-    return TextHits(
-        ids=list(ids),
-        scores=[float(s) for s in scores],
-        lexemes=list(lexemes),
-        weights=[float(w) for w in weights],
-        avgdl=float(avgdl) if avgdl is not None else 1.0,
-    )
+    return TextHits.from_row(row)
 
 
 async def vector_candidates(
