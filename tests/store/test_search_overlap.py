@@ -71,3 +71,23 @@ async def test_the_scope_text_index_exists(store: PostgresStore) -> None:
         row = await cur.fetchone()
     assert row is not None
     assert "gin (user_id, agent_id, run_id, tsv)" in str(row[0])
+
+
+async def test_new_memories_leave_no_gin_pending_list_for_search_to_read(
+    store: PostgresStore,
+) -> None:
+    # A pending list is read in full by every search that uses its index (migration 0017).
+    await insert(store, *(mem(f"memory number {i} about lemons", vector=X) for i in range(40)))
+    async with store.database.connection() as conn:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+        cur = await conn.execute(
+            "SELECT c.relname, (pgstatginindex(c.oid)).pending_tuples FROM pg_index i"
+            " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
+            " WHERE i.indrelid = 'memories'::regclass AND a.amname = 'gin' ORDER BY 1"
+        )
+        pending = dict(await cur.fetchall())  # type: ignore[arg-type]
+    assert pending == {
+        "memories_metadata": 0,
+        "memories_scope_tsv": 0,
+        "memories_source_turn_ids": 0,
+    }

@@ -28,6 +28,42 @@ async def test_append_turns_numbers_them_and_queues_the_job_with_their_ids(
     assert job.scope == U and job.attempts == 0 and job.created_at.tzinfo is not None
 
 
+async def test_many_turns_in_one_call_keep_their_order_and_the_job_only_the_long_term_ones(
+    store: Store,
+) -> None:
+    # PostgreSQL inserts them in one statement and pairs ids with turns by order: 60 turns,
+    # every third short-term only, metadata on some, times on others.
+    said = datetime(2024, 5, 1, 12, 0)
+    turns = [
+        NewTurn(
+            "u",
+            "s",
+            "user" if n % 2 else "assistant",
+            f"m{n}",
+            metadata={"n": n} if n % 4 == 0 else None,
+            created_at=said + timedelta(minutes=n) if n % 5 == 0 else None,
+            long_term=n % 3 != 0,
+        )
+        for n in range(60)
+    ]
+    ids = await store.append_turns(turns, NewJob("ingest", U))
+    assert ids == sorted(ids) and len(set(ids)) == 60
+    stored = await store.recent_turns("u", "s", 100)
+    assert [(t.id, t.message, t.role, t.metadata) for t in stored] == [
+        (i, t.message, t.role, t.metadata) for i, t in zip(ids, turns, strict=True)
+    ]
+    assert stored[5].created_at == said + timedelta(minutes=5)
+    (job,) = await store.list_jobs("queued", 10)
+    assert job.payload == {"turn_ids": [i for n, i in enumerate(ids) if n % 3 != 0]}
+
+
+async def test_a_job_of_short_term_turns_only_has_no_turn_ids(store: Store) -> None:
+    turns = [NewTurn("u", "s", "user", "hi", long_term=False)]
+    await store.append_turns(turns, NewJob("ingest", U, {"infer": False}))
+    (job,) = await store.list_jobs("queued", 10)
+    assert job.payload == {"infer": False, "turn_ids": []}
+
+
 async def test_turn_times_are_naive_utc(store: Store) -> None:
     said = datetime(2024, 5, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
     await store.append_turns([NewTurn("u", "s", "user", "a", created_at=said)], None)

@@ -44,10 +44,6 @@ _WATCH_SECONDS = 0.5  # how often a process using the embedded server checks its
 _last_returned: weakref.WeakKeyDictionary[AsyncConn, float] = weakref.WeakKeyDictionary()
 
 
-async def _stamp_returned(conn: AsyncConn) -> None:
-    _last_returned[conn] = time.monotonic()
-
-
 async def _check_stale(conn: AsyncConn) -> None:
     if time.monotonic() - _last_returned.get(conn, float("-inf")) > _FRESH_SECONDS:
         await AsyncConnectionPool.check_connection(conn)
@@ -114,7 +110,6 @@ class Database:
                 _configure_pooled_connection if self.settings.pgbouncer else _configure_connection
             ),
             check=_check_stale,
-            reset=_stamp_returned,
             open=False,
             name="memhub",
         )
@@ -175,7 +170,12 @@ class Database:
         if self.settings.database_url is None and embedded_server_died(self.settings.data_dir):
             await self._heal_embedded(self.pool)
         async with self.pool.connection() as conn:
-            yield conn
+            try:
+                yield conn
+            finally:
+                # Stamped here, not in the pool's reset hook: a reset hook returns every
+                # connection through a pool worker task, a queue hop per call.
+                _last_returned[conn] = time.monotonic()
 
     async def _watch(self) -> None:
         # Calls waiting for a connection would only find a dead embedded postmaster after the

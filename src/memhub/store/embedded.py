@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import select
 import subprocess
 import threading
 import time
@@ -41,6 +42,9 @@ _servers: dict[Path, str] = {}  # the admin URL of each data directory's server
 _urls: dict[tuple[Path, str], str] = {}  # and each database's on it
 _postmasters: dict[Path, int] = {}
 _last_restart: dict[Path, float] = {}
+_resolved: dict[Path, Path] = {}  # data_dir -> its resolved pgdata, for the per-call check
+# postmaster pid -> a poll of its pidfd (Linux); one descriptor per postmaster seen, kept
+_exit_polls: dict[int, select.poll] = {}
 
 HANDLES = ".handle_pids.json"  # the package's list of the processes using the server
 # Written next to the data directory by `memhub db start` (initdb wants pgdata empty): while it
@@ -171,9 +175,31 @@ def embedded_database_url(data_dir: Path, database: str = "memhub") -> str:
 
 
 def embedded_server_died(data_dir: Path) -> bool:
-    """True when the postmaster this process started or attached to is gone (one syscall)."""
-    pid = _postmasters.get(_pgdata(data_dir))
-    return pid is not None and not _alive(pid)
+    """True when the postmaster this process started or attached to is gone.
+
+    Checked before every connection checkout, so it costs one ``poll`` of the postmaster's
+    pidfd where Linux has them (under 1 us; the path resolution and ``/proc`` read of
+    :func:`_alive` took 40 us, 5 % of an acknowledged add).
+    """
+    pgdata = _resolved.get(data_dir)
+    if pgdata is None:
+        pgdata = _resolved[data_dir] = _pgdata(data_dir)
+    pid = _postmasters.get(pgdata)
+    return pid is not None and _exited(pid)
+
+
+def _exited(pid: int) -> bool:
+    # A pidfd turns readable when its process exits, a zombie included.
+    poll = _exit_polls.get(pid)
+    if poll is None:
+        try:
+            fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # not Linux >= 5.3, or gone already
+            return not _alive(pid)
+        poll = select.poll()
+        poll.register(fd, select.POLLIN)
+        _exit_polls[pid] = poll
+    return bool(poll.poll(0))
 
 
 def ensure_embedded_running(data_dir: Path) -> None:

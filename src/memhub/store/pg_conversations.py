@@ -46,19 +46,66 @@ async def _replayed(conn: AsyncConn, key: IdempotencyKey) -> list[int] | None:
     return [int(i) for i in row[1]]
 
 
-def _turn_row(turn: NewTurn) -> tuple[Any, ...]:
-    """``turn`` as the parameters of the conversation_context INSERT."""
-    metadata = Jsonb(turn.metadata) if turn.metadata is not None else None
-    said_at = _naive_utc(turn)
-    return (
-        turn.user_id,
-        turn.session_id,
-        turn.role,
-        turn.message,
-        turn.agent_id,
-        metadata,
-        said_at,
-    )
+# The turns arrive as parallel arrays, one statement for any number of them. Their ids come
+# from the sequence in the order the INSERT receives the rows, which ORDER BY ord fixes, so
+# the n-th smallest id is the n-th message: the job's turn ids are paired with their turns
+# that way (RETURNING cannot return the source row's position).
+_INSERT_TURNS = (
+    "WITH new AS ("
+    " SELECT * FROM unnest(%(user_ids)s::text[], %(session_ids)s::text[], %(roles)s::text[],"
+    "  %(messages)s::text[], %(agent_ids)s::text[], %(metadata)s::jsonb[],"
+    "  %(said_at)s::timestamp[], %(long_term)s::bool[])"
+    "  WITH ORDINALITY AS n(user_id, session_id, role, message, agent_id, metadata, said_at,"
+    "  long_term, ord)"
+    "), inserted AS ("
+    " INSERT INTO conversation_context"
+    "  (user_id, session_id, role, message, agent_id, metadata, created_at)"
+    " SELECT user_id, session_id, role, message, agent_id, metadata,"
+    "  coalesce(said_at, CURRENT_TIMESTAMP) FROM new ORDER BY ord"
+    " RETURNING id"
+    "), turns AS (SELECT id, row_number() OVER (ORDER BY id) AS ord FROM inserted)"
+)
+_INSERT_JOB = (
+    ", job AS ("
+    " INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
+    " SELECT %(kind)s, %(job_user_id)s, %(job_agent_id)s, %(job_run_id)s,"
+    "  %(payload)s::jsonb || jsonb_build_object('turn_ids',"
+    "  coalesce(jsonb_agg(t.id ORDER BY t.id) FILTER (WHERE new.long_term), '[]'::jsonb))"
+    " FROM turns t JOIN new USING (ord))"
+)
+_SELECT_IDS = " SELECT id FROM turns ORDER BY id"
+
+
+def _turn_columns(turns: Sequence[NewTurn]) -> dict[str, list[Any]]:
+    """``turns`` as the array parameters of the INSERT, one list per column."""
+    return {
+        "user_ids": [t.user_id for t in turns],
+        "session_ids": [t.session_id for t in turns],
+        "roles": [t.role for t in turns],
+        "messages": [t.message for t in turns],
+        "agent_ids": [t.agent_id for t in turns],
+        "metadata": [None if t.metadata is None else Jsonb(t.metadata) for t in turns],
+        "said_at": [_naive_utc(t) for t in turns],
+        "long_term": [t.long_term for t in turns],
+    }
+
+
+def _job_values(job: NewJob) -> dict[str, Any]:
+    return {
+        "kind": job.kind,
+        "job_user_id": job.scope.user_id,
+        "job_agent_id": job.scope.agent_id,
+        "job_run_id": job.scope.run_id,
+        "payload": Jsonb(job.payload),
+    }
+
+
+async def _insert(conn: AsyncConn, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
+    """The turns and their job in one statement (atomic on its own: one round trip)."""
+    query = _INSERT_TURNS + (_INSERT_JOB if job is not None else "") + _SELECT_IDS
+    values = _turn_columns(turns) | ({} if job is None else _job_values(job))
+    cur = await conn.execute(query, values)
+    return [int(row[0]) for row in await cur.fetchall()]
 
 
 async def append_turns(
@@ -67,46 +114,21 @@ async def append_turns(
     job: NewJob | None,
     idempotency: IdempotencyKey | None = None,
 ) -> list[int]:
-    """Insert ``turns`` and, if given, ``job`` (carrying their ids) in one transaction.
+    """Insert ``turns`` and, if given, ``job`` (carrying their ids) atomically.
 
     With ``idempotency``, a key used before returns the first call's turn ids instead.
     """
+    if idempotency is None:
+        return await _insert(conn, turns, job)
     async with conn.transaction():
-        if idempotency is not None:
-            first = await _replayed(conn, idempotency)
-            if first is not None:
-                return first
-        ids: list[int] = []
-        async with conn.cursor() as cur:
-            for turn in turns:
-                await cur.execute(
-                    "INSERT INTO conversation_context"
-                    " (user_id, session_id, role, message, agent_id, metadata, created_at)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, coalesce(%s::timestamp, CURRENT_TIMESTAMP))"
-                    " RETURNING id",
-                    _turn_row(turn),
-                )
-                row = await cur.fetchone()
-                assert row is not None
-                ids.append(int(row[0]))
-            if job is not None:
-                long_term = [i for i, t in zip(ids, turns, strict=True) if t.long_term]
-                await cur.execute(
-                    "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
-                    " VALUES (%s, %s, %s, %s, %s)",
-                    (
-                        job.kind,
-                        job.scope.user_id,
-                        job.scope.agent_id,
-                        job.scope.run_id,
-                        Jsonb({**job.payload, "turn_ids": long_term}),
-                    ),
-                )
-            if idempotency is not None:
-                await cur.execute(
-                    "UPDATE idempotency_keys SET turn_ids = %s WHERE owner = %s AND key = %s",
-                    (ids, idempotency.owner, idempotency.key),
-                )
+        first = await _replayed(conn, idempotency)
+        if first is not None:
+            return first
+        ids = await _insert(conn, turns, job)
+        await conn.execute(
+            "UPDATE idempotency_keys SET turn_ids = %s WHERE owner = %s AND key = %s",
+            (ids, idempotency.owner, idempotency.key),
+        )
     return ids
 
 
