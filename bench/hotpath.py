@@ -118,12 +118,17 @@ def _probe(system: MemorySystem, size: int, spec: HotpathSpec) -> tuple[dict[str
     for mode, clients in (("sequential", 1), ("concurrent", spec.clients)):
         turns = list(synth.memories(next_index, next_index + spec.probe_adds, users=spec.users))
         next_index += len(turns)
+        began = time.perf_counter()
         adds = _timed_calls(turns, _adder(system), clients)
+        add_seconds = time.perf_counter() - began
         system.flush()
         pairs = synth.queries(spec.probe_searches, users=spec.users, seed=size + clients)
         searches = _timed_calls(pairs, _searcher(system, spec.k), clients)
         result[mode] = {
             "add_latency": latency_summary(adds),
+            # With every client always waiting on a call, latency is clients / throughput
+            # (Little's law): the rate says what the latency is made of.
+            "adds_per_s": len(turns) / add_seconds if add_seconds else 0.0,
             "search_latency": latency_summary(searches),
         }
     queries = [q for _, q in synth.queries(spec.probe_searches, users=spec.users, seed=size)]

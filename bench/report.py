@@ -24,6 +24,7 @@ TARGETS: tuple[tuple[str, str, float, bool], ...] = (
     ("acknowledged add p50 (ms)", "add_p50", 1.0, False),
     ("search p95 incl. query embedding (ms)", "search_p95", 10.0, False),
     ("engine overhead: search p95 - query embedding p50 (ms)", "overhead", 2.0, False),
+    ("add p95, 8 clients while a worker ingests (ms)", "add_p95_concurrent", 3.0, False),
     ("ingestion, filled by 8 clients (turns/s)", "ingest", 300.0, True),
     ("worker ingestion / embedder alone (same run)", "ingest_ratio", 0.9, True),
     ("worker peak RSS (MB)", "rss", 400.0, False),
@@ -105,6 +106,7 @@ def _hotpath_rows(runs: list[dict[str, Any]]) -> Iterable[list[str]]:
                     _fmt(add["p50_ms"]),
                     _fmt(add["p95_ms"]),
                     _fmt(add["p99_ms"]),
+                    _fmt(cp[mode].get("adds_per_s"), 0),
                     _fmt(search["p50_ms"]),
                     _fmt(search["p95_ms"]),
                     _fmt(search["p99_ms"]),
@@ -125,6 +127,7 @@ def _hotpath_section(runs: list[dict[str, Any]]) -> list[str]:
         "add p50",
         "add p95",
         "add p99",
+        "adds/s",
         "search p50",
         "search p95",
         "search p99",
@@ -136,6 +139,8 @@ def _hotpath_section(runs: list[dict[str, Any]]) -> list[str]:
         "## Hot path",
         "",
         "Latencies in ms. Search includes query embedding; the embedding alone is also shown. "
+        "adds/s: the probe's adds over its wall time; with every client always waiting on a"
+        " call, latency is clients / throughput. "
         "Ingestion: turns per second from the first add until all are searchable, filled by "
         "concurrent clients. Peak RSS of the client process plus any worker process; memhub"
         " runs one `memhub worker` process beside the client (its own peak is the worker RSS"
@@ -157,6 +162,7 @@ def _target_values(runs: list[dict[str, Any]], system: str) -> dict[str, float]:
         run = one_user[0]
         largest = run["result"]["checkpoints"][-1]
         values["add_p50"] = largest["sequential"]["add_latency"]["p50_ms"]
+        values["add_p95_concurrent"] = largest["concurrent"]["add_latency"]["p95_ms"]
         values["search_p95"] = largest["sequential"]["search_latency"]["p95_ms"]
         embed = largest.get("query_embedding_latency", {}).get("p50_ms")
         if embed is not None:

@@ -182,7 +182,7 @@ class MemhubSystem(MemorySystem):
                     return
                 if self._worker.poll() is not None:
                     raise RuntimeError(f"memhub worker exited with {self._worker.returncode}")
-                time.sleep(0.02)
+                time.sleep(0.2)  # a faster poll slows the worker it waits for (bench.ingest)
 
     def search(self, query: str, *, user_id: str, k: int) -> list[Hit]:
         found = self._memory.search(query, user_id=user_id, limit=k)
