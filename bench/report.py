@@ -138,7 +138,9 @@ def _hotpath_section(runs: list[dict[str, Any]]) -> list[str]:
     return [
         "## Hot path",
         "",
-        "Latencies in ms. Search includes query embedding; the embedding alone is also shown. "
+        "Latencies in ms. Search includes query embedding; the embedding alone is also shown,"
+        " timed with a search between two embeddings (back to back it is faster than inside a"
+        " search on this VM). "
         "adds/s: the probe's adds over its wall time; with every client always waiting on a"
         " call, latency is clients / throughput. "
         "Ingestion: turns per second from the first add until all are searchable, filled by "

@@ -90,4 +90,5 @@ async def test_new_memories_leave_no_gin_pending_list_for_search_to_read(
         "memories_metadata": 0,
         "memories_scope_tsv": 0,
         "memories_source_turn_ids": 0,
+        "memories_tsv": 0,
     }
