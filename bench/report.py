@@ -152,6 +152,48 @@ def _hotpath_section(runs: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _cli_section(cli: dict[str, Any] | None) -> list[str]:
+    """``memhub import`` and ``memhub search`` as a user runs them (bench/cli_import.py)."""
+    if not cli:
+        return []
+    limits = {2000: "5 s", 100000: "180 s"}
+    rows = [
+        [
+            f"`memhub import` {run['turns']:,} turns, until keyword-searchable",
+            f"{run['seconds']:.2f} s ({run['turns_per_second']:,.0f} turns/s)",
+            limits.get(run["turns"], "–"),
+        ]
+        for run in cli.get("import", [])
+    ]
+    search = cli.get("search")
+    if search:
+        rows += [
+            [
+                f"`memhub search` through `memhub serve`, p50 / max of {search['searches']}",
+                f"{search['http_p50_seconds']:.2f} / {search['http_max_seconds']:.2f} s",
+                "1 s",
+            ],
+            [
+                "of which: the server's answer (p50)",
+                f"{search['server_answer_p50_seconds']:.2f} s",
+                "",
+            ],
+            ["of which: the command's start", f"{search['cli_start_seconds']:.2f} s", ""],
+            [
+                "`memhub search` in-process (loads the model)",
+                f"{search['in_process_seconds']:.2f} s",
+                "",
+            ],
+        ]
+    return [
+        "## Command line",
+        "",
+        "From process start to exit, on a fresh database (`python -m bench.cli_import`).",
+        "",
+        *_table(["what", "figure", "target"], rows),
+    ]
+
+
 def _target_values(runs: list[dict[str, Any]], system: str) -> dict[str, float]:
     values: dict[str, float] = {}
     for run in _ok(runs, "recall"):
@@ -278,6 +320,7 @@ def render(results: dict[str, Any], *, docs: Path, img_dir: Path) -> str:
         "",
     ]
     lines += _targets_section(runs, scales) + _recall_section(runs) + _hotpath_section(runs)
+    lines += _cli_section(results.get("cli"))
     lines += report_scale.ingest_lines(runs) + report_scale.scale_lines(scales)
     lines += _plot(runs, img_dir)
     lines += report_scale.plot_latency_vs_memories(runs, scales, img_dir)
