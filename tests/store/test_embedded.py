@@ -75,3 +75,19 @@ def test_database_down_then_back(tmp_path: Path) -> None:
     assert [m.content for m in memory.retrieve_short_memory(turns=5)] == ["before", "after"]
     memory.close()
     stop_embedded_server(home)
+
+
+def test_a_postmaster_pid_is_watched_until_it_exits_then_forgotten() -> None:
+    # The per-checkout check polls a pidfd; once the process has exited it is dropped, so a
+    # restarted postmaster that gets the same pid back is watched afresh.
+    from memhub.store import embedded
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert not embedded._exited(child.pid)
+        assert child.pid in embedded._exit_polls
+    finally:
+        child.kill()
+        child.wait()
+    assert embedded._exited(child.pid)
+    assert child.pid not in embedded._exit_polls

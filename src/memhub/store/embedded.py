@@ -43,8 +43,8 @@ _urls: dict[tuple[Path, str], str] = {}  # and each database's on it
 _postmasters: dict[Path, int] = {}
 _last_restart: dict[Path, float] = {}
 _resolved: dict[Path, Path] = {}  # data_dir -> its resolved pgdata, for the per-call check
-# postmaster pid -> a poll of its pidfd (Linux); one descriptor per postmaster seen, kept
-_exit_polls: dict[int, select.poll] = {}
+# postmaster pid -> its pidfd (Linux) and a poll of it, until the process is seen to exit
+_exit_polls: dict[int, tuple[int, select.poll]] = {}
 
 HANDLES = ".handle_pids.json"  # the package's list of the processes using the server
 # Written next to the data directory by `memhub db start` (initdb wants pgdata empty): while it
@@ -190,16 +190,23 @@ def embedded_server_died(data_dir: Path) -> bool:
 
 def _exited(pid: int) -> bool:
     # A pidfd turns readable when its process exits, a zombie included.
-    poll = _exit_polls.get(pid)
-    if poll is None:
+    watched = _exit_polls.get(pid)
+    if watched is None:
         try:
             fd = os.pidfd_open(pid)
         except (AttributeError, OSError):  # not Linux >= 5.3, or gone already
             return not _alive(pid)
         poll = select.poll()
         poll.register(fd, select.POLLIN)
-        _exit_polls[pid] = poll
-    return bool(poll.poll(0))
+        watched = _exit_polls[pid] = (fd, poll)
+    fd, poll = watched
+    if not poll.poll(0):
+        return False
+    # Forgotten once seen: a restarted postmaster may get the same pid back. Only the caller
+    # that removes the entry closes the descriptor.
+    if _exit_polls.pop(pid, None) is not None:
+        os.close(fd)
+    return True
 
 
 def ensure_embedded_running(data_dir: Path) -> None:
