@@ -51,3 +51,25 @@ async def queue(store: Store, scope: Scope, n: int = 1) -> list[int]:
         turn = NewTurn(user_id=scope.user_id or "x", session_id="s", role="user", message="m")
         await store.append_turns([turn], NewJob("ingest", scope))
     return sorted({j.id for j in await store.list_jobs("queued", 10_000)} - before)
+
+
+async def turns_and_their_memories(
+    store: Store, vector: Sequence[float] = X
+) -> tuple[list[int], list[int], list[int]]:
+    """Two sessions of one user, interleaved, and one memory per source turn list."""
+    first = await store.append_turns(
+        [NewTurn("u", "s1", "user", "a"), NewTurn("u", "s1", "ai", "b")], None
+    )
+    other = await store.append_turns([NewTurn("u", "s2", "user", "c")], None)
+    later = await store.append_turns([NewTurn("u", "s1", "user", "d")], None)
+    sources = {
+        "tea first": (first[0],),
+        "tea second": (first[1],),
+        "tea elsewhere": (other[0],),
+        "tea later": (later[0], first[0]),
+        "tea without turns": (),
+    }
+    await insert(
+        store, *(mem(text, vector=vector, source_turn_ids=ids) for text, ids in sources.items())
+    )
+    return first, other, later

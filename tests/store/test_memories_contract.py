@@ -24,7 +24,7 @@ from memhub.errors import (
 from memhub.filters import parse_filters
 from memhub.store.protocol import Store
 from memhub.store.records import NewJob, NewTurn, Scope
-from tests.store.contract import U, V, X, Y, insert, mem
+from tests.store.contract import U, V, X, Y, insert, mem, turns_and_their_memories
 
 
 async def test_embedding_space_is_fixed_by_the_first_call(store: Store) -> None:
@@ -295,3 +295,15 @@ async def test_a_failed_query_vector_fails_the_search_and_leaves_it_usable(store
             await store.search_candidates(U, "lemon", broken(), 5, None, False)
     found = await store.search_candidates(U, "lemon", np.asarray(X, np.float32), 5, None, False)
     assert [c.record.memory for c in found] == ["tea with lemon"]
+
+
+async def test_a_candidate_knows_the_turn_said_before_its_first_source_turn(store: Store) -> None:
+    first, _, _ = await turns_and_their_memories(store)
+    found = await store.search_candidates(U, "tea", np.asarray(X, np.float32), 10, None, False)
+    assert {c.record.memory: c.previous_turn_id for c in found} == {
+        "tea first": None,  # the first turn of its session
+        "tea second": first[0],
+        "tea elsewhere": None,  # another session's turns do not count
+        "tea later": first[1],  # its first source turn decides, across the other session
+        "tea without turns": None,
+    }

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from memhub.filters import parse_filters
 from memhub.store import pg_memories, pg_search
 from memhub.store.postgres import PostgresStore
 from memhub.store.records import NewMemory, Scope, TextRanking
+from tests.store.contract import U, turns_and_their_memories
 
 DIM = 8
 
@@ -143,3 +146,48 @@ async def test_ts_rank_ranking_stays_available(store: PostgresStore, db_url: str
             ranking=TextRanking(method="ts_rank", score_all=False),
         )
     assert [c.record.memory for c in found if c.text_rank == 1] == ["violin lesson"]
+
+
+async def test_the_previous_turn_is_stored_once_and_still_looked_up_for_older_memories(
+    store: PostgresStore,
+) -> None:
+    # Migration 0018 stores each new memory's previous turn (0: none); a memory stored before
+    # it (NULL) gets the same answer from the lookup search did before.
+    first, _, _ = await turns_and_their_memories(store, _vector(1))
+    async with store.database.connection() as conn:
+        cur = await conn.execute("SELECT memory, previous_turn_id FROM memories")
+        stored = dict(await cur.fetchall())
+        await conn.execute("UPDATE memories SET previous_turn_id = NULL")
+    assert stored == {
+        "tea first": 0,
+        "tea second": first[0],
+        "tea elsewhere": 0,
+        "tea later": first[1],
+        "tea without turns": 0,
+    }
+    found = await store.search_candidates(U, "tea", _vector(1), 10, None, False)
+    assert {c.record.memory: c.previous_turn_id for c in found} == {
+        "tea first": None,
+        "tea second": first[0],
+        "tea elsewhere": None,
+        "tea later": first[1],
+        "tea without turns": None,
+    }
+
+
+async def test_the_backfill_in_operations_md_stores_what_add_stores(
+    store: PostgresStore,
+) -> None:
+    first, _, _ = await turns_and_their_memories(store, _vector(1))
+    docs = (Path(__file__).parents[2] / "docs" / "operations.md").read_text(encoding="utf-8")
+    found = re.search(r"`(UPDATE memories m SET previous_turn_id.*?)`", docs, re.DOTALL)
+    assert found is not None
+    backfill = " ".join(found.group(1).split())
+    async with store.database.connection() as conn:
+        cur = await conn.execute("SELECT memory, previous_turn_id FROM memories")
+        stored = dict(await cur.fetchall())
+        await conn.execute("UPDATE memories SET previous_turn_id = NULL")
+        await conn.execute(backfill)  # type: ignore[call-overload]
+        cur = await conn.execute("SELECT memory, previous_turn_id FROM memories")
+        assert dict(await cur.fetchall()) == stored
+    assert stored["tea later"] == first[1]

@@ -35,6 +35,7 @@ __all__ = [
     "lock_memory",
     "memories_for_turns",
     "memories_where",
+    "previous_turn",
     "record_from_row",
     "reset",
     "update_memory",
@@ -83,6 +84,19 @@ def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
     return (scope.user_id or "", scope.agent_id or "", scope.run_id or "", memory.hash)
 
 
+def previous_turn(turn_id: str) -> str:
+    """SQL for the turn said just before turn ``turn_id`` in its session (NULL if none).
+
+    Two index probes: the turn itself, then conversation_context's (user_id, session_id, id).
+    """
+    return (
+        "(SELECT p.id FROM conversation_context t JOIN LATERAL ("
+        " SELECT p.id FROM conversation_context p WHERE p.user_id = t.user_id"
+        " AND p.session_id = t.session_id AND p.id < t.id ORDER BY p.id DESC LIMIT 1) p ON TRUE"
+        f" WHERE t.id = {turn_id})"
+    )
+
+
 def _memory_row(new: NewMemory) -> tuple[Any, ...]:
     """``new`` as the parameters of the memories INSERT, in its column order."""
     return (
@@ -99,6 +113,7 @@ def _memory_row(new: NewMemory) -> tuple[Any, ...]:
         list(new.source_turn_ids),
         new.created_at,
         new.role,
+        list(new.source_turn_ids),
     )
 
 
@@ -126,7 +141,10 @@ async def insert_memories(
     fresh = iter(await _insert_new(conn, [m for m in memories if m.id not in known], actor))
     async with conn.cursor() as cur:
         await cur.executemany(
-            "UPDATE memories SET embedding = %s WHERE id = %s AND embedding IS NULL",
+            # Imported rows get their previous turn (migration 0018) with their vector.
+            "UPDATE memories m SET embedding = %s, previous_turn_id = coalesce("
+            f"m.previous_turn_id, {previous_turn('m.source_turn_ids[1]')}, 0)"
+            " WHERE m.id = %s AND m.embedding IS NULL",
             [
                 (np.asarray(m.embedding, dtype=np.float32), m.id)
                 for m in memories
@@ -161,9 +179,13 @@ async def _insert_new(
         # parameter set gets its own result set (empty where ON CONFLICT skipped a duplicate).
         await cur.executemany(
             "INSERT INTO memories (id, user_id, agent_id, run_id, memory, hash, embedding,"
-            " metadata, memory_type, valid_from, source_turn_ids, created_at, role)"
+            " metadata, memory_type, valid_from, source_turn_ids, created_at, role,"
+            " previous_turn_id)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
-            " coalesce(%s::timestamptz, now()), %s, coalesce(%s::timestamptz, now()), %s)"
+            " coalesce(%s::timestamptz, now()), %s, coalesce(%s::timestamptz, now()), %s,"
+            # The turn before the first source turn, stored for search (0: none; migration
+            # 0018); the last parameter is the source turn ids again.
+            f" coalesce({previous_turn('(%s::bigint[])[1]')}, 0))"
             " ON CONFLICT (coalesce(user_id, ''), coalesce(agent_id, ''),"
             " coalesce(run_id, ''), hash) WHERE valid_to IS NULL AND role IS NULL"
             " DO NOTHING RETURNING id",

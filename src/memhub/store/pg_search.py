@@ -18,7 +18,13 @@ from psycopg import sql
 from memhub.filters import Filter
 from memhub.store.database import AsyncConn
 from memhub.store.pg_bind import Params
-from memhub.store.pg_memories import COLUMNS, N_COLUMNS, memories_where, record_from_row
+from memhub.store.pg_memories import (
+    COLUMNS,
+    N_COLUMNS,
+    memories_where,
+    previous_turn,
+    record_from_row,
+)
 from memhub.store.records import DEFAULT_TEXT_RANKING, Candidate, Scope, TextRanking
 
 __all__ = [
@@ -164,13 +170,11 @@ def text_statement(
     return query, values
 
 
-# The turn before the memory's first source turn in its session: two index probes per
-# candidate through conversation_context's (user_id, session_id, id) index.
+# The turn before the memory's first source turn in its session: stored with the memory when
+# it was added (0: none), looked up for memories stored before migration 0018 or imported.
 _PREVIOUS_TURN = sql.SQL(
-    "(SELECT p.id FROM conversation_context t JOIN LATERAL ("
-    "  SELECT p.id FROM conversation_context p WHERE p.user_id = t.user_id"
-    "  AND p.session_id = t.session_id AND p.id < t.id ORDER BY p.id DESC LIMIT 1) p ON TRUE"
-    " WHERE t.id = m.source_turn_ids[1])"
+    "CASE WHEN m.previous_turn_id IS NOT NULL THEN nullif(m.previous_turn_id, 0)"
+    f" ELSE {previous_turn('m.source_turn_ids[1]')} END"
 )
 
 
