@@ -39,8 +39,9 @@ async def build(settings: MemhubSettings, n: int) -> None:
     url = store.database.url
     await store.aclose()
     with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM memories").fetchone()
-        if row is not None and row[0] == n:
+        # A database built before migration 0018 lacks the stored previous turns: rebuilt.
+        row = conn.execute("SELECT count(*), count(previous_turn_id) FROM memories").fetchone()
+        if row is not None and row[0] == row[1] == n:
             return
     turns = list(synth.memories(0, n, users=1))
     # Synthetic texts repeat (about 13.5k distinct in 100k): each distinct text is embedded once.
@@ -54,8 +55,8 @@ async def build(settings: MemhubSettings, n: int) -> None:
         register_vector(conn)
         conn.execute("TRUNCATE memories, conversation_context")
         conn.execute("DROP INDEX IF EXISTS memories_embedding_hnsw")
-        # Each memory comes from its own turn, as with add(infer=False), so search's lookup of
-        # each candidate's previous turn does real work.
+        # Each memory comes from its own turn, as with add(infer=False), all in one session,
+        # and stores the turn before it as add does (migration 0018).
         with (
             conn.cursor() as cur,
             cur.copy(
@@ -67,7 +68,10 @@ async def build(settings: MemhubSettings, n: int) -> None:
         conn.execute(
             "SELECT setval(pg_get_serial_sequence('conversation_context', 'id'), %s)", (n + 1,)
         )
-        columns = "id, user_id, memory, hash, embedding, created_at, valid_from, source_turn_ids"
+        columns = (
+            "id, user_id, memory, hash, embedding, created_at, valid_from, source_turn_ids,"
+            " previous_turn_id"
+        )
         with (
             conn.cursor() as cur,
             cur.copy(
@@ -84,12 +88,13 @@ async def build(settings: MemhubSettings, n: int) -> None:
                     "timestamptz",
                     "timestamptz",
                     "int8[]",
+                    "int8",
                 ]
             )
             for n, (turn, vector) in enumerate(zip(turns, vectors, strict=True), start=1):
                 at = turn.timestamp.astimezone()
                 unique = memory_hash(turn.text) + str(turn.index)  # synthetic texts repeat
-                row = (uuid.uuid4(), turn.user_id, turn.text, unique, vector, at, at, [n])
+                row = (uuid.uuid4(), turn.user_id, turn.text, unique, vector, at, at, [n], n - 1)
                 copy.write_row(row)
         conn.execute("SET maintenance_work_mem = '1GB'")
         conn.execute(

@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 
-from bench import synth
+from bench import search_timeline, synth
 from bench.profile_search import USER, build
 from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.fusion import fuse
@@ -197,6 +197,7 @@ async def run(settings: MemhubSettings, n_queries: int) -> dict[str, Any]:
     queries = asked[30:]
     load = os.getloadavg()[0]
     result: dict[str, Any] = {"sequential": await sequential(memory, engine, queries)}
+    result["timeline"] = await search_timeline.measure(memory, queries)
     result["clients"] = [await clients(memory, queries, n) for n in (1, 4, 8)]
     vectors = [(q, (await engine.embedder.embed([q]))[0]) for q in queries[:100]]
     url = engine.store.database.url  # type: ignore[attr-defined]
@@ -231,6 +232,12 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Engine overhead (search p95 minus embedding p50): **{seq['overhead_p95_ms']:.2f} ms**"
         f" (target 2). The embedder alone answers {seq['embedder_qps']:.0f} queries/s.",
+        "",
+        "The same queries again, each part timed in place inside `search()`"
+        " (`bench.search_timeline`): the embedding and the text statement run side by side,"
+        " the vector statement after both.",
+        "",
+        *(search_timeline.markdown(result["timeline"]) if "timeline" in result else []),
         "",
         "| clients | searches/s | p50 | p95 |",
         "|---|---|---|---|",

@@ -31,6 +31,10 @@ def _result(p95: float) -> dict[str, object]:
         "clients": [row],
         "clients_while_ingesting": {**row, "turns_added": 5},
         "explain_ms": {"text: execution": 2.0, "vector: execution": 0.25},
+        "timeline": {
+            "steps": {"search": {"p50": 12.0, "p95": 17.5}},
+            "text_last_share": 0.5,
+        },
     }
 
 
@@ -55,3 +59,4 @@ def test_the_section_is_replaced_in_place_and_the_rest_kept(tmp_path: Path) -> N
     assert "| 8 + worker ingesting | 100 |" in text
     assert "| vector: execution | 0.25 |" in text
     assert "runs on its own connection while the query is embedded" in text
+    assert "| search | 12.00 | 17.50 |" in text and "after the embedding in 50% of" in text
