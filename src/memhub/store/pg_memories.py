@@ -84,17 +84,36 @@ def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
     return (scope.user_id or "", scope.agent_id or "", scope.run_id or "", memory.hash)
 
 
-def previous_turn(turn_id: str) -> str:
+def previous_turn(turn_id: sql.Composable) -> sql.Composed:
     """SQL for the turn said just before turn ``turn_id`` in its session (NULL if none).
 
     Two index probes: the turn itself, then conversation_context's (user_id, session_id, id).
     """
-    return (
+    return sql.SQL(
         "(SELECT p.id FROM conversation_context t JOIN LATERAL ("
         " SELECT p.id FROM conversation_context p WHERE p.user_id = t.user_id"
         " AND p.session_id = t.session_id AND p.id < t.id ORDER BY p.id DESC LIMIT 1) p ON TRUE"
-        f" WHERE t.id = {turn_id})"
-    )
+        " WHERE t.id = {turn_id})"
+    ).format(turn_id=turn_id)
+
+
+# One memory; the last value is its source turn ids again, for the turn before the first one,
+# which search reads (0: none; migration 0018).
+_INSERT = sql.SQL(
+    "INSERT INTO memories (id, user_id, agent_id, run_id, memory, hash, embedding, metadata,"
+    " memory_type, valid_from, source_turn_ids, created_at, role, previous_turn_id)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s::timestamptz, now()), %s,"
+    " coalesce(%s::timestamptz, now()), %s, coalesce({previous}, 0))"
+    " ON CONFLICT (coalesce(user_id, ''), coalesce(agent_id, ''), coalesce(run_id, ''), hash)"
+    " WHERE valid_to IS NULL AND role IS NULL DO NOTHING RETURNING id"
+).format(previous=previous_turn(sql.SQL("(%s::bigint[])[1]")))
+
+# An imported memory's vector, and with it the turn before its first source turn.
+_FILL_IMPORTED = sql.SQL(
+    "UPDATE memories m SET embedding = %s,"
+    " previous_turn_id = coalesce(m.previous_turn_id, {previous}, 0)"
+    " WHERE m.id = %s AND m.embedding IS NULL"
+).format(previous=previous_turn(sql.SQL("m.source_turn_ids[1]")))
 
 
 def _memory_row(new: NewMemory) -> tuple[Any, ...]:
@@ -141,10 +160,7 @@ async def insert_memories(
     fresh = iter(await _insert_new(conn, [m for m in memories if m.id not in known], actor))
     async with conn.cursor() as cur:
         await cur.executemany(
-            # Imported rows get their previous turn (migration 0018) with their vector.
-            "UPDATE memories m SET embedding = %s, previous_turn_id = coalesce("
-            f"m.previous_turn_id, {previous_turn('m.source_turn_ids[1]')}, 0)"
-            " WHERE m.id = %s AND m.embedding IS NULL",
+            _FILL_IMPORTED,
             [
                 (np.asarray(m.embedding, dtype=np.float32), m.id)
                 for m in memories
@@ -178,17 +194,7 @@ async def _insert_new(
         # One statement per memory, sent as a batch: executemany pipelines them, and each
         # parameter set gets its own result set (empty where ON CONFLICT skipped a duplicate).
         await cur.executemany(
-            "INSERT INTO memories (id, user_id, agent_id, run_id, memory, hash, embedding,"
-            " metadata, memory_type, valid_from, source_turn_ids, created_at, role,"
-            " previous_turn_id)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
-            " coalesce(%s::timestamptz, now()), %s, coalesce(%s::timestamptz, now()), %s,"
-            # The turn before the first source turn, stored for search (0: none; migration
-            # 0018); the last parameter is the source turn ids again.
-            f" coalesce({previous_turn('(%s::bigint[])[1]')}, 0))"
-            " ON CONFLICT (coalesce(user_id, ''), coalesce(agent_id, ''),"
-            " coalesce(run_id, ''), hash) WHERE valid_to IS NULL AND role IS NULL"
-            " DO NOTHING RETURNING id",
+            _INSERT,
             [_memory_row(new) for new in ordered],
             returning=True,
         )

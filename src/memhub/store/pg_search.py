@@ -173,9 +173,8 @@ def text_statement(
 # The turn before the memory's first source turn in its session: stored with the memory when
 # it was added (0: none), looked up for memories stored before migration 0018 or imported.
 _PREVIOUS_TURN = sql.SQL(
-    "CASE WHEN m.previous_turn_id IS NOT NULL THEN nullif(m.previous_turn_id, 0)"
-    f" ELSE {previous_turn('m.source_turn_ids[1]')} END"
-)
+    "CASE WHEN m.previous_turn_id IS NOT NULL THEN nullif(m.previous_turn_id, 0) ELSE {lookup} END"
+).format(lookup=previous_turn(sql.SQL("m.source_turn_ids[1]")))
 
 
 def _bm25_score() -> sql.Composable:
