@@ -67,8 +67,7 @@ async def test_a_committed_batch_is_keyword_searchable_before_any_worker_runs(
     assert await cur.fetchone() == (30, 30)
     # With its vector, each gets the turn before its own stored for search (migration 0018).
     cur = await aconn.execute(
-        "SELECT count(previous_turn_id), count(*) FILTER (WHERE previous_turn_id > 0)"
-        " FROM memories"
+        "SELECT count(previous_turn_id), count(*) FILTER (WHERE previous_turn_id > 0) FROM memories"
     )
     assert await cur.fetchone() == (30, 29)  # one session: all but the first have one
     cur = await aconn.execute("SELECT count(*) FROM memory_history WHERE event = 'ADD'")
