@@ -18,10 +18,9 @@ from typing import Any
 
 from psycopg import sql
 
-from bench import synth
 from bench.profile_search import USER
-from bench.search_timeline import _p50_p95
-from memhub import AsyncMemory, MemhubSettings
+from bench.search_timeline import _p50_p95, on_query_database
+from memhub import AsyncMemory
 from memhub.store import pg_search
 from memhub.store.pg_memories import previous_turn
 
@@ -50,17 +49,6 @@ async def compare(memory: AsyncMemory, queries: list[str]) -> dict[str, Any]:
     return {"search": {k: _p50_p95(v) for k, v in times.items()}, "differed": differed}
 
 
-async def _main(home: Path, n_queries: int) -> dict[str, Any]:
-    memory = AsyncMemory(settings=MemhubSettings(data_dir=home, worker="off"))
-    try:
-        asked = [q for _, q in synth.queries(n_queries + 30, users=1)]
-        for q in asked[:30]:  # warm up: model, pool, buffers
-            await memory.search(q, user_id=USER, limit=10)
-        return await compare(memory, asked[30:])
-    finally:
-        await memory.aclose()
-
-
 def main() -> None:
     from bench.query import DEFAULT_HOME
 
@@ -68,7 +56,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME, help="bench.query's database")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(_main(args.home, args.queries)), indent=2))
+    result = on_query_database(args.home, args.queries, compare)
+    print(json.dumps(asyncio.run(result), indent=2))
 
 
 if __name__ == "__main__":

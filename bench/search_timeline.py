@@ -111,7 +111,11 @@ def markdown(result: dict[str, Any]) -> list[str]:
     return [*lines, "", f"The text statement ended after the embedding in {share:.0%} of searches."]
 
 
-async def _main(home: Path, n_queries: int) -> dict[str, Any]:
+Measure = Callable[[AsyncMemory, list[str]], Awaitable[dict[str, Any]]]
+
+
+async def on_query_database(home: Path, n_queries: int, measure: Measure) -> dict[str, Any]:
+    """``measure`` on bench.query's database in ``home``, after 30 warm-up searches."""
     memory = AsyncMemory(settings=MemhubSettings(data_dir=home, worker="off"))
     try:
         asked = [q for _, q in synth.queries(n_queries + 30, users=1)]
@@ -129,7 +133,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME, help="bench.query's database")
     args = parser.parse_args()
-    result = asyncio.run(_main(args.home, args.queries))
+    result = asyncio.run(on_query_database(args.home, args.queries, measure))
     print(json.dumps(result, indent=2))
     print("\n".join(markdown(result)))
 
