@@ -97,8 +97,8 @@ def previous_turn(turn_id: sql.Composable) -> sql.Composed:
     ).format(turn_id=turn_id)
 
 
-# One memory; the last value is its source turn ids again, for the turn before the first one,
-# which search reads (0: none; migration 0018).
+# One memory; the last value is its first source turn, whose previous turn search reads
+# (0: none; migration 0018).
 _INSERT = sql.SQL(
     "INSERT INTO memories (id, user_id, agent_id, run_id, memory, hash, embedding, metadata,"
     " memory_type, valid_from, source_turn_ids, created_at, role, previous_turn_id)"
@@ -106,7 +106,7 @@ _INSERT = sql.SQL(
     " coalesce(%s::timestamptz, now()), %s, coalesce({previous}, 0))"
     " ON CONFLICT (coalesce(user_id, ''), coalesce(agent_id, ''), coalesce(run_id, ''), hash)"
     " WHERE valid_to IS NULL AND role IS NULL DO NOTHING RETURNING id"
-).format(previous=previous_turn(sql.SQL("(%s::bigint[])[1]")))
+).format(previous=previous_turn(sql.SQL("%s::bigint")))
 
 # An imported memory's vector, and with it the turn before its first source turn.
 _FILL_IMPORTED = sql.SQL(
@@ -132,7 +132,7 @@ def _memory_row(new: NewMemory) -> tuple[Any, ...]:
         list(new.source_turn_ids),
         new.created_at,
         new.role,
-        list(new.source_turn_ids),
+        new.source_turn_ids[0] if new.source_turn_ids else None,
     )
 
 

@@ -1,6 +1,6 @@
 -- The turn said just before a memory's first source turn, in that turn's session: search links
 -- neighbouring memories through it. Looking it up for every candidate of every search took two
--- index probes per candidate (about 1 ms of a search at 100,000 memories, measured in
+-- index probes per candidate (0.6-1.0 ms of a search at 100,000 memories, measured in
 -- docs/benchmarks.md); a memory stores it once, when it is added.
 --   NULL: not recorded (memories stored before this migration, or imported): search looks the
 --         turn up as before, so nothing changes for them.
