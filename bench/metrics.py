@@ -6,6 +6,7 @@ No I/O and no third-party imports, so the unit tests run anywhere in millisecond
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,17 @@ def percentile(values: Sequence[float], q: float) -> float:
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    """Count, p50, p95 (nearest rank, no interpolation) and mean of milliseconds."""
+    ordered = sorted(values)
+    return {
+        "n": len(ordered),
+        "p50": ordered[len(ordered) // 2],
+        "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
+        "mean": statistics.fmean(ordered),
+    }
 
 
 def latency_summary(seconds: Sequence[float]) -> dict[str, float]:

@@ -18,8 +18,9 @@ from typing import Any
 
 from psycopg import sql
 
+from bench.metrics import summary
 from bench.profile_search import USER
-from bench.search_timeline import _p50_p95, on_query_database
+from bench.search_timeline import on_query_database
 from memhub import AsyncMemory
 from memhub.store import pg_search
 from memhub.store.pg_memories import previous_turn
@@ -46,7 +47,7 @@ async def compare(memory: AsyncMemory, queries: list[str]) -> dict[str, Any]:
             differed += len({json.dumps(v) for v in found.values()}) > 1
     finally:
         pg_search._PREVIOUS_TURN = VARIANTS["stored"]
-    return {"search": {k: _p50_p95(v) for k, v in times.items()}, "differed": differed}
+    return {"search": {k: summary(v) for k, v in times.items()}, "differed": differed}
 
 
 def main() -> None:

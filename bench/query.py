@@ -24,6 +24,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from bench import search_timeline, synth
+from bench.metrics import summary
 from bench.profile_search import USER, build
 from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.fusion import fuse
@@ -34,17 +35,6 @@ from memhub.store.records import Scope
 
 LIMIT = 10
 INGEST_USER = "bench-ingest"
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    """p50/p95/mean of milliseconds."""
-    ordered = sorted(values)
-    return {
-        "n": len(ordered),
-        "p50": ordered[len(ordered) // 2],
-        "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
-        "mean": statistics.fmean(ordered),
-    }
 
 
 async def _ms(call: Callable[[], Awaitable[object]]) -> float:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import synth
+from bench.metrics import summary
 from bench.profile_search import USER
 from memhub import AsyncMemory, MemhubSettings
 from memhub.memory import async_memory
@@ -78,7 +79,7 @@ async def measure(memory: AsyncMemory, queries: list[str]) -> dict[str, Any]:
                 steps[name].append(value)
     late = sum(1 for v in steps["text statement ends after the embedding by"] if v > 0)
     return {
-        "steps": {name: _p50_p95(values) for name, values in steps.items()},
+        "steps": {name: summary(values) for name, values in steps.items()},
         "text_last_share": late / max(len(queries), 1),
     }
 
@@ -92,14 +93,6 @@ def _steps(ms: dict[str, float], total: float) -> tuple[float, ...]:
         ms["vector end"] - ms["vector start"],
         total - ms["vector end"],
     )
-
-
-def _p50_p95(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50": ordered[len(ordered) // 2],
-        "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
-    }
 
 
 def markdown(result: dict[str, Any]) -> list[str]:
