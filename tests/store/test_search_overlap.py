@@ -66,7 +66,7 @@ async def test_a_text_hit_deleted_before_the_vector_statement_is_left_out(
 async def test_the_scope_text_index_exists(store: PostgresStore) -> None:
     async with store.database.connection() as conn:
         cur = await conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_scope_tsv'"
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'memory_words_scope_tsv'"
         )
         row = await cur.fetchone()
     assert row is not None
@@ -83,12 +83,13 @@ async def test_new_memories_leave_no_gin_pending_list_for_search_to_read(
         cur = await conn.execute(
             "SELECT c.relname, (pgstatginindex(c.oid)).pending_tuples FROM pg_index i"
             " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
-            " WHERE i.indrelid = 'memories'::regclass AND a.amname = 'gin' ORDER BY 1"
+            " WHERE i.indrelid IN ('memories'::regclass, 'memory_words'::regclass)"
+            " AND a.amname = 'gin' ORDER BY 1"
         )
         pending = dict(await cur.fetchall())  # type: ignore[arg-type]
     assert pending == {
         "memories_metadata": 0,
-        "memories_scope_tsv": 0,
         "memories_source_turn_ids": 0,
-        "memories_tsv": 0,
+        "memory_words_scope_tsv": 0,
+        "memory_words_tsv": 0,
     }

@@ -2,7 +2,9 @@
 
 The full-text statement needs no vector, so :class:`~memhub.store.postgres.PostgresStore` runs it
 while the query is being embedded; the vector statement then adds the nearest memories and
-scores every candidate on both signals.
+scores every candidate on both signals. The full-text statement probes ``memory_words``, the
+narrow copy of each memory's words kept by triggers (migration 0019), whose pages hold ten
+times more rows than memories' (those carry the vectors).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from psycopg import sql
 
 from memhub.filters import Filter
 from memhub.store.database import AsyncConn
-from memhub.store.pg_bind import Params
+from memhub.store.pg_bind import Params, scope_where
+from memhub.store.pg_filters import compile_filter
 from memhub.store.pg_memories import (
     COLUMNS,
     N_COLUMNS,
@@ -78,18 +81,45 @@ def _text_query() -> sql.SQL:
 _LEXEME_QUERY = "(('''' || replace(replace({0}, '\\', '\\\\'), '''', '''''') || '''')::tsquery)"
 
 
-def _ts_rank_ctes(where: sql.Composable) -> sql.Composable:
+@dataclass(frozen=True)
+class _Words:
+    """Where the full-text statement finds a scope's words: ``FROM {source} WHERE {where}``.
+
+    ``w`` is ``memory_words``; with filters, each match is joined to its memories row ``m``,
+    since filters may read any column.
+    """
+
+    source: sql.Composable
+    where: sql.Composable
+
+
+def _words(
+    scope: Scope, filters: Filter | None, include_superseded: bool, params: Params
+) -> _Words:
+    parts = [scope_where(scope, params, "w")]
+    if not include_superseded:
+        parts.append(sql.SQL("w.valid_to IS NULL"))
+    source: sql.Composable = sql.SQL("memory_words w")
+    if filters is not None:
+        source = sql.SQL("memory_words w JOIN memories m ON m.id = w.id")
+        parts.append(compile_filter(filters, params, "m"))
+    return _Words(source, sql.SQL(" AND ").join(parts))
+
+
+def _ts_rank_ctes(words: _Words) -> sql.Composable:
     return sql.SQL(
         "q AS (SELECT {tsq} AS tsq),"
         " txt_all AS ("
-        "  SELECT m.id, m.hash, ts_rank(m.tsv, q.tsq) AS score FROM memories m, q"
-        "  WHERE {where} AND m.tsv @@ q.tsq"
+        "  SELECT w.id, w.hash, ts_rank(w.tsv, q.tsq) AS score FROM {source}, q"
+        "  WHERE {words} AND w.tsv @@ q.tsq"
         "), idf AS (SELECT NULL::text AS lexeme, NULL::float8 AS w WHERE FALSE),"
         " avgdl AS (SELECT 1::float8 AS a)"
-    ).format(tsq=_text_query().format(q=sql.Placeholder("q")), where=where)
+    ).format(
+        tsq=_text_query().format(q=sql.Placeholder("q")), source=words.source, words=words.where
+    )
 
 
-def _bm25_ctes(where: sql.Composable) -> sql.Composable:
+def _bm25_ctes(words: _Words, where: sql.Composable) -> sql.Composable:
     # The query's lexemes come from the same to_tsvector() that built m.tsv (stop words out,
     # stemmed, deduplicated). Per lexeme, a LIMITed GIN probe of term_cap + 1 rows tells
     # whether the lexeme is rare (all its matches fit under term_cap: they are all scored) or
@@ -104,8 +134,8 @@ def _bm25_ctes(where: sql.Composable) -> sql.Composable:
         "  SELECT t.lexeme, {tq} AS tq FROM unnest(to_tsvector('english', {q})) t"
         "), probe AS ("
         "  SELECT t.lexeme, h.id, h.hash, h.dl FROM terms t CROSS JOIN LATERAL ("
-        "   SELECT m.id, m.hash, length(m.tsv) AS dl FROM memories m"
-        "   WHERE {where} AND m.tsv @@ t.tq LIMIT {term_cap} + 1) h"
+        "   SELECT w.id, w.hash, length(w.tsv) AS dl FROM {source}"
+        "   WHERE {words} AND w.tsv @@ t.tq LIMIT {term_cap} + 1) h"
         "), n AS ("
         "  SELECT count(*)::float8 AS n FROM (SELECT 1 FROM memories m WHERE {where}"
         "   LIMIT {scope_cap}) s"
@@ -125,6 +155,8 @@ def _bm25_ctes(where: sql.Composable) -> sql.Composable:
     ).format(
         tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("t.lexeme")),
         q=sql.Placeholder("q"),
+        source=words.source,
+        words=words.where,
         where=where,
         term_cap=sql.Placeholder("term_cap"),
         scope_cap=sql.Placeholder("scope_cap"),
@@ -151,7 +183,8 @@ def text_statement(
     """The full-text statement and its parameters: one row that makes a :class:`TextHits`."""
     params = Params()
     where = memories_where(scope, filters, include_superseded, params)
-    ctes = _bm25_ctes(where) if ranking.method == "bm25" else _ts_rank_ctes(where)
+    words = _words(scope, filters, include_superseded, params)
+    ctes = _bm25_ctes(words, where) if ranking.method == "bm25" else _ts_rank_ctes(words)
     query = sql.SQL(
         "WITH {ctes}, txt AS (SELECT id, score FROM txt_all ORDER BY {order} LIMIT {k})"
         " SELECT ARRAY(SELECT id FROM txt), ARRAY(SELECT score FROM txt),"

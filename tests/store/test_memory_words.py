@@ -1,0 +1,135 @@
+"""``memory_words``, search's narrow copy of each memory's words, stays exact (migration 0019).
+
+Triggers keep it in the writing statement's transaction, and deletes cascade; these tests make
+every kind of write and compare the copy with what it copies.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memhub import MemhubSettings
+from memhub.store.postgres import PostgresStore
+from memhub.store.records import Scope
+from tests.store.contract import U, V, X, Y, insert, mem
+
+COPIED = "id, user_id, agent_id, run_id, valid_to, hash, tsv"
+
+
+@pytest.fixture
+async def store(settings: MemhubSettings) -> AsyncIterator[PostgresStore]:
+    store = await PostgresStore.open(settings)
+    await store.ensure_embedding_space("test-model", 3)
+    yield store
+    await store.aclose()
+
+
+async def differences(store: PostgresStore) -> tuple[int, int, int]:
+    """Rows of memories missing from the copy, rows of the copy not in memories, copy size."""
+    async with store.database.connection() as conn:
+        cur = await conn.execute(
+            f"SELECT (SELECT count(*) FROM (SELECT {COPIED} FROM memories"
+            f"  EXCEPT SELECT {COPIED} FROM memory_words) a),"
+            f" (SELECT count(*) FROM (SELECT {COPIED} FROM memory_words"
+            f"  EXCEPT SELECT {COPIED} FROM memories) b),"
+            " (SELECT count(*) FROM memory_words)"
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+async def test_every_write_keeps_the_copy_exact(store: PostgresStore) -> None:
+    a, b, c, d, _, _ = await insert(
+        store,
+        mem("likes tea"),
+        mem("lives in Paris"),
+        mem("plays chess"),
+        mem("owns a cat", scope=V),
+        mem("said hello", memory_type="turn", source_turn_ids=(1,)),
+        mem("likes tea"),  # an exact duplicate: skipped, so not copied either
+    )
+    assert a and b and c and d
+    assert await differences(store) == (0, 0, 5)
+
+    await store.update_memory(U, a, "likes green tea", "h2", np.asarray(Y, np.float32), None, "u")
+    assert await differences(store) == (0, 0, 5)
+
+    async with store.apply_jobs([], "t", {}) as batch:
+        assert await batch.refine(U, a, "likes oolong tea", "h3", np.asarray(X, np.float32), [2])
+        new = await batch.supersede(U, b, mem("lives in Rome"), datetime.now(UTC))
+        await batch.forget(U, c, [3])
+        assert await batch.retire_turn_memories(U, [1]) == 1
+    assert new is not None
+    assert await differences(store) == (0, 0, 4)  # tea, Paris (closed), Rome, the cat
+
+    await store.delete_memory(U, new, actor="u")
+    assert await differences(store) == (0, 0, 3)
+    assert await store.delete_all(Scope(user_id=V.user_id)) == 1
+    assert await differences(store) == (0, 0, 2)
+    await store.reset()
+    assert await differences(store) == (0, 0, 0)
+
+
+async def test_filling_in_a_vector_leaves_the_copy_alone(store: PostgresStore) -> None:
+    # The worker's vector update is most of ingestion's writes; the trigger names its columns.
+    (mid,) = await insert(store, mem("likes tea"))
+    async with store.database.connection() as conn:
+        before = await (await conn.execute("SELECT xmin::text FROM memory_words")).fetchone()
+        await conn.execute(
+            "UPDATE memories SET embedding = %s WHERE id = %s", (np.asarray(Y, np.float32), mid)
+        )
+        after = await (await conn.execute("SELECT xmin::text FROM memory_words")).fetchone()
+    assert before == after
+
+
+async def test_the_migration_copies_memories_stored_before_it(store: PostgresStore) -> None:
+    await insert(store, mem("likes tea"), mem("lives in Paris"), mem("owns a cat", scope=V))
+    migration = resources.files("memhub.store.migrations") / "0019_memory_words.sql"
+    async with store.database.connection() as conn:
+        await conn.execute("DELETE FROM memory_words")  # as before the migration ran
+        assert await differences(store) == (3, 0, 0)
+        await conn.execute(migration.read_text("utf-8"))  # also safe to run twice
+    assert await differences(store) == (0, 0, 3)
+
+
+async def test_the_refill_in_operations_md_restores_the_copy(store: PostgresStore) -> None:
+    # For restores that skip triggers; the statement is taken from the doc itself.
+    await insert(store, mem("likes tea"), mem("owns a cat", scope=V))
+    docs = (Path(__file__).parents[2] / "docs" / "operations.md").read_text(encoding="utf-8")
+    found = re.search(r"`(TRUNCATE memory_words;.*?)`", docs, re.DOTALL)
+    assert found is not None
+    async with store.database.connection() as conn:
+        await conn.execute("ALTER TABLE memories DISABLE TRIGGER USER")  # as pg_restore's option
+        await conn.execute("DELETE FROM memories WHERE memory = 'owns a cat'")
+        await insert(store, mem("plays chess"))
+        assert await differences(store) == (1, 1, 2)  # chess missing, the cat left over
+        await conn.execute("ALTER TABLE memories ENABLE TRIGGER USER")
+        await conn.execute(" ".join(found.group(1).split()))  # type: ignore[call-overload]
+    assert await differences(store) == (0, 0, 2)
+
+
+async def test_memories_keep_no_full_text_index_of_their_own(store: PostgresStore) -> None:
+    # Migration 0020 dropped them: search probes memory_words, and they only cost inserts.
+    async with store.database.connection() as conn:
+        cur = await conn.execute(
+            "SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
+            " JOIN pg_am a ON a.oid = i.relam"
+            " WHERE x.indrelid = %s::regclass AND a.amname = 'gin' ORDER BY 1",
+            ("memory_words",),
+        )
+        on_words = [r[0] for r in await cur.fetchall()]
+        cur = await conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'memories'"
+            " AND (indexdef LIKE '%%(tsv)%%' OR indexdef LIKE '%%, tsv)%%')"
+        )
+        on_memories = [r[0] for r in await cur.fetchall()]
+    assert on_words == ["memory_words_scope_tsv", "memory_words_tsv"]
+    assert on_memories == []
