@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,8 @@ def _open_schema(url: str) -> None:
 def _index_definitions(conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
     rows = conn.execute(
         "SELECT i.indexname, i.indexdef FROM pg_indexes i"
-        " WHERE i.tablename = 'memories' AND NOT EXISTS (SELECT 1 FROM pg_constraint c"
-        " WHERE c.conname = i.indexname) ORDER BY i.indexname"
+        " WHERE i.tablename IN ('memories', 'memory_words') AND NOT EXISTS"
+        " (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname) ORDER BY i.indexname"
     ).fetchall()
     return [(str(name), str(definition)) for name, definition in rows]
 
@@ -74,7 +75,7 @@ def _build_indexes(url: str, definitions: list[tuple[str, str]]) -> dict[str, fl
             timings[name] = time.perf_counter() - began
             log.info("index %s built in %.1f s", name, timings[name])
         began = time.perf_counter()
-        conn.execute("VACUUM ANALYZE memories")
+        conn.execute("VACUUM ANALYZE memories, memory_words")
         timings["vacuum_analyze"] = time.perf_counter() - began
     return timings
 
@@ -103,11 +104,18 @@ def _partition(url: str, partitions: int) -> None:
         conn.execute("ALTER TABLE memories ADD PRIMARY KEY (id, user_id)")
         definitions = _plain_index_definitions(conn)
         conn.execute("DROP TABLE memories_plain")
+        # The triggers that keep search's copy of the words went with the renamed table:
+        # migration 0019, run again, puts them on this one (the rest of it is idempotent).
+        conn.execute(sql.SQL(_migration("0019_memory_words.sql")))  # type: ignore[arg-type]
         for _, definition in definitions:
             if "UNIQUE" not in definition:
                 # PostgreSQL's own text of an index it had, moved to the new table.
                 moved = definition.replace(" ON public.memories_plain ", " ON memories ")
                 conn.execute(sql.SQL(moved))  # type: ignore[arg-type]
+
+
+def _migration(name: str) -> str:
+    return (resources.files("memhub.store.migrations") / name).read_text("utf-8")
 
 
 def _plain_index_definitions(conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
@@ -150,9 +158,10 @@ def load(url: str, layout: scale_data.Layout, partitions: int, data: Path) -> di
 
 
 def sizes(url: str) -> dict[str, Any]:
-    """Table, TOAST and index sizes of ``memories`` (summed over partitions), in MB."""
+    """Table, TOAST and index sizes of ``memories`` and ``memory_words`` (partitions summed), MB."""
     tables = (
         "WITH t AS (SELECT 'memories'::regclass::oid AS oid UNION ALL"
+        " SELECT 'memory_words'::regclass::oid UNION ALL"
         " SELECT inhrelid FROM pg_inherits WHERE inhparent = 'memories'::regclass) "
     )
     with psycopg.connect(url) as conn:
