@@ -69,13 +69,17 @@ def record_from_row(row: Sequence[Any]) -> MemoryRecord:
 
 
 def memories_where(
-    scope: Scope | None, filters: Filter | None, include_superseded: bool, params: Params
+    scope: Scope | None,
+    filters: Filter | None,
+    include_superseded: bool,
+    params: Params,
+    alias: str = "m",
 ) -> sql.Composable:
-    parts = [scope_where(scope, params)]
+    parts = [scope_where(scope, params, alias)]
     if not include_superseded:
-        parts.append(sql.SQL("m.valid_to IS NULL"))
+        parts.append(sql.SQL("{} IS NULL").format(sql.Identifier(alias, "valid_to")))
     if filters is not None:
-        parts.append(compile_filter(filters, params, "m"))
+        parts.append(compile_filter(filters, params, alias))
     return sql.SQL(" AND ").join(parts)
 
 

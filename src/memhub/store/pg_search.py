@@ -19,7 +19,7 @@ from psycopg import sql
 
 from memhub.filters import Filter
 from memhub.store.database import AsyncConn
-from memhub.store.pg_bind import Params, scope_where
+from memhub.store.pg_bind import Params
 from memhub.store.pg_filters import compile_filter
 from memhub.store.pg_memories import (
     COLUMNS,
@@ -96,14 +96,13 @@ class _Words:
 def _words(
     scope: Scope, filters: Filter | None, include_superseded: bool, params: Params
 ) -> _Words:
-    parts = [scope_where(scope, params, "w")]
-    if not include_superseded:
-        parts.append(sql.SQL("w.valid_to IS NULL"))
-    source: sql.Composable = sql.SQL("memory_words w")
-    if filters is not None:
-        source = sql.SQL("memory_words w JOIN memories m ON m.id = w.id")
-        parts.append(compile_filter(filters, params, "m"))
-    return _Words(source, sql.SQL(" AND ").join(parts))
+    where = memories_where(scope, None, include_superseded, params, alias="w")
+    if filters is None:
+        return _Words(sql.SQL("memory_words w"), where)
+    return _Words(
+        sql.SQL("memory_words w JOIN memories m ON m.id = w.id"),
+        sql.SQL("{} AND {}").format(where, compile_filter(filters, params, "m")),
+    )
 
 
 def _ts_rank_ctes(words: _Words) -> sql.Composable:
