@@ -1,14 +1,14 @@
 -- Search's full-text probes read a narrow copy of each memory's words instead of the memories
 -- rows themselves. A probe reads the first matches of each query word from the heap, and a
 -- memories row carries its 1.5 KB vector, so a page held about four rows; here it holds about
--- forty. At 100,000 memories of one user the full-text statement took 8.0 / 12.3 ms p50 / p95
--- on memories and 3.9 / 6.1 ms on this table, with identical results (docs/benchmarks.md).
+-- forty. At 100,000 memories of one user the full-text statement took 8.1 / 11.8 ms p50 / p95
+-- on memories and 4.7 / 6.7 ms on this table, with identical results (docs/benchmarks.md).
 -- The copy is kept by triggers, in the writing statement's transaction, so every write path
 -- (add, import, update, supersede, delete, truncate) keeps it exact. No foreign key: its
 -- per-row check made each insert 0.4 ms slower (about 2.0 ms with HNSW), and the delete
 -- trigger does its one job.
--- Filled in this migration's transaction: writes wait for it (about 0.5 s per 100,000
--- memories here).
+-- Filled in this migration's transaction: writes wait for it (8.7 s for 1,000,000 memories
+-- here).
 CREATE TABLE IF NOT EXISTS memory_words (
     id       UUID PRIMARY KEY,
     user_id  VARCHAR(255),
