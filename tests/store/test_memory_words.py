@@ -7,7 +7,6 @@ every kind of write and compare the copy with what it copies.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -15,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memhub import MemhubSettings
 from memhub.store.postgres import PostgresStore
 from memhub.store.records import Scope
 from tests.store.contract import U, V, X, Y, insert, mem
@@ -23,12 +21,8 @@ from tests.store.contract import U, V, X, Y, insert, mem
 COPIED = "id, user_id, agent_id, run_id, valid_to, hash, tsv"
 
 
-@pytest.fixture
-async def store(settings: MemhubSettings) -> AsyncIterator[PostgresStore]:
-    store = await PostgresStore.open(settings)
-    await store.ensure_embedding_space("test-model", 3)
-    yield store
-    await store.aclose()
+# conftest's store, PostgreSQL only: these tests look at its tables.
+pytestmark = pytest.mark.parametrize("store", ["postgres"], indirect=True)
 
 
 async def differences(store: PostgresStore) -> tuple[int, int, int]:

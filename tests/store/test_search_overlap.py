@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
 
-from memhub import MemhubSettings
 from memhub.store import pg_search
 from memhub.store.postgres import PostgresStore
 from tests.store.contract import U, X, insert, mem
 
-
-@pytest.fixture
-async def store(settings: MemhubSettings) -> AsyncIterator[PostgresStore]:
-    store = await PostgresStore.open(settings)
-    await store.ensure_embedding_space("test-model", 3)
-    yield store
-    await store.aclose()
+# conftest's store, PostgreSQL only: these tests look at its tables.
+pytestmark = pytest.mark.parametrize("store", ["postgres"], indirect=True)
 
 
 async def test_the_text_statement_finishes_before_the_vector_is_needed(
