@@ -1,7 +1,8 @@
 """``memory_words``, search's narrow copy of each memory's words, stays exact (migration 0019).
 
-Triggers keep it in the writing statement's transaction, and deletes cascade; these tests make
-every kind of write and compare the copy with what it copies.
+Triggers on ``memories`` keep it in the writing statement's transaction (inserts, updates of
+the copied columns, deletes, truncates); these tests make every kind of write and compare the
+copy with what it copies.
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def _ts_rank_ctes(words: _Words) -> sql.Composable:
 
 
 def _bm25_ctes(words: _Words, where: sql.Composable) -> sql.Composable:
-    # The query's lexemes come from the same to_tsvector() that built m.tsv (stop words out,
+    # The query's lexemes come from the same to_tsvector() that built tsv (stop words out,
     # stemmed, deduplicated). Per lexeme, a LIMITed GIN probe of term_cap + 1 rows tells
     # whether the lexeme is rare (all its matches fit under term_cap: they are all scored) or
     # common. A common lexeme's sample depends on the rows' physical order, so it never finds

@@ -66,9 +66,9 @@ DROP TRIGGER IF EXISTS memory_words_changed ON memories;
 CREATE TRIGGER memory_words_changed
     AFTER UPDATE OF user_id, agent_id, run_id, memory, hash, valid_to ON memories
     FOR EACH ROW
-    WHEN (OLD.user_id IS DISTINCT FROM NEW.user_id OR OLD.agent_id IS DISTINCT FROM NEW.agent_id
-          OR OLD.run_id IS DISTINCT FROM NEW.run_id OR OLD.memory IS DISTINCT FROM NEW.memory
-          OR OLD.hash IS DISTINCT FROM NEW.hash OR OLD.valid_to IS DISTINCT FROM NEW.valid_to)
+    WHEN ((OLD.user_id, OLD.agent_id, OLD.run_id, OLD.memory, OLD.hash, OLD.valid_to)
+          IS DISTINCT FROM
+          (NEW.user_id, NEW.agent_id, NEW.run_id, NEW.memory, NEW.hash, NEW.valid_to))
     EXECUTE FUNCTION memhub_memory_words_changed();
 
 DROP TRIGGER IF EXISTS memory_words_removed ON memories;
