@@ -1,4 +1,9 @@
-"""No module in src/ over 400 lines, no function over 50 (docstring not counted).
+"""No module in src/ over 800 lines, no function over 50 (docstring not counted).
+
+A module is split when it holds two concepts, not when it is long: psycopg and httpx keep
+cohesive modules of 700-1,100 lines, and cutting one idea into thirds to stay under a lower cap
+only scatters it (issue 26). 800 lines is the point where a module has, in practice, always
+turned out to hold more than one idea here; the cap is a prompt to look, not a design rule.
 
 The allowlist names what is over today and owned by work still under way; it may only shrink:
 an entry that is back under its limit fails the test until it is removed.
@@ -12,7 +17,7 @@ from pathlib import Path
 import memhub
 
 SRC = Path(memhub.__file__).parent
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 50
 
 # path relative to src/memhub, or "path:function"; empty: every module and function is within
