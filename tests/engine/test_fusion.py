@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memhub.engine.fusion import PRESETS, FusionConfig, fuse
+from memhub.errors import UsageError
 from memhub.store.records import Candidate, MemoryRecord, Scope
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -43,9 +44,9 @@ def _candidate(
 
 
 def test_weights_must_add_up_to_one_and_not_be_negative() -> None:
-    with pytest.raises(ValueError, match="add up to 1"):
+    with pytest.raises(UsageError, match="add up to 1"):
         FusionConfig(vector_weight=0.5, text_weight=0.1, rrf_weight=0.1)
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(UsageError, match="negative"):
         FusionConfig(vector_weight=1.2, text_weight=-0.2, rrf_weight=0.0)
 
 
@@ -121,7 +122,7 @@ def test_a_turn_gains_from_the_turns_said_around_it() -> None:
 
 
 def test_neighbour_weights_are_checked_and_a_lone_best_candidate_still_scores_one() -> None:
-    with pytest.raises(ValueError, match="neighbour"):
+    with pytest.raises(UsageError, match="neighbour"):
         FusionConfig(previous_turn_weight=-0.1)
     (scored,) = fuse([_candidate(1.0, 1, 3.0, 1, turn=2, previous_turn=1)], FusionConfig(), NOW)
     assert scored.score == pytest.approx(1.0)
@@ -152,7 +153,7 @@ def test_candidates_far_below_the_best_score_are_left_out() -> None:
     assert [s.candidate for s in ranked] == [best, close]
     assert [s.score for s in ranked] == [s.score for s in everything[:2]]
     assert FusionConfig.only("vector").min_score_ratio == 0.0
-    with pytest.raises(ValueError, match="min_score_ratio"):
+    with pytest.raises(UsageError, match="min_score_ratio"):
         FusionConfig(min_score_ratio=1.5)
 
 

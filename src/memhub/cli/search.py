@@ -23,10 +23,6 @@ DEFAULT_PORT = 8765  # memhub serve's default (MEMHUB_PORT)
 _PROBE_SECONDS = 0.3  # a local server answers /healthz in milliseconds
 
 
-class _NoServer(Exception):
-    """No server answered; the reason, for the note on stderr."""
-
-
 def server_for(args: argparse.Namespace) -> tuple[str | None, str | None, str]:
     """The server URL to ask (None: none), the API key, and why (for the stderr note).
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
+from memhub.errors import UsageError
 from memhub.store.records import DEFAULT_TEXT_RANKING, Candidate, TextRanking
 
 __all__ = ["PRESETS", "FusionConfig", "ScoredCandidate", "fuse"]
@@ -65,16 +66,16 @@ class FusionConfig:
     def __post_init__(self) -> None:
         weights = (self.vector_weight, self.text_weight, self.rrf_weight, self.recency_weight)
         if any(w < 0 for w in weights):
-            raise ValueError(f"fusion weights must not be negative, got {weights}")
+            raise UsageError(f"fusion weights must not be negative, got {weights}")
         total = sum(weights)
         if not math.isclose(total, 1.0, abs_tol=1e-6):
-            raise ValueError(f"fusion weights must add up to 1, got {total}")
+            raise UsageError(f"fusion weights must add up to 1, got {total}")
         if self.rrf_k < 0 or self.recency_half_life_days <= 0 or self.candidates < 1:
-            raise ValueError("rrf_k >= 0, recency_half_life_days > 0 and candidates >= 1 expected")
+            raise UsageError("rrf_k >= 0, recency_half_life_days > 0 and candidates >= 1 expected")
         if self.previous_turn_weight < 0 or self.next_turn_weight < 0:
-            raise ValueError("neighbour turn weights must not be negative")
+            raise UsageError("neighbour turn weights must not be negative")
         if not 0.0 <= self.min_score_ratio <= 1.0:
-            raise ValueError(f"min_score_ratio must be in [0, 1], got {self.min_score_ratio}")
+            raise UsageError(f"min_score_ratio must be in [0, 1], got {self.min_score_ratio}")
 
     @classmethod
     def only(cls, signal: Signal) -> FusionConfig:
@@ -95,7 +96,7 @@ class FusionConfig:
     def with_recency(self, weight: float, half_life_days: float) -> FusionConfig:
         """This config with ``weight`` moved to recency, the other weights scaled to make room."""
         if not 0.0 <= weight < 1.0:
-            raise ValueError(f"recency weight must be in [0, 1), got {weight}")
+            raise UsageError(f"recency weight must be in [0, 1), got {weight}")
         rest = self.vector_weight + self.text_weight + self.rrf_weight
         scale = (1.0 - weight) / rest if rest else 0.0
         return replace(
