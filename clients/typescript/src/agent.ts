@@ -164,7 +164,8 @@ class MemoryCall<State extends RuntimeState> {
     this.outcome.errors.push({ operation, error });
     const config = this.config as AgentMemoryConfig<State>;
     (config.logger ?? console).warn(
-      `memhub: agent ${this.call.agentName}: memory ${operation} failed, continuing without it: ${describe(error)}`,
+      `memhub: agent ${this.call.agentName}: memory ${operation} failed,` +
+        ` continuing without it: ${describe(error)}`,
     );
     try {
       config.onError?.(operation, error);
@@ -199,7 +200,12 @@ class MemoryCall<State extends RuntimeState> {
       this.failed("resolve", error); // the application's resolver threw
       return this.skip("unavailable");
     }
-    const missing = this.outcome.threadId === undefined ? "thread id" : this.outcome.userId === undefined ? "user" : undefined;
+    const missing =
+      this.outcome.threadId === undefined
+        ? "thread id"
+        : this.outcome.userId === undefined
+          ? "user"
+          : undefined;
     if (missing !== undefined) {
       warnOnce(
         config,
@@ -210,7 +216,8 @@ class MemoryCall<State extends RuntimeState> {
       return this.skip(missing === "user" ? "no-user" : "no-thread");
     }
     try {
-      this.client = config.client ?? (await this.runtime.load<Memory>("mem0", config.providerConfig));
+      this.client =
+        config.client ?? (await this.runtime.load<Memory>("mem0", config.providerConfig));
     } catch (error) {
       this.failed("load", error);
       return this.skip("unavailable");
@@ -249,7 +256,8 @@ class MemoryCall<State extends RuntimeState> {
     const roles = config.persistRoles ?? ["user", "assistant"];
     const said: Message[] = [];
     if (roles.includes("user")) {
-      for (const m of newTurn(this.call.messages)) said.push({ role: "user", content: contentText(m) });
+      for (const m of newTurn(this.call.messages))
+        said.push({ role: "user", content: contentText(m) });
     }
     if (roles.includes("assistant") && answer.trim() !== "") {
       said.push({ role: "assistant", content: answer.trim() });

@@ -158,6 +158,47 @@ function pickScope(options: EntityOptions): EntityOptions {
   return scope;
 }
 
+const ENTITY_KEYS = ["userId", "agentId", "runId"];
+const KNOWN_OPTIONS: Readonly<Record<string, ReadonlySet<string>>> = {
+  add: new Set([...ENTITY_KEYS, "metadata", "infer", "timestamp", "wait", "idempotencyKey"]),
+  search: new Set([
+    ...ENTITY_KEYS,
+    "limit",
+    "topK",
+    "filters",
+    "threshold",
+    "includeSuperseded",
+    "asOf",
+    "includeMetadata",
+  ]),
+  getAll: new Set([
+    ...ENTITY_KEYS,
+    "limit",
+    "topK",
+    "pageSize",
+    "cursor",
+    "includeSuperseded",
+    "filters",
+  ]),
+  update: new Set(["text", "data", "metadata", "replaceMetadata"]),
+  scope: new Set(ENTITY_KEYS),
+};
+
+/** Options this client does not support (Mem0's `expirationDate`, `rerank`...) are refused,
+ * never dropped on the way: a caller without the types would otherwise not know. */
+function checkOptions(method: string, kind: string, options: object): void {
+  const known = KNOWN_OPTIONS[kind] as ReadonlySet<string>;
+  const unknown = Object.keys(options).filter(
+    (key) => !known.has(key) && (options as Record<string, unknown>)[key] !== undefined,
+  );
+  if (unknown.length > 0) {
+    throw new ValidationError(
+      `${method}() does not support ${unknown.join(", ")} (memhub's TypeScript client;` +
+        " see docs/typescript.md for what differs from Mem0)",
+    );
+  }
+}
+
 function dropUndefined(body: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined));
 }
@@ -189,6 +230,7 @@ export class Memory {
 
   /** Store messages; with `wait: true` answer once they are searchable. */
   async add(messages: string | Message | Message[], options: AddOptions = {}): Promise<AddResult> {
+    checkOptions("add", "add", options);
     const body = dropUndefined({
       messages,
       ...scopeOf(options),
@@ -212,6 +254,7 @@ export class Memory {
 
   /** Memories relevant to `query`, best first, each with a `score` in [0, 1]. */
   async search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
+    checkOptions("search", "search", options);
     const { scope, rest } = liftScope(options, options.filters);
     const body = dropUndefined({
       query,
@@ -230,6 +273,7 @@ export class Memory {
 
   /** One memory by id, or null when the caller's scope has no such memory (as Mem0 OSS). */
   async get(memoryId: string, options: EntityOptions = {}): Promise<MemoryItem | null> {
+    checkOptions("get", "scope", options);
     try {
       const answer = await this.request<unknown>("GET", this.byId(memoryId), {
         query: scopeOf(options),
@@ -243,10 +287,12 @@ export class Memory {
 
   /** One page of the scope's memories, newest first; follow `nextCursor` for the next. */
   async getAll(options: GetAllOptions = {}): Promise<MemoryPage> {
+    checkOptions("getAll", "getAll", options);
     const { scope, rest } = liftScope(options, options.filters);
     if (rest !== undefined) {
       throw new ValidationError(
-        `getAll() filters may name only user_id, agent_id and run_id (got ${Object.keys(rest).join(", ")}); use search() for metadata filters`,
+        "getAll() filters may name only user_id, agent_id and run_id" +
+          ` (got ${Object.keys(rest).join(", ")}); use search() for metadata filters`,
       );
     }
     const answer = await this.request<{ results?: unknown[]; next_cursor?: string }>(
@@ -274,6 +320,7 @@ export class Memory {
    */
   async update(memoryId: string, change: string | UpdateOptions): Promise<UpdateResult> {
     const options: UpdateOptions = typeof change === "string" ? { text: change } : change;
+    checkOptions("update", "update", options);
     const text = options.text ?? options.data;
     if (text === undefined && options.metadata === undefined) {
       throw new ValidationError("update() needs text, metadata or both");
@@ -291,6 +338,7 @@ export class Memory {
 
   /** Delete one memory; its history keeps a DELETE event with the last text. */
   async delete(memoryId: string, options: EntityOptions = {}): Promise<DeleteResult> {
+    checkOptions("delete", "scope", options);
     return this.request<DeleteResult>("DELETE", this.byId(memoryId), {
       query: scopeOf(options),
     });
@@ -298,11 +346,13 @@ export class Memory {
 
   /** Delete everything of a scope (at least one id is required, so this cannot wipe all). */
   async deleteAll(options: EntityOptions): Promise<DeleteAllResult> {
+    checkOptions("deleteAll", "scope", options);
     return this.request<DeleteAllResult>("DELETE", "/v1/memories", { query: scopeOf(options) });
   }
 
   /** Every change of a memory, oldest first. */
   async history(memoryId: string, options: EntityOptions = {}): Promise<MemoryHistoryEntry[]> {
+    checkOptions("history", "scope", options);
     const answer = await this.request<unknown[]>("GET", `${this.byId(memoryId)}/history`, {
       query: scopeOf(options),
     });
@@ -362,10 +412,13 @@ export class Memory {
     try {
       return JSON.parse(text) as T;
     } catch (error) {
-      throw new MemoryError(`${method} ${url.pathname}: the answer is not JSON: ${text.slice(0, 200)}`, {
-        status: response.status,
-        cause: error,
-      });
+      throw new MemoryError(
+        `${method} ${url.pathname}: the answer is not JSON: ${text.slice(0, 200)}`,
+        {
+          status: response.status,
+          cause: error,
+        },
+      );
     }
   }
 }
@@ -384,6 +437,7 @@ async function readText(response: Response, method: string, path: string): Promi
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const cause = (error as { cause?: unknown }).cause;
-  const code = typeof cause === "object" && cause !== null ? (cause as { code?: unknown }).code : undefined;
+  const code =
+    typeof cause === "object" && cause !== null ? (cause as { code?: unknown }).code : undefined;
   return typeof code === "string" ? `${error.message} (${code})` : error.message;
 }

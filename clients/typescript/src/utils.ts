@@ -84,7 +84,8 @@ export function buildMem0ConfigFromEnv(env: Env = environment()): EnvMemoryConfi
   const timeout = env["MEMHUB_TIMEOUT_MS"];
   if (timeout) {
     const value = Number(timeout);
-    if (!(value > 0)) throw new ConfigurationError(`MEMHUB_TIMEOUT_MS=${timeout}: not a positive number`);
+    if (!(value > 0))
+      throw new ConfigurationError(`MEMHUB_TIMEOUT_MS=${timeout}: not a positive number`);
     config.timeoutMs = value;
   }
   const serverSide = SERVER_VARIABLES.filter((name) => env[name]);
@@ -120,7 +121,10 @@ export function isMemoryBlock(message: Message): boolean {
 }
 
 /** The memory block's text: marker, preamble, one escaped line per memory, marker. */
-export function formatMemories(memories: readonly MemoryItem[], threadId: string | undefined): string {
+export function formatMemories(
+  memories: readonly MemoryItem[],
+  threadId: string | undefined,
+): string {
   const lines = [`${MEMORY_BLOCK_OPEN} thread="${escape(threadId ?? "", true)}">`, PREAMBLE];
   for (const memory of memories) {
     const date = String(memory.validFrom ?? memory.createdAt ?? "").slice(0, 10);

@@ -63,18 +63,22 @@ export function memorySuite(ctx: ServerContext): void {
     });
 
     it("add without wait returns an id that resolves", async () => {
-      const added = await memory.add({ role: "user", content: "My cat is called Miso." }, {
-        userId: "alice",
-        timestamp: new Date("2024-05-01T10:00:00Z"),
-        idempotencyKey: randomUUID(),
-      });
+      const added = await memory.add(
+        { role: "user", content: "My cat is called Miso." },
+        {
+          userId: "alice",
+          timestamp: new Date("2024-05-01T10:00:00Z"),
+          idempotencyKey: randomUUID(),
+        },
+      );
       assert.equal(added.status, "PENDING");
       const id = added.results[0]?.id;
       assert.equal(typeof id, "string");
       // Resolves at once on a server whose add() ids resolve immediately; today, once the
       // worker has embedded the turn. Either way the client reads it the same.
-      const found = await eventually("the queued memory", async () =>
-        (await memory.get(id as string, { userId: "alice" })) ?? undefined,
+      const found = await eventually(
+        "the queued memory",
+        async () => (await memory.get(id as string, { userId: "alice" })) ?? undefined,
       );
       assert.equal(found.memory, "My cat is called Miso.");
     });
@@ -118,7 +122,11 @@ export function memorySuite(ctx: ServerContext): void {
       const first = await memory.getAll({ userId: "alice", limit: 2 });
       assert.equal(first.results.length, 2);
       assert.equal(typeof first.nextCursor, "string");
-      const rest = await memory.getAll({ userId: "alice", limit: 2, cursor: first.nextCursor as string });
+      const rest = await memory.getAll({
+        userId: "alice",
+        limit: 2,
+        cursor: first.nextCursor as string,
+      });
       assert.equal(rest.results.length, 1);
       assert.equal(rest.nextCursor, undefined);
       const ids = [...first.results, ...rest.results].map((item) => item.id);
@@ -126,7 +134,10 @@ export function memorySuite(ctx: ServerContext): void {
       assert.ok(ids.includes(parisId));
       const viaFilters = await memory.getAll({ filters: { user_id: "alice" } });
       assert.equal(viaFilters.results.length, 3);
-      await assert.rejects(memory.getAll({ userId: "alice", filters: { topic: "x" } }), ValidationError);
+      await assert.rejects(
+        memory.getAll({ userId: "alice", filters: { topic: "x" } }),
+        ValidationError,
+      );
     });
 
     it("update corrects text, merges metadata, or replaces it", async () => {
@@ -134,7 +145,11 @@ export function memorySuite(ctx: ServerContext): void {
       assert.equal(corrected.result.memory, "I moved to Lyon last month.");
       assert.equal(typeof corrected.message, "string");
       const merged = await memory.update(parisId, { metadata: { verified: true } });
-      assert.deepEqual(merged.result.metadata, { topic: "travel", source_app: "chat", verified: true });
+      assert.deepEqual(merged.result.metadata, {
+        topic: "travel",
+        source_app: "chat",
+        verified: true,
+      });
       assert.equal(merged.result.memory, "I moved to Lyon last month.");
       const replaced = await memory.update(parisId, {
         text: "I moved to Lyon in May.",
@@ -149,7 +164,9 @@ export function memorySuite(ctx: ServerContext): void {
       const history = await memory.history(parisId);
       assert.equal(history[0]?.event, "ADD");
       assert.equal(history[0]?.newMemory, "I moved to Paris last month.");
-      const texts = history.filter((h) => h.event === "UPDATE").map((h) => [h.oldMemory, h.newMemory]);
+      const texts = history
+        .filter((h) => h.event === "UPDATE")
+        .map((h) => [h.oldMemory, h.newMemory]);
       assert.deepEqual(texts[0], ["I moved to Paris last month.", "I moved to Lyon last month."]);
       assert.deepEqual(texts.at(-1), ["I moved to Lyon last month.", "I moved to Lyon in May."]);
       for (const entry of history) {
@@ -206,7 +223,9 @@ export function memorySuite(ctx: ServerContext): void {
     });
 
     it("422: refused input is a ValidationError with the server's details", async () => {
-      const error = await memory.search("x", { userId: "alice", limit: 0 }).catch((e: unknown) => e);
+      const error = await memory
+        .search("x", { userId: "alice", limit: 0 })
+        .catch((e: unknown) => e);
       assert.ok(error instanceof ValidationError);
       assert.equal(error.status, 422);
       assert.equal(error.type, "ValidationError");
@@ -216,6 +235,17 @@ export function memorySuite(ctx: ServerContext): void {
       assert.equal(noScope.status, 422);
       assert.equal(noScope.type, "UsageError");
       await assert.rejects(memory.get("not-a-uuid"), ValidationError);
+      // Mem0 options this client lacks are refused, not dropped on the way.
+      const unsupported = { userId: "alice", expirationDate: "2030-01-01" } as Record<
+        string,
+        unknown
+      >;
+      await assert.rejects(memory.add("x", unsupported), /add\(\) does not support expirationDate/);
+      await assert.rejects(
+        memory.search("x", { userId: "alice", rerank: true } as Record<string, unknown>),
+        ValidationError,
+      );
+      await assert.rejects(memory.deleteAll({ appId: "a" } as Record<string, unknown>), /appId/);
       await assert.rejects(memory.deleteAll({}), ValidationError);
     });
 

@@ -71,7 +71,8 @@ export async function startServer(): Promise<RunningServer> {
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`memhub serve exited with ${child.exitCode}:\n${log()}`);
+    if (child.exitCode !== null)
+      throw new Error(`memhub serve exited with ${child.exitCode}:\n${log()}`);
     try {
       const answer = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) });
       if (answer.status === 200) break;
@@ -108,7 +109,8 @@ export async function tenantKey(url: string, tenant: string): Promise<string> {
     headers: { Authorization: `Bearer ${ADMIN_KEY}`, "Content-Type": "application/json" },
     body: JSON.stringify({ name: `ts ${tenant}`, tenant }),
   });
-  if (answer.status !== 201) throw new Error(`creating a key: ${answer.status} ${await answer.text()}`);
+  if (answer.status !== 201)
+    throw new Error(`creating a key: ${answer.status} ${await answer.text()}`);
   return ((await answer.json()) as { key: string }).key;
 }
 
