@@ -63,11 +63,14 @@ export interface AgentMemoryConfig<State extends RuntimeState = RuntimeState> {
   onError?: (operation: MemoryOperation, error: unknown) => void;
 }
 
+/** What a model gives back: the answer, or its text chunk by chunk (for `stream`). */
+export type ModelAnswer = string | { text: string } | AsyncIterable<string>;
+
 /** The caller's model: the prompt in, the answer out. */
 export type ModelFunction = (
   messages: Message[],
   context: { agentName: string; threadId?: string },
-) => Promise<string | { text: string }> | string | { text: string };
+) => Promise<ModelAnswer> | ModelAnswer;
 
 export interface MemoryOutcome {
   /** Memory ran for this call (enabled, user and thread resolved, client loaded). */
@@ -251,7 +254,7 @@ class MemoryCall<State extends RuntimeState> {
     return this.outcome.recalled;
   }
 
-  async persist(answer: string): Promise<void> {
+  async persist(answer: string, partial: boolean): Promise<void> {
     const config = this.config as AgentMemoryConfig<State>;
     const roles = config.persistRoles ?? ["user", "assistant"];
     const said: Message[] = [];
@@ -265,6 +268,7 @@ class MemoryCall<State extends RuntimeState> {
     if (this.client === undefined || said.length === 0) return;
     const threadId = this.outcome.threadId as string;
     const metadata: Record<string, unknown> = { threadId, agent: this.call.agentName };
+    if (partial) metadata["partial"] = true; // the caller stopped reading the stream early
     if (config.tags !== undefined) metadata["tags"] = [...config.tags];
     try {
       this.outcome.addResult = await this.client.add(said, {
@@ -280,13 +284,7 @@ class MemoryCall<State extends RuntimeState> {
   }
 }
 
-/**
- * One model call with memory around it, for an agent loop of your own (AI Kit's
- * `Agent.generate`): recall, inject one system message, call `model`, persist the exchange.
- * Memory failures are logged and reported in `memory.errors`; only `model`'s own errors
- * reject.
- */
-export async function generateWithMemory<State extends RuntimeState = RuntimeState>(args: {
+interface CallArgs<State extends RuntimeState> {
   model: ModelFunction;
   messages: readonly Message[];
   memory?: AgentMemoryConfig<State> | undefined;
@@ -295,7 +293,22 @@ export async function generateWithMemory<State extends RuntimeState = RuntimeSta
   instructions?: string;
   threadId?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
-}): Promise<GenerateResult> {
+}
+
+function isStream(answer: ModelAnswer): answer is AsyncIterable<string> {
+  return typeof answer === "object" && answer !== null && Symbol.asyncIterator in answer;
+}
+
+/**
+ * The shared path of `generate` and `stream`: recall and inject, then `answer(prompt)`
+ * produces the text (yielding chunks when streaming), then the exchange is persisted, also
+ * when the caller stopped reading early (marked `partial`). The runtime is cleaned up when
+ * the call brought none.
+ */
+async function* callWithMemory<State extends RuntimeState>(
+  args: CallArgs<State>,
+  stopped: { result?: GenerateResult } = {},
+): AsyncGenerator<string, GenerateResult, undefined> {
   const runtime = args.runtime ?? new RuntimeStore<State>();
   const agentName = args.agentName ?? "agent";
   const call: AgentCallContext = {
@@ -304,26 +317,121 @@ export async function generateWithMemory<State extends RuntimeState = RuntimeSta
     messages: args.messages,
   };
   if (args.threadId !== undefined) call.threadId = args.threadId;
+  const memory = new MemoryCall(args.memory, runtime, call);
+  let said = "";
+  let finished = false;
+  let answered = false; // the model was called and gave an answer (or a stream) back
+  let failed = false;
+  let prompt: Message[] = [];
   try {
-    const memory = new MemoryCall(args.memory, runtime, call);
     const conversation: Message[] = [...args.messages];
     if (args.instructions !== undefined && args.instructions !== "") {
       conversation.unshift({ role: "system", content: args.instructions });
     }
-    let prompt = conversation.filter((m) => !isMemoryBlock(m));
+    prompt = conversation.filter((m) => !isMemoryBlock(m));
     if (await memory.open()) {
       prompt = injectMemories(conversation, await memory.recall(), memory.outcome.threadId);
     }
     const context: { agentName: string; threadId?: string } = { agentName };
     const thread = memory.outcome.threadId ?? args.threadId;
     if (thread !== undefined) context.threadId = thread;
-    const answered = await args.model(prompt, context);
-    const answer = typeof answered === "string" ? answered : answered.text;
-    if (memory.outcome.used) await memory.persist(answer);
-    return { text: answer, prompt, memory: memory.outcome };
+    const answer = await args.model(prompt, context);
+    answered = true;
+    if (isStream(answer)) {
+      for await (const chunk of answer) {
+        said += chunk;
+        yield chunk;
+      }
+    } else {
+      said = typeof answer === "string" ? answer : answer.text;
+      yield said;
+    }
+    finished = true;
+    if (memory.outcome.used) await memory.persist(said, false);
+    return { text: said, prompt, memory: memory.outcome };
+  } catch (error) {
+    failed = true; // memory failures are caught where they happen: this is the model's
+    throw error;
   } finally {
+    // Reached without `finished` when the caller broke out of the stream: keep what was said.
+    if (answered && !finished && !failed) {
+      if (memory.outcome.used && said !== "") await memory.persist(said, true);
+      stopped.result = { text: said, prompt, memory: memory.outcome };
+    }
     if (args.runtime === undefined) await runtime.cleanup();
   }
+}
+
+/**
+ * One model call with memory around it, for an agent loop of your own (AI Kit's
+ * `Agent.generate`): recall, inject one system message, call `model`, persist the exchange.
+ * Memory failures are logged and reported in `memory.errors`; only `model`'s own errors
+ * reject. A model answering chunk by chunk is read to the end.
+ */
+export async function generateWithMemory<State extends RuntimeState = RuntimeState>(
+  args: CallArgs<State>,
+): Promise<GenerateResult> {
+  const steps = callWithMemory(args);
+  for (;;) {
+    const step = await steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** The chunks of a streamed answer; `result` settles once the exchange is persisted (after a
+ * `break`, with the text said so far). */
+export interface MemoryStream extends AsyncIterable<string> {
+  readonly result: Promise<GenerateResult>;
+}
+
+/**
+ * `generateWithMemory`, chunk by chunk (AI Kit's `Agent.stream`). Iterate it for the text;
+ * await `result` for the prompt and the memory outcome. Breaking out early persists what was
+ * said so far, with `metadata.partial: true`.
+ */
+export function streamWithMemory<State extends RuntimeState = RuntimeState>(
+  args: CallArgs<State>,
+): MemoryStream {
+  const stopped: { result?: GenerateResult } = {};
+  const steps = callWithMemory(args, stopped);
+  let settle!: (value: GenerateResult) => void;
+  let fail!: (error: unknown) => void;
+  const result = new Promise<GenerateResult>((done, failed) => {
+    settle = done;
+    fail = failed;
+  });
+  result.catch(() => undefined); // a caller reading only the chunks gets the error there
+  let started = false;
+  return {
+    result,
+    [Symbol.asyncIterator](): AsyncIterator<string> {
+      if (started) throw new Error("a memory stream can be read once");
+      started = true;
+      return {
+        async next() {
+          try {
+            const step = await steps.next();
+            if (!step.done) return { done: false, value: step.value };
+            settle(step.value);
+            return { done: true, value: undefined };
+          } catch (error) {
+            fail(error);
+            throw error;
+          }
+        },
+        async return() {
+          try {
+            await steps.return(undefined as never);
+            if (stopped.result !== undefined) settle(stopped.result);
+            else fail(new Error("the stream was closed before the model was called"));
+          } catch (error) {
+            fail(error);
+          }
+          return { done: true, value: undefined };
+        },
+      };
+    },
+  };
 }
 
 export interface AgentConfig<State extends RuntimeState = RuntimeState> {
@@ -353,7 +461,16 @@ export class Agent<State extends RuntimeState = RuntimeState> {
 
   /** Answer `messages`: memories recalled before the model call, the exchange persisted after. */
   generate(options: GenerateOptions<State>): Promise<GenerateResult> {
-    return generateWithMemory<State>({
+    return generateWithMemory<State>(this.args(options));
+  }
+
+  /** `generate`, chunk by chunk: iterate for the text, await `result` for the outcome. */
+  stream(options: GenerateOptions<State>): MemoryStream {
+    return streamWithMemory<State>(this.args(options));
+  }
+
+  private args(options: GenerateOptions<State>): CallArgs<State> {
+    return {
       model: this.model,
       messages: options.messages,
       memory: this.memory,
@@ -362,6 +479,6 @@ export class Agent<State extends RuntimeState = RuntimeState> {
       ...(this.instructions === undefined ? {} : { instructions: this.instructions }),
       threadId: options.threadId,
       metadata: options.metadata,
-    });
+    };
   }
 }

@@ -28,6 +28,7 @@ export {
   Agent,
   createMem0Memory,
   generateWithMemory,
+  streamWithMemory,
   newTurn,
   registerMem0RuntimeResource,
   type AgentCallContext,
@@ -38,6 +39,8 @@ export {
   type MemoryClientLike,
   type MemoryOperation,
   type MemoryOutcome,
+  type ModelAnswer,
   type ModelFunction,
+  type MemoryStream,
   type Resolver,
 } from "./agent.js";

@@ -265,6 +265,56 @@ export function agentSuite(ctx: ServerContext): void {
       );
     });
 
+    it("stream yields the model's chunks and persists the whole answer", async () => {
+      const prompts: Message[][] = [];
+      const agent = new Agent({
+        name: "streamer",
+        model: (messages) => {
+          prompts.push(messages);
+          return (async function* () {
+            yield "Rice crackers, ";
+            yield "no peanuts.";
+          })();
+        },
+        memory: { enable: true, client },
+      });
+      const call = {
+        threadId: "ticket-stream",
+        messages: [{ role: "user", content: "A snack without peanuts, please." }],
+        metadata: { userId: "customer-42" },
+      };
+      const stream = agent.stream(call);
+      const chunks: string[] = [];
+      for await (const chunk of stream) chunks.push(chunk);
+      assert.deepEqual(chunks, ["Rice crackers, ", "no peanuts."]);
+      const result = await stream.result;
+      assert.equal(result.text, "Rice crackers, no peanuts.");
+      assert.equal(result.memory.persisted, true);
+      assert.equal(memoryBlocks(prompts[0] as Message[]).length, 1);
+      const stored = await eventually("the streamed exchange", async () => {
+        const page = await client.getAll({ userId: "customer-42", runId: "ticket-stream" });
+        return page.results.length === 2 ? page.results : undefined;
+      });
+      assert.ok(stored.some((m) => m.memory === "Rice crackers, no peanuts."));
+
+      // The caller stops reading after one chunk: what was said is kept, marked partial.
+      const early = agent.stream({ ...call, threadId: "ticket-stream-2" });
+      for await (const chunk of early) {
+        assert.equal(chunk, "Rice crackers, ");
+        break;
+      }
+      const partial = await early.result;
+      assert.equal(partial.text, "Rice crackers, ");
+      assert.equal(partial.memory.persisted, true);
+      const kept = await eventually("the partial exchange", async () => {
+        const page = await client.getAll({ userId: "customer-42", runId: "ticket-stream-2" });
+        return page.results.length === 2 ? page.results : undefined;
+      });
+      const answer = kept.find((m) => m.role === "assistant");
+      assert.equal(answer?.memory, "Rice crackers,");
+      assert.equal(answer?.metadata?.["partial"], true);
+    });
+
     it("a failing model fails the call (its own error), and nothing is persisted", async () => {
       const boom = new Error("model unavailable");
       const agent = new Agent({
@@ -286,6 +336,32 @@ export function agentSuite(ctx: ServerContext): void {
         (await client.getAll({ userId: "customer-42", runId: "ticket-3" })).results.length,
         0,
       );
+      // Streaming, a model failing halfway fails the stream and its result; nothing is kept.
+      const halfway = new Agent({
+        name: "broken-stream",
+        model: () =>
+          (async function* () {
+            yield "Half an ";
+            throw boom;
+          })(),
+        memory: { enable: true, client },
+      });
+      const stream = halfway.stream({
+        threadId: "ticket-4",
+        messages: [{ role: "user", content: "Will this be stored?" }],
+        metadata: { userId: "customer-42" },
+      });
+      const seen: string[] = [];
+      await assert.rejects(
+        (async () => {
+          for await (const chunk of stream) seen.push(chunk);
+        })(),
+        (error) => error === boom,
+      );
+      assert.deepEqual(seen, ["Half an "]);
+      await assert.rejects(stream.result, (error) => error === boom);
+      const stored = await client.getAll({ userId: "customer-42", runId: "ticket-4" });
+      assert.equal(stored.results.length, 0);
     });
   });
 
