@@ -57,13 +57,15 @@ export interface EnvMemoryConfig extends MemoryConfig {
 }
 
 /**
- * The client's configuration from the environment: `MEMHUB_URL` (default
- * `http://127.0.0.1:8765`), `MEMHUB_API_KEY` (or Mem0's `MEM0_API_KEY`), `MEMHUB_TIMEOUT_MS`,
- * and `enabled` from `MEMHUB_MEMORY_ENABLED` / `MEM0_ENABLED`.
+ * The client's configuration from the environment: `MEMHUB_SERVER_URL` (the name
+ * `memhub search` reads; default `http://127.0.0.1:8765`), `MEMHUB_API_KEY` (or Mem0's
+ * `MEM0_API_KEY`), `MEMHUB_TIMEOUT_MS`, and `enabled` from `MEMHUB_MEMORY_ENABLED` /
+ * `MEM0_ENABLED`.
  *
  * `MEM0__PROVIDER` must be pgvector (or unset): memhub runs on PostgreSQL with pgvector.
- * The plan's database, model and collection variables are the server's business (memhub's
- * `memhub serve` reads `MEM0__PG_URI` and friends itself); set here, they get one warning.
+ * The plan's database, model and collection variables configure the memory server, not
+ * this client (`memhub serve` takes `MEM0__PG_URI` as its database URL); set in the
+ * client's environment, they get one warning saying so.
  *
  * @throws ConfigurationError for another provider or an unreadable flag or timeout.
  */
@@ -76,7 +78,7 @@ export function buildMem0ConfigFromEnv(env: Env = environment()): EnvMemoryConfi
     );
   }
   const config: EnvMemoryConfig = {
-    host: env["MEMHUB_URL"] || DEFAULT_HOST,
+    host: env["MEMHUB_SERVER_URL"] || DEFAULT_HOST,
     enabled: memoryEnabledFromEnv(env),
   };
   const apiKey = env["MEMHUB_API_KEY"] || env["MEM0_API_KEY"];
@@ -92,8 +94,8 @@ export function buildMem0ConfigFromEnv(env: Env = environment()): EnvMemoryConfi
   if (serverSide.length > 0 && !warnedServerVariables) {
     warnedServerVariables = true;
     console.warn(
-      `memhub: ${serverSide.join(", ")} configure the memory server (memhub serve reads` +
-        " them), not this client; the client needs MEMHUB_URL and MEMHUB_API_KEY (warned once)",
+      `memhub: ${serverSide.join(", ")} configure the memory server, not this client,` +
+        " which reads MEMHUB_SERVER_URL and MEMHUB_API_KEY (warned once)",
     );
   }
   return config;

@@ -227,6 +227,14 @@ export function agentSuite(ctx: ServerContext): void {
       } finally {
         delete process.env["MEM0_ENABLED"];
       }
+      process.env["MEM0_ENABLED"] = "maybe"; // unreadable: off for the call, with a warning
+      try {
+        const unsure = await enabled.generate(call);
+        assert.equal(unsure.memory.skipped, "disabled");
+        assert.equal(unsure.memory.errors[0]?.operation, "enable");
+      } finally {
+        delete process.env["MEM0_ENABLED"];
+      }
       const on = await enabled.generate(call);
       assert.equal(on.memory.used, true);
       assert.equal(on.memory.errors.length, 2);
@@ -369,7 +377,7 @@ export function agentSuite(ctx: ServerContext): void {
     it("buildMem0ConfigFromEnv reads the client's variables and the flag", (t) => {
       const warn = t.mock.method(console, "warn", () => undefined);
       const config = buildMem0ConfigFromEnv({
-        MEMHUB_URL: "http://memhub.internal:8765",
+        MEMHUB_SERVER_URL: "http://memhub.internal:8765",
         MEM0_API_KEY: "mhk_from_mem0_name",
         MEM0_ENABLED: "false",
         MEM0__PROVIDER: "pgvector",
@@ -385,7 +393,7 @@ export function agentSuite(ctx: ServerContext): void {
       assert.equal(warn.mock.callCount(), 1);
       assert.match(
         String(warn.mock.calls[0]?.arguments[0]),
-        /MEM0__PG_URI configure the memory server/,
+        /MEM0__PG_URI configure the memory server, not this client/,
       );
       assert.deepEqual(buildMem0ConfigFromEnv({}), {
         host: "http://127.0.0.1:8765",

@@ -52,6 +52,7 @@ export function memorySuite(ctx: ServerContext): void {
       assert.equal(item.event, "ADD");
       assert.equal(typeof item["createdAt"], "string");
       assert.equal(item["created_at"], undefined);
+      assert.equal(typeof item["validFrom"], "string"); // no list of names: every key converts
       assert.deepEqual(item["metadata"], { topic: "travel", source_app: "chat" });
       assert.ok(Array.isArray(added.queuedTurnIds));
       parisId = item.id as string;
