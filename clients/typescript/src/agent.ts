@@ -146,7 +146,16 @@ function warnOnce(config: AgentMemoryConfig<never>, key: string, message: string
   if (keys === undefined) warned.set(config, (keys = new Set()));
   if (keys.has(key)) return;
   keys.add(key);
-  (config.logger ?? console).warn(message);
+  warn(config, message);
+}
+
+/** A warning through the config's logger; a logger that throws costs the line, not the call. */
+function warn(config: AgentMemoryConfig<never>, message: string): void {
+  try {
+    (config.logger ?? console).warn(message);
+  } catch {
+    // nothing better to do with a broken logger
+  }
 }
 
 function describe(error: unknown): string {
@@ -166,7 +175,8 @@ class MemoryCall<State extends RuntimeState> {
   private failed(operation: MemoryOperation, error: unknown): void {
     this.outcome.errors.push({ operation, error });
     const config = this.config as AgentMemoryConfig<State>;
-    (config.logger ?? console).warn(
+    warn(
+      config as AgentMemoryConfig<never>,
       `memhub: agent ${this.call.agentName}: memory ${operation} failed,` +
         ` continuing without it: ${describe(error)}`,
     );

@@ -196,6 +196,27 @@ export function agentSuite(ctx: ServerContext): void {
       assert.equal(result.memory.persisted, false);
       assert.equal(logger.lines.length, 2);
       assert.match(logger.lines[0] ?? "", /memory recall failed, continuing without it/);
+      // A logger and a telemetry hook that throw cost their lines, not the call.
+      const throwing = () => {
+        throw new Error("broken hook");
+      };
+      const fragile = new Agent({
+        name: "fragile",
+        model,
+        memory: {
+          enable: true,
+          client: new Memory({ host: `http://127.0.0.1:${await freePort()}` }),
+          logger: { warn: throwing },
+          onError: throwing,
+        },
+      });
+      const survived = await fragile.generate({
+        threadId: "ticket-9",
+        messages: [{ role: "user", content: "Hello?" }],
+        metadata: { userId: "customer-42" },
+      });
+      assert.equal(survived.text, "Answer without memory.");
+      assert.equal(survived.memory.errors.length, 2);
     });
 
     it("enable: false and MEM0_ENABLED=false make no memory calls", async () => {
