@@ -72,7 +72,8 @@ export function memorySuite(ctx: ServerContext): void {
           idempotencyKey: randomUUID(),
         },
       );
-      assert.equal(added.status, "PENDING");
+      // PENDING today; a server whose add() ids resolve at once may answer DONE.
+      assert.ok(["PENDING", "DONE"].includes(added.status ?? ""), added.status);
       const id = added.results[0]?.id;
       assert.equal(typeof id, "string");
       // Resolves at once on a server whose add() ids resolve immediately; today, once the
