@@ -19,7 +19,9 @@ import {
 export interface AgentCallContext {
   agentName: string;
   threadId?: string;
-  metadata: Record<string, unknown>;
+  /** `any` values so the plan's `async (_runtime, { metadata }) => metadata?.userId`
+   * type-checks as written. */
+  metadata: Record<string, any>;
   messages: readonly Message[];
 }
 
