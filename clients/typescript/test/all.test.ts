@@ -3,6 +3,7 @@
 import { after, before, describe } from "node:test";
 
 import { agentSuite } from "./agent.js";
+import { docsSuite } from "./docs.js";
 import { memorySuite, type ServerContext } from "./memory.js";
 import { startServer, type RunningServer } from "./server.js";
 
@@ -21,4 +22,5 @@ describe("memhub TypeScript client against memhub serve", () => {
 
   memorySuite(ctx);
   agentSuite(ctx);
+  docsSuite(ctx);
 });
