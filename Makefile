@@ -10,7 +10,7 @@ DEV_STAMP := $(VENV)/.installed-dev-$(SUM)
 BENCH_VENV := .venv-bench
 PROFILE ?= default
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test lint typecheck unit test-ts bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,7 +41,19 @@ typecheck: $(DEV_STAMP)
 unit: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q
 
-test: lint typecheck unit
+# The TypeScript client (clients/typescript) against a real `memhub serve` from .venv; needs
+# Node 20+ and npm (its dev tools come from the npm registry). Without them it is skipped,
+# saying so; .ci/run installs Debian's nodejs and npm first so CI runs it.
+TS_CLIENT := clients/typescript
+test-ts: $(DEV_STAMP)
+	@if command -v npm >/dev/null && node -e 'process.exit(parseInt(process.versions.node) < 20 ? 1 : 0)' 2>/dev/null; then \
+		cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm test; \
+	else \
+		echo "skipped the TypeScript client's tests: they need Node 20+ and npm" \
+			"(found node $$(node --version 2>/dev/null || echo none))"; \
+	fi
+
+test: lint typecheck unit test-ts
 
 # Benchmarks need torch and mem0ai (bench/requirements.txt): a venv of their own.
 bench:
@@ -52,3 +64,4 @@ bench:
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(TS_CLIENT)/node_modules $(TS_CLIENT)/build

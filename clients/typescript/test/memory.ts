@@ -1,0 +1,338 @@
+/** `Memory` against a real `memhub serve`: every method, and errors mapped by status. */
+
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { createServer, type Server, type Socket } from "node:net";
+import { describe, it } from "node:test";
+
+import {
+  AuthenticationError,
+  ConfigurationError,
+  ConflictError,
+  Memory,
+  MemoryError,
+  MemoryNotFoundError,
+  MemoryQuotaExceededError,
+  NetworkError,
+  PermissionDeniedError,
+  RateLimitError,
+  ServerError,
+  ValidationError,
+  errorFromResponse,
+} from "../src/index.js";
+import { freePort, tenantKey, eventually } from "./server.js";
+
+export interface ServerContext {
+  url: string;
+}
+
+export function memorySuite(ctx: ServerContext): void {
+  describe("Memory", () => {
+    let memory: Memory;
+    let parisId: string;
+
+    it("ping names the key's tenant", async () => {
+      memory = new Memory({ host: ctx.url, apiKey: await tenantKey(ctx.url, "acme") });
+      const owner = await memory.ping();
+      assert.equal(owner.tenant, "acme");
+      assert.equal(owner.isAdmin, false);
+    });
+
+    it("add with wait answers the stored memories, camelCased, metadata verbatim", async () => {
+      const added = await memory.add([{ role: "user", content: "I moved to Paris last month." }], {
+        userId: "alice",
+        metadata: { topic: "travel", source_app: "chat" },
+        wait: true,
+      });
+      assert.equal(added.status, "DONE");
+      assert.equal(added.results.length, 1);
+      const [item] = added.results;
+      assert.ok(item && typeof item.id === "string");
+      assert.equal(item.memory, "I moved to Paris last month.");
+      assert.equal(item.event, "ADD");
+      assert.equal(typeof item["createdAt"], "string");
+      assert.equal(item["created_at"], undefined);
+      assert.equal(typeof item["validFrom"], "string"); // no list of names: every key converts
+      assert.deepEqual(item["metadata"], { topic: "travel", source_app: "chat" });
+      assert.ok(Array.isArray(added.queuedTurnIds));
+      parisId = item.id as string;
+      await memory.add("I drink green tea every morning.", {
+        userId: "alice",
+        metadata: { topic: "food" },
+        wait: true,
+      });
+    });
+
+    it("add without wait returns an id that resolves", async () => {
+      const added = await memory.add(
+        { role: "user", content: "My cat is called Miso." },
+        {
+          userId: "alice",
+          timestamp: new Date("2024-05-01T10:00:00Z"),
+          idempotencyKey: randomUUID(),
+        },
+      );
+      // PENDING today; a server whose add() ids resolve at once may answer DONE.
+      assert.ok(["PENDING", "DONE"].includes(added.status ?? ""), added.status);
+      const id = added.results[0]?.id;
+      assert.equal(typeof id, "string");
+      // Resolves at once on a server whose add() ids resolve immediately; today, once the
+      // worker has embedded the turn. Either way the client reads it the same.
+      const found = await eventually(
+        "the queued memory",
+        async () => (await memory.get(id as string, { userId: "alice" })) ?? undefined,
+      );
+      assert.equal(found.memory, "My cat is called Miso.");
+    });
+
+    it("search ranks the relevant memory first, scores in [0, 1]", async () => {
+      const found = await memory.search("Where does Alice live?", { userId: "alice", limit: 5 });
+      assert.ok(found.results.length >= 1);
+      assert.equal(found.results[0]?.memory, "I moved to Paris last month.");
+      for (const hit of found.results) {
+        assert.ok(typeof hit.score === "number" && hit.score >= 0 && hit.score <= 1);
+        assert.equal(hit.userId, "alice");
+      }
+    });
+
+    it("search takes Mem0 v3's scope in filters, metadata filters and topK", async () => {
+      const scoped = await memory.search("tea", { filters: { user_id: "alice" }, topK: 1 });
+      assert.equal(scoped.results.length, 1);
+      assert.equal(scoped.results[0]?.memory, "I drink green tea every morning.");
+      const travel = await memory.search("tea", {
+        filters: { user_id: "alice", topic: "travel" },
+        includeMetadata: true,
+      });
+      assert.deepEqual(
+        travel.results.map((hit) => hit.memory),
+        ["I moved to Paris last month."],
+      );
+      await assert.rejects(
+        memory.search("tea", { userId: "alice", filters: { user_id: "bob" } }),
+        ValidationError,
+      );
+    });
+
+    it("get returns one memory, and null for an id the scope does not have", async () => {
+      const item = await memory.get(parisId);
+      assert.equal(item?.id, parisId);
+      assert.equal(item?.userId, "alice");
+      assert.equal(await memory.get(randomUUID()), null);
+    });
+
+    it("getAll pages newest first with nextCursor", async () => {
+      const first = await memory.getAll({ userId: "alice", limit: 2 });
+      assert.equal(first.results.length, 2);
+      assert.equal(typeof first.nextCursor, "string");
+      const rest = await memory.getAll({
+        userId: "alice",
+        limit: 2,
+        cursor: first.nextCursor as string,
+      });
+      assert.equal(rest.results.length, 1);
+      assert.equal(rest.nextCursor, undefined);
+      const ids = [...first.results, ...rest.results].map((item) => item.id);
+      assert.equal(new Set(ids).size, 3);
+      assert.ok(ids.includes(parisId));
+      const viaFilters = await memory.getAll({ filters: { user_id: "alice" } });
+      assert.equal(viaFilters.results.length, 3);
+      await assert.rejects(
+        memory.getAll({ userId: "alice", filters: { topic: "x" } }),
+        ValidationError,
+      );
+    });
+
+    it("update corrects text, merges metadata, or replaces it", async () => {
+      const corrected = await memory.update(parisId, "I moved to Lyon last month.");
+      assert.equal(corrected.result.memory, "I moved to Lyon last month.");
+      assert.equal(typeof corrected.message, "string");
+      const merged = await memory.update(parisId, { metadata: { verified: true } });
+      assert.deepEqual(merged.result.metadata, {
+        topic: "travel",
+        source_app: "chat",
+        verified: true,
+      });
+      assert.equal(merged.result.memory, "I moved to Lyon last month.");
+      const replaced = await memory.update(parisId, {
+        text: "I moved to Lyon in May.",
+        metadata: { topic: "moves" },
+        replaceMetadata: true,
+      });
+      assert.deepEqual(replaced.result.metadata, { topic: "moves" });
+      await assert.rejects(memory.update(parisId, {}), ValidationError);
+    });
+
+    it("history lists every change, oldest first", async () => {
+      const history = await memory.history(parisId);
+      assert.equal(history[0]?.event, "ADD");
+      assert.equal(history[0]?.newMemory, "I moved to Paris last month.");
+      const texts = history
+        .filter((h) => h.event === "UPDATE")
+        .map((h) => [h.oldMemory, h.newMemory]);
+      assert.deepEqual(texts[0], ["I moved to Paris last month.", "I moved to Lyon last month."]);
+      assert.deepEqual(texts.at(-1), ["I moved to Lyon last month.", "I moved to Lyon in May."]);
+      for (const entry of history) {
+        assert.equal(entry.memoryId, parisId);
+        assert.equal(typeof entry.createdAt, "string");
+        assert.ok(Array.isArray(entry.turnIds));
+      }
+    });
+
+    it("delete removes one memory; its history stays readable", async () => {
+      const answer = await memory.delete(parisId);
+      assert.equal(typeof answer.message, "string");
+      assert.equal(await memory.get(parisId), null);
+      const history = await memory.history(parisId);
+      assert.equal(history.at(-1)?.event, "DELETE");
+      await assert.rejects(memory.delete(parisId), MemoryNotFoundError);
+    });
+
+    it("deleteAll empties one scope and no other", async () => {
+      await memory.add("Bob plays the cello.", { userId: "bob", wait: true });
+      const answer = await memory.deleteAll({ userId: "alice" });
+      assert.equal(answer.deleted >= 2, true);
+      assert.equal((await memory.getAll({ userId: "alice" })).results.length, 0);
+      assert.equal((await memory.getAll({ userId: "bob" })).results.length, 1);
+    });
+
+    it("another tenant sees none of it", async () => {
+      const other = new Memory({ host: ctx.url, apiKey: await tenantKey(ctx.url, "globex") });
+      const [bobs] = (await memory.getAll({ userId: "bob" })).results;
+      assert.ok(bobs);
+      assert.equal(await other.get(bobs.id), null);
+      assert.equal((await other.getAll({ userId: "bob" })).results.length, 0);
+      await assert.rejects(other.delete(bobs.id), MemoryNotFoundError);
+    });
+
+    it("401: an unknown key is an AuthenticationError", async () => {
+      const stranger = new Memory({ host: ctx.url, apiKey: "mhk_not-a-real-key" });
+      const error = await stranger.search("x", { userId: "alice" }).catch((e: unknown) => e);
+      assert.ok(error instanceof AuthenticationError);
+      assert.ok(error instanceof MemoryError);
+      assert.equal(error.status, 401);
+      assert.equal(error.type, "Unauthorized");
+      assert.equal(error.errorCode, "HTTP_401");
+      const keyless = new Memory({ host: ctx.url });
+      await assert.rejects(keyless.getAll({ userId: "alice" }), AuthenticationError);
+    });
+
+    it("404: changing a memory that does not exist is a MemoryNotFoundError", async () => {
+      const error = await memory.update(randomUUID(), "new text").catch((e: unknown) => e);
+      assert.ok(error instanceof MemoryNotFoundError);
+      assert.equal(error.status, 404);
+      assert.equal(error.type, "MemoryNotFound");
+      await assert.rejects(memory.history(randomUUID()), MemoryNotFoundError);
+    });
+
+    it("422: refused input is a ValidationError with the server's details", async () => {
+      const error = await memory
+        .search("x", { userId: "alice", limit: 0 })
+        .catch((e: unknown) => e);
+      assert.ok(error instanceof ValidationError);
+      assert.equal(error.status, 422);
+      assert.equal(error.type, "ValidationError");
+      assert.equal(error.details[0]?.loc, "body.limit");
+      const noScope = await memory.add("no scope").catch((e: unknown) => e);
+      assert.ok(noScope instanceof ValidationError);
+      assert.equal(noScope.status, 422);
+      assert.equal(noScope.type, "UsageError");
+      await assert.rejects(memory.get("not-a-uuid"), ValidationError);
+      // Mem0 options this client lacks are refused, not dropped on the way.
+      const unsupported = { userId: "alice", expirationDate: "2030-01-01" } as Record<
+        string,
+        unknown
+      >;
+      await assert.rejects(memory.add("x", unsupported), /add\(\) does not support expirationDate/);
+      await assert.rejects(
+        memory.search("x", { userId: "alice", rerank: true } as Record<string, unknown>),
+        ValidationError,
+      );
+      await assert.rejects(memory.deleteAll({ appId: "a" } as Record<string, unknown>), /appId/);
+      await assert.rejects(memory.deleteAll({}), ValidationError);
+    });
+
+    it("no server: a NetworkError without a status", async () => {
+      const nowhere = new Memory({ host: `http://127.0.0.1:${await freePort()}` });
+      const error = await nowhere.search("x", { userId: "alice" }).catch((e: unknown) => e);
+      assert.ok(error instanceof NetworkError);
+      assert.equal(error.status, undefined);
+      assert.equal(error.errorCode, "NETWORK");
+      assert.match(error.message, /cannot reach/);
+    });
+
+    it("a server that never answers: a NetworkError after timeoutMs", async () => {
+      // A socket that accepts and stays silent: a hung server, which memhub cannot be made into.
+      const sockets: Socket[] = [];
+      const silent: Server = createServer((socket) => void sockets.push(socket));
+      const port = await new Promise<number>((done) =>
+        silent.listen(0, "127.0.0.1", () => done((silent.address() as { port: number }).port)),
+      );
+      try {
+        const hung = new Memory({ host: `http://127.0.0.1:${port}`, timeoutMs: 300 });
+        const started = Date.now();
+        const error = await hung.getAll({ userId: "alice" }).catch((e: unknown) => e);
+        assert.ok(error instanceof NetworkError);
+        assert.match(error.message, /within 300 ms/);
+        assert.ok(Date.now() - started < 5000);
+      } finally {
+        for (const socket of sockets) socket.destroy();
+        silent.close();
+      }
+    });
+  });
+
+  describe("errorFromResponse", () => {
+    it("maps every status the server documents to its class", () => {
+      const body = (type: string) => JSON.stringify({ error: "why", type });
+      const cases: Array<[number, string, new (...a: never[]) => MemoryError]> = [
+        [401, "Unauthorized", AuthenticationError],
+        [403, "Forbidden", PermissionDeniedError],
+        [404, "NotFound", MemoryNotFoundError],
+        [409, "Conflict", ConflictError],
+        [413, "PayloadTooLarge", MemoryQuotaExceededError],
+        [422, "UsageError", ValidationError],
+        [429, "TooManyRequests", RateLimitError],
+        [500, "StoreError", ServerError],
+        [502, "ProviderHTTPError", NetworkError],
+        [503, "StoreUnavailable", NetworkError],
+      ];
+      for (const [status, type, kind] of cases) {
+        const error = errorFromResponse(status, body(type), "2");
+        assert.ok(error instanceof kind, `${status} -> ${kind.name}, got ${error.name}`);
+        assert.equal(error.name, kind.name);
+        assert.equal(error.status, status);
+        assert.equal(error.type, type);
+        assert.equal(error.retryAfter, 2);
+        assert.equal(error.message, `${status} ${type}: why`);
+      }
+      assert.ok(errorFromResponse(403, body("Forbidden")) instanceof AuthenticationError);
+      assert.ok(errorFromResponse(409, body("Conflict")) instanceof ValidationError);
+    });
+
+    it("keeps a proxy's non-JSON answer as the message", () => {
+      const error = errorFromResponse(502, "<html>Bad Gateway</html>", null);
+      assert.ok(error instanceof NetworkError);
+      assert.equal(error.type, undefined);
+      assert.equal(error.retryAfter, undefined);
+      assert.match(error.message, /Bad Gateway/);
+    });
+  });
+
+  describe("Memory config", () => {
+    it("refuses a vector store memhub does not run on, and a bad host", () => {
+      assert.throws(
+        () => new Memory({ vectorStore: { provider: "qdrant", config: {} } }),
+        ConfigurationError,
+      );
+      assert.throws(() => new Memory({ host: "not a url" }), ConfigurationError);
+    });
+
+    it("warns once that provider sections are the server's", (t) => {
+      const warn = t.mock.method(console, "warn", () => undefined);
+      new Memory({ vectorStore: { provider: "pgvector" }, llm: { provider: "openai" } });
+      new Memory({ embedder: { provider: "openai" } });
+      assert.equal(warn.mock.callCount(), 1);
+      assert.match(String(warn.mock.calls[0]?.arguments[0]), /vectorStore, llm/);
+    });
+  });
+}
