@@ -20,6 +20,7 @@ __all__ = [
     "NewJob",
     "NewMemory",
     "NewTurn",
+    "RetiredMemory",
     "Scope",
     "TextRanking",
     "Turn",
@@ -193,6 +194,17 @@ class MemoryRecord:
     created_at: datetime
     updated_at: datetime | None
     role: str | None = None
+
+
+@dataclass(frozen=True)
+class RetiredMemory:
+    """A memory a model removed: kept, out of every read, until restored or purged."""
+
+    record: MemoryRecord
+    retired_at: datetime
+    actor: str | None  # who retired it: consolidation, agent, mcp
+    reason: str | None
+    turn_ids: tuple[int, ...]  # the turns cited for it
 
 
 @dataclass(frozen=True)
