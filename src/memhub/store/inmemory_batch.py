@@ -14,7 +14,7 @@ from memhub.store.inmemory_retire import retire
 from memhub.store.inmemory_rows import as_utc, in_scope, jsonb
 from memhub.store.inmemory_tables import Tables
 from memhub.store.protocol import Vector
-from memhub.store.records import Job, NewJob, NewMemory, Scope
+from memhub.store.records import FORGET_REASON, Job, NewJob, NewMemory, Scope
 
 __all__ = ["InMemoryBatch", "UsageRow"]
 
@@ -116,7 +116,7 @@ class InMemoryBatch:
         )
 
     async def forget(
-        self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int], reason: str
+        self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int], reason: str = FORGET_REASON
     ) -> None:
         def op() -> None:
             tables = self._tables

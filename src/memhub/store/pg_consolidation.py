@@ -26,7 +26,7 @@ from memhub.store.errors import translate_errors
 from memhub.store.pg_bind import Params, scope_where
 from memhub.store.pg_memories import history_event, insert_memories, lock_memory
 from memhub.store.pg_retire import retire
-from memhub.store.records import NewMemory, Scope, usage_summary
+from memhub.store.records import FORGET_REASON, NewMemory, Scope, usage_summary
 
 __all__ = ["PgConsolidationWrites", "batch_step", "usage_stats"]
 
@@ -140,7 +140,7 @@ class PgConsolidationWrites:
 
     @batch_step
     async def forget(
-        self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int], reason: str
+        self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int], reason: str = FORGET_REASON
     ) -> None:
         """DELETE on the user's request: retired (restorable), never erased by a model."""
         old = await lock_memory(self.conn, scope, memory_id)

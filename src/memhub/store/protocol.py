@@ -20,6 +20,7 @@ from memhub.filters import Filter
 from memhub.store.api_keys import ApiKey
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
+    FORGET_REASON,
     Candidate,
     HistoryEvent,
     IdempotencyKey,
@@ -90,7 +91,7 @@ class ConsolidationWrites(Protocol):
         ...
 
     async def forget(
-        self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int], reason: str
+        self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int], reason: str = FORGET_REASON
     ) -> None:
         """Retire a fact the user asked to forget (history RETIRE; ``restore`` undoes it)."""
         ...

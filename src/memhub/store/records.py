@@ -9,6 +9,7 @@ from uuid import UUID
 
 __all__ = [
     "DEFAULT_TEXT_RANKING",
+    "FORGET_REASON",
     "OWN_METADATA_KEYS",
     "Candidate",
     "HistoryEvent",
@@ -194,6 +195,10 @@ class MemoryRecord:
     created_at: datetime
     updated_at: datetime | None
     role: str | None = None
+
+
+#: Why consolidation retired a fact, when the caller names no turn.
+FORGET_REASON = "the user asked to forget it"
 
 
 @dataclass(frozen=True)
