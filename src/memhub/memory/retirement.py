@@ -81,8 +81,8 @@ class RetirementMethods(MemoryCore):
 
         Raises:
             MemoryNotFound: no such memory in the scope (another scope's id included).
-            Conflict: it was erased (deleted by the user, or purged), it is current, or an
-                equal memory is current now.
+            NotRestorable: it was erased (deleted by the user, or purged), it is current,
+                or an equal memory is current now.
         """
         scope = self._optional_scope(user_id, agent_id, run_id)
         engine = await self._engine()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
-from memhub.errors import Conflict, MemoryNotFound
+from memhub.errors import MemoryNotFound, NotRestorable
 from memhub.store.inmemory_rows import MemoryRow, in_scope, utc_now
 from memhub.store.inmemory_tables import Tables, Undo
 from memhub.store.records import MemoryRecord, RetiredMemory, Scope
@@ -54,12 +54,12 @@ def restore_memory(
     mem = tables.memories.get(memory_id)
     if mem is None or not in_scope(scope, mem.scope):
         if any(e.memory_id == memory_id and in_scope(scope, s) for s, e in tables.history):
-            raise Conflict(
+            raise NotRestorable(
                 f"memory {memory_id} was erased (deleted or purged); it cannot be restored"
             )
         raise MemoryNotFound(f"no memory {memory_id} in this scope")
     if mem.retired_at is None and mem.superseded_by is None:
-        raise Conflict(
+        raise NotRestorable(
             f"memory {memory_id} is current; only a retired or superseded memory can be restored"
         )
     now = utc_now()
@@ -69,7 +69,7 @@ def restore_memory(
         replaced = _current_successor(tables, mem.superseded_by)
     holder = tables.holder(mem.key)
     if holder is not None and (replaced is None or holder != replaced.id):
-        raise Conflict(f"memory {memory_id} cannot be restored: an equal memory is current")
+        raise NotRestorable(f"memory {memory_id} cannot be restored: an equal memory is current")
     if replaced is not None:
         retire(tables, replaced, actor, f"restored {memory_id}", (), now, None)
         meta["retired"] = str(replaced.id)

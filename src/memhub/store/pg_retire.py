@@ -16,7 +16,7 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from memhub.errors import Conflict, MemoryNotFound
+from memhub.errors import MemoryNotFound, NotRestorable
 from memhub.store.database import AsyncConn
 from memhub.store.pg_bind import Params, scope_where
 from memhub.store.pg_memories import COLUMNS, N_COLUMNS, history_event, record_from_row
@@ -121,21 +121,21 @@ async def restore_memory(
 
     Raises:
         MemoryNotFound: no such memory in ``scope`` (another scope's id included).
-        Conflict: it was erased (deleted by the user, or purged), it is current already, or
+        NotRestorable: it was erased (deleted by the user, or purged), it is current already, or
             an equal memory is current now.
     """
     async with conn.transaction():
         row = await _lock(conn, scope, memory_id)
         if row is None:
             if await _erased(conn, scope, memory_id):
-                raise Conflict(
+                raise NotRestorable(
                     f"memory {memory_id} was erased (deleted or purged); it cannot be restored"
                 )
             raise MemoryNotFound(f"no memory {memory_id} in this scope")
         record = record_from_row(row)
         retired_at = row[N_COLUMNS]
         if retired_at is None and record.superseded_by is None:
-            raise Conflict(
+            raise NotRestorable(
                 f"memory {memory_id} is current; only a retired or superseded memory"
                 " can be restored"
             )
@@ -158,7 +158,7 @@ async def restore_memory(
                 )
                 restored = await cur.fetchone()
         except psycopg.errors.UniqueViolation:
-            raise Conflict(
+            raise NotRestorable(
                 f"memory {memory_id} cannot be restored: an equal memory is current"
             ) from None
         assert restored is not None

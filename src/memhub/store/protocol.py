@@ -249,7 +249,7 @@ class MemoryStore(Protocol):
         """Make a retired or superseded memory current again (history RESTORE).
 
         A superseded one replaces the current end of its chain, which is retired. Raises
-        :class:`MemoryNotFound` (no such memory in ``scope``) or :class:`Conflict` (erased,
+        :class:`MemoryNotFound` (no such memory in ``scope``) or :class:`NotRestorable` (erased,
         current already, or an equal memory is current).
         """
         ...
