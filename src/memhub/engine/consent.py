@@ -61,7 +61,9 @@ _QUOTED = re.compile(
     r'"[^"\n]*"|“[^”\n]*”|„[^“”\n]*[“”]|«[^»\n]*»|‘[^’\n]*’|`[^`\n]*`|(?<!\w)\'[^\'\n]*\'(?!\w)'
 )
 _SENTENCE = re.compile(r"[.!?;¿¡\n]+")
-_CLAUSE = re.compile(r",|\b(?:and|but|then|also|y|pero|luego|et|mais|puis|und|aber|dann)\b")
+_CLAUSE = re.compile(
+    r",|\b(?:and|but|then|also|y|pero|luego|et|mais|puis|und|aber|dann)\b", re.IGNORECASE
+)
 
 # A sentence that reports someone's words, or hands the assistant a text to work on, is not
 # the person's request even when it contains one.
