@@ -90,3 +90,22 @@ async def test_erased_memories_cannot_be_restored(store: Store) -> None:
     assert await store.delete_all(U) >= 1
     with pytest.raises(MemoryNotFound):  # delete_all removes the history too
         await store.restore_memory(U, left[0], "user")
+
+
+async def test_the_worker_purges_after_the_retention(store: Store) -> None:
+    """The worker's maintenance step: retired longer ago than the retention are erased.
+
+    FakeEmbedder (memhub.testing) stands in: the purge embeds nothing."""
+    from memhub.engine.worker import Worker, WorkerConfig
+    from memhub.testing import FakeEmbedder
+
+    old, recent = await insert(store, mem("old"), mem("recent"))
+    assert old is not None and recent is not None
+    await store.retire_memory(U, old, "consolidation", "asked")
+    keeping = Worker(store, FakeEmbedder(dimension=3), WorkerConfig(retired_retention_days=1))
+    assert await keeping.purge_retired() == 0  # retired now: within a day's retention
+    purging = Worker(store, FakeEmbedder(dimension=3), WorkerConfig(retired_retention_days=0))
+    await store.retire_memory(U, recent, "consolidation", "asked")
+    assert await purging.purge_retired() == 2
+    assert await store.retired_memories(U, 10) == []
+    assert await purging.run_once() == 0  # its periodic step, at most once per interval
