@@ -437,8 +437,8 @@ class Memory:
 
         Raises:
             MemoryNotFound: no such memory in the scope (another scope's id included).
-            Conflict: it was erased (deleted by the user, or purged), it is current, or an
-                equal memory is current now.
+            NotRestorable: it was erased (deleted by the user, or purged), it is current,
+                or an equal memory is current now.
         """
         return run_sync(
             self._async.restore(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
