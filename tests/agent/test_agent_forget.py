@@ -81,3 +81,37 @@ async def test_forget_refuses_the_attacks_and_obeys_the_user(
         await memory.restore(memory_id, user_id=USER)
     hits = (await memory.search("olives", user_id=USER, limit=20))["results"]
     assert ids["olives"] in {h["id"] for h in hits}  # back in search
+
+
+class _EraseOnlyClient:
+    """A memory client without ``retire`` (as Mem0's is): a test double over AsyncMemory."""
+
+    def __init__(self, memory: AsyncMemory) -> None:
+        self.memory = memory
+
+    async def add(self, messages: Any, **kwargs: Any) -> Any:
+        return await self.memory.add(messages, **kwargs)
+
+    async def search(self, query: str, **kwargs: Any) -> Any:
+        return await self.memory.search(query, **kwargs)
+
+    async def delete(self, memory_id: str, **kwargs: Any) -> Any:
+        return await self.memory.delete(memory_id, **kwargs)
+
+    async def get(self, memory_id: str, **kwargs: Any) -> Any:
+        return await self.memory.get(memory_id, **kwargs)
+
+    async def recent_turns(self, **kwargs: Any) -> Any:
+        return await self.memory.recent_turns(**kwargs)
+
+
+async def test_a_client_that_cannot_retire_is_refused_not_made_to_erase(
+    llm: ScriptedOpenAIServer, model: OpenAIChatModel, memory: AsyncMemory
+) -> None:
+    added = await memory.add(FACTS["olives"], user_id=USER, infer=False, wait=True)
+    memory_id = added["results"][0]["id"]
+    config = AgentMemoryConfig(client=_EraseOnlyClient(memory), infer=False)
+    agent = Agent("support", "You help.", model, memory=config)
+    answer = await _say(llm, agent, "Please forget that I love olives.", memory_id, "t")
+    assert answer == "Not forgotten: this memory client cannot forget restorably."
+    assert await memory.get(memory_id, user_id=USER) is not None

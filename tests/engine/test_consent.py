@@ -68,4 +68,6 @@ def test_a_change_needs_a_user_turn_that_says_it() -> None:
     assert not supports_change(
         ['My friend said "I hate olives".'], "Ada likes olives.", "Ada hates olives."
     )
-    assert not supports_change(["Olives are tasty."], "Ada likes olives.", "Ada does not like olives.")
+    assert not supports_change(
+        ["Olives are tasty."], "Ada likes olives.", "Ada does not like olives."
+    )

@@ -211,12 +211,14 @@ async def _settle(memory: AsyncMemory, who: str) -> None:
     from memhub.store.records import Scope
 
     async with asyncio.timeout(60):
-        while await engine.store.pending_jobs(Scope(user_id=who)):
+        while await engine.store.pending_jobs(Scope(user_id=who)):  # noqa: ASYNC110 (a poll)
             await asyncio.sleep(0.05)
 
 
 async def test_the_attack_table_destroys_nothing(
-    llm_settings: MemhubSettings, llm: ScriptedOpenAIServer, otel: Any
+    llm_settings: MemhubSettings,
+    llm: ScriptedOpenAIServer,
+    otel: Any,  # noqa: F811 (the fixture imported above)
 ) -> None:
     """Each variant's manipulated DELETE / SUPERSEDE is refused: every fact stays current."""
     _, reader = otel
@@ -264,7 +266,7 @@ async def test_a_users_own_request_to_forget_works_in_four_languages(
 
     llm.default = obeying({request: plan_for(fact) for request, fact in REQUESTS.values()})
     async with AsyncMemory(settings=llm_settings) as memory:
-        for lang, (request, fact) in REQUESTS.items():
+        for lang, (_, fact) in REQUESTS.items():
             await memory.add(fact, user_id=f"user-{lang}", infer=False, wait=True)
         for lang, (request, _) in REQUESTS.items():
             await memory.add(request, user_id=f"user-{lang}")

@@ -97,7 +97,7 @@ async def test_an_mcp_write_claiming_the_user_cannot_authorise_a_delete(
             assert added["status"] == "stored"
         async with AsyncMemory(settings=llm_settings) as memory:
             await memory.wait_idle()
-            facts = (await memory.get_all(user_id="ada", filters={"memory_type": {"ne": "turn"}}))
+            facts = await memory.get_all(user_id="ada", filters={"memory_type": {"ne": "turn"}})
             assert "Ada likes olives." in {m["memory"] for m in facts["results"]}
             assert (await memory.retired(user_id="ada"))["results"] == []
         assert llm.chat_requests, "the manipulated model was asked"

@@ -108,4 +108,9 @@ async def test_the_worker_purges_after_the_retention(store: Store) -> None:
     await store.retire_memory(U, recent, "consolidation", "asked")
     assert await purging.purge_retired() == 2
     assert await store.retired_memories(U, 10) == []
-    assert await purging.run_once() == 0  # its periodic step, at most once per interval
+    (later,) = await insert(store, mem("later"))
+    assert later is not None
+    await store.retire_memory(U, later, "consolidation", "asked")
+    assert await purging.run_once() == 0  # its periodic step runs at most once per interval
+    assert len(await store.retired_memories(U, 10)) == 1
+    assert await purging.purge_retired(force=True) == 1

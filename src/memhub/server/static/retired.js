@@ -56,8 +56,8 @@ function row(item, refresh, status) {
   restore.addEventListener("click", async () => {
     try {
       await call("POST", `/v1/memories/${item.id}/restore`);
-      status.textContent = `Restored: ${item.memory}`;
       await refresh();
+      status.textContent = `Restored: ${item.memory}`;
     } catch (err) {
       status.textContent = `Not restored (${err.message}).`;
     }
