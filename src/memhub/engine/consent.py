@@ -170,8 +170,11 @@ def _asks(sentence: str) -> bool:
     return False
 
 
+_OTHER_STEMS = content_words(" ".join(_OTHER_WORDS))  # stemmed once, not per call
+
+
 def _words(text: str) -> frozenset[str]:
-    return content_words(text, ignore=_OTHER_WORDS)
+    return content_words(text) - _OTHER_STEMS
 
 
 def forget_request(turn: str, fact: str) -> bool:
