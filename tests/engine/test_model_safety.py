@@ -14,6 +14,7 @@ import asyncio
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -276,6 +277,8 @@ async def test_a_users_own_request_to_forget_works_in_four_languages(
             assert fact not in await _facts(memory, who), lang
             hits = (await memory.search(fact, user_id=who))["results"]
             assert fact not in [h["memory"] for h in hits], lang
+            then = (await memory.search(fact, user_id=who, as_of=datetime.now(UTC)))["results"]
+            assert fact not in [h["memory"] for h in then], lang  # as_of never shows it either
             (retired,) = (await memory.retired(user_id=who))["results"]
             assert retired["memory"] == fact and retired["retired_by"] == "consolidation"
             assert retired["reason"].startswith("the user asked to forget it (turn ")
