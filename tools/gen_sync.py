@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = (
     (ROOT / "src/memhub/memory/async_memory.py", "AsyncMemory"),
     (ROOT / "src/memhub/memory/arkos.py", "ArkosMethods"),
+    (ROOT / "src/memhub/memory/retirement.py", "RetirementMethods"),
     (ROOT / "src/memhub/memory/core.py", "MemoryCore"),
 )
 NAME = "src/memhub/memory/sync_memory.py"

@@ -199,6 +199,11 @@ class MemhubSettings(EnvSettings):
     job_retry_base_seconds: float = Field(
         default=1.0, gt=0, description="First retry delay; doubles per attempt (max 5 min)."
     )
+    retired_retention_days: float = Field(
+        default=30.0,
+        ge=0,
+        description="Days a memory a model retired stays restorable; the worker then erases it.",
+    )
 
     # -- agent ---------------------------------------------------------------------------
     memory_enabled: bool = Field(

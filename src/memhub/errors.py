@@ -8,6 +8,7 @@
     │   ├── StatementTimeout        a statement ran past its time limit, or was cancelled
     │   ├── MemoryNotFound          no such memory in the caller's scope
     │   └── Conflict                a concurrent change won
+    │       └── NotRestorable       restore of an erased, current or duplicated memory
     └── ProviderError               an embedder or LLM failed
         ├── ProviderHTTPError       the provider answered with an HTTP error or not at all
         └── ProviderOutputError     the provider answered with something unusable
@@ -23,6 +24,7 @@ __all__ = [
     "Conflict",
     "MemhubError",
     "MemoryNotFound",
+    "NotRestorable",
     "ProviderError",
     "ProviderHTTPError",
     "ProviderOutputError",
@@ -84,6 +86,13 @@ class MemoryNotFound(StoreError, KeyError):
 
 class Conflict(StoreError):
     """A concurrent change made this one impossible."""
+
+    __module__ = "memhub"
+
+
+class NotRestorable(Conflict):
+    """``restore`` cannot bring this memory back: it was erased (the user's delete, or the
+    retention purge), it is current already, or an equal memory is current now."""
 
     __module__ = "memhub"
 

@@ -27,6 +27,7 @@ __all__ = [
     "metric_attributes",
     "operation",
     "queue_depth",
+    "record_guard",
     "record_llm_usage",
     "record_memory_error",
     "tracer",
@@ -79,6 +80,7 @@ class Instruments:
     injected_tokens: metrics.Histogram
     llm_tokens: metrics.Counter
     llm_calls: metrics.Counter
+    guard_refused: metrics.Counter
     queue_depth: metrics.ObservableGauge
 
 
@@ -107,6 +109,11 @@ def instruments() -> Instruments:
         ),
         llm_calls=m.create_counter(
             "memhub.llm.calls", description="LLM requests made by consolidation (with repairs)."
+        ),
+        guard_refused=m.create_counter(
+            "memhub.guard.refused",
+            description="Model-initiated removals refused or capped (a DELETE, SUPERSEDE,"
+            " forget or delete_memory no user request supported, or beyond the cap).",
         ),
         queue_depth=m.create_observable_gauge(
             "memhub.queue.depth",
@@ -212,4 +219,11 @@ def record_memory_error(operation_name: str, attributes: Attributes | None = Non
     """Count one memory failure that an agent call survived."""
     instruments().errors.add(
         1, metric_attributes({"memhub.operation": operation_name, **(attributes or {})})
+    )
+
+
+def record_guard(operation_name: str, outcome: str) -> None:
+    """Count one model-initiated removal the guard refused (``refused``) or capped."""
+    instruments().guard_refused.add(
+        1, {"memhub.operation": operation_name, "memhub.outcome": outcome}
     )

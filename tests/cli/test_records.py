@@ -80,3 +80,27 @@ def test_database_label_hides_the_password(tmp_path: Path) -> None:
         == "postgresql://app:***@db.example:5432/mem"
     )
     assert "embedded" in database_label(MemhubSettings(data_dir=tmp_path))
+
+
+async def _seed_retired(settings: MemhubSettings) -> str:
+    async with AsyncMemory(settings=settings) as memory:
+        added = await memory.add("I keep wasps.", user_id="ada", infer=False, wait=True)
+        memory_id = str(added["results"][0]["id"])
+        await memory.retire(memory_id, user_id="ada", actor="mcp", reason="delete_memory")
+    return memory_id
+
+
+def test_list_retired_and_restore(cli: Cli, settings: MemhubSettings) -> None:
+    memory_id = run_sync(_seed_retired(settings))
+    assert cli("list", "--user-id", "ada")[1] == ""
+    code, out, _ = cli("list", "--user-id", "ada", "--retired")
+    assert code == 0 and out.startswith(f"{memory_id}  retired ") and "by mcp" in out
+    assert cli("restore", memory_id, "--user-id", "ada")[:2] == (
+        0,
+        f"restored {memory_id}: I keep wasps.\n",
+    )
+    assert cli("list", "--user-id", "ada")[1].rstrip().endswith("I keep wasps.")
+    code, _, err = cli("restore", memory_id)
+    assert code == 1 and err.startswith("memhub: memory") and "is current" in err
+    code, _, err = cli("restore", memory_id, "--user-id", "bob")
+    assert code == 1 and "no memory" in err

@@ -69,8 +69,9 @@ async def test_each_user_sees_and_changes_only_their_own(settings: MemhubSetting
         assert bobs["results"][0]["metadata"]["source"] == "chat"
 
         # Bob knows Ada's memory id, but it is not in his scope.
+        forget = "Please forget that I am allergic to peanuts."
         assert "no memory" in await failure(
-            client, "delete_memory", memory_id=memory_id, user_id="bob"
+            client, "delete_memory", memory_id=memory_id, user_id="bob", user_request=forget
         )
         assert "no memory" in await failure(
             client, "get_memory_history", memory_id=memory_id, user_id="bob"
@@ -78,9 +79,9 @@ async def test_each_user_sees_and_changes_only_their_own(settings: MemhubSetting
         none_for_bob = await ok(client, "search_memories", query="peanut allergy", user_id="bob")
         assert memory_id not in {m["id"] for m in none_for_bob["results"]}
 
-        await ok(client, "delete_memory", memory_id=memory_id, user_id="ada")
+        await ok(client, "delete_memory", memory_id=memory_id, user_id="ada", user_request=forget)
         history = await ok(client, "get_memory_history", memory_id=memory_id, user_id="ada")
-        assert [e["event"] for e in history["history"]] == ["ADD", "DELETE"]
+        assert [e["event"] for e in history["history"]] == ["ADD", "RETIRE"]  # restorable
         assert (await ok(client, "list_memories", user_id="ada"))["results"] == []
 
 
@@ -129,8 +130,8 @@ async def test_pinned_user_tools_take_no_user_id(settings: MemhubSettings) -> No
         ("add_memory", {"text": "a", "messages": [{"content": "b"}]}, "exactly one of"),
         ("add_memory", {"text": "a", "metadata": {"user_id": "x"}}, "cannot set scope ids"),
         ("add_memory", {"messages": [{"role": "robot", "content": "hi"}]}, "unknown role 'robot'"),
-        ("delete_memory", {"memory_id": "not-a-uuid"}, "is not a UUID"),
-        ("delete_memory", {"memory_id": str(uuid.uuid4())}, "no memory"),
+        ("delete_memory", {"memory_id": "not-a-uuid", "user_request": "x"}, "is not a UUID"),
+        ("delete_memory", {"memory_id": str(uuid.uuid4()), "user_request": "x"}, "no memory"),
         ("get_memory_history", {"memory_id": str(uuid.uuid4())}, "no memory"),
         ("list_memories", {"user_id": "x" * 300}, "user_id is 300 characters"),
     ],

@@ -114,8 +114,13 @@ async def test_forget_and_retire_turn_memories(store: Store) -> None:
         assert await batch.retire_turn_memories(U, [1, 5]) == 1
     left = {r.id for r in await store.list_memories(Scope(), None, 10, False)}
     assert left == {raw2, other}
+    # a model's forget retires: out of every read, superseded ones included, but kept
+    assert fact not in {r.id for r in await store.list_memories(Scope(), None, 10, True)}
+    assert await store.get_memory(U, fact) is None
+    (retired,) = await store.retired_memories(U, 10)
+    assert (retired.record.id, retired.actor) == (fact, "consolidation")
     event = (await store.history(U, fact))[-1]
-    assert (event.event, event.old_memory, event.turn_ids) == ("DELETE", "likes tea", (3,))
+    assert (event.event, event.old_memory, event.turn_ids) == ("RETIRE", "likes tea", (3,))
 
 
 async def test_rollback_undoes_every_consolidation_write(store: Store) -> None:

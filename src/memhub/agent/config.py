@@ -91,10 +91,10 @@ class AgentMemoryConfig:
         short_term_turns: Recent turns of the thread added to the recall query when a call
             carries only the newest message.
         tools: Give the model ``search_memory`` / ``remember`` / ``forget``.
-        forget_limit: Memories the ``forget`` tool may delete per agent call (0: none).
-        confirm_forget: Decides whether ``forget`` may delete a memory (sync or async,
+        forget_limit: Memories the ``forget`` tool may retire per agent call (0: none).
+        confirm_forget: Decides whether ``forget`` may retire a memory (sync or async,
             called with a :class:`~memhub.agent.forget_guard.ForgetRequest`); by default the
-            user's latest message must ask to forget and mention the memory.
+            user's latest message must ask to forget that memory (engine/consent.py).
     """
 
     enable: bool = True

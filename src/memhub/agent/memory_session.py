@@ -25,6 +25,7 @@ from memhub.agent.memory_flow import (
 from memhub.engine.text import within_budget
 from memhub.errors import MemoryNotFound
 from memhub.messages import Message
+from memhub.telemetry import record_guard
 
 __all__ = ["ForgetRefused", "MemorySession"]
 
@@ -157,7 +158,10 @@ class MemorySession:
         )
 
     async def forget(self, memory_id: str) -> None:
-        """Delete one of this user's memories, if the user's latest message asks for it.
+        """Retire one of this user's memories, if the user's latest message asks for it.
+
+        Retired, not erased (``restore`` brings it back); a client without ``retire`` (not
+        memhub's) is refused rather than made to erase.
 
         Raises:
             ForgetRefused: the per-call cap is spent, or the user's message does not ask to
@@ -166,6 +170,8 @@ class MemorySession:
         """
         limit = self.config.forget_limit
         if self.forgotten >= limit:
+            log.warning("forget of %s capped: %d per call", memory_id, limit)
+            record_guard("agent.forget", "capped")
             raise ForgetRefused(f"at most {limit} memories can be forgotten per message")
         item = await self.client.get(memory_id, user_id=self.user_id)
         if item is None:
@@ -174,11 +180,22 @@ class MemorySession:
             self.user_id, self.thread_id, self.user_turn, memory_id, str(item.get("memory", ""))
         )
         if not await confirmed(request, self.config.confirm_forget):
+            log.warning("forget of %s refused: the user's message does not ask for it", memory_id)
+            record_guard("agent.forget", "refused")
             raise ForgetRefused(
                 "the user's latest message does not ask to forget this memory;"
                 " only the user can ask to forget something"
             )
-        await self.client.delete(memory_id, user_id=self.user_id)
+        retire = getattr(self.client, "retire", None)
+        if retire is None:  # a client that cannot retire (Mem0's) would erase: refused
+            record_guard("agent.forget", "refused")
+            raise ForgetRefused("this memory client cannot forget restorably")
+        await retire(
+            memory_id,
+            user_id=self.user_id,
+            actor=f"agent:{self.agent_name}",
+            reason=f"forget tool, thread {self.thread_id}: {self.user_turn[:200]}",
+        )
         self.forgotten += 1
 
     async def _recent_turns(self) -> list[Message]:

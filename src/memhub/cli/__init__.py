@@ -64,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     command: str = args.command
     if command in ("demo", "serve", "migrate", "worker", "jobs"):
         return _ops(command, args, settings)
-    if command in ("get", "list", "delete"):
+    if command in ("get", "list", "delete", "restore"):
         from memhub.cli.records import run_record_command
 
         return run_record_command(args, settings)

@@ -69,9 +69,17 @@ def _records(commands: Commands) -> None:
     listing.add_argument("--user-id", required=True)
     listing.add_argument("--limit", type=int, default=50)
     listing.add_argument("--include-superseded", action="store_true", help="also outdated facts")
+    listing.add_argument(
+        "--retired", action="store_true", help="only what a model retired (restore takes them)"
+    )
     delete = commands.add_parser("delete", help="delete one memory (history keeps it)")
     delete.add_argument("memory_id")
     delete.add_argument("--user-id", help="only if it belongs to this user")
+    restore = commands.add_parser(
+        "restore", help="bring back a memory a model retired or superseded"
+    )
+    restore.add_argument("memory_id")
+    restore.add_argument("--user-id", help="only if it belongs to this user")
 
 
 def _search(commands: Commands) -> None:

@@ -3,13 +3,15 @@
 :meth:`Consolidator.prepare` is the work phase (reads, embeddings, the LLM call; no transaction
 open) and :meth:`Consolidator.apply` the apply phase. The plan is checked in between: an id the
 model was not shown or an empty fact fails the attempt, and DELETE / SUPERSEDE are refused
-unless a user turn shown in that prompt, and about that fact, asked for them.
+unless a user turn shown in that prompt, and about that fact, asked for them (a DELETE: asked
+to forget it; :mod:`memhub.engine.consent`), and beyond ``max_removals`` per call. What
+stands is still reversible: a DELETE retires the fact and a SUPERSEDE closes it, and
+``restore`` brings either back.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -21,6 +23,7 @@ from uuid import UUID
 import numpy as np
 
 from memhub.embed.base import Embedder
+from memhub.engine.consent import forget_request, supports_change
 from memhub.engine.prompts import (
     ConsolidationReply,
     ExistingFact,
@@ -36,15 +39,15 @@ from memhub.llm import LLM
 from memhub.llm.base import Usage
 from memhub.store.protocol import ConsolidationWrites, JobBatch, Store
 from memhub.store.records import Candidate, Job, MemoryRecord, NewMemory, Scope, Turn
-from memhub.telemetry import operation, record_llm_usage
+from memhub.telemetry import operation, record_guard, record_llm_usage
 
 __all__ = [
     "CONSOLIDATE_JOB",
+    "MAX_REMOVALS",
     "TURN_MEMORY",
     "Consolidator",
     "Plan",
     "PlannedOp",
-    "asks_to_forget",
     "fact_scope",
     "plan_operations",
 ]
@@ -55,6 +58,8 @@ CONSOLIDATE_JOB = "consolidate"
 TURN_MEMORY = "turn"  # memory_type of a raw turn waiting for consolidation
 PROCEDURAL = "procedural_memory"
 _NOT_RAW = parse_filters({"memory_type": {"ne": TURN_MEMORY}})
+#: DELETE and SUPERSEDE operations one consolidation call may apply; the rest are refused.
+MAX_REMOVALS = 3
 
 
 @dataclass(frozen=True)
@@ -87,38 +92,40 @@ def _speaker(turn: Turn) -> str:
     return turn.role
 
 
-# A person asking to forget says so; matched in the cited turn itself, so an unrelated user
-# turn cited next to an instruction smuggled into a tool result cannot authorise a DELETE.
-_FORGET = re.compile(
-    r"\b(forget|forgotten|delete|remove|erase|wipe|unlearn|don'?t (remember|keep|store)"
-    r"|do not (remember|keep|store)|stop (remembering|storing|keeping)"
-    r"|no longer (remember|store|keep))\b",
-    re.IGNORECASE,
-)
+def _refusal(kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn]) -> str | None:
+    """Why a DELETE or SUPERSEDE may not stand; None when a cited user turn supports it.
 
-
-def asks_to_forget(text: str) -> bool:
-    """Does a turn ask, in words, for something to be forgotten?"""
-    return _FORGET.search(text) is not None
-
-
-def _authorised(kind: str, cited: Sequence[Turn]) -> bool:
-    # DELETE and SUPERSEDE change what is known about a person: only that person may cause
-    # them, in a turn shown in this prompt (the stored role decides; tool results and
-    # assistant turns are data, whatever the model made of them). A DELETE must also cite a
-    # user turn that asks to forget.
-    users = [t for t in cited if t.role == "user"]
+    Only the person may change what is known about them, in a turn shown in this prompt:
+    the stored role decides, so an assistant or tool turn, or metadata naming a speaker, is
+    data whatever the model made of it (:mod:`memhub.engine.consent`).
+    """
+    users = [turn_text(t) for t in cited if t.role == "user"]
+    if not users:
+        return "it cites no user turn of this prompt"
     if kind == "DELETE":
-        return any(asks_to_forget(turn_text(t)) for t in users)
-    return bool(users)
+        if any(forget_request(said, target.memory) for said in users):
+            return None
+        return "no cited user turn asks to forget this fact"
+    if supports_change(users, target.memory, text):
+        return None
+    return "no cited user turn is about this fact and says what replaces it"
 
 
 def plan_operations(
-    reply: ConsolidationReply, facts: Sequence[MemoryRecord], turns: Sequence[Turn]
+    reply: ConsolidationReply,
+    facts: Sequence[MemoryRecord],
+    turns: Sequence[Turn],
+    max_removals: int = MAX_REMOVALS,
 ) -> list[PlannedOp]:
-    """Map the model's local numbers back to memories and turns, refusing what does not fit."""
+    """Map the model's local numbers back to memories and turns, refusing what does not fit.
+
+    A DELETE or SUPERSEDE stands only when a cited user turn supports it (:func:`_refusal`),
+    and at most ``max_removals`` of them per call; a refused one changes nothing (the turns
+    stay stored). Each refusal is logged and counted (``memhub.guard.refused``).
+    """
     planned: list[PlannedOp] = []
     touched: set[int] = set()
+    removals = 0
     for op in reply.operations:
         if op.op == "NONE":
             continue
@@ -133,19 +140,24 @@ def plan_operations(
         text = (op.text or "").strip()
         if op.op != "DELETE" and not text:
             raise ProviderOutputError(f"{op.op} operation with an empty fact")
-        if op.op in ("DELETE", "SUPERSEDE"):
+        kind = op.op
+        if kind in ("DELETE", "SUPERSEDE"):
             assert target is not None
-            if not _authorised(op.op, cited):
+            reason = _refusal(kind, target, text, cited)
+            outcome = "refused"
+            if reason is None and removals >= max_removals:
+                reason, outcome = f"the cap of {max_removals} per call is spent", "capped"
+            if reason is not None:
                 log.warning(
-                    "%s of %s refused: no cited user turn of this prompt asked for it (cited %s)",
-                    op.op,
-                    target.id,
-                    list(op.turns),
+                    "%s of %s %s: %s (cited %s)", kind, target.id, outcome, reason, list(op.turns)
                 )
+                record_guard(f"consolidation.{kind.lower()}", outcome)
                 continue
+            else:
+                removals += 1
         # ADD and UPDATE only add knowledge; without a valid citation they come from the batch.
         planned.append(
-            PlannedOp(kind=op.op, target=target, text=text or None, turns=cited or tuple(turns))
+            PlannedOp(kind=kind, target=target, text=text or None, turns=cited or tuple(turns))
         )
     return planned
 
@@ -197,10 +209,17 @@ class Plan:
 class Consolidator:
     """Runs one owner's consolidation jobs through one LLM call: work, then apply."""
 
-    def __init__(self, llm: LLM, embedder: Embedder, related_k: int = 20) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        embedder: Embedder,
+        related_k: int = 20,
+        max_removals: int = MAX_REMOVALS,
+    ) -> None:
         self.llm = llm
         self.embedder = embedder
         self.related_k = related_k
+        self.max_removals = max_removals
 
     async def prepare(self, store: Store, jobs: Sequence[Job]) -> Plan:
         """The work phase: read, embed and ask the model; nothing is held open meanwhile."""
@@ -262,7 +281,7 @@ class Consolidator:
         result = await self.llm.generate_structured(messages, ConsolidationReply)
         plan.usage = _usage(self.llm.model_name, result.usage)
         try:
-            plan.ops = plan_operations(result.value, facts, turns)
+            plan.ops = plan_operations(result.value, facts, turns, self.max_removals)
         except ProviderOutputError as exc:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
         texts = [op.text for op in plan.ops if op.text]
@@ -307,7 +326,10 @@ class Consolidator:
         turn_ids = [t.id for t in op.turns]
         if op.kind == "DELETE":
             assert op.target is not None
-            await batch.forget(plan.scope, op.target.id, turn_ids)
+            cited = ", ".join(str(t.id) for t in op.turns if t.role == "user")
+            await batch.forget(
+                plan.scope, op.target.id, turn_ids, f"the user asked to forget it (turn {cited})"
+            )
             return
         assert op.text is not None
         if op.kind == "UPDATE":

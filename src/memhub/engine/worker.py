@@ -15,6 +15,7 @@ import logging
 import os
 import random
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -78,6 +79,8 @@ class WorkerConfig:
         shutdown_grace: Seconds in-flight work gets to finish once stopping; what is still
             running then is cancelled and its leases left to expire.
         ingest_chunk: Turns embedded and applied per transaction (large imports go in parts).
+        retired_retention_days: Memories a model retired are erased this many days later
+            (checked every ``purge_interval`` seconds, ``purge_batch`` at a time).
     """
 
     batch_size: int = 64
@@ -90,6 +93,9 @@ class WorkerConfig:
     lease_seconds: float = 60.0
     shutdown_grace: float = 10.0
     ingest_chunk: int = 256
+    retired_retention_days: float = 30.0
+    purge_interval: float = 3600.0
+    purge_batch: int = 1000
 
 
 class Worker:
@@ -113,6 +119,7 @@ class Worker:
         self.failed = 0
         self._inserted_since_analyze = 0
         self._inserted_total = 0
+        self._purged_at = float("-inf")
 
     def wake(self) -> None:
         """New work was queued in this process: skip the rest of the idle wait."""
@@ -177,7 +184,26 @@ class Worker:
         if self.consolidator is not None and not self._stopping.is_set():
             done += await self._lane(CONSOLIDATE_LANE)
         await self._refresh_statistics_after_growth()
+        await self.purge_retired()
         return done
+
+    async def purge_retired(self, *, force: bool = False) -> int:
+        """Erase memories retired longer ago than the retention, once per purge interval."""
+        now = time.monotonic()
+        if not force and now - self._purged_at < self.config.purge_interval:
+            return 0
+        self._purged_at = now
+        cut = datetime.now(UTC) - timedelta(days=self.config.retired_retention_days)
+        purged = 0
+        while True:
+            batch = await self.store.purge_retired(cut, self.config.purge_batch)
+            purged += batch
+            if batch < self.config.purge_batch:
+                break
+        if purged:
+            log.info("worker: purged %d retired memories (retention %g days)", purged,
+                     self.config.retired_retention_days)  # fmt: skip
+        return purged
 
     async def _refresh_statistics_after_growth(self) -> None:
         # Every 10 % of growth (at least 1,000 rows) this worker has written since it started.

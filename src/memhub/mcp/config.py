@@ -30,6 +30,7 @@ class MCPConfig:
             (DNS rebinding); ``allowed_hosts`` adds names a proxy uses.
         allowed_hosts: Extra ``host:port`` values accepted in ``Host`` (and as origins).
         max_messages: Messages ``add_memory`` accepts in one call.
+        forget_limit: Memories ``delete_memory`` may retire per user per minute.
     """
 
     default_user_id: str | None = None
@@ -42,6 +43,7 @@ class MCPConfig:
     host_check: bool = True
     allowed_hosts: tuple[str, ...] = ()
     max_messages: int = 100
+    forget_limit: int = 3
 
     @classmethod
     def from_env(cls, **overrides: Any) -> MCPConfig:

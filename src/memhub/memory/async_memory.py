@@ -38,6 +38,7 @@ from memhub.memory.compat import (
 )
 from memhub.memory.core import parse_memory_id
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
+from memhub.memory.retirement import RetirementMethods
 from memhub.memory.shared import Engine
 from memhub.messages import Message
 from memhub.messages import deserialize as _deserialize
@@ -47,7 +48,7 @@ from memhub.telemetry import operation
 __all__ = ["AsyncMemory"]
 
 
-class AsyncMemory(ArkosMethods):
+class AsyncMemory(ArkosMethods, RetirementMethods):
     """Short- and long-term memory, optionally bound to one user and session (ARKOS's way).
 
     Args:

@@ -163,6 +163,7 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
             max_turns_per_call=settings.max_turns_per_call,
             lease_seconds=settings.job_lease_seconds,
             shutdown_grace=settings.worker_shutdown_grace,
+            retired_retention_days=settings.retired_retention_days,
         ),
         consolidator=None if llm is None else Consolidator(llm, chosen),
     )

@@ -386,6 +386,81 @@ class Memory:
         """ARKOS: ``SystemMessage("retrieved memories:\\n...")``; empty on error or no hits."""
         return run_sync(self._async.retrieve_long_memory(context, mem0_limit))
 
+    def retire(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        actor: str = "user",
+        reason: str = "retired",
+    ) -> MemoryItem:
+        """Take a current memory out of every read, restorably (history ``RETIRE``).
+
+        What agents' and MCP's ``forget`` do; ``delete`` erases instead.
+
+        Args:
+            memory_id: The memory.
+            user_id: With agent_id / run_id: only inside this scope.
+            agent_id: See user_id.
+            run_id: See user_id.
+            actor: Who retires it (shown in its history).
+            reason: Why (shown in its history and in :meth:`retired`).
+
+        Raises:
+            MemoryNotFound: no current memory with that id in the scope.
+        """
+        return run_sync(
+            self._async.retire(
+                memory_id,
+                user_id=user_id,
+                agent_id=agent_id,
+                run_id=run_id,
+                actor=actor,
+                reason=reason,
+            )
+        )
+
+    def restore(
+        self,
+        memory_id: str | uuid.UUID,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> MemoryItem:
+        """Bring back a retired memory, or a superseded one in place of its successor.
+
+        Restoring a superseded fact makes it current again and retires the fact that
+        replaced it (the current end of its chain), so one of them is current, not both.
+
+        Raises:
+            MemoryNotFound: no such memory in the scope (another scope's id included).
+            NotRestorable: it was erased (deleted by the user, or purged), it is current,
+                or an equal memory is current now.
+        """
+        return run_sync(
+            self._async.restore(memory_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
+        )
+
+    def retired(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The scope's retired memories, most recently retired first: what ``restore`` takes.
+
+        Each item is a memory plus ``retired_at``, ``retired_by``, ``reason`` and the
+        ``turn_ids`` cited for it.
+        """
+        return run_sync(
+            self._async.retired(user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit)
+        )
+
     @property
     def extracts_facts(self) -> bool:
         """An LLM is configured: ``add(infer=True)`` extracts facts instead of keeping turns."""

@@ -21,6 +21,7 @@ from memhub.errors import (
     Conflict,
     MemhubError,
     MemoryNotFound,
+    NotRestorable,
     ProviderError,
     ProviderHTTPError,
     ProviderOutputError,
@@ -46,6 +47,7 @@ class _Mapping:
 STATUSES: dict[type[MemhubError], _Mapping] = {
     UsageError: _Mapping(422),
     MemoryNotFound: _Mapping(404),
+    NotRestorable: _Mapping(409),  # retrying cannot help: the memory is erased or current
     Conflict: _Mapping(409, retry=True),
     StoreUnavailable: _Mapping(503, True, "the database is unavailable; retry later"),
     StatementTimeout: _Mapping(503, True, "the database did not answer in time; retry later"),

@@ -143,6 +143,19 @@ class MemoryList(BaseModel):
     results: list[MemoryOut]
 
 
+class RetiredOut(MemoryOut):
+    """A memory a model removed: kept until restored, purged or erased."""
+
+    retired_at: str
+    retired_by: str | None = None
+    reason: str | None = None
+    turn_ids: list[int] = Field(default_factory=list)
+
+
+class RetiredList(BaseModel):
+    results: list[RetiredOut]
+
+
 class MemoryPage(MemoryList):
     """A page of ``GET /v1/memories``; pass ``next_cursor`` back as ``cursor`` for the next."""
 

@@ -24,6 +24,7 @@ from memhub.server.models import (
     MemoryPage,
     MessageResponse,
     PatchRequest,
+    RetiredList,
     SearchRequest,
     UpdateRequest,
     UpdateResponse,
@@ -200,6 +201,18 @@ async def delete_all_memories(
     return await state.memory.delete_all(**caller.scope(state.limits, *query.ids))
 
 
+@router.get("/retired", response_model=RetiredList, response_model_exclude_unset=True)
+async def retired_memories(
+    caller: Caller,
+    state: State,
+    query: Scoped,
+    limit: Annotated[int, Query(ge=1, description="At most MEMHUB_MAX_PAGE_SIZE.")] = 100,
+) -> dict[str, Any]:
+    """The scope's retired memories (what a model removed), most recently retired first."""
+    found = await state.memory.retired(**caller.scope(state.limits, *query.ids), limit=limit)
+    return {"results": [caller.present(item) for item in found["results"]]}
+
+
 @router.get("/{memory_id}", response_model=MemoryOut, response_model_exclude_unset=True)
 async def get_memory(
     memory_id: uuid.UUID,
@@ -255,6 +268,22 @@ async def delete_memory(
     """Delete one memory; its history keeps a DELETE event with the last text."""
     scope = await _owned_scope(state, caller, memory_id, query.ids)
     return await state.memory.delete(memory_id, **scope)
+
+
+@router.post("/{memory_id}/restore", response_model=MemoryOut, response_model_exclude_unset=True)
+async def restore_memory(
+    memory_id: uuid.UUID,
+    caller: Caller,
+    state: State,
+    query: Scoped,
+) -> Any:
+    """Bring back a retired memory, or a superseded one in place of its successor.
+
+    404 for an unknown id or another scope's; 409 (``NotRestorable``) for an erased memory
+    (deleted by the user, or purged) or one that is current.
+    """
+    scope = await _owned_scope(state, caller, memory_id, query.ids)
+    return caller.present(await state.memory.restore(memory_id, **scope))
 
 
 @router.get("/{memory_id}/history", response_model=list[HistoryOut])

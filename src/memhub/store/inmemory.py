@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from memhub.config import MemhubSettings
-from memhub.errors import ConfigurationError, Conflict, StoreError, UsageError
+from memhub.errors import ConfigurationError, Conflict, MemoryNotFound, StoreError, UsageError
 from memhub.filters import Filter
+from memhub.store import inmemory_retire
 from memhub.store.inmemory_batch import InMemoryBatch, UsageRow
 from memhub.store.inmemory_jobs import JobQueue, ScopeLocks
 from memhub.store.inmemory_keys import InMemoryKeys
@@ -37,6 +38,7 @@ from memhub.store.records import (
     MemoryRecord,
     NewJob,
     NewTurn,
+    RetiredMemory,
     Scope,
     TextRanking,
     Turn,
@@ -200,7 +202,8 @@ class InMemoryStore(InMemoryKeys):
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
         async with self.lock:
             mem = self.tables.memories.get(memory_id)
-            return mem.record() if mem is not None and in_scope(scope, mem.scope) else None
+            found = mem is not None and in_scope(scope, mem.scope) and mem.retired_at is None
+            return mem.record() if mem is not None and found else None
 
     async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
         wanted = set(turn_ids)
@@ -237,6 +240,8 @@ class InMemoryStore(InMemoryKeys):
         action = "updating a memory"
         async with self.lock:
             mem = self.tables.located(scope, memory_id)
+            if mem.retired_at is not None:
+                raise MemoryNotFound(f"no memory {memory_id} in this scope")
             meta = jsonb(
                 updated_metadata(
                     mem.metadata, metadata, merge=merge_metadata, role_column=mem.role is not None
@@ -281,6 +286,33 @@ class InMemoryStore(InMemoryKeys):
                 dataclasses.replace(e, metadata=copy.deepcopy(e.metadata))
                 for e in self.tables.chain_history(scope, memory_id)
             ]
+
+    async def retire_memory(
+        self,
+        scope: Scope | None,
+        memory_id: UUID,
+        actor: str,
+        reason: str,
+        turn_ids: Sequence[int] = (),
+    ) -> MemoryRecord:
+        async with self.lock:
+            return inmemory_retire.retire_memory(
+                self.tables, scope, memory_id, actor, reason, turn_ids
+            )
+
+    async def restore_memory(
+        self, scope: Scope | None, memory_id: UUID, actor: str
+    ) -> MemoryRecord:
+        async with self.lock:
+            return inmemory_retire.restore_memory(self.tables, scope, memory_id, actor)
+
+    async def retired_memories(self, scope: Scope, limit: int) -> list[RetiredMemory]:
+        async with self.lock:
+            return inmemory_retire.retired_memories(self.tables, scope, limit)
+
+    async def purge_retired(self, before: datetime, limit: int) -> int:
+        async with self.lock:
+            return inmemory_retire.purge_retired(self.tables, before, limit)
 
     async def reset(self) -> None:
         async with self.lock:

@@ -10,10 +10,11 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from memhub.errors import MemoryNotFound, StoreError, UsageError
+from memhub.store.inmemory_retire import retire
 from memhub.store.inmemory_rows import as_utc, in_scope, jsonb
 from memhub.store.inmemory_tables import Tables
 from memhub.store.protocol import Vector
-from memhub.store.records import Job, NewJob, NewMemory, Scope
+from memhub.store.records import FORGET_REASON, Job, NewJob, NewMemory, Scope
 
 __all__ = ["InMemoryBatch", "UsageRow"]
 
@@ -114,14 +115,13 @@ class InMemoryBatch:
             lambda: tables.supersede(scope, old_id, new, closed_at, self.now, self.undo)
         )
 
-    async def forget(self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]) -> None:
+    async def forget(
+        self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int], reason: str = FORGET_REASON
+    ) -> None:
         def op() -> None:
             tables = self._tables
             mem = tables.located(scope, memory_id)
-            tables.detach(mem, self.undo)
-            tables.event(
-                mem, "DELETE", mem.memory, None, "consolidation", self.now, self.undo, turn_ids
-            )
+            retire(tables, mem, "consolidation", reason, turn_ids, self.now, self.undo)
 
         await self._run(op)
 

@@ -113,6 +113,7 @@ class MemoryRow:
     superseded_by: UUID | None = None
     updated_at: datetime | None = None
     role: str | None = None
+    retired_at: datetime | None = None  # see memhub.store.pg_retire
 
     @property
     def key(self) -> Key:

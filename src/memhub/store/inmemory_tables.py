@@ -244,7 +244,7 @@ class Tables:
             m
             for m in self.memories.values()
             if in_scope(scope, m.scope)
-            and (include_superseded or m.valid_to is None)
+            and (m.valid_to is None if not include_superseded else m.retired_at is None)
             and (filters is None or matches(filters, m.columns()))
         ]
 

@@ -1,7 +1,8 @@
 """SQL for consolidation: the operations an LLM decided, applied inside the job's transaction.
 
 Each write records its ``memory_history`` event with the turns it came from, so every fact
-can be traced back to what was said; a superseded fact is closed, never erased.
+can be traced back to what was said; a superseded fact is closed and a forgotten one retired
+(:mod:`memhub.store.pg_retire`): no model's decision erases anything.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from memhub.store.database import AsyncConn
 from memhub.store.errors import translate_errors
 from memhub.store.pg_bind import Params, scope_where
 from memhub.store.pg_memories import history_event, insert_memories, lock_memory
-from memhub.store.records import NewMemory, Scope, usage_summary
+from memhub.store.pg_retire import retire
+from memhub.store.records import FORGET_REASON, NewMemory, Scope, usage_summary
 
 __all__ = ["PgConsolidationWrites", "batch_step", "usage_stats"]
 
@@ -137,11 +139,12 @@ class PgConsolidationWrites:
         return successor
 
     @batch_step
-    async def forget(self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]) -> None:
-        """DELETE on the user's request; the history keeps the event and the last text."""
+    async def forget(
+        self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int], reason: str = FORGET_REASON
+    ) -> None:
+        """DELETE on the user's request: retired (restorable), never erased by a model."""
         old = await lock_memory(self.conn, scope, memory_id)
-        await self.conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
-        await history_event(self.conn, old, "DELETE", old.memory, None, "consolidation", turn_ids)
+        await retire(self.conn, old, "consolidation", reason, turn_ids)
 
     @batch_step
     async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:

@@ -74,10 +74,21 @@ def memories_where(
     include_superseded: bool,
     params: Params,
     alias: str = "m",
+    *,
+    retired_column: bool = True,
 ) -> sql.Composable:
+    """The scope, currency and filter conditions of a read.
+
+    Retired memories are closed (``valid_to``), so the current facts exclude them; with
+    ``include_superseded`` they are excluded by ``retired_at`` (``retired_column``: False for
+    a table without it, such as ``memory_words``, whose hits are checked again on
+    ``memories``).
+    """
     parts = [scope_where(scope, params, alias)]
     if not include_superseded:
         parts.append(sql.SQL("{} IS NULL").format(sql.Identifier(alias, "valid_to")))
+    elif retired_column:
+        parts.append(sql.SQL("{} IS NULL").format(sql.Identifier(alias, "retired_at")))
     if filters is not None:
         parts.append(compile_filter(filters, params, alias))
     return sql.SQL(" AND ").join(parts)
@@ -223,9 +234,10 @@ async def _insert_new(
 
 async def get_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
     params = Params()
-    query = sql.SQL("SELECT {cols} FROM memories m WHERE m.id = {id} AND {scope}").format(
-        cols=COLUMNS, id=params.bind(memory_id), scope=scope_where(scope, params)
-    )
+    # A retired memory is out of every read (restore or the retired listing reach it).
+    query = sql.SQL(
+        "SELECT {cols} FROM memories m WHERE m.id = {id} AND {scope} AND m.retired_at IS NULL"
+    ).format(cols=COLUMNS, id=params.bind(memory_id), scope=scope_where(scope, params))
     cur = await conn.execute(query, params.values)
     row = await cur.fetchone()
     return None if row is None else record_from_row(row)
@@ -278,7 +290,7 @@ async def update_memory(
     merge_metadata: bool = False,
 ) -> MemoryRecord:
     async with conn.transaction():
-        old = await lock_memory(conn, scope, memory_id)
+        old = await lock_memory(conn, scope, memory_id, retired=False)
         query = sql.SQL(
             "UPDATE memories m SET memory = coalesce(%s, m.memory), hash = coalesce(%s, m.hash),"
             " embedding = coalesce(%s, m.embedding), metadata = %s, updated_at = now()"
@@ -308,11 +320,19 @@ async def update_memory(
         return record_from_row(row)
 
 
-async def lock_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> MemoryRecord:
+async def lock_memory(
+    conn: AsyncConn, scope: Scope | None, memory_id: UUID, *, retired: bool = True
+) -> MemoryRecord:
+    """The memory, locked; ``retired`` False: a retired one counts as absent."""
     params = Params()
     query = sql.SQL(
-        "SELECT {cols} FROM memories m WHERE m.id = {id} AND {scope} FOR UPDATE"
-    ).format(cols=COLUMNS, id=params.bind(memory_id), scope=scope_where(scope, params))
+        "SELECT {cols} FROM memories m WHERE m.id = {id} AND {scope}{current} FOR UPDATE"
+    ).format(
+        cols=COLUMNS,
+        id=params.bind(memory_id),
+        scope=scope_where(scope, params),
+        current=sql.SQL("" if retired else " AND m.retired_at IS NULL"),
+    )
     cur = await conn.execute(query, params.values)
     row = await cur.fetchone()
     if row is None:

@@ -96,7 +96,7 @@ class _Words:
 def _words(
     scope: Scope, filters: Filter | None, include_superseded: bool, params: Params
 ) -> _Words:
-    where = memories_where(scope, None, include_superseded, params, alias="w")
+    where = memories_where(scope, None, include_superseded, params, alias="w", retired_column=False)
     if filters is None:
         return _Words(sql.SQL("memory_words w"), where)
     return _Words(

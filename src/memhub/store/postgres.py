@@ -18,6 +18,7 @@ from memhub.store import (
     pg_jobs,
     pg_keys,
     pg_memories,
+    pg_retire,
     pg_search,
     pg_space,
 )
@@ -37,6 +38,7 @@ from memhub.store.records import (
     MemoryRecord,
     NewJob,
     NewTurn,
+    RetiredMemory,
     Scope,
     TextRanking,
     Turn,
@@ -213,6 +215,38 @@ class PostgresStore:
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
         async with self._connect("reading memory history") as conn:
             return await pg_memories.history(conn, scope, memory_id)
+
+    async def retire_memory(
+        self,
+        scope: Scope | None,
+        memory_id: UUID,
+        actor: str,
+        reason: str,
+        turn_ids: Sequence[int] = (),
+    ) -> MemoryRecord:
+        async with self._connect("retiring a memory") as conn:
+            retired = await pg_retire.retire_memory(conn, scope, memory_id, actor, reason, turn_ids)
+            await self._wrote(conn, scope)
+            return retired
+
+    async def restore_memory(
+        self, scope: Scope | None, memory_id: UUID, actor: str
+    ) -> MemoryRecord:
+        async with self._connect("restoring a memory") as conn:
+            restored = await pg_retire.restore_memory(conn, scope, memory_id, actor)
+            await self._wrote(conn, scope)
+            return restored
+
+    async def retired_memories(self, scope: Scope, limit: int) -> list[RetiredMemory]:
+        return await self._read(
+            "reading retired memories",
+            scope,
+            lambda conn: pg_retire.retired_memories(conn, scope, limit),
+        )
+
+    async def purge_retired(self, before: datetime, limit: int) -> int:
+        async with self._connect("purging retired memories") as conn:
+            return await pg_retire.purge_retired(conn, before, limit)
 
     async def reset(self) -> None:
         async with self._connect("resetting the store") as conn:

@@ -20,6 +20,7 @@ from memhub.filters import Filter
 from memhub.store.api_keys import ApiKey
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
+    FORGET_REASON,
     Candidate,
     HistoryEvent,
     IdempotencyKey,
@@ -30,6 +31,7 @@ from memhub.store.records import (
     NewJob,
     NewMemory,
     NewTurn,
+    RetiredMemory,
     Scope,
     TextRanking,
     Turn,
@@ -88,8 +90,10 @@ class ConsolidationWrites(Protocol):
         """Close a fact at ``closed_at`` and add its successor; returns the successor's id."""
         ...
 
-    async def forget(self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int]) -> None:
-        """Remove a fact the user asked to forget (history DELETE)."""
+    async def forget(
+        self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int], reason: str = FORGET_REASON
+    ) -> None:
+        """Retire a fact the user asked to forget (history RETIRE; ``restore`` undoes it)."""
         ...
 
     async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:
@@ -223,6 +227,40 @@ class MemoryStore(Protocol):
         ...
 
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]: ...
+
+    async def retire_memory(
+        self,
+        scope: Scope | None,
+        memory_id: UUID,
+        actor: str,
+        reason: str,
+        turn_ids: Sequence[int] = (),
+    ) -> MemoryRecord:
+        """Take a current memory out of every read, restorably (history RETIRE).
+
+        What a model removes is retired, never erased; :class:`MemoryNotFound` unless the
+        memory is a current one of ``scope``.
+        """
+        ...
+
+    async def restore_memory(
+        self, scope: Scope | None, memory_id: UUID, actor: str
+    ) -> MemoryRecord:
+        """Make a retired or superseded memory current again (history RESTORE).
+
+        A superseded one replaces the current end of its chain, which is retired. Raises
+        :class:`MemoryNotFound` (no such memory in ``scope``) or :class:`NotRestorable` (erased,
+        current already, or an equal memory is current).
+        """
+        ...
+
+    async def retired_memories(self, scope: Scope, limit: int) -> list[RetiredMemory]:
+        """The scope's retired memories, most recently retired first."""
+        ...
+
+    async def purge_retired(self, before: datetime, limit: int) -> int:
+        """Erase up to ``limit`` memories (of any scope) retired before ``before``."""
+        ...
 
 
 class JobStore(Protocol):

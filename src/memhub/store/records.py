@@ -9,6 +9,7 @@ from uuid import UUID
 
 __all__ = [
     "DEFAULT_TEXT_RANKING",
+    "FORGET_REASON",
     "OWN_METADATA_KEYS",
     "Candidate",
     "HistoryEvent",
@@ -20,6 +21,7 @@ __all__ = [
     "NewJob",
     "NewMemory",
     "NewTurn",
+    "RetiredMemory",
     "Scope",
     "TextRanking",
     "Turn",
@@ -193,6 +195,21 @@ class MemoryRecord:
     created_at: datetime
     updated_at: datetime | None
     role: str | None = None
+
+
+#: Why consolidation retired a fact, when the caller names no turn.
+FORGET_REASON = "the user asked to forget it"
+
+
+@dataclass(frozen=True)
+class RetiredMemory:
+    """A memory a model removed: kept, out of every read, until restored or purged."""
+
+    record: MemoryRecord
+    retired_at: datetime
+    actor: str | None  # who retired it: consolidation, agent, mcp
+    reason: str | None
+    turn_ids: tuple[int, ...]  # the turns cited for it
 
 
 @dataclass(frozen=True)

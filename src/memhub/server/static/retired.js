@@ -1,0 +1,92 @@
+// memhub's web page: the "Retired memories" panel. What a model removed (a consolidation
+// DELETE, an agent's or MCP client's forget) is retired, not erased; this lists a user's
+// retired memories and restores one. Self-contained: its own markup, the tab's API key.
+// Every value from the server is set as text, never as HTML.
+
+const KEY_STORE = "memhub.apiKey";
+
+function el(tag, attributes = {}, text = "") {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  if (text) node.textContent = text;
+  return node;
+}
+
+async function call(method, path) {
+  const key = sessionStorage.getItem(KEY_STORE);
+  const headers = { Accept: "application/json" };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  const response = await fetch(path, { method, headers });
+  const data = await response.json().catch(() => null);
+  if (!response.ok) {
+    throw new Error(`${response.status}: ${data && data.error ? data.error : response.statusText}`);
+  }
+  return data;
+}
+
+function build() {
+  const panel = el("details", { id: "retired-panel", class: "retired" });
+  panel.append(el("summary", {}, "Retired memories (restore what a model removed)"));
+  const form = el("form", { class: "inline", id: "retired-form" });
+  form.append(
+    el("label", { for: "retired-user" }, "User"),
+    el("input", { id: "retired-user", name: "user", required: "", autocomplete: "off" }),
+    el("button", { type: "submit" }, "Show retired"),
+  );
+  const status = el("p", { id: "retired-status", class: "muted", "aria-live": "polite" });
+  const list = el("ol", { id: "retired-list", class: "memories" });
+  panel.append(
+    el("p", { class: "muted small" },
+      "A model never erases: it retires. Retired memories are out of search and lists until " +
+      "restored, and are erased after the retention (MEMHUB_RETIRED_RETENTION_DAYS)."),
+    form, status, list,
+  );
+  return { panel, form, status, list };
+}
+
+function row(item, refresh, status) {
+  const entry = el("li", { class: "memory", "data-id": item.id });
+  entry.append(
+    el("p", { class: "text" }, item.memory),
+    el("p", { class: "meta muted" },
+      `retired ${new Date(item.retired_at).toLocaleString()} by ${item.retired_by || "unknown"}` +
+      (item.reason ? ` — ${item.reason}` : "")),
+  );
+  const restore = el("button", { type: "button", class: "secondary" }, "Restore");
+  restore.addEventListener("click", async () => {
+    try {
+      await call("POST", `/v1/memories/${item.id}/restore`);
+      await refresh();
+      status.textContent = `Restored: ${item.memory}`;
+    } catch (err) {
+      status.textContent = `Not restored (${err.message}).`;
+    }
+  });
+  entry.append(restore);
+  return entry;
+}
+
+function init() {
+  const { panel, form, status, list } = build();
+  const anchor = document.getElementById("workspace");
+  (anchor ? anchor.parentNode : document.body).insertBefore(
+    panel, anchor ? anchor.nextSibling : null,
+  );
+  const refresh = async () => {
+    const user = form.elements.user.value.trim();
+    const found = await call("GET", `/v1/memories/retired?user_id=${encodeURIComponent(user)}`);
+    list.replaceChildren(...found.results.map((item) => row(item, refresh, status)));
+    if (!found.results.length) status.textContent = `No retired memories for ${user}.`;
+  };
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    status.textContent = "";
+    try {
+      await refresh();
+    } catch (err) {
+      status.textContent = `Cannot list retired memories (${err.message}).`;
+    }
+  });
+}
+
+init();

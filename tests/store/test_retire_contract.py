@@ -1,0 +1,116 @@
+"""Retired memories, run unchanged on PostgreSQL and on ``memory://``: what a model removes is
+retired (out of every read, restorable), purged after the retention, erased by the user."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from memhub.errors import MemoryNotFound, NotRestorable
+from memhub.store.protocol import Store
+from tests.store.contract import U, V, X, insert, mem
+
+
+async def _visible(store: Store) -> set[str]:
+    """Every memory any read returns: current, superseded, by text or vector search."""
+    listed = await store.list_memories(U, None, 100, True)
+    found = await store.search_candidates(
+        U, "tea", np.asarray(X, np.float32), 10, None, include_superseded=True
+    )
+    return {r.memory for r in listed} | {c.record.memory for c in found}
+
+
+async def test_retire_hides_restore_brings_back_with_history(store: Store) -> None:
+    (tea,) = await insert(store, mem("likes tea"))
+    assert tea is not None
+    await store.retire_memory(U, tea, "agent:support", "forget tool: forget my tea")
+    assert await _visible(store) == set()
+    assert await store.get_memory(U, tea) is None
+    (retired,) = await store.retired_memories(U, 10)
+    assert (retired.record.memory, retired.actor) == ("likes tea", "agent:support")
+    assert retired.reason == "forget tool: forget my tea"
+    assert await store.retired_memories(V, 10) == []
+    with pytest.raises(MemoryNotFound):  # another scope's id is not found, whatever its state
+        await store.restore_memory(V, tea, "user")
+    with pytest.raises(MemoryNotFound):  # retired memories cannot be edited
+        await store.update_memory(U, tea, None, None, None, {"a": 1}, "user")
+
+    restored = await store.restore_memory(U, tea, "user")
+    assert restored.valid_to is None and await _visible(store) == {"likes tea"}
+    events = [(e.event, e.actor) for e in await store.history(U, tea)]
+    assert events == [("ADD", "w"), ("RETIRE", "agent:support"), ("RESTORE", "user")]
+    with pytest.raises(NotRestorable, match="is current"):
+        await store.restore_memory(U, tea, "user")
+
+
+async def test_the_same_fact_can_be_said_again_after_it_was_retired(store: Store) -> None:
+    (first,) = await insert(store, mem("likes tea"))
+    assert first is not None
+    await store.retire_memory(U, first, "consolidation", "asked")
+    (again,) = await insert(store, mem("likes tea"))
+    assert again is not None and again != first
+    with pytest.raises(NotRestorable, match="equal memory is current"):
+        await store.restore_memory(U, first, "user")
+
+
+async def test_restoring_a_superseded_fact_retires_its_successor(store: Store) -> None:
+    (paris,) = await insert(store, mem("lives in Paris"))
+    assert paris is not None
+    async with store.apply_jobs([], "t", {}) as batch:
+        rome = await batch.supersede(U, paris, mem("lives in Rome"), datetime.now(UTC))
+    async with store.apply_jobs([], "t", {}) as batch:
+        oslo = await batch.supersede(U, rome, mem("lives in Oslo"), datetime.now(UTC))
+    restored = await store.restore_memory(U, paris, "user")
+    assert restored.valid_to is None and restored.superseded_by is None
+    current = {r.memory for r in await store.list_memories(U, None, 10, False)}
+    assert current == {"lives in Paris"}  # one current fact, not two
+    (retired,) = await store.retired_memories(U, 10)
+    assert retired.record.id == oslo and retired.reason == f"restored {paris}"
+    assert (await store.history(U, paris))[-1].metadata == {"retired": str(oslo)}
+
+
+async def test_erased_memories_cannot_be_restored(store: Store) -> None:
+    deleted, purged, kept = await insert(store, mem("a"), mem("b"), mem("c"))
+    assert deleted is not None and purged is not None and kept is not None
+    for memory_id in (deleted, purged, kept):
+        await store.retire_memory(U, memory_id, "mcp", "delete_memory")
+    await store.delete_memory(U, deleted, "user")  # the user's erase reaches retired rows
+    cut = datetime.now(UTC) + timedelta(seconds=1)
+    assert await store.purge_retired(cut, 1) == 1  # at most `limit`, oldest first
+    assert await store.purge_retired(datetime.now(UTC) - timedelta(days=1), 10) == 0
+    left = [r.record.id for r in await store.retired_memories(U, 10)]
+    assert len(left) == 1 and left[0] in (purged, kept)
+    gone = purged if left[0] == kept else kept
+    for memory_id in (deleted, gone):
+        with pytest.raises(NotRestorable, match="was erased"):
+            await store.restore_memory(U, memory_id, "user")
+    assert (await store.history(U, gone))[-1].event == "PURGE"
+    assert await store.delete_all(U) >= 1
+    with pytest.raises(MemoryNotFound):  # delete_all removes the history too
+        await store.restore_memory(U, left[0], "user")
+
+
+async def test_the_worker_purges_after_the_retention(store: Store) -> None:
+    """The worker's maintenance step: retired longer ago than the retention are erased.
+
+    FakeEmbedder (memhub.testing) stands in: the purge embeds nothing."""
+    from memhub.engine.worker import Worker, WorkerConfig
+    from memhub.testing import FakeEmbedder
+
+    old, recent = await insert(store, mem("old"), mem("recent"))
+    assert old is not None and recent is not None
+    await store.retire_memory(U, old, "consolidation", "asked")
+    keeping = Worker(store, FakeEmbedder(dimension=3), WorkerConfig(retired_retention_days=1))
+    assert await keeping.purge_retired() == 0  # retired now: within a day's retention
+    purging = Worker(store, FakeEmbedder(dimension=3), WorkerConfig(retired_retention_days=0))
+    await store.retire_memory(U, recent, "consolidation", "asked")
+    assert await purging.purge_retired() == 2
+    assert await store.retired_memories(U, 10) == []
+    (later,) = await insert(store, mem("later"))
+    assert later is not None
+    await store.retire_memory(U, later, "consolidation", "asked")
+    assert await purging.run_once() == 0  # its periodic step runs at most once per interval
+    assert len(await store.retired_memories(U, 10)) == 1
+    assert await purging.purge_retired(force=True) == 1
