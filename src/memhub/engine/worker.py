@@ -111,6 +111,8 @@ class Worker:
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self.failed = 0
+        self.jobs_done = 0  # counters for `memhub worker`'s progress line
+        self.turns_done = 0
         self._inserted_since_analyze = 0
         self._inserted_total = 0
 
@@ -156,6 +158,7 @@ class Worker:
     async def _guarded_once(self) -> int:
         try:
             done = await self.run_once()
+            self.jobs_done += done
             await self._count_queue_for_metrics()
             return done
         except StoreUnavailable as exc:
@@ -274,6 +277,7 @@ class Worker:
                 log.warning("worker: ingest batch failed (%s); retrying its jobs one by one", exc)
                 for job in rest:
                     await self._ingest_one(job, finished)
+        self.turns_done += sum(len(turn_ids_of(j)) - done_of(j) for j in jobs if j.id in finished)
         return len(finished)
 
     async def _ingest_one(self, job: Job, finished: set[int]) -> None:
