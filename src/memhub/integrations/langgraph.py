@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from memhub._portal import portal_loop, run_sync
-from memhub.errors import UsageError
+from memhub.errors import UsageError, install_hint
 from memhub.memory import AsyncMemory, Memory
 from memhub.memory.results import MemoryItem
 
@@ -33,7 +33,7 @@ try:
     )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "memhub.integrations.langgraph needs: pip install 'memhub[langgraph]'"
+        f"memhub.integrations.langgraph needs LangGraph: {install_hint('langgraph')}"
     ) from exc
 
 __all__ = ["MemhubStore"]

@@ -1,7 +1,7 @@
 """memhub's MCP server: search, add, list, delete and history tools for any MCP client.
 
-Needs the ``mcp`` extra (``pip install 'memhub[mcp]'``). The options and the entry points
-import without it; :func:`create_server` and :func:`serve` load the SDK when first used, and
+Needs the ``mcp`` extra (``pip install -e '.[mcp]'`` in a checkout). The options and the entry
+points import without it; :func:`create_server` and :func:`serve` load the SDK when first used, and
 raise :class:`~memhub.ConfigurationError` naming that command if it is missing.
 """
 
