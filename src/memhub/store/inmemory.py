@@ -249,7 +249,8 @@ class InMemoryStore(InMemoryKeys):
             ):
                 raise Conflict(f"{action}: it would duplicate an existing row")
             mem.metadata = meta
-            self.tables.event(mem, "UPDATE", old_text, mem.memory, actor, now, None)
+            if mem.memory != old_text:  # history is of text, as Mem0's is
+                self.tables.event(mem, "UPDATE", old_text, mem.memory, actor, now, None)
             return mem.record()
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:

@@ -303,8 +303,8 @@ async def update_memory(
         )
         row = await cur.fetchone()
         assert row is not None
-        new_text = old.memory if text is None else text
-        await history_event(conn, old, "UPDATE", old.memory, new_text, actor)
+        if text is not None and text != old.memory:  # history is of text, as Mem0's is
+            await history_event(conn, old, "UPDATE", old.memory, text, actor)
         return record_from_row(row)
 
 
