@@ -1,8 +1,9 @@
 """memhub's LangGraph store against LangGraph's documented ``BaseStore`` behaviour.
 
 LangGraph ships no store conformance suite (``langgraph-checkpoint-conformance`` covers
-checkpointers only), so the same behaviour tests run on LangGraph's own ``InMemoryStore`` (the
-reference) and on ``MemhubStore`` over the real PostgreSQL and embedder.
+checkpointers only), so the same behaviour tests run on LangGraph's own stores (the
+references: ``InMemoryStore``, and ``PostgresStore`` from ``langgraph-checkpoint-postgres`` on
+the test's own PostgreSQL) and on ``MemhubStore`` over the real PostgreSQL and embedder.
 """
 
 from __future__ import annotations
@@ -18,13 +19,33 @@ from memhub import AsyncMemory, MemhubSettings, Memory
 from memhub.integrations.langgraph import MemhubStore
 
 
-@pytest.fixture(params=["langgraph-inmemory", "memhub"])
-def store(request: pytest.FixtureRequest, settings: MemhubSettings) -> Iterator[BaseStore]:
+@pytest.fixture(params=["langgraph-inmemory", "langgraph-postgres", "memhub"])
+def store(
+    request: pytest.FixtureRequest, settings: MemhubSettings, db_url: str
+) -> Iterator[BaseStore]:
     if request.param == "langgraph-inmemory":
         yield InMemoryStore()
         return
+    if request.param == "langgraph-postgres":
+        postgres_store = pytest.importorskip("langgraph.store.postgres")  # the dev extra has it
+        PostgresStore = postgres_store.PostgresStore
+
+        with PostgresStore.from_conn_string(db_url) as postgres:
+            postgres.setup()
+            yield postgres
+        return
     with Memory(settings=settings) as memory:
         yield MemhubStore(memory)
+
+
+def test_search_without_a_query_lists_by_recency(store: BaseStore) -> None:
+    # Documented as it is: memhub and PostgresStore newest first, InMemoryStore oldest first.
+    for key in ("first", "second", "third"):
+        store.put(("order",), key, {"k": key})
+        time.sleep(0.01)
+    keys = [i.key for i in store.search(("order",))]
+    oldest_first = isinstance(store, InMemoryStore)
+    assert keys == (["first", "second", "third"] if oldest_first else ["third", "second", "first"])
 
 
 def test_put_get_update_delete(store: BaseStore) -> None:
@@ -196,3 +217,55 @@ def test_a_compiled_graph_uses_the_store(settings: MemhubSettings) -> None:
         ]
         events = [(e["event"], e["old_memory"]) for e in memory.history(stored["id"])]
         assert events[-1] == ("UPDATE", "Ada is allergic to peanuts.")
+
+
+# -- LangGraph's index configuration ---------------------------------------------------------
+
+
+def test_langgraphs_index_config_is_taken_as_written(settings: MemhubSettings) -> None:
+    # As LangGraph's docs write it for InMemoryStore, with memhub's model for "embed".
+    index = {"dims": 384, "embed": "sentence-transformers/all-MiniLM-L6-v2", "fields": ["text"]}
+    with MemhubStore(index=index, settings=settings) as store:
+        store.put(("mem",), "1", {"text": "Ada is allergic to peanuts.", "other": "zebra"})
+        store.put(("mem",), "2", {"text": "Ada lives in Lisbon.", "other": "zebra"})
+        hits = store.search(("mem",), query="Which foods must Ada avoid?", limit=1)
+        assert [h.key for h in hits] == ["1"]
+    with Memory(settings=settings) as memory:  # only "text" was indexed: "other" is not there
+        texts = {m["memory"] for m in memory.get_all(agent_id="langgraph")["results"]}
+    assert texts == {"Ada is allergic to peanuts.", "Ada lives in Lisbon."}
+
+
+def test_a_callers_embedding_function_is_the_embedder(settings: MemhubSettings) -> None:
+    calls: list[list[str]] = []
+
+    def letters(texts: list[str]) -> list[list[float]]:  # the caller's own "model"
+        calls.append(list(texts))
+        return [
+            [float(t.lower().count(c)) + 0.01 for c in "abcdefghijklmnopqrstuvwxyz"] for t in texts
+        ]
+
+    with MemhubStore(index={"dims": 26, "embed": letters}, settings=settings) as store:
+        store.put(("n",), "k", {"text": "quiz"})
+        assert store.search(("n",), query="quiz", limit=1)[0].key == "k"
+    assert ['{"text": "quiz"}'] in calls and ["quiz"] in calls  # the item, then the query
+
+
+def test_what_memhub_cannot_honour_is_refused_clearly(settings: MemhubSettings) -> None:
+    from memhub import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="MEMHUB_EMBEDDER_MODEL"):
+        MemhubStore(
+            index={"dims": 1536, "embed": "openai:text-embedding-3-small"}, settings=settings
+        )
+    with pytest.raises(ConfigurationError, match="cosine"):
+        MemhubStore(index={"dims": 384, "distance_type": "l2"}, settings=settings)
+    with pytest.raises(ConfigurationError, match="unknown keys"):
+        MemhubStore(index={"dims": 384, "model": "x"}, settings=settings)
+    with Memory(settings=settings) as memory:
+        with pytest.raises(ConfigurationError, match="settings="):
+            MemhubStore(
+                memory, index={"dims": 8, "embed": lambda texts: [[1.0] * 8 for _ in texts]}
+            )
+        store = MemhubStore(memory, index={"dims": 1536})
+        with pytest.raises(ConfigurationError, match="set dims to 384"):
+            store.put(("a",), "k", {"v": 1})
