@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
@@ -81,6 +81,11 @@ class AddRequest(_Scoped):
         default=None, description="When the messages were said (ISO 8601 or Unix seconds)."
     )
     wait: bool = Field(default=False, description="Answer once the memories are searchable.")
+    expiration_date: date | datetime | None = Field(
+        default=None,
+        description="Mem0's: the memories' last day (YYYY-MM-DD, UTC) or the instant they "
+        "expire; after it they are not returned, and are purged later.",
+    )
 
 
 class SearchRequest(_Scoped):

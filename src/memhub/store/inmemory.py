@@ -200,15 +200,17 @@ class InMemoryStore(InMemoryKeys):
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
         async with self.lock:
             mem = self.tables.memories.get(memory_id)
-            return mem.record() if mem is not None and in_scope(scope, mem.scope) else None
+            if mem is None or not in_scope(scope, mem.scope) or mem.expired(utc_now()):
+                return None
+            return mem.record()
 
     async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
         wanted = set(turn_ids)
         async with self.lock:
-            rows = [
+            rows = [  # as PostgreSQL's: current rows, expired or not (add's own answer)
                 m
-                for m in self.tables.eligible(scope, None, False)
-                if wanted.intersection(m.source_turn_ids)
+                for m in self.tables.eligible(scope, None, True)
+                if m.valid_to is None and wanted.intersection(m.source_turn_ids)
             ]
             rows.sort(key=lambda m: (m.created_at, str(m.id)))
             return [m.record() for m in rows]
@@ -258,6 +260,15 @@ class InMemoryStore(InMemoryKeys):
             mem = self.tables.located(scope, memory_id)
             self.tables.detach(mem, None)
             self.tables.event(mem, "DELETE", mem.memory, None, actor, utc_now(), None)
+
+    async def purge_expired(self, limit: int) -> int:
+        async with self.lock:
+            now = utc_now()
+            gone = [m for m in self.tables.memories.values() if m.expired(now)][:limit]
+            for mem in gone:
+                self.tables.detach(mem, None)
+                self.tables.event(mem, "DELETE", mem.memory, None, "expiry", now, None)
+            return len(gone)
 
     async def delete_all(self, scope: Scope) -> int:
         if scope.is_empty():  # PostgreSQL fails on the turns' empty WHERE and deletes nothing

@@ -113,6 +113,10 @@ class MemoryRow:
     superseded_by: UUID | None = None
     updated_at: datetime | None = None
     role: str | None = None
+    expires_at: datetime | None = None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
     @property
     def key(self) -> Key:

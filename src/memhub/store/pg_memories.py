@@ -36,6 +36,7 @@ __all__ = [
     "memories_for_turns",
     "memories_where",
     "previous_turn",
+    "purge_expired",
     "record_from_row",
     "reset",
     "update_memory",
@@ -78,9 +79,15 @@ def memories_where(
     parts = [scope_where(scope, params, alias)]
     if not include_superseded:
         parts.append(sql.SQL("{} IS NULL").format(sql.Identifier(alias, "valid_to")))
+        if alias == "m":  # memory_words rows are checked against their memories row after
+            parts.append(_NOT_EXPIRED)
     if filters is not None:
         parts.append(compile_filter(filters, params, alias))
     return sql.SQL(" AND ").join(parts)
+
+
+# add(expiration_date=...): an expired memory is not returned, before the worker purges it.
+_NOT_EXPIRED = sql.SQL("(m.expires_at IS NULL OR m.expires_at > now())")
 
 
 def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
@@ -105,9 +112,9 @@ def previous_turn(turn_id: sql.Composable) -> sql.Composed:
 # (0: none; migration 0018).
 _INSERT = sql.SQL(
     "INSERT INTO memories (id, user_id, agent_id, run_id, memory, hash, embedding, metadata,"
-    " memory_type, valid_from, source_turn_ids, created_at, role, previous_turn_id)"
+    " memory_type, valid_from, source_turn_ids, created_at, role, previous_turn_id, expires_at)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s::timestamptz, now()), %s,"
-    " coalesce(%s::timestamptz, now()), %s, coalesce({previous}, 0))"
+    " coalesce(%s::timestamptz, now()), %s, coalesce({previous}, 0), %s)"
     " ON CONFLICT (coalesce(user_id, ''), coalesce(agent_id, ''), coalesce(run_id, ''), hash)"
     " WHERE valid_to IS NULL AND role IS NULL DO NOTHING RETURNING id"
 ).format(previous=previous_turn(sql.SQL("%s::bigint")))
@@ -137,6 +144,7 @@ def _memory_row(new: NewMemory) -> tuple[Any, ...]:
         new.created_at,
         new.role,
         new.source_turn_ids[0] if new.source_turn_ids else None,
+        new.expires_at,
     )
 
 
@@ -223,8 +231,10 @@ async def _insert_new(
 
 async def get_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
     params = Params()
-    query = sql.SQL("SELECT {cols} FROM memories m WHERE m.id = {id} AND {scope}").format(
-        cols=COLUMNS, id=params.bind(memory_id), scope=scope_where(scope, params)
+    query = sql.SQL(
+        "SELECT {cols} FROM memories m WHERE m.id = {id} AND {scope} AND {live}"
+    ).format(
+        cols=COLUMNS, id=params.bind(memory_id), scope=scope_where(scope, params), live=_NOT_EXPIRED
     )
     cur = await conn.execute(query, params.values)
     row = await cur.fetchone()
@@ -354,6 +364,27 @@ async def delete_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID, a
         old = await lock_memory(conn, scope, memory_id)
         await conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
         await history_event(conn, old, "DELETE", old.memory, None, actor)
+
+
+# The expired memories go with a DELETE event each, as a user's delete leaves (actor "expiry").
+_PURGE_EXPIRED = (
+    "WITH gone AS ("
+    " DELETE FROM memories WHERE id IN (SELECT id FROM memories"
+    "  WHERE expires_at IS NOT NULL AND expires_at <= now() ORDER BY expires_at LIMIT %s"
+    "  FOR UPDATE SKIP LOCKED)"
+    " RETURNING id, user_id, agent_id, run_id, memory)"
+    " INSERT INTO memory_history (memory_id, user_id, agent_id, run_id, event, old_memory,"
+    " new_memory, actor, turn_ids, metadata)"
+    " SELECT id, user_id, agent_id, run_id, 'DELETE', memory, NULL, 'expiry', '{}', '{}'"
+    " FROM gone"
+)
+
+
+async def purge_expired(conn: AsyncConn, limit: int) -> int:
+    """Delete up to ``limit`` expired memories, each leaving a DELETE event; how many went."""
+    async with conn.transaction():
+        cur = await conn.execute(_PURGE_EXPIRED, (limit,))
+        return cur.rowcount
 
 
 async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:

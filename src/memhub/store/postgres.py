@@ -204,6 +204,10 @@ class PostgresStore:
             await pg_memories.delete_memory(conn, scope, memory_id, actor)
             await self._wrote(conn, scope)
 
+    async def purge_expired(self, limit: int) -> int:
+        async with self._connect("purging expired memories") as conn:
+            return await pg_memories.purge_expired(conn, limit)
+
     async def delete_all(self, scope: Scope) -> int:
         async with self._connect("deleting a scope") as conn:
             deleted = await pg_erase.delete_all(conn, scope)

@@ -224,6 +224,11 @@ class MemoryStore(Protocol):
 
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]: ...
 
+    async def purge_expired(self, limit: int) -> int:
+        """Delete up to ``limit`` memories whose ``expires_at`` has passed (DELETE events by
+        ``"expiry"`` in their history); returns how many."""
+        ...
+
 
 class JobStore(Protocol):
     """The durable queue: claim (leases), apply (checked), release, heartbeat, park, requeue."""
