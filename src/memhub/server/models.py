@@ -219,6 +219,20 @@ class UserList(BaseModel):
     )
 
 
+class ScopeOut(BaseModel):
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    memories: int = Field(description="Current memories of exactly this scope.")
+    last_activity: datetime | None
+
+
+class ScopeList(BaseModel):
+    """``GET /v1/scopes``: every scope with memories (user, agent, run, combinations)."""
+
+    results: list[ScopeOut]
+
+
 class DailyUsageOut(BaseModel):
     day: str
     calls: int
