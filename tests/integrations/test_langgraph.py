@@ -266,6 +266,8 @@ def test_what_memhub_cannot_honour_is_refused_clearly(settings: MemhubSettings) 
             MemhubStore(
                 memory, index={"dims": 8, "embed": lambda texts: [[1.0] * 8 for _ in texts]}
             )
+        with pytest.raises(NotImplementedError):  # LangGraph's own refusal: no TTL here
+            MemhubStore(memory).put(("a",), "k", {"v": 1}, ttl=5)
         store = MemhubStore(memory, index={"dims": 1536})
         with pytest.raises(ConfigurationError, match="set dims to 384"):
             store.put(("a",), "k", {"v": 1})
