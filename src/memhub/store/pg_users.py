@@ -34,7 +34,9 @@ class UserRow:
 # The page's ids come from indexes in byte order (migration 0015): each branch stops after
 # `take` distinct ids, so a page reads its own users' index entries, never every user's. Only
 # then are that page's memories and turns counted, through the per-user indexes.
-# conversation_context.created_at is UTC wall time without a zone (ARKOS's column).
+# conversation_context.created_at is UTC wall time without a zone (ARKOS's column). Its ""
+# user_id holds agent- and run-only turns (the column is NOT NULL): no user, so not listed (a
+# range, so the index skips them instead of reading them).
 _PAGE = """
 WITH ids AS (
     (SELECT DISTINCT user_id COLLATE "C" AS user_id FROM memories
@@ -42,7 +44,7 @@ WITH ids AS (
      ORDER BY 1 LIMIT %(take)s)
     UNION
     (SELECT DISTINCT user_id COLLATE "C" FROM conversation_context
-     WHERE {turn_bounds}
+     WHERE user_id COLLATE "C" > '' AND {turn_bounds}
      ORDER BY 1 LIMIT %(take)s)
 ), page AS (
     SELECT user_id FROM ids ORDER BY user_id LIMIT %(limit)s OFFSET %(offset)s
