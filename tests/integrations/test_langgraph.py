@@ -38,6 +38,60 @@ def store(
         yield MemhubStore(memory)
 
 
+@pytest.fixture(params=["langgraph-postgres", "memhub"])
+def ttl_store(
+    request: pytest.FixtureRequest, settings: MemhubSettings, db_url: str
+) -> Iterator[BaseStore]:
+    """Stores with TTLs (InMemoryStore has none): items live 3 s unless read."""
+    ttl = {"default_ttl": 0.05, "refresh_on_read": True}
+    if request.param == "langgraph-postgres":
+        postgres_store = pytest.importorskip("langgraph.store.postgres")
+        # omit_expired: PostgresStore otherwise returns expired items until its sweeper runs;
+        # memhub never returns them.
+        config = {**ttl, "omit_expired": True}
+        with postgres_store.PostgresStore.from_conn_string(db_url, ttl=config) as postgres:
+            postgres.setup()
+            yield postgres
+        return
+    with Memory(settings=settings) as memory:
+        yield MemhubStore(memory, ttl=ttl)
+
+
+def _at(started: float, seconds: float) -> None:
+    time.sleep(max(0.0, started + seconds - time.monotonic()))
+
+
+def test_an_item_past_its_ttl_is_gone(ttl_store: BaseStore) -> None:
+    assert ttl_store.supports_ttl
+    ns = ("ttl",)
+    ttl_store.put(ns, "kept", {"v": 1}, ttl=None)  # no TTL: never expires
+    started = time.monotonic()  # (memhub's first put also loads the embedder)
+    ttl_store.put(ns, "short", {"v": 2})  # default_ttl: 3 s
+    _at(started, 1.5)
+    assert ttl_store.get(ns, "short", refresh_ttl=False) is not None
+    assert {i.key for i in ttl_store.search(ns, refresh_ttl=False)} == {"kept", "short"}
+    _at(started, 4.0)
+    assert ttl_store.get(ns, "short", refresh_ttl=False) is None
+    assert [i.key for i in ttl_store.search(ns, refresh_ttl=False)] == ["kept"]
+
+
+def test_reading_an_item_renews_its_ttl(settings: MemhubSettings) -> None:
+    # memhub only: PostgresStore keeps ttl_minutes as an INT, so a refresh of a TTL under a
+    # minute (all a test can wait for) renews it to 0 there.
+    with MemhubStore(settings=settings, ttl={"default_ttl": 0.1}) as store:  # 6 s
+        store.put(("t",), "warm", {"v": 0}, ttl=None)  # loads the embedder
+        started = time.monotonic()
+        store.put(("t",), "read", {"v": 1})
+        store.put(("t",), "unread", {"v": 2})
+        _at(started, 3.0)
+        assert store.get(("t",), "read") is not None  # renewed: now until about 9 s
+        _at(started, 7.0)
+        assert store.get(("t",), "unread") is None  # its 6 s are over
+        assert store.get(("t",), "read", refresh_ttl=False) is not None
+        _at(started, 10.5)
+        assert store.get(("t",), "read") is None
+
+
 def test_search_without_a_query_lists_by_recency(store: BaseStore) -> None:
     # Documented as it is: memhub and PostgresStore newest first, InMemoryStore oldest first.
     for key in ("first", "second", "third"):
@@ -266,8 +320,8 @@ def test_what_memhub_cannot_honour_is_refused_clearly(settings: MemhubSettings) 
             MemhubStore(
                 memory, index={"dims": 8, "embed": lambda texts: [[1.0] * 8 for _ in texts]}
             )
-        with pytest.raises(NotImplementedError):  # LangGraph's own refusal: no TTL here
-            MemhubStore(memory).put(("a",), "k", {"v": 1}, ttl=5)
+        with pytest.raises(ConfigurationError, match="unknown keys"):
+            MemhubStore(memory, ttl={"default_ttl": 5, "ttl_minutes": 5})
         store = MemhubStore(memory, index={"dims": 1536})
         with pytest.raises(ConfigurationError, match="set dims to 384"):
             store.put(("a",), "k", {"v": 1})

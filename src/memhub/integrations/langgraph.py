@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
 import numpy as np
@@ -25,6 +26,7 @@ from memhub.embed.base import check_texts, empty_matrix, normalise_rows
 from memhub.errors import ConfigurationError, UsageError, install_hint
 from memhub.memory import AsyncMemory, Memory
 from memhub.memory.results import MemoryItem
+from memhub.store.records import Scope
 
 try:
     from langgraph.store.base import (
@@ -38,6 +40,7 @@ try:
         Result,
         SearchItem,
         SearchOp,
+        TTLConfig,
     )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -49,6 +52,7 @@ __all__ = ["CallerEmbedder", "MemhubStore"]
 _FIELD = "langgraph"  # the metadata key holding namespace, key and value
 _OPERATORS = {"$eq": "eq", "$ne": "ne", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 _MAX_LISTED = 10_000  # list_namespaces reads at most this many items
+_TTL_KEYS = frozenset({"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"})
 _INDEX_KEYS = frozenset({"dims", "embed", "fields", "distance_type", "ann_index_config"})
 # Names LangGraph users give memhub's bundled model (LangChain's "provider:model" form too).
 _BUNDLED_NAMES = frozenset(
@@ -84,12 +88,15 @@ class MemhubStore(BaseStore):
         agent_id: Scope the items to this agent (default ``"langgraph"`` when no user_id).
         index_fields: The same as ``index["fields"]`` (memhub's older name).
         settings: The settings of the Memory the store opens when ``memory`` is None.
+        ttl: LangGraph's TTL configuration (``default_ttl`` minutes, ``refresh_on_read``).
+            An item past its TTL is never returned (as ``omit_expired=True`` in LangGraph's
+            PostgresStore); memhub's worker deletes it within about a minute, whatever
+            ``sweep_interval_minutes`` says.
 
-    TTLs are not supported (``supports_ttl`` is False). Writes wait until the item is
-    searchable, as LangGraph code reads its own writes.
+    Writes wait until the item is searchable, as LangGraph code reads its own writes.
     """
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(
         self,
@@ -100,8 +107,15 @@ class MemhubStore(BaseStore):
         agent_id: str | None = None,
         index_fields: Sequence[str] | None = None,
         settings: MemhubSettings | None = None,
+        ttl: Mapping[str, Any] | None = None,
     ) -> None:
         config = _index_config(index, index_fields)
+        unknown = sorted(set(ttl or {}) - _TTL_KEYS)
+        if unknown:
+            raise ConfigurationError(
+                f"ttl: unknown keys {unknown} (LangGraph's: {sorted(_TTL_KEYS)})"
+            )
+        self.ttl_config = None if ttl is None else TTLConfig(**ttl)  # type: ignore[typeddict-item]
         embedder = None
         if config.embed is not None and not isinstance(config.embed, str):
             if memory is not None:
@@ -125,6 +139,7 @@ class MemhubStore(BaseStore):
         if user_id is None and agent_id is None:
             agent_id = "langgraph"
         self._scope = _Scope(user_id=user_id, agent_id=agent_id)
+        self._stored_scope = Scope(user_id=user_id, agent_id=agent_id)
         self._index_fields = config.fields
         self._dims = config.dims
         self._checked = config.dims is None
@@ -159,6 +174,8 @@ class MemhubStore(BaseStore):
         for op in ops:
             if isinstance(op, GetOp):
                 found = await self._find(op.namespace, op.key)
+                if found is not None and op.refresh_ttl:
+                    await self._refresh([found])
                 results.append(None if found is None else _item(found))
             elif isinstance(op, PutOp):
                 await self._put(op)
@@ -180,6 +197,20 @@ class MemhubStore(BaseStore):
                 f"{engine.embedder.dimension}, or configure another embedder (docs/embedders.md)"
             )
         self._checked = True
+
+    async def _refresh(self, found: Sequence[MemoryItem]) -> None:
+        """Renew the TTL of items read (LangGraph's ``refresh_ttl``), one write per TTL value."""
+        by_ttl: dict[float, list[str]] = {}
+        for memory in found:
+            minutes = memory["metadata"][_FIELD].get("ttl")
+            if isinstance(minutes, int | float):
+                by_ttl.setdefault(float(minutes), []).append(memory["id"])
+        if by_ttl:
+            store = (await self._memory._engine()).store
+            for minutes, ids in by_ttl.items():
+                await store.set_expiry(
+                    self._stored_scope, [uuid.UUID(i) for i in ids], _expiry(minutes)
+                )
 
     # -- operations -------------------------------------------------------------------------
     async def _find(self, namespace: tuple[str, ...], key: str) -> MemoryItem | None:
@@ -203,12 +234,24 @@ class MemhubStore(BaseStore):
                 "depth": len(op.namespace),
                 "key": op.key,
                 "value": op.value,
+                "ttl": op.ttl,
             }
         }
+        expires = None if op.ttl is None else _expiry(op.ttl)
         if existing is not None:
             await self._memory.update(existing["id"], text, metadata=metadata, **self._scope)
+            if expires is not None or existing["metadata"][_FIELD].get("ttl") is not None:
+                store = (await self._memory._engine()).store
+                await store.set_expiry(self._stored_scope, [uuid.UUID(existing["id"])], expires)
         else:
-            await self._memory.add(text, **self._scope, metadata=metadata, infer=False, wait=True)
+            await self._memory.add(
+                text,
+                **self._scope,
+                metadata=metadata,
+                infer=False,
+                wait=True,
+                expiration_date=expires,
+            )
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         filters = {
@@ -226,7 +269,10 @@ class MemhubStore(BaseStore):
             found = await self._memory.get_all(
                 **self._scope, filters=filters, limit=min(wanted, _MAX_LISTED)
             )
-        return [_item(m, search=True) for m in found["results"][op.offset : wanted]]
+        page = found["results"][op.offset : wanted]
+        if op.refresh_ttl:
+            await self._refresh(page)
+        return [_item(m, search=True) for m in page]
 
     async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found = await self._memory.get_all(**self._scope, limit=_MAX_LISTED)
@@ -355,6 +401,10 @@ class CallerEmbedder:
 
 
 # -- pure helpers ---------------------------------------------------------------------------
+
+
+def _expiry(minutes: float) -> datetime:
+    return datetime.now(UTC) + timedelta(minutes=minutes)
 
 
 def _check_namespace(namespace: tuple[str, ...]) -> None:

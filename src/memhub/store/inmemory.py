@@ -261,6 +261,15 @@ class InMemoryStore(InMemoryKeys):
             self.tables.detach(mem, None)
             self.tables.event(mem, "DELETE", mem.memory, None, actor, utc_now(), None)
 
+    async def set_expiry(
+        self, scope: Scope | None, memory_ids: Sequence[UUID], expires_at: datetime | None
+    ) -> None:
+        async with self.lock:
+            for memory_id in memory_ids:
+                mem = self.tables.memories.get(memory_id)
+                if mem is not None and in_scope(scope, mem.scope):
+                    mem.expires_at = None if expires_at is None else as_utc(expires_at, utc_now())
+
     async def purge_expired(self, limit: int) -> int:
         async with self.lock:
             now = utc_now()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -39,6 +40,7 @@ __all__ = [
     "purge_expired",
     "record_from_row",
     "reset",
+    "set_expiry",
     "update_memory",
 ]
 
@@ -378,6 +380,22 @@ _PURGE_EXPIRED = (
     " SELECT id, user_id, agent_id, run_id, 'DELETE', memory, NULL, 'expiry', '{}', '{}'"
     " FROM gone"
 )
+
+
+async def set_expiry(
+    conn: AsyncConn, scope: Scope | None, memory_ids: Sequence[UUID], expires_at: datetime | None
+) -> None:
+    """When these memories of ``scope`` expire (None: never)."""
+    params = Params()
+    query = sql.SQL("UPDATE memories m SET expires_at = {at} WHERE m.id = ANY({ids}) AND {scope}")
+    await conn.execute(
+        query.format(
+            at=params.bind(expires_at, "timestamptz"),
+            ids=params.bind(list(memory_ids), "uuid[]"),
+            scope=scope_where(scope, params),
+        ),
+        params.values,
+    )
 
 
 async def purge_expired(conn: AsyncConn, limit: int) -> int:

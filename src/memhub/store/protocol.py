@@ -224,6 +224,12 @@ class MemoryStore(Protocol):
 
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]: ...
 
+    async def set_expiry(
+        self, scope: Scope | None, memory_ids: Sequence[UUID], expires_at: datetime | None
+    ) -> None:
+        """Set (None: clear) when these memories of ``scope`` expire (a LangGraph TTL)."""
+        ...
+
     async def purge_expired(self, limit: int) -> int:
         """Delete up to ``limit`` memories whose ``expires_at`` has passed (DELETE events by
         ``"expiry"`` in their history); returns how many."""
