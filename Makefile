@@ -10,19 +10,23 @@ DEV_STAMP := $(VENV)/.installed-dev-$(SUM)
 BENCH_VENV := .venv-bench
 PROFILE ?= default
 
-.PHONY: run test lint typecheck unit test-ts bench clean
+.PHONY: run test lint typecheck unit test-ts bench dist clean
 
+# pip says what it collects and installs (one line a package): no silent first minute.
 $(BIN)/python:
+	@echo "memhub: creating $(VENV) (first run only)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --progress-bar off --upgrade pip
 
 $(SERVER_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[server]'
+	@echo "memhub: installing memhub and its server extra into $(VENV) (first run: about a minute)"
+	$(BIN)/python -m pip install --progress-bar off -e '.[server]'
 	rm -f $(VENV)/.installed-server-*
 	touch $@
 
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "memhub: installing memhub with its dev extra into $(VENV) (first run: a few minutes)"
+	$(BIN)/python -m pip install --progress-bar off -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@ $(SERVER_STAMP)
 
@@ -62,6 +66,13 @@ bench:
 	$(BENCH_VENV)/bin/python -m pip install --quiet -r bench/requirements.txt -e '.[server]'
 	$(BENCH_VENV)/bin/python -m bench --profile $(PROFILE)
 
+# A wheel in dist/ (pip builds it with hatchling), to install memhub where there is no checkout:
+# pip install 'dist/memhub-<version>-py3-none-any.whl[server]'.
+dist: | $(BIN)/python
+	rm -rf dist
+	$(BIN)/python -m pip wheel --no-deps --progress-bar off --wheel-dir dist .
+	@ls dist/*.whl
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) dist .pytest_cache .mypy_cache .ruff_cache
 	rm -rf $(TS_CLIENT)/node_modules $(TS_CLIENT)/build

@@ -142,6 +142,13 @@ STEPS: list[Step] = [
         ),
     ),
     Step(
+        "add_expiring",
+        'm.add("Dentist on Friday", user_id="yan", infer=False, expiration_date="2099-01-01")',
+        lambda m, ids: m.add(
+            "Dentist on Friday", user_id="yan", infer=False, expiration_date="2099-01-01"
+        ),
+    ),
+    Step(
         "add_infer_true",
         'm.add("I moved to Paris last week.", user_id="ann")',
         lambda m, ids: m.add("I moved to Paris last week.", user_id="ann"),

@@ -313,7 +313,7 @@ def render(results: dict[str, Any], *, docs: Path, img_dir: Path) -> str:
         "",
         f"Profile `{profile['name']}`, run {results['started']} on "
         f"{results['machine']['cpus']} CPUs. Regenerate with `make bench` "
-        f"(or `python -m bench --profile {profile['name']}`).",
+        f"(or `.venv-bench/bin/python -m bench --profile {profile['name']}`).",
         "",
         *report_scale.machine_lines(results),
         f"Versions: {versions}.",

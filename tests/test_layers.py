@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "messages": 0,
     "filters": 0,
     "telemetry": 0,
+    "logs": 0,
     "_loops": 0,
     "store": 1,
     "embed": 1,

@@ -32,6 +32,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "UsageError",
+    "install_hint",
 ]
 
 
@@ -121,3 +122,17 @@ class ProviderOutputError(ProviderError):
     def __init__(self, message: str, *, raw: str | None = None) -> None:
         super().__init__(message)
         self.raw = raw
+
+
+def install_hint(extra: str | None = None) -> str:
+    """How to install memhub (with ``extra``), as error messages say it.
+
+    memhub is installed from a checkout (or a wheel ``make dist`` built); the PyPI form is
+    named too, for once it is published there.
+    """
+    target = "." if extra is None else f".[{extra}]"
+    published = "memhub" if extra is None else f"memhub[{extra}]"
+    return (
+        f"in memhub's checkout run .venv/bin/pip install -e '{target}'"
+        f" (once memhub is on PyPI: pip install '{published}')"
+    )

@@ -34,7 +34,7 @@ def argv_and_env(line: str) -> tuple[list[str], dict[str, str]]:
     while "=" in words[0]:
         name, value = words.pop(0).split("=", 1)
         env[name] = value
-    if words[0] == "python":
+    if words[0] == ".venv/bin/python":  # the checkout's venv; the tests run in it (or a copy)
         words[0] = sys.executable
     return words, env
 

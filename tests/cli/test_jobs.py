@@ -62,3 +62,43 @@ def test_migrate_reports_an_up_to_date_database(
             0,
         )
     assert applied > 0
+
+
+async def test_worker_logs_its_start_and_its_progress(
+    db_url: str, settings: MemhubSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    import asyncio
+    import logging
+    import os
+    import signal
+
+    from memhub.cli import ops
+
+    await _queue(settings)  # two jobs waiting before the worker starts
+    caplog.set_level(logging.INFO, logger="memhub")
+    run = asyncio.ensure_future(ops.worker(settings, 1, report_every=0.3))
+    for _ in range(200):
+        await asyncio.sleep(0.05)
+        if any(
+            "jobs in" in r.getMessage() and "0 queued" in r.getMessage() for r in caplog.records
+        ):
+            break
+    os.kill(os.getpid(), signal.SIGINT)  # the worker's own handler stops it
+    assert await asyncio.wait_for(run, 30) == 0
+    lines = [r.getMessage() for r in caplog.records if r.name == "memhub.worker"]
+    start = lines[0]
+    assert start.startswith("worker started: database postgresql://postgres@/memhub_test")
+    assert "embedder all-MiniLM-L6-v2 (384 dimensions), 1 concurrent batches" in start
+    progress = [line for line in lines if "turns/s" in line]
+    assert sum(int(line.split("(")[1].split()[0]) for line in progress) == 2  # jobs done
+    assert "queue: 0 queued, 0 parked" in progress[-1]
+    assert lines[-1] == "worker stopped after 2 jobs (2 turns)"
+
+
+def test_the_worker_names_its_database_without_the_password() -> None:
+    from memhub.cli.ops import database_label
+
+    url = "postgresql://bob:s3cret@db.example:5433/mem?sslmode=require"
+    assert database_label(MemhubSettings(database_url=url)) == (
+        "postgresql://bob@db.example:5433/mem?sslmode=require"
+    )

@@ -1,8 +1,9 @@
 """memhub's LangGraph store against LangGraph's documented ``BaseStore`` behaviour.
 
 LangGraph ships no store conformance suite (``langgraph-checkpoint-conformance`` covers
-checkpointers only), so the same behaviour tests run on LangGraph's own ``InMemoryStore`` (the
-reference) and on ``MemhubStore`` over the real PostgreSQL and embedder.
+checkpointers only), so the same behaviour tests run on LangGraph's own stores (the
+references: ``InMemoryStore``, and ``PostgresStore`` from ``langgraph-checkpoint-postgres`` on
+the test's own PostgreSQL) and on ``MemhubStore`` over the real PostgreSQL and embedder.
 """
 
 from __future__ import annotations
@@ -18,13 +19,87 @@ from memhub import AsyncMemory, MemhubSettings, Memory
 from memhub.integrations.langgraph import MemhubStore
 
 
-@pytest.fixture(params=["langgraph-inmemory", "memhub"])
-def store(request: pytest.FixtureRequest, settings: MemhubSettings) -> Iterator[BaseStore]:
+@pytest.fixture(params=["langgraph-inmemory", "langgraph-postgres", "memhub"])
+def store(
+    request: pytest.FixtureRequest, settings: MemhubSettings, db_url: str
+) -> Iterator[BaseStore]:
     if request.param == "langgraph-inmemory":
         yield InMemoryStore()
         return
+    if request.param == "langgraph-postgres":
+        postgres_store = pytest.importorskip("langgraph.store.postgres")  # the dev extra has it
+        PostgresStore = postgres_store.PostgresStore
+
+        with PostgresStore.from_conn_string(db_url) as postgres:
+            postgres.setup()
+            yield postgres
+        return
     with Memory(settings=settings) as memory:
         yield MemhubStore(memory)
+
+
+@pytest.fixture(params=["langgraph-postgres", "memhub"])
+def ttl_store(
+    request: pytest.FixtureRequest, settings: MemhubSettings, db_url: str
+) -> Iterator[BaseStore]:
+    """Stores with TTLs (InMemoryStore has none): items live 3 s unless read."""
+    ttl = {"default_ttl": 0.05, "refresh_on_read": True}
+    if request.param == "langgraph-postgres":
+        postgres_store = pytest.importorskip("langgraph.store.postgres")
+        # omit_expired: PostgresStore otherwise returns expired items until its sweeper runs;
+        # memhub never returns them.
+        config = {**ttl, "omit_expired": True}
+        with postgres_store.PostgresStore.from_conn_string(db_url, ttl=config) as postgres:
+            postgres.setup()
+            yield postgres
+        return
+    with Memory(settings=settings) as memory:
+        yield MemhubStore(memory, ttl=ttl)
+
+
+def _at(started: float, seconds: float) -> None:
+    time.sleep(max(0.0, started + seconds - time.monotonic()))
+
+
+def test_an_item_past_its_ttl_is_gone(ttl_store: BaseStore) -> None:
+    assert ttl_store.supports_ttl
+    ns = ("ttl",)
+    ttl_store.put(ns, "kept", {"v": 1}, ttl=None)  # no TTL: never expires
+    started = time.monotonic()  # (memhub's first put also loads the embedder)
+    ttl_store.put(ns, "short", {"v": 2})  # default_ttl: 3 s
+    _at(started, 1.5)
+    assert ttl_store.get(ns, "short", refresh_ttl=False) is not None
+    assert {i.key for i in ttl_store.search(ns, refresh_ttl=False)} == {"kept", "short"}
+    _at(started, 4.0)
+    assert ttl_store.get(ns, "short", refresh_ttl=False) is None
+    assert [i.key for i in ttl_store.search(ns, refresh_ttl=False)] == ["kept"]
+
+
+def test_reading_an_item_renews_its_ttl(settings: MemhubSettings) -> None:
+    # memhub only: PostgresStore keeps ttl_minutes as an INT, so a refresh of a TTL under a
+    # minute (all a test can wait for) renews it to 0 there.
+    with MemhubStore(settings=settings, ttl={"default_ttl": 0.1}) as store:  # 6 s
+        store.put(("t",), "warm", {"v": 0}, ttl=None)  # loads the embedder
+        started = time.monotonic()
+        store.put(("t",), "read", {"v": 1})
+        store.put(("t",), "unread", {"v": 2})
+        _at(started, 3.0)
+        assert store.get(("t",), "read") is not None  # renewed: now until about 9 s
+        _at(started, 7.0)
+        assert store.get(("t",), "unread") is None  # its 6 s are over
+        assert store.get(("t",), "read", refresh_ttl=False) is not None
+        _at(started, 10.5)
+        assert store.get(("t",), "read") is None
+
+
+def test_search_without_a_query_lists_by_recency(store: BaseStore) -> None:
+    # Documented as it is: memhub and PostgresStore newest first, InMemoryStore oldest first.
+    for key in ("first", "second", "third"):
+        store.put(("order",), key, {"k": key})
+        time.sleep(0.01)
+    keys = [i.key for i in store.search(("order",))]
+    oldest_first = isinstance(store, InMemoryStore)
+    assert keys == (["first", "second", "third"] if oldest_first else ["third", "second", "first"])
 
 
 def test_put_get_update_delete(store: BaseStore) -> None:
@@ -196,3 +271,57 @@ def test_a_compiled_graph_uses_the_store(settings: MemhubSettings) -> None:
         ]
         events = [(e["event"], e["old_memory"]) for e in memory.history(stored["id"])]
         assert events[-1] == ("UPDATE", "Ada is allergic to peanuts.")
+
+
+# -- LangGraph's index configuration ---------------------------------------------------------
+
+
+def test_langgraphs_index_config_is_taken_as_written(settings: MemhubSettings) -> None:
+    # As LangGraph's docs write it for InMemoryStore, with memhub's model for "embed".
+    index = {"dims": 384, "embed": "sentence-transformers/all-MiniLM-L6-v2", "fields": ["text"]}
+    with MemhubStore(index=index, settings=settings) as store:
+        store.put(("mem",), "1", {"text": "Ada is allergic to peanuts.", "other": "zebra"})
+        store.put(("mem",), "2", {"text": "Ada lives in Lisbon.", "other": "zebra"})
+        hits = store.search(("mem",), query="Which foods must Ada avoid?", limit=1)
+        assert [h.key for h in hits] == ["1"]
+    with Memory(settings=settings) as memory:  # only "text" was indexed: "other" is not there
+        texts = {m["memory"] for m in memory.get_all(agent_id="langgraph")["results"]}
+    assert texts == {"Ada is allergic to peanuts.", "Ada lives in Lisbon."}
+
+
+def test_a_callers_embedding_function_is_the_embedder(settings: MemhubSettings) -> None:
+    calls: list[list[str]] = []
+
+    def letters(texts: list[str]) -> list[list[float]]:  # the caller's own "model"
+        calls.append(list(texts))
+        return [
+            [float(t.lower().count(c)) + 0.01 for c in "abcdefghijklmnopqrstuvwxyz"] for t in texts
+        ]
+
+    with MemhubStore(index={"dims": 26, "embed": letters}, settings=settings) as store:
+        store.put(("n",), "k", {"text": "quiz"})
+        assert store.search(("n",), query="quiz", limit=1)[0].key == "k"
+    assert ['{"text": "quiz"}'] in calls and ["quiz"] in calls  # the item, then the query
+
+
+def test_what_memhub_cannot_honour_is_refused_clearly(settings: MemhubSettings) -> None:
+    from memhub import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="MEMHUB_EMBEDDER_MODEL"):
+        MemhubStore(
+            index={"dims": 1536, "embed": "openai:text-embedding-3-small"}, settings=settings
+        )
+    with pytest.raises(ConfigurationError, match="cosine"):
+        MemhubStore(index={"dims": 384, "distance_type": "l2"}, settings=settings)
+    with pytest.raises(ConfigurationError, match="unknown keys"):
+        MemhubStore(index={"dims": 384, "model": "x"}, settings=settings)
+    with Memory(settings=settings) as memory:
+        with pytest.raises(ConfigurationError, match="settings="):
+            MemhubStore(
+                memory, index={"dims": 8, "embed": lambda texts: [[1.0] * 8 for _ in texts]}
+            )
+        with pytest.raises(ConfigurationError, match="unknown keys"):
+            MemhubStore(memory, ttl={"default_ttl": 5, "ttl_minutes": 5})
+        store = MemhubStore(memory, index={"dims": 1536})
+        with pytest.raises(ConfigurationError, match="set dims to 384"):
+            store.put(("a",), "k", {"v": 1})

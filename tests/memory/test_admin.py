@@ -91,6 +91,7 @@ async def test_the_first_admin_key_is_created_once(admin: AsyncAdmin) -> None:
 async def test_users_are_counted_per_page(memory: AsyncMemory, admin: AsyncAdmin) -> None:
     await memory.add(["Jack one.", "Jack two."], user_id="jack", infer=False)
     await _say(memory, "kate")
+    await memory.add("An agent's own turn.", agent_id="bot", infer=False)  # no user: not listed
     page = await admin.list_users()
     assert [(r.user_id, r.turns) for r in page.results] == [("jack", 2), ("kate", 1)]
     assert all(r.last_activity is not None for r in page.results)

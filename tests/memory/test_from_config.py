@@ -81,7 +81,6 @@ def test_local_huggingface_minilm_is_the_bundled_model() -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"vector_store": {"provider": "qdrant", "config": {}}}, "not supported"),
         (
             {"embedder": {"provider": "huggingface", "config": {"model": "BAAI/bge-large-en"}}},
             "not bundled",
@@ -104,3 +103,26 @@ def test_from_config_runs_end_to_end(db_url: str) -> None:
     assert hits[0]["memory"] == "I am allergic to peanuts."
     memory.close()
     assert isinstance(AsyncMemory.from_config({}), AsyncMemory)
+
+
+def test_another_vector_store_runs_on_memhubs_postgresql_with_one_warning(db_url: str) -> None:
+    from memhub.memory.mem0_config import Mem0ConfigWarning
+
+    # Mem0's examples/misc/vllm_example.py config, as a migrating user has it.
+    config = {
+        "llm": {
+            "provider": "vllm",
+            "config": {"model": "Qwen/Qwen2.5-32B-Instruct", "vllm_base_url": "http://x:8000/v1"},
+        },
+        "vector_store": {"provider": "qdrant", "config": {"host": "localhost", "port": 6333}},
+    }
+    with pytest.warns(Mem0ConfigWarning) as caught:
+        settings = settings_from_mem0_config(config)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "config['vector_store'] (provider 'qdrant') is ignored" in message
+    assert "MEMHUB_DATABASE_URL" in message and "pgvector" in message
+    assert settings.llm_base_url == "http://x:8000/v1"
+    assert settings.database_url is None or "6333" not in settings.database_url
+    with pytest.warns(Mem0ConfigWarning, match=r"config\['graph_store'\] is ignored"):
+        settings_from_mem0_config({"graph_store": {"provider": "neo4j", "config": {}}})

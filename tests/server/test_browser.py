@@ -1,6 +1,7 @@
-"""The web page in headless Chromium against a live uvicorn: key, users, search, edit, delete,
-pages of memories, metadata, and /docs served without any CDN; screenshots at desktop and
-phone widths go to MEMHUB_SCREENSHOT_DIR."""
+"""The web page in headless Chromium against a live uvicorn: key, scopes of every kind (user,
+agent, run, combinations), the ranked search list, add, edit, delete, pages of memories,
+metadata, and /docs served without any CDN; screenshots at desktop (1280 px) and phone (390
+px) widths go to MEMHUB_SCREENSHOT_DIR."""
 
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def live_server(settings: MemhubSettings) -> Iterator[str]:
 
 
 def seed(base: str) -> str:
-    """A tenant key whose user alice has three memories and bob one."""
+    """A tenant key: user alice with three memories, bob with 60, agent support-bot with two
+    of its own (no user: LangGraph's default, Mem0's agent memories), and ada's run r1."""
     with httpx.Client(base_url=base, headers=bearer(ADMIN_KEY), timeout=60) as admin:
         created = admin.post("/v1/keys", json={"name": "acme web", "tenant": "acme"})
         key = str(created.json()["key"])
@@ -86,6 +88,13 @@ def seed(base: str) -> str:
                     "metadata": {"source": "chat"},
                 },
             )
+            assert response.status_code == 200, response.text
+        for scope, texts in (
+            ({"agent_id": "support-bot"}, ["Escalate refunds over 100 EUR.", "Greet in German."]),
+            ({"user_id": "ada", "run_id": "r1"}, ["Ada asked about the train to Porto."]),
+        ):
+            body = {"messages": texts, **scope, "infer": False, "wait": True}
+            response = tenant.post("/v1/memories", json=body)
             assert response.status_code == 200, response.text
     return key
 
@@ -135,7 +144,7 @@ async def test_browse_search_edit_delete_and_history(
             ],
         )
         try:
-            page = await browser.new_page(viewport={"width": 1100, "height": 800})
+            page = await browser.new_page(viewport={"width": 1280, "height": 800})
             console_errors: list[str] = []
             page.on(
                 "console", lambda m: console_errors.append(m.text) if m.type == "error" else None
@@ -157,21 +166,39 @@ async def test_browse_search_edit_delete_and_history(
             )
             await expect(page.get_by_role("alert")).to_be_hidden()
 
-            users = page.locator("#users button.user")
-            await expect(users).to_have_count(2)
-            await page.get_by_role("button", name=re.compile(r"^alice")).click()
-            await expect(page.get_by_role("heading", name="Memories of alice")).to_be_visible()
+            scopes = page.locator("#scopes button.scope")
+            await expect(scopes).to_have_count(4)
+            await expect(scopes).to_have_text(
+                [
+                    re.compile(r"^user ada · run r11 memory$"),
+                    re.compile(r"^user alice3 memories$"),
+                    re.compile(r"^user bob60 memories$"),
+                    re.compile(r"^agent support-bot2 memories$"),  # not a nameless user
+                ]
+            )
+            users = page.locator("#scopes button.scope", has_text="user alice")
+            await page.get_by_role("button", name=re.compile(r"^user alice")).click()
+            await expect(page.get_by_role("heading", name="Memories of user alice")).to_be_visible()
             memories = page.locator("#memories li.memory")
             await expect(memories).to_have_count(3)
             await expect(memories.first.locator(".metadata")).to_have_text("source: chat")
 
+            # The ranked list as ranked: every result, numbered, best first; nothing folded.
             await page.get_by_label("Search memories").fill("Where does my sister live?")
             await page.get_by_role("button", name="Search", exact=True).click()
             first = memories.first
             await expect(first.locator(".text")).to_have_text("My sister Anna lives in Vienna.")
-            await expect(first.locator(".meta")).to_contain_text("score 0.")
-            await expect(page.locator("#memories-status")).to_contain_text("best match")
-            await expect(memories.filter(has_text="peanuts")).to_have_count(0)  # weaker: folded
+            await expect(first.locator(".meta")).to_contain_text("#1score 0.")
+            await expect(memories).to_have_count(3)
+            await expect(memories.nth(2).locator(".rank")).to_have_text("#3")
+            await expect(page.locator("#memories-status")).to_have_text(
+                "3 matches for “Where does my sister live?”, best first."
+            )
+            scores = [
+                float(re.search(r"score (\d\.\d+)", t).group(1))  # type: ignore[union-attr]
+                for t in await memories.locator(".meta").all_text_contents()
+            ]
+            assert scores == sorted(scores, reverse=True)
 
             await first.get_by_role("button", name="Edit").click()
             await first.get_by_label("Corrected text").fill("My sister Anna lives in Graz.")
@@ -204,8 +231,47 @@ async def test_browse_search_edit_delete_and_history(
             await expect(users.first).to_contain_text("2 memories")
             await page.screenshot(path=str(SCREENSHOT_DIR / "memhub-page.png"), full_page=True)
 
+            # An agent's own scope: browsed, searched, added to, corrected and deleted.
+            await page.get_by_role("button", name=re.compile(r"^agent support-bot")).click()
+            heading = page.get_by_role("heading", name="Memories of agent support-bot")
+            await expect(heading).to_be_visible()
+            await expect(memories).to_have_count(2)
+            await page.get_by_label("Add a memory").fill("Refunds go to the finance team.")
+            await page.get_by_role("button", name="Add", exact=True).click()
+            await expect(memories).to_have_count(3)
+            await expect(page.locator("#scopes")).to_contain_text("support-bot3 memories")
+            await page.get_by_label("Search memories").fill("who handles refunds?")
+            await page.get_by_role("button", name="Search", exact=True).click()
+            await expect(memories).to_have_count(3)
+            await expect(memories.first.locator(".text")).to_contain_text("Refunds")
+            greet = memories.filter(has_text="Greet in German.")
+            await greet.get_by_role("button", name="Edit").click()
+            await greet.get_by_label("Corrected text").fill("Greet in English.")
+            await greet.get_by_role("button", name="Save").click()
+            await expect(page.locator("#memories")).to_contain_text("Greet in English.")
+            page.once("dialog", lambda d: asyncio.ensure_future(d.accept()))
+            await (
+                memories.filter(has_text="Greet in English.")
+                .get_by_role("button", name="Delete")
+                .click()
+            )
+            await expect(memories).to_have_count(2)
+            # A run scope, and "Open a scope" by kind and id; "Delete all" empties it.
+            await page.get_by_role("button", name=re.compile(r"^user ada · run r1")).click()
+            await expect(memories).to_have_count(1)
+            await page.get_by_label("Scope kind").select_option("run")
+            await page.get_by_label("Scope id").fill("r1")
+            await page.get_by_role("button", name="Open", exact=True).click()
+            await expect(page.get_by_role("heading", name="Memories of run r1")).to_be_visible()
+            await expect(memories).to_have_text([re.compile("train to Porto")])
+            page.once("dialog", lambda d: asyncio.ensure_future(d.accept()))
+            await page.get_by_role("button", name="Delete all").click()
+            await expect(memories).to_have_count(0)
+            await expect(scopes).to_have_count(3)
+            await page.screenshot(path=str(SCREENSHOT_DIR / "memhub-agent.png"), full_page=True)
+
             # Pages: bob has 60 memories; the first 50, then the rest with "Load more".
-            await page.get_by_role("button", name=re.compile(r"^bob")).click()
+            await page.get_by_role("button", name=re.compile(r"^user bob")).click()
             await expect(memories).to_have_count(50)
             await expect(page.locator("#memories-status")).to_have_text(
                 "50 memories shown; more follow."
@@ -219,7 +285,7 @@ async def test_browse_search_edit_delete_and_history(
             # Timeline: every fact over its validity; the superseded one closed, naming Lyon.
             assert settings.database_url is not None
             await asyncio.to_thread(supersede, settings.database_url, key, live_server)
-            await page.get_by_role("button", name=re.compile(r"^alice")).click()
+            await page.get_by_role("button", name=re.compile(r"^user alice")).click()
             await page.get_by_role("button", name="Timeline").click()
             rows = page.locator("#timeline-rows li.fact")
             await expect(rows).to_have_count(4)
@@ -233,11 +299,18 @@ async def test_browse_search_edit_delete_and_history(
             await phone.goto(live_server)
             await phone.get_by_label("API key").fill(key)
             await phone.get_by_role("button", name="Connect").click()
-            await phone.get_by_role("button", name=re.compile(r"^alice")).click()
+            await phone.get_by_role("button", name=re.compile(r"^agent support-bot")).click()
+            await expect(phone.locator("#memories li.memory")).to_have_count(2)
+            await phone.get_by_label("Search memories").fill("refunds")
+            await phone.get_by_role("button", name="Search", exact=True).click()
+            await expect(phone.locator("#memories .rank").first).to_have_text("#1")
+            overflow = "document.documentElement.scrollWidth > window.innerWidth"
+            assert not await phone.evaluate(overflow)
+            await phone.screenshot(path=str(SCREENSHOT_DIR / "memhub-phone-agent.png"))
+            await phone.get_by_role("button", name=re.compile(r"^user alice")).click()
             await expect(phone.locator("#memories li.memory")).to_have_count(3)
             await phone.get_by_role("button", name="Timeline").click()
             await expect(phone.locator("#timeline-rows li.fact")).to_have_count(4)
-            overflow = "document.documentElement.scrollWidth > window.innerWidth"
             assert not await phone.evaluate(overflow)
             await phone.screenshot(path=str(SCREENSHOT_DIR / "memhub-phone.png"), full_page=True)
 
@@ -245,7 +318,7 @@ async def test_browse_search_edit_delete_and_history(
             # parked job with its error, retried with one click; desktop and phone widths.
             assert settings.database_url is not None
             await asyncio.to_thread(park_job, settings.database_url)
-            ops = await browser.new_page(viewport={"width": 1100, "height": 900})
+            ops = await browser.new_page(viewport={"width": 1280, "height": 900})
             await ops.goto(live_server)
             await ops.get_by_label("API key").fill(ADMIN_KEY)
             await ops.get_by_role("button", name="Connect").click()
@@ -266,7 +339,7 @@ async def test_browse_search_edit_delete_and_history(
             await ops.screenshot(
                 path=str(SCREENSHOT_DIR / "memhub-operations-phone.png"), full_page=True
             )
-            await ops.set_viewport_size({"width": 1100, "height": 900})
+            await ops.set_viewport_size({"width": 1280, "height": 900})
             await parked.get_by_role("button", name="Retry").click()
             await expect(parked).to_have_count(0)
             await expect(ops.locator("#no-parked")).to_be_visible()

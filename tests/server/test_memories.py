@@ -321,6 +321,9 @@ async def test_put_replaces_and_patch_merges_the_callers_metadata(
     # Merged; metadata is the caller's (its "role" key too), but never its provenance.
     assert result["metadata"] == {"source": "chat", "mood": "happy", "role": "system"}
     assert result["role"] == "user" and result["memory"] == "I like green tea."  # text kept
+    # History is of text, as Mem0's: a metadata-only change writes no UPDATE of equal texts.
+    events = (await client.get(f"/v1/memories/{memory_id}/history")).json()
+    assert [e["event"] for e in events] == ["ADD"]
 
     put = await client.put(
         f"/v1/memories/{memory_id}",
@@ -329,6 +332,11 @@ async def test_put_replaces_and_patch_merges_the_callers_metadata(
     assert put.status_code == 200, put.text
     assert put.json()["result"]["metadata"] == {"source": "form", "session_id": "x"}
     assert put.json()["result"]["memory"] == "I like black tea."
+    events = (await client.get(f"/v1/memories/{memory_id}/history")).json()
+    assert [(e["event"], e["old_memory"]) for e in events] == [
+        ("ADD", None),
+        ("UPDATE", "I like green tea."),
+    ]
 
     empty = await client.patch(f"/v1/memories/{memory_id}", json={})
     assert empty.status_code == 422

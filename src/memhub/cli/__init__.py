@@ -7,13 +7,13 @@ over HTTP load no database driver and no model.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from memhub.cli.parser import parse_args
 from memhub.errors import MemhubError
+from memhub.logs import configure_logging
 
 if TYPE_CHECKING:
     from memhub.config import MemhubSettings
@@ -24,10 +24,7 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memhub`` command."""
     args = parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.verbose)
     try:
         return _run(args)
     except MemhubError as exc:

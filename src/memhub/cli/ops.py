@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import signal
+import time
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 from memhub.config import MemhubSettings
+from memhub.errors import StoreUnavailable
+from memhub.logs import show_info
 
-__all__ = ["demo", "jobs", "migrate", "serve", "worker"]
+if TYPE_CHECKING:
+    from memhub.memory.shared import Engine
+
+__all__ = ["database_label", "demo", "jobs", "migrate", "serve", "worker"]
+
+log = logging.getLogger("memhub.worker")
 
 
 def demo(settings: MemhubSettings) -> int:
@@ -46,21 +57,75 @@ async def migrate(settings: MemhubSettings) -> int:
     return 0
 
 
-async def worker(settings: MemhubSettings, concurrency: int) -> int:
-    """Process queued jobs with ``concurrency`` batch loops until SIGINT or SIGTERM."""
+async def worker(settings: MemhubSettings, concurrency: int, report_every: float = 30.0) -> int:
+    """Process queued jobs with ``concurrency`` batch loops until SIGINT or SIGTERM.
+
+    Logs one start line, then (every ``report_every`` seconds while there is work) what it
+    did: turns per second, jobs queued and parked.
+    """
     from memhub.memory.shared import acquire_engine, release_engine
 
+    show_info()
     engine = await acquire_engine(settings.model_copy(update={"worker": "off"}))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    logging.getLogger("memhub").info("worker started (%s concurrent batches)", concurrency)
+    log.info(
+        "worker started: database %s, embedder %s (%s dimensions), %s concurrent batches",
+        database_label(settings),
+        engine.embedder.model_name,
+        engine.embedder.dimension,
+        concurrency,
+    )
+    reporter = asyncio.ensure_future(_report_progress(engine, stop, report_every))
     try:
         await asyncio.gather(*(engine.worker.run(stop) for _ in range(concurrency)))
     finally:
+        reporter.cancel()
         await release_engine(engine)
+    log.info(
+        "worker stopped after %s jobs (%s turns)", engine.worker.jobs_done, engine.worker.turns_done
+    )
     return 0
+
+
+async def _report_progress(engine: Engine, stop: asyncio.Event, every: float) -> None:
+    """One INFO line per ``every`` seconds in which the worker worked or jobs waited."""
+    worker = engine.worker
+    turns, jobs, started = worker.turns_done, worker.jobs_done, time.monotonic()
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every)
+        try:
+            counts = await engine.store.job_counts()
+        except StoreUnavailable as exc:
+            log.warning("worker: cannot read the queue: %s", exc)
+            continue
+        now = time.monotonic()
+        done_turns, done_jobs = worker.turns_done - turns, worker.jobs_done - jobs
+        if done_jobs or counts.get("queued", 0):
+            log.info(
+                "worker: %.1f turns/s (%s jobs in %.1f s); queue: %s queued, %s parked",
+                done_turns / max(now - started, 1e-9),
+                done_jobs,
+                now - started,
+                counts.get("queued", 0),
+                counts.get("parked", 0),
+            )
+        turns, jobs, started = worker.turns_done, worker.jobs_done, now
+
+
+def database_label(settings: MemhubSettings) -> str:
+    """Which database, without its password: ``postgresql://user@host:port/db`` or embedded."""
+    if not settings.database_url:
+        return f"embedded PostgreSQL in {settings.data_dir}"
+    parts = urlsplit(settings.database_url)
+    if parts.password is None:
+        return settings.database_url
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}@{netloc}" if user else netloc))
 
 
 async def jobs(settings: MemhubSettings, action: str, ids: list[int]) -> int:
@@ -87,7 +152,7 @@ def serve(settings: MemhubSettings, args: argparse.Namespace) -> int:
     """The REST API and web page until Ctrl-C."""
     from memhub.server import ServerSettings, serve
 
-    logging.getLogger("memhub").setLevel(logging.INFO)
+    show_info()
     try:
         serve(settings, ServerSettings.from_env(host=args.host, port=args.port, auth=args.auth))
     except KeyboardInterrupt:  # Ctrl-C after uvicorn's graceful shutdown: exit handlers run

@@ -22,7 +22,13 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of every ``memhub`` command."""
     parser = argparse.ArgumentParser(prog="memhub", description="Memory for LLM agents.")
     parser.add_argument("--database-url", help="PostgreSQL URL (default: embedded server)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log at INFO level (-vv: DEBUG, with the embedded server's commands)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     _ops(commands)
     _records(commands)

@@ -9,7 +9,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -29,6 +29,7 @@ __all__ = [
     "check_metadata",
     "check_text",
     "normalize_messages",
+    "parse_expiration",
     "parse_timestamp",
     "scope_of",
 ]
@@ -267,3 +268,22 @@ def normalize_messages(messages: object, limits: Limits) -> list[Message]:
                 f"a message must be a string, dict or Message, got {type(item).__name__}"
             )
     return result
+
+
+def parse_expiration(value: object) -> datetime | None:
+    """When a memory given ``expiration_date`` stops being returned.
+
+    A date (``date`` or ``"YYYY-MM-DD"``, Mem0's form) is inclusive: the memory is returned
+    through that day (UTC) and expires at the next midnight. A datetime, ISO string with a
+    time, or Unix time expires at that instant.
+    """
+    if isinstance(value, str) and len(value.strip()) == 10:
+        try:
+            value = date.fromisoformat(value.strip())
+        except ValueError as exc:
+            raise UsageError(f"expiration_date {value!r} is not YYYY-MM-DD") from exc
+    if isinstance(value, date) and not isinstance(value, datetime):
+        if value == date.max:
+            raise UsageError("expiration_date must be before 9999-12-31")
+        return datetime.combine(value + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    return parse_timestamp(value)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from memhub.store.records import Job
 
-__all__ = ["call_groups", "done_of", "turn_ids_of"]
+__all__ = ["call_groups", "done_of", "expires_at_of", "turn_ids_of"]
 
 
 def turn_ids_of(job: Job) -> list[int]:
@@ -19,6 +21,12 @@ def done_of(job: Job) -> int:
     """How many of its turns a large job has applied so far (its saved progress)."""
     done = job.payload.get("done", 0)
     return done if isinstance(done, int) else 0
+
+
+def expires_at_of(job: Job) -> datetime | None:
+    """When the memories of the job's turns expire (``add(expiration_date=...)``), or None."""
+    raw = job.payload.get("expires_at")
+    return datetime.fromisoformat(raw) if isinstance(raw, str) else None
 
 
 def call_groups(jobs: list[Job], max_turns: int) -> list[list[Job]]:

@@ -18,14 +18,14 @@ import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator, fact_scope
 from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
-from memhub.engine.job_payload import call_groups, done_of, turn_ids_of
+from memhub.engine.job_payload import call_groups, done_of, expires_at_of, turn_ids_of
 from memhub.engine.text import turn_text
 from memhub.errors import Conflict, ProviderOutputError, StoreUnavailable
 from memhub.store.protocol import JobBatch, Store
@@ -37,6 +37,8 @@ __all__ = ["CONSOLIDATE_LANE", "Worker", "WorkerConfig", "ingest_lane", "standal
 log = logging.getLogger("memhub.worker")
 
 # Consolidation of an owner waits for the turns of its window to be ingested first.
+PURGE_INTERVAL = 60.0  # seconds between purges of expired memories, per worker
+PURGE_BATCH = 1_000  # expired memories one purge deletes at most
 CONSOLIDATE_LANE = Lane((CONSOLIDATE_JOB,), after_other_lanes=True)
 
 
@@ -117,9 +119,12 @@ class Worker:
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self.failed = 0
+        self.jobs_done = 0  # counters for `memhub worker`'s progress line
+        self.turns_done = 0
         self._inserted_since_analyze = 0
         self._inserted_total = 0
         self._purged_at = float("-inf")
+        self._next_purge = 0.0  # monotonic time of the next purge of expired memories
 
     def wake(self) -> None:
         """New work was queued in this process: skip the rest of the idle wait."""
@@ -163,6 +168,7 @@ class Worker:
     async def _guarded_once(self) -> int:
         try:
             done = await self.run_once()
+            self.jobs_done += done
             await self._count_queue_for_metrics()
             return done
         except StoreUnavailable as exc:
@@ -185,6 +191,7 @@ class Worker:
             done += await self._lane(CONSOLIDATE_LANE)
         await self._refresh_statistics_after_growth()
         await self.purge_retired()
+        await self._purge_expired()
         return done
 
     async def purge_retired(self, *, force: bool = False) -> int:
@@ -204,6 +211,16 @@ class Worker:
             log.info("worker: purged %d retired memories (retention %g days)", purged,
                      self.config.retired_retention_days)  # fmt: skip
         return purged
+
+    async def _purge_expired(self) -> None:
+        # add(expiration_date=...): reads skip an expired memory at once; the rows go here,
+        # a bounded batch a minute (each worker of a deployment may do it).
+        if time.monotonic() < self._next_purge or self._stopping.is_set():
+            return
+        self._next_purge = time.monotonic() + PURGE_INTERVAL
+        purged = await self.store.purge_expired(PURGE_BATCH)
+        if purged:
+            log.info("worker: purged %s expired memories", purged)
 
     async def _refresh_statistics_after_growth(self) -> None:
         # Every 10 % of growth (at least 1,000 rows) this worker has written since it started.
@@ -300,6 +317,7 @@ class Worker:
                 log.warning("worker: ingest batch failed (%s); retrying its jobs one by one", exc)
                 for job in rest:
                     await self._ingest_one(job, finished)
+        self.turns_done += sum(len(turn_ids_of(j)) - done_of(j) for j in jobs if j.id in finished)
         return len(finished)
 
     async def _ingest_one(self, job: Job, finished: set[int]) -> None:
@@ -345,9 +363,9 @@ class Worker:
         memories: list[NewMemory] = []
         for (job, turn), vector in zip(said, vectors, strict=True):
             ids = assigned_memory_ids(job.payload)  # the ids add() already returned
-            memories += memories_from_turns(
-                [turn], job.scope, [vector], _memory_type(self, job), ids
-            )
+            made = memories_from_turns([turn], job.scope, [vector], _memory_type(self, job), ids)
+            expires = expires_at_of(job)
+            memories += [replace(m, expires_at=expires) for m in made] if expires else made
         jobs = {job.id: job for job, _, _ in part} | {job.id: job for job in empty}
         complete = [job for job, index, _ in part if index == last[job.id]] + list(empty)
         async with self.store.apply_jobs(list(jobs.values()), self.id, {}) as batch:

@@ -3,20 +3,30 @@
 Each item is one memory of the store's scope (``agent_id="langgraph"`` unless told otherwise):
 its text, embedded and full-text indexed, is the item's indexed fields; its namespace, key and
 value live in the memory's metadata under ``"langgraph"``. Search is memhub's hybrid search.
+LangGraph's ``index`` configuration (``dims``, ``fields``, ``embed``) is honoured or refused
+with a :class:`~memhub.ConfigurationError` saying what to change; nothing is ignored.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
+import numpy as np
+import numpy.typing as npt
+
 from memhub._portal import portal_loop, run_sync
-from memhub.errors import UsageError
+from memhub.config import MemhubSettings
+from memhub.embed.base import check_texts, empty_matrix, normalise_rows
+from memhub.errors import ConfigurationError, UsageError, install_hint
 from memhub.memory import AsyncMemory, Memory
 from memhub.memory.results import MemoryItem
+from memhub.store.records import Scope
 
 try:
     from langgraph.store.base import (
@@ -30,17 +40,29 @@ try:
         Result,
         SearchItem,
         SearchOp,
+        TTLConfig,
     )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "memhub.integrations.langgraph needs: pip install 'memhub[langgraph]'"
+        f"memhub.integrations.langgraph needs LangGraph: {install_hint('langgraph')}"
     ) from exc
 
-__all__ = ["MemhubStore"]
+__all__ = ["CallerEmbedder", "MemhubStore"]
 
 _FIELD = "langgraph"  # the metadata key holding namespace, key and value
 _OPERATORS = {"$eq": "eq", "$ne": "ne", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 _MAX_LISTED = 10_000  # list_namespaces reads at most this many items
+_TTL_KEYS = frozenset({"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"})
+_INDEX_KEYS = frozenset({"dims", "embed", "fields", "distance_type", "ann_index_config"})
+# Names LangGraph users give memhub's bundled model (LangChain's "provider:model" form too).
+_BUNDLED_NAMES = frozenset(
+    {
+        "all-minilm-l6-v2",
+        "sentence-transformers/all-minilm-l6-v2",
+        "huggingface:sentence-transformers/all-minilm-l6-v2",
+        "huggingface:all-minilm-l6-v2",
+    }
+)
 
 
 class _Scope(TypedDict):
@@ -53,32 +75,85 @@ class MemhubStore(BaseStore):
 
     Args:
         memory: A :class:`~memhub.Memory` (sync and async use alike), or an
-            :class:`~memhub.AsyncMemory` for async use on one event loop.
+            :class:`~memhub.AsyncMemory` for async use on one event loop. None: the store
+            opens a :class:`~memhub.Memory` of ``settings`` (or the environment's) and
+            closes it in :meth:`close`.
+        index: LangGraph's index configuration. ``fields``: the value fields embedded and
+            searched (``"$"``: the whole value); ``dims``: the embedding dimension, checked
+            against the embedder's; ``embed``: a LangChain ``Embeddings``, or a function
+            (sync or async) from texts to vectors, used as memhub's embedder (the store must
+            open its own Memory then), or a model name, which must be the one memhub is
+            configured with. ``distance_type`` may only be ``"cosine"``.
         user_id: Scope the items to this user (default: none).
         agent_id: Scope the items to this agent (default ``"langgraph"`` when no user_id).
-        index_fields: Value fields whose text is embedded and searched (``"a.b"`` reaches into
-            objects); None: the whole value as JSON. A ``put(..., index=[...])`` overrides it.
+        index_fields: The same as ``index["fields"]`` (memhub's older name).
+        settings: The settings of the Memory the store opens when ``memory`` is None.
+        ttl: LangGraph's TTL configuration (``default_ttl`` minutes, ``refresh_on_read``).
+            An item past its TTL is never returned (as ``omit_expired=True`` in LangGraph's
+            PostgresStore); memhub's worker deletes it within about a minute, whatever
+            ``sweep_interval_minutes`` says.
 
-    TTLs are not supported (``supports_ttl`` is False). Writes wait until the item is
-    searchable, as LangGraph code reads its own writes.
+    Writes wait until the item is searchable, as LangGraph code reads its own writes.
     """
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(
         self,
-        memory: Memory | AsyncMemory,
+        memory: Memory | AsyncMemory | None = None,
         *,
+        index: Mapping[str, Any] | None = None,
         user_id: str | None = None,
         agent_id: str | None = None,
         index_fields: Sequence[str] | None = None,
+        settings: MemhubSettings | None = None,
+        ttl: Mapping[str, Any] | None = None,
     ) -> None:
+        config = _index_config(index, index_fields)
+        unknown = sorted(set(ttl or {}) - _TTL_KEYS)
+        if unknown:
+            raise ConfigurationError(
+                f"ttl: unknown keys {unknown} (LangGraph's: {sorted(_TTL_KEYS)})"
+            )
+        self.ttl_config = None if ttl is None else TTLConfig(**ttl)  # type: ignore[typeddict-item]
+        embedder = None
+        if config.embed is not None and not isinstance(config.embed, str):
+            if memory is not None:
+                raise ConfigurationError(
+                    "index['embed'] is a function or Embeddings: let MemhubStore open its "
+                    "Memory with it (pass settings=, not memory=), or give your Memory "
+                    "embedder=... yourself"
+                )
+            if config.dims is None:
+                raise ConfigurationError("index['embed'] needs index['dims'], as in LangGraph")
+            embedder = CallerEmbedder(config.embed, config.dims)
+        self._owned = memory is None
+        if memory is None:
+            memory = Memory(settings=settings, embedder=embedder)
+        elif settings is not None:
+            raise UsageError("pass memory or settings, not both")
         self._on_portal = isinstance(memory, Memory)
         self._memory = memory.async_memory if isinstance(memory, Memory) else memory
+        if isinstance(config.embed, str):
+            _check_model_name(config.embed, self._memory.settings)
         if user_id is None and agent_id is None:
             agent_id = "langgraph"
         self._scope = _Scope(user_id=user_id, agent_id=agent_id)
-        self._index_fields = None if index_fields is None else list(index_fields)
+        self._stored_scope = Scope(user_id=user_id, agent_id=agent_id)
+        self._index_fields = config.fields
+        self._dims = config.dims
+        self._checked = config.dims is None
+
+    def close(self) -> None:
+        """Close the Memory the store opened itself (one passed in stays the caller's)."""
+        if self._owned:
+            run_sync(self._memory.aclose())
+
+    def __enter__(self) -> MemhubStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- BaseStore --------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -93,10 +168,14 @@ class MemhubStore(BaseStore):
         return await work
 
     async def _batch(self, ops: list[Op]) -> list[Result]:
+        if not self._checked:
+            await self._check_dimension()
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):
                 found = await self._find(op.namespace, op.key)
+                if found is not None and op.refresh_ttl:
+                    await self._refresh([found])
                 results.append(None if found is None else _item(found))
             elif isinstance(op, PutOp):
                 await self._put(op)
@@ -108,6 +187,30 @@ class MemhubStore(BaseStore):
             else:
                 raise UsageError(f"unknown store operation {type(op).__name__}")
         return results
+
+    async def _check_dimension(self) -> None:
+        engine = await self._memory._engine()  # the embedder is known once the engine is open
+        if engine.embedder.dimension != self._dims:
+            raise ConfigurationError(
+                f"index['dims'] is {self._dims}, but memhub's embedder "
+                f"{engine.embedder.model_name} makes {engine.embedder.dimension}: set dims to "
+                f"{engine.embedder.dimension}, or configure another embedder (docs/embedders.md)"
+            )
+        self._checked = True
+
+    async def _refresh(self, found: Sequence[MemoryItem]) -> None:
+        """Renew the TTL of items read (LangGraph's ``refresh_ttl``), one write per TTL value."""
+        by_ttl: dict[float, list[str]] = {}
+        for memory in found:
+            minutes = memory["metadata"][_FIELD].get("ttl")
+            if isinstance(minutes, int | float):
+                by_ttl.setdefault(float(minutes), []).append(memory["id"])
+        if by_ttl:
+            store = (await self._memory._engine()).store
+            for minutes, ids in by_ttl.items():
+                await store.set_expiry(
+                    self._stored_scope, [uuid.UUID(i) for i in ids], _expiry(minutes)
+                )
 
     # -- operations -------------------------------------------------------------------------
     async def _find(self, namespace: tuple[str, ...], key: str) -> MemoryItem | None:
@@ -131,12 +234,24 @@ class MemhubStore(BaseStore):
                 "depth": len(op.namespace),
                 "key": op.key,
                 "value": op.value,
+                "ttl": op.ttl,
             }
         }
+        expires = None if op.ttl is None else _expiry(op.ttl)
         if existing is not None:
             await self._memory.update(existing["id"], text, metadata=metadata, **self._scope)
+            if expires is not None or existing["metadata"][_FIELD].get("ttl") is not None:
+                store = (await self._memory._engine()).store
+                await store.set_expiry(self._stored_scope, [uuid.UUID(existing["id"])], expires)
         else:
-            await self._memory.add(text, **self._scope, metadata=metadata, infer=False, wait=True)
+            await self._memory.add(
+                text,
+                **self._scope,
+                metadata=metadata,
+                infer=False,
+                wait=True,
+                expiration_date=expires,
+            )
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         filters = {
@@ -154,7 +269,10 @@ class MemhubStore(BaseStore):
             found = await self._memory.get_all(
                 **self._scope, filters=filters, limit=min(wanted, _MAX_LISTED)
             )
-        return [_item(m, search=True) for m in found["results"][op.offset : wanted]]
+        page = found["results"][op.offset : wanted]
+        if op.refresh_ttl:
+            await self._refresh(page)
+        return [_item(m, search=True) for m in page]
 
     async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found = await self._memory.get_all(**self._scope, limit=_MAX_LISTED)
@@ -169,7 +287,124 @@ class MemhubStore(BaseStore):
         return sorted(seen)[op.offset : op.offset + op.limit]
 
 
+# -- the index configuration ----------------------------------------------------------------
+
+
+class _IndexConfig:
+    def __init__(self, fields: list[str] | None, dims: int | None, embed: Any) -> None:
+        self.fields, self.dims, self.embed = fields, dims, embed
+
+
+def _index_config(index: Mapping[str, Any] | None, fields: Sequence[str] | None) -> _IndexConfig:
+    """LangGraph's ``index`` dict, checked: every key is used or refused."""
+    if index is None:
+        return _IndexConfig(None if fields is None else list(fields), None, None)
+    unknown = sorted(set(index) - _INDEX_KEYS)
+    if unknown:
+        raise ConfigurationError(
+            f"index: unknown keys {unknown} (LangGraph's are dims, embed, fields)"
+        )
+    if index.get("distance_type", "cosine") != "cosine":
+        raise ConfigurationError(
+            f"index['distance_type']={index['distance_type']!r}: memhub ranks by cosine "
+            "similarity (fused with full-text and recency); drop the key or pass 'cosine'"
+        )
+    if index.get("ann_index_config") is not None:
+        raise ConfigurationError(
+            "index['ann_index_config']: memhub keeps its own HNSW index (docs/operations.md); "
+            "drop the key"
+        )
+    given = index.get("fields")
+    if given is not None and fields is not None and list(given) != list(fields):
+        raise UsageError("index['fields'] and index_fields disagree: pass one")
+    chosen = given if given is not None else fields
+    if chosen is not None and (
+        isinstance(chosen, str) or not all(isinstance(f, str) for f in chosen)
+    ):
+        raise ConfigurationError("index['fields'] must be a list of field paths, e.g. ['text']")
+    whole = chosen is None or list(chosen) == ["$"]
+    dims = index.get("dims")
+    if dims is not None and (not isinstance(dims, int) or dims < 1):
+        raise ConfigurationError(f"index['dims'] must be a positive int, not {dims!r}")
+    return _IndexConfig(None if whole or chosen is None else list(chosen), dims, index.get("embed"))
+
+
+def _check_model_name(name: str, settings: MemhubSettings) -> None:
+    """``embed="provider:model"`` is honoured when it names the model memhub embeds with."""
+    wanted = name.strip().lower()
+    configured = (settings.embedder_model or "").lower()
+    if settings.embedder in ("minilm", "onnx", "default") and wanted in _BUNDLED_NAMES:
+        return
+    if configured and wanted.split(":", 1)[-1] == configured:
+        return
+    current = settings.embedder_model or "all-MiniLM-L6-v2 (bundled)"
+    raise ConfigurationError(
+        f"index['embed']={name!r}: memhub embeds with its configured model, {current}. "
+        "Pass embed='all-MiniLM-L6-v2' (or leave it out), a function or a LangChain Embeddings "
+        "instance, or configure that model: MEMHUB_EMBEDDER=openai MEMHUB_EMBEDDER_MODEL=... "
+        "(docs/embedders.md)"
+    )
+
+
+class CallerEmbedder:
+    """A LangChain ``Embeddings`` or an embedding function, as a memhub embedder.
+
+    Its vectors are scaled to unit length (memhub ranks by cosine similarity, which does not
+    change); the model name recorded in the database is ``"langgraph:<name>"``.
+    """
+
+    def __init__(self, embed: Any, dims: int) -> None:
+        if not callable(embed) and not hasattr(embed, "embed_documents"):
+            raise ConfigurationError(
+                f"index['embed'] must be a model name, a function or an Embeddings, not "
+                f"{type(embed).__name__}"
+            )
+        self._embed = embed
+        self._dims = dims
+        label = getattr(embed, "model", None) or getattr(embed, "model_name", None)
+        self._name = f"langgraph:{label or getattr(embed, '__qualname__', type(embed).__name__)}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dims
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        items = check_texts(texts)
+        if not items:
+            return empty_matrix(self._dims)
+        vectors = await self._vectors(items)
+        matrix = np.asarray(vectors, dtype=np.float32)
+        if matrix.shape != (len(items), self._dims):
+            raise ConfigurationError(
+                f"index['embed'] returned shape {matrix.shape} for {len(items)} texts; "
+                f"index['dims'] says {self._dims}"
+            )
+        return normalise_rows(matrix)
+
+    async def _vectors(self, items: list[str]) -> Any:
+        embed = self._embed
+        if hasattr(embed, "aembed_documents"):
+            return await embed.aembed_documents(items)
+        if hasattr(embed, "embed_documents"):
+            return await asyncio.to_thread(embed.embed_documents, items)
+        call: Callable[[list[str]], Any] = embed
+        if inspect.iscoroutinefunction(call):
+            return await call(items)
+        return await asyncio.to_thread(call, items)
+
+    async def aclose(self) -> None:
+        return None
+
+
 # -- pure helpers ---------------------------------------------------------------------------
+
+
+def _expiry(minutes: float) -> datetime:
+    return datetime.now(UTC) + timedelta(minutes=minutes)
 
 
 def _check_namespace(namespace: tuple[str, ...]) -> None:

@@ -1,7 +1,7 @@
 """memhub's MCP server: search, add, list, delete and history tools for any MCP client.
 
-Needs the ``mcp`` extra (``pip install 'memhub[mcp]'``). The options and the entry points
-import without it; :func:`create_server` and :func:`serve` load the SDK when first used, and
+Needs the ``mcp`` extra (``pip install -e '.[mcp]'`` in a checkout). The options and the entry
+points import without it; :func:`create_server` and :func:`serve` load the SDK when first used, and
 raise :class:`~memhub.ConfigurationError` naming that command if it is missing.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from pydantic import ValidationError
 
 from memhub.config import MemhubSettings, settings_error_line
 from memhub.errors import MemhubError
+from memhub.logs import configure_logging, show_info
 from memhub.mcp.config import MCPConfig, add_mcp_arguments, config_from_args
 
 if TYPE_CHECKING:
@@ -61,6 +61,8 @@ def run(settings: MemhubSettings, config: MCPConfig) -> int:
     """Serve until stopped (blocking); the ``memhub mcp`` command. Returns an exit code."""
     from memhub.mcp.server import serve
 
+    if config.transport != "stdio":  # a server says where it listens, as `memhub serve` does
+        show_info()
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how an HTTP server stops
         asyncio.run(serve(settings, config))
     return 0
@@ -72,15 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m memhub.mcp", description="memhub's MCP server (stdio or HTTP)."
     )
     parser.add_argument("--database-url", help="PostgreSQL URL (default: embedded server)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log at INFO level (-vv: DEBUG)"
+    )
     add_mcp_arguments(parser)
     args = parser.parse_args(argv)
     # On stdio, stdout carries the protocol: every log line goes to stderr.
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.verbose, sys.stderr)
     try:
         settings = MemhubSettings.from_env(database_url=args.database_url)
         return run(settings, config_from_args(args))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from memhub.errors import ConfigurationError
+from memhub.errors import ConfigurationError, install_hint
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 except ImportError as exc:  # not installed, or mcp 1.x (FastMCP, before MCPServer)
     raise ConfigurationError(
-        "memhub's MCP server needs the MCP Python SDK 2.x: pip install 'memhub[mcp]'"
+        f"memhub's MCP server needs the MCP Python SDK 2.x: {install_hint('mcp')}"
     ) from exc
 
 __all__ = ["Context", "MCPServer", "ToolError"]

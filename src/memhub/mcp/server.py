@@ -119,7 +119,7 @@ async def serve(
             await memory.open()
             admin = AsyncAdmin(memory)
         app = http_app(server, options, admin, **http)
-        log.warning(
+        log.info(
             "memhub MCP server on http://%s:%s%s (API key %s)",
             options.host,
             options.port,

@@ -22,7 +22,7 @@ from memhub.store.api_keys import ApiKey, hash_key, keys_equal
 from memhub.store.database import AsyncConn
 from memhub.store.errors import translate_errors
 from memhub.store.pg_ops import DailyUsage
-from memhub.store.pg_users import UserRow
+from memhub.store.pg_users import ScopeRow, UserRow
 from memhub.store.postgres import PostgresStore
 from memhub.store.protocol import Store
 from memhub.store.records import Job
@@ -32,6 +32,7 @@ __all__ = [
     "AsyncAdmin",
     "DailyUsage",
     "JobStats",
+    "ScopeRow",
     "UserPage",
     "UserRow",
     "hash_key",
@@ -178,6 +179,20 @@ class AsyncAdmin:
             )
         more = len(rows) == limit
         return UserPage(rows, _cursor_of(rows[-1].user_id) if more else None)
+
+    async def list_scopes(self, *, tenant: str | None = None, limit: int = 200) -> list[ScopeRow]:
+        """Every scope with current memories (user, agent, run and their combinations).
+
+        Args:
+            tenant: Only the scopes whose ids are all this tenant's (returned as stored).
+            limit: At most this many scopes, by user id, then agent id, then run id.
+        """
+        if limit < 1:
+            raise UsageError("limit must be at least 1")
+        _check_tenant(tenant)
+        prefix = None if tenant is None else f"{tenant}:"
+        async with self._connection("listing scopes") as conn:
+            return await pg_users.list_scopes(conn, prefix=prefix, limit=limit)
 
     async def memory_owner(self, memory_id: uuid.UUID) -> dict[str, str | None] | None:
         """A memory's stored scope ids (found through its history once deleted), or None."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from itertools import islice
 from typing import Any
 
@@ -21,6 +21,7 @@ from memhub.engine.inputs import (
     check_limit,
     check_text,
     normalize_messages,
+    parse_expiration,
     parse_timestamp,
     scope_of,
 )
@@ -84,6 +85,7 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         wait: bool = False,
         remember_roles: Sequence[str] | None = None,
         idempotency_key: str | None = None,
+        expiration_date: date | datetime | str | None = None,
     ) -> dict[str, Any]:
         """Store messages and queue them for long-term memory; returns once they are durable.
 
@@ -105,6 +107,11 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
                 the same key, scope and messages returns the first call's result and writes
                 nothing (a retry after a dropped connection). Another request under a used
                 key raises :class:`UsageError`.
+            expiration_date: When the memories made from these messages expire (Mem0's
+                argument): a date (``"YYYY-MM-DD"``) is their last day (UTC), a datetime
+                the instant. From then on no search, get or list returns them, and a worker
+                purges them (a DELETE event by ``"expiry"`` stays in their history). Facts
+                an LLM extracts from the messages do not expire.
 
         Returns:
             ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
@@ -123,6 +130,9 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         retry_key = self._optional_id("idempotency_key", idempotency_key)
         new_id = id_source(scope, retry_key)
         payload = self._job_payload(infer, new_id("event"), memory_type)
+        expires = parse_expiration(expiration_date)
+        if expires is not None:
+            payload["expires_at"] = expires.isoformat()
         roles = None if remember_roles is None else frozenset(remember_roles)
         kept = [m for m in items if roles is None or m.role in roles]
         one_per_turn = not infer or not self.extracts_facts

@@ -1,14 +1,22 @@
-"""Mem0's config dict (``vector_store`` / ``embedder`` / ``llm``) mapped onto memhub's settings."""
+"""Mem0's config dict (``vector_store`` / ``embedder`` / ``llm``) mapped onto memhub's settings.
+
+A migrating user's config names the vector store Mem0 used (qdrant, chroma, ...). memhub keeps
+its memories in PostgreSQL whatever the dict says, so such a section runs on memhub's own
+database (``MEMHUB_DATABASE_URL``, else the embedded server) with one warning naming what is
+ignored, rather than stopping code that only changed its import. Sections memhub does not
+implement (``graph_store``, ``reranker``) are named the same way; nothing is dropped silently.
+"""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any, Final
 
 from memhub.config import MemhubSettings, postgres_url
 from memhub.errors import ConfigurationError
 
-__all__ = ["settings_from_mem0_config"]
+__all__ = ["Mem0ConfigWarning", "settings_from_mem0_config"]
 
 _VECTOR_STORES = ("pgvector", "supabase", "memhub")
 _LLM_URL_KEYS = (
@@ -33,12 +41,23 @@ def _section(config: Mapping[str, Any], name: str) -> tuple[str | None, dict[str
     return str(section["provider"]).lower(), {k: v for k, v in inner.items() if v is not None}
 
 
+class Mem0ConfigWarning(UserWarning):
+    """A part of a Mem0 config that memhub does not use (the rest is applied)."""
+
+
+def _ignored(what: str, why: str) -> None:
+    warnings.warn(f"Mem0 config: {what} is ignored: {why}", Mem0ConfigWarning, stacklevel=4)
+
+
 def _database_url(provider: str, cfg: Mapping[str, Any]) -> str | None:
     if provider not in _VECTOR_STORES:
-        raise ConfigurationError(
-            f"vector store {provider!r} is not supported; memhub stores vectors in PostgreSQL "
-            f"({', '.join(_VECTOR_STORES)})"
+        _ignored(
+            f"config['vector_store'] (provider {provider!r})",
+            "memhub keeps memories in PostgreSQL with pgvector: MEMHUB_DATABASE_URL, else its "
+            "embedded server in MEMHUB_DATA_DIR. To point at a server, use provider 'pgvector' "
+            "with connection_string; to silence this, drop the section",
         )
+        return None
     url = cfg.get("connection_string") or cfg.get("url")
     if url:
         return str(url)
@@ -107,6 +126,9 @@ def settings_from_mem0_config(config: Mapping[str, Any]) -> MemhubSettings:
     unknown = sorted(set(config) - _KNOWN_KEYS)
     if unknown:
         raise ConfigurationError(f"unknown config keys: {', '.join(unknown)}")
+    for section in ("graph_store", "reranker"):
+        if config.get(section):
+            _ignored(f"config[{section!r}]", "memhub does not implement it (docs/mem0.md)")
     values: dict[str, Any] = {}
     store, store_cfg = _section(config, "vector_store")
     if store is not None:

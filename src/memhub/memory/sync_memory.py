@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from memhub._portal import run_sync
@@ -113,6 +113,7 @@ class Memory:
         wait: bool = False,
         remember_roles: Sequence[str] | None = None,
         idempotency_key: str | None = None,
+        expiration_date: date | datetime | str | None = None,
     ) -> dict[str, Any]:
         """Store messages and queue them for long-term memory; returns once they are durable.
 
@@ -134,6 +135,11 @@ class Memory:
                 the same key, scope and messages returns the first call's result and writes
                 nothing (a retry after a dropped connection). Another request under a used
                 key raises :class:`UsageError`.
+            expiration_date: When the memories made from these messages expire (Mem0's
+                argument): a date (``"YYYY-MM-DD"``) is their last day (UTC), a datetime
+                the instant. From then on no search, get or list returns them, and a worker
+                purges them (a DELETE event by ``"expiry"`` stays in their history). Facts
+                an LLM extracts from the messages do not expire.
 
         Returns:
             ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
@@ -158,6 +164,7 @@ class Memory:
                 wait=wait,
                 remember_roles=remember_roles,
                 idempotency_key=idempotency_key,
+                expiration_date=expiration_date,
             )
         )
 

@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memhub.config import MemhubSettings
+from memhub.errors import install_hint
 from memhub.memory.admin import AsyncAdmin
 from memhub.memory.async_memory import AsyncMemory
 from memhub.server import routes_admin, routes_memories
@@ -153,7 +154,7 @@ def _mount_docs(app: FastAPI) -> None:
     """
     spec = importlib.util.find_spec("fastapi_offline")
     if spec is None or not spec.submodule_search_locations:  # pragma: no cover
-        log.warning("fastapi-offline is missing: /docs is off (pip install 'memhub[server]')")
+        log.warning("fastapi-offline is missing: /docs is off (%s)", install_hint("server"))
         return
     assets = Path(next(iter(spec.submodule_search_locations))) / "static"
     app.mount("/docs-static", StaticFiles(directory=assets), name="docs-static")

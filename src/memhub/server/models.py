@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
@@ -81,6 +81,11 @@ class AddRequest(_Scoped):
         default=None, description="When the messages were said (ISO 8601 or Unix seconds)."
     )
     wait: bool = Field(default=False, description="Answer once the memories are searchable.")
+    expiration_date: date | datetime | None = Field(
+        default=None,
+        description="Mem0's: the memories' last day (YYYY-MM-DD, UTC) or the instant they "
+        "expire; after it they are not returned, and are purged later.",
+    )
 
 
 class SearchRequest(_Scoped):
@@ -225,6 +230,20 @@ class UserList(BaseModel):
     next_cursor: str | None = Field(
         default=None, description="Present when more users may follow this page."
     )
+
+
+class ScopeOut(BaseModel):
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    memories: int = Field(description="Current memories of exactly this scope.")
+    last_activity: datetime | None
+
+
+class ScopeList(BaseModel):
+    """``GET /v1/scopes``: every scope with memories (user, agent, run, combinations)."""
+
+    results: list[ScopeOut]
 
 
 class DailyUsageOut(BaseModel):

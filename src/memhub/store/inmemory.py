@@ -202,16 +202,21 @@ class InMemoryStore(InMemoryKeys):
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
         async with self.lock:
             mem = self.tables.memories.get(memory_id)
-            found = mem is not None and in_scope(scope, mem.scope) and mem.retired_at is None
+            found = (
+                mem is not None
+                and in_scope(scope, mem.scope)
+                and mem.retired_at is None
+                and not mem.expired(utc_now())
+            )
             return mem.record() if mem is not None and found else None
 
     async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
         wanted = set(turn_ids)
         async with self.lock:
-            rows = [
+            rows = [  # as PostgreSQL's: current rows, expired or not (add's own answer)
                 m
-                for m in self.tables.eligible(scope, None, False)
-                if wanted.intersection(m.source_turn_ids)
+                for m in self.tables.eligible(scope, None, True)
+                if m.valid_to is None and wanted.intersection(m.source_turn_ids)
             ]
             rows.sort(key=lambda m: (m.created_at, str(m.id)))
             return [m.record() for m in rows]
@@ -254,7 +259,8 @@ class InMemoryStore(InMemoryKeys):
             ):
                 raise Conflict(f"{action}: it would duplicate an existing row")
             mem.metadata = meta
-            self.tables.event(mem, "UPDATE", old_text, mem.memory, actor, now, None)
+            if mem.memory != old_text:  # history is of text, as Mem0's is
+                self.tables.event(mem, "UPDATE", old_text, mem.memory, actor, now, None)
             return mem.record()
 
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:
@@ -262,6 +268,24 @@ class InMemoryStore(InMemoryKeys):
             mem = self.tables.located(scope, memory_id)
             self.tables.detach(mem, None)
             self.tables.event(mem, "DELETE", mem.memory, None, actor, utc_now(), None)
+
+    async def set_expiry(
+        self, scope: Scope | None, memory_ids: Sequence[UUID], expires_at: datetime | None
+    ) -> None:
+        async with self.lock:
+            for memory_id in memory_ids:
+                mem = self.tables.memories.get(memory_id)
+                if mem is not None and in_scope(scope, mem.scope):
+                    mem.expires_at = None if expires_at is None else as_utc(expires_at, utc_now())
+
+    async def purge_expired(self, limit: int) -> int:
+        async with self.lock:
+            now = utc_now()
+            gone = [m for m in self.tables.memories.values() if m.expired(now)][:limit]
+            for mem in gone:
+                self.tables.detach(mem, None)
+                self.tables.event(mem, "DELETE", mem.memory, None, "expiry", now, None)
+            return len(gone)
 
     async def delete_all(self, scope: Scope) -> int:
         if scope.is_empty():  # PostgreSQL fails on the turns' empty WHERE and deletes nothing

@@ -114,6 +114,10 @@ class MemoryRow:
     updated_at: datetime | None = None
     role: str | None = None
     retired_at: datetime | None = None  # see memhub.store.pg_retire
+    expires_at: datetime | None = None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
     @property
     def key(self) -> Key:

@@ -25,6 +25,7 @@ from memhub.store.inmemory_rows import (
     check_text,
     in_scope,
     jsonb,
+    utc_now,
 )
 from memhub.store.inmemory_text import bm25_scores, terms
 from memhub.store.protocol import Vector
@@ -176,6 +177,7 @@ class Tables:
             terms=terms(new.memory),
             unit=unit,
             role=new.role,
+            expires_at=None if new.expires_at is None else as_utc(new.expires_at, now),
         )
 
     def insert(self, new: NewMemory, actor: str, now: datetime, undo: Undo) -> UUID | None:
@@ -240,11 +242,16 @@ class Tables:
     def eligible(
         self, scope: Scope, filters: Filter | None, include_superseded: bool
     ) -> list[MemoryRow]:
+        now = utc_now()
         return [
             m
             for m in self.memories.values()
             if in_scope(scope, m.scope)
-            and (m.valid_to is None if not include_superseded else m.retired_at is None)
+            and (
+                (m.valid_to is None and not m.expired(now))
+                if not include_superseded
+                else m.retired_at is None
+            )
             and (filters is None or matches(filters, m.columns()))
         ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -36,8 +37,10 @@ __all__ = [
     "memories_for_turns",
     "memories_where",
     "previous_turn",
+    "purge_expired",
     "record_from_row",
     "reset",
+    "set_expiry",
     "update_memory",
 ]
 
@@ -87,11 +90,17 @@ def memories_where(
     parts = [scope_where(scope, params, alias)]
     if not include_superseded:
         parts.append(sql.SQL("{} IS NULL").format(sql.Identifier(alias, "valid_to")))
+        if alias == "m":  # memory_words rows are checked against their memories row after
+            parts.append(_NOT_EXPIRED)
     elif retired_column:
         parts.append(sql.SQL("{} IS NULL").format(sql.Identifier(alias, "retired_at")))
     if filters is not None:
         parts.append(compile_filter(filters, params, alias))
     return sql.SQL(" AND ").join(parts)
+
+
+# add(expiration_date=...): an expired memory is not returned, before the worker purges it.
+_NOT_EXPIRED = sql.SQL("(m.expires_at IS NULL OR m.expires_at > now())")
 
 
 def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
@@ -116,9 +125,9 @@ def previous_turn(turn_id: sql.Composable) -> sql.Composed:
 # (0: none; migration 0018).
 _INSERT = sql.SQL(
     "INSERT INTO memories (id, user_id, agent_id, run_id, memory, hash, embedding, metadata,"
-    " memory_type, valid_from, source_turn_ids, created_at, role, previous_turn_id)"
+    " memory_type, valid_from, source_turn_ids, created_at, role, previous_turn_id, expires_at)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s::timestamptz, now()), %s,"
-    " coalesce(%s::timestamptz, now()), %s, coalesce({previous}, 0))"
+    " coalesce(%s::timestamptz, now()), %s, coalesce({previous}, 0), %s)"
     " ON CONFLICT (coalesce(user_id, ''), coalesce(agent_id, ''), coalesce(run_id, ''), hash)"
     " WHERE valid_to IS NULL AND role IS NULL DO NOTHING RETURNING id"
 ).format(previous=previous_turn(sql.SQL("%s::bigint")))
@@ -148,6 +157,7 @@ def _memory_row(new: NewMemory) -> tuple[Any, ...]:
         new.created_at,
         new.role,
         new.source_turn_ids[0] if new.source_turn_ids else None,
+        new.expires_at,
     )
 
 
@@ -236,8 +246,11 @@ async def get_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> M
     params = Params()
     # A retired memory is out of every read (restore or the retired listing reach it).
     query = sql.SQL(
-        "SELECT {cols} FROM memories m WHERE m.id = {id} AND {scope} AND m.retired_at IS NULL"
-    ).format(cols=COLUMNS, id=params.bind(memory_id), scope=scope_where(scope, params))
+        "SELECT {cols} FROM memories m"
+        " WHERE m.id = {id} AND {scope} AND m.retired_at IS NULL AND {live}"
+    ).format(
+        cols=COLUMNS, id=params.bind(memory_id), scope=scope_where(scope, params), live=_NOT_EXPIRED
+    )
     cur = await conn.execute(query, params.values)
     row = await cur.fetchone()
     return None if row is None else record_from_row(row)
@@ -315,8 +328,8 @@ async def update_memory(
         )
         row = await cur.fetchone()
         assert row is not None
-        new_text = old.memory if text is None else text
-        await history_event(conn, old, "UPDATE", old.memory, new_text, actor)
+        if text is not None and text != old.memory:  # history is of text, as Mem0's is
+            await history_event(conn, old, "UPDATE", old.memory, text, actor)
         return record_from_row(row)
 
 
@@ -374,6 +387,43 @@ async def delete_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID, a
         old = await lock_memory(conn, scope, memory_id)
         await conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
         await history_event(conn, old, "DELETE", old.memory, None, actor)
+
+
+# The expired memories go with a DELETE event each, as a user's delete leaves (actor "expiry").
+_PURGE_EXPIRED = (
+    "WITH gone AS ("
+    " DELETE FROM memories WHERE id IN (SELECT id FROM memories"
+    "  WHERE expires_at IS NOT NULL AND expires_at <= now() ORDER BY expires_at LIMIT %s"
+    "  FOR UPDATE SKIP LOCKED)"
+    " RETURNING id, user_id, agent_id, run_id, memory)"
+    " INSERT INTO memory_history (memory_id, user_id, agent_id, run_id, event, old_memory,"
+    " new_memory, actor, turn_ids, metadata)"
+    " SELECT id, user_id, agent_id, run_id, 'DELETE', memory, NULL, 'expiry', '{}', '{}'"
+    " FROM gone"
+)
+
+
+async def set_expiry(
+    conn: AsyncConn, scope: Scope | None, memory_ids: Sequence[UUID], expires_at: datetime | None
+) -> None:
+    """When these memories of ``scope`` expire (None: never)."""
+    params = Params()
+    query = sql.SQL("UPDATE memories m SET expires_at = {at} WHERE m.id = ANY({ids}) AND {scope}")
+    await conn.execute(
+        query.format(
+            at=params.bind(expires_at, "timestamptz"),
+            ids=params.bind(list(memory_ids), "uuid[]"),
+            scope=scope_where(scope, params),
+        ),
+        params.values,
+    )
+
+
+async def purge_expired(conn: AsyncConn, limit: int) -> int:
+    """Delete up to ``limit`` expired memories, each leaving a DELETE event; how many went."""
+    async with conn.transaction():
+        cur = await conn.execute(_PURGE_EXPIRED, (limit,))
+        return cur.rowcount
 
 
 async def history(conn: AsyncConn, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:

@@ -10,7 +10,15 @@ from psycopg import sql
 
 from memhub.store.database import AsyncConn
 
-__all__ = ["UserRow", "list_users", "memory_owner", "prefix_range", "users_page"]
+__all__ = [
+    "ScopeRow",
+    "UserRow",
+    "list_scopes",
+    "list_users",
+    "memory_owner",
+    "prefix_range",
+    "users_page",
+]
 
 
 @dataclass(frozen=True)
@@ -26,7 +34,9 @@ class UserRow:
 # The page's ids come from indexes in byte order (migration 0015): each branch stops after
 # `take` distinct ids, so a page reads its own users' index entries, never every user's. Only
 # then are that page's memories and turns counted, through the per-user indexes.
-# conversation_context.created_at is UTC wall time without a zone (ARKOS's column).
+# conversation_context.created_at is UTC wall time without a zone (ARKOS's column). Its ""
+# user_id holds agent- and run-only turns (the column is NOT NULL): no user, so not listed (a
+# range, so the index skips them instead of reading them).
 _PAGE = """
 WITH ids AS (
     (SELECT DISTINCT user_id COLLATE "C" AS user_id FROM memories
@@ -34,7 +44,7 @@ WITH ids AS (
      ORDER BY 1 LIMIT %(take)s)
     UNION
     (SELECT DISTINCT user_id COLLATE "C" FROM conversation_context
-     WHERE {turn_bounds}
+     WHERE user_id COLLATE "C" > '' AND {turn_bounds}
      ORDER BY 1 LIMIT %(take)s)
 ), page AS (
     SELECT user_id FROM ids ORDER BY user_id LIMIT %(limit)s OFFSET %(offset)s
@@ -103,6 +113,44 @@ async def list_users(
     return [
         UserRow(user_id=str(u), memories=int(m), turns=int(t), last_activity=last)
         for u, m, t, last in await cur.fetchall()
+    ]
+
+
+@dataclass(frozen=True)
+class ScopeRow:
+    """A scope (its user, agent and run ids; any may be None) with current memories."""
+
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    memories: int
+    last_activity: datetime | None
+
+
+# Every scope kind: a user's, an agent's (LangGraph's default, Mem0's agent memories), a run's,
+# and their combinations. A tenant's scopes are those whose every id is in its namespace. It
+# groups all current memories (a sequential read): for a browsing page, not a hot path.
+_SCOPES = """
+SELECT user_id, agent_id, run_id, count(*), max(coalesce(updated_at, created_at))
+FROM memories
+WHERE valid_to IS NULL AND (expires_at IS NULL OR expires_at > now())
+  AND (%(prefix)s::text IS NULL OR (
+      (user_id IS NULL OR starts_with(user_id, %(prefix)s))
+      AND (agent_id IS NULL OR starts_with(agent_id, %(prefix)s))
+      AND (run_id IS NULL OR starts_with(run_id, %(prefix)s))))
+GROUP BY user_id, agent_id, run_id
+ORDER BY user_id COLLATE "C" NULLS LAST, agent_id COLLATE "C" NULLS LAST,
+    run_id COLLATE "C" NULLS LAST
+LIMIT %(limit)s
+"""
+
+
+async def list_scopes(conn: AsyncConn, *, prefix: str | None, limit: int) -> list[ScopeRow]:
+    """Up to ``limit`` scopes with current memories, by user, agent, then run id."""
+    cur = await conn.execute(_SCOPES, {"prefix": prefix, "limit": limit})
+    return [
+        ScopeRow(user_id=u, agent_id=a, run_id=r, memories=int(n), last_activity=last)
+        for u, a, r, n, last in await cur.fetchall()
     ]
 
 

@@ -206,6 +206,17 @@ class PostgresStore:
             await pg_memories.delete_memory(conn, scope, memory_id, actor)
             await self._wrote(conn, scope)
 
+    async def set_expiry(
+        self, scope: Scope | None, memory_ids: Sequence[UUID], expires_at: datetime | None
+    ) -> None:
+        async with self._connect("setting when memories expire") as conn:
+            await pg_memories.set_expiry(conn, scope, memory_ids, expires_at)
+            await self._wrote(conn, scope)
+
+    async def purge_expired(self, limit: int) -> int:
+        async with self._connect("purging expired memories") as conn:
+            return await pg_memories.purge_expired(conn, limit)
+
     async def delete_all(self, scope: Scope) -> int:
         async with self._connect("deleting a scope") as conn:
             deleted = await pg_erase.delete_all(conn, scope)

@@ -262,6 +262,17 @@ class MemoryStore(Protocol):
         """Erase up to ``limit`` memories (of any scope) retired before ``before``."""
         ...
 
+    async def set_expiry(
+        self, scope: Scope | None, memory_ids: Sequence[UUID], expires_at: datetime | None
+    ) -> None:
+        """Set (None: clear) when these memories of ``scope`` expire (a LangGraph TTL)."""
+        ...
+
+    async def purge_expired(self, limit: int) -> int:
+        """Delete up to ``limit`` memories whose ``expires_at`` has passed (DELETE events by
+        ``"expiry"`` in their history); returns how many."""
+        ...
+
 
 class JobStore(Protocol):
     """The durable queue: claim (leases), apply (checked), release, heartbeat, park, requeue."""

@@ -176,6 +176,7 @@ class NewMemory:
     # Set for a memory made from one turn (its speaker); facts have none. Turn memories are
     # never deduplicated: each turn keeps its own memory, id and metadata.
     role: str | None = None
+    expires_at: datetime | None = None  # add(expiration_date=...): not returned from then on
 
 
 @dataclass(frozen=True)

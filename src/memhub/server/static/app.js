@@ -1,13 +1,14 @@
-// memhub's web page: browse users, list and search their memories, correct or delete them.
-// Plain DOM, no framework; every value from the server is set as text, never as HTML.
+// memhub's web page: browse every scope (users, agents, runs and their combinations), list,
+// search, add, correct or delete its memories. Plain DOM, no framework; every value from the
+// server is set as text, never as HTML.
 
 const $ = (id) => document.getElementById(id);
 const KEY_STORE = "memhub.apiKey";
 
-const view = { user: null, query: null, cursor: null };
+// view.scope: {user_id, agent_id, run_id}, each an id or null; the API's scope parameters.
+const view = { scope: null, query: null, cursor: null };
 const PAGE = 50;
-// Search results scoring below this share of the best score are folded away as weaker.
-const BEST_SHARE = 0.8;
+const SCOPE_FIELDS = [["user_id", "user"], ["agent_id", "agent"], ["run_id", "run"]];
 // memhub's own metadata keys: shown as "from <role>", not repeated as metadata.
 const OWN_KEYS = new Set(["role", "session_id"]);
 
@@ -67,7 +68,7 @@ async function connect() {
   $("whoami").textContent = `Connected as “${me.name}” (${role}).`;
   $("workspace").hidden = false;
   $("operations").hidden = !me.is_admin;
-  await loadUsers();
+  await loadScopes();
   if (me.is_admin) await loadOperations();
 }
 
@@ -140,73 +141,113 @@ function disconnect(message) {
   $("whoami").textContent = message;
   $("workspace").hidden = true;
   $("operations").hidden = true;
-  $("users").replaceChildren();
+  $("scopes").replaceChildren();
   $("memories").replaceChildren();
-  view.user = null;
+  view.scope = null;
 }
 
-// -- users -------------------------------------------------------------------------------
-async function loadUsers() {
-  const { results } = await api("GET", "/v1/users");
-  const list = $("users");
-  list.replaceChildren(
-    ...results.map((user) => {
+// -- scopes ------------------------------------------------------------------------------
+// "user alice", "agent support-bot", "user ada · run r1": a scope names each id it sets.
+function scopeLabel(scope) {
+  return SCOPE_FIELDS.filter(([field]) => scope[field] != null)
+    .map(([field, kind]) => `${kind} ${scope[field]}`)
+    .join(" · ");
+}
+
+function sameScope(a, b) {
+  return a != null && b != null && SCOPE_FIELDS.every(([f]) => (a[f] ?? null) === (b[f] ?? null));
+}
+
+// The scope as query parameters (list, delete all) or body fields (search, add).
+function scopeParams(scope) {
+  const params = new URLSearchParams();
+  for (const [field] of SCOPE_FIELDS) if (scope[field] != null) params.set(field, scope[field]);
+  return params;
+}
+
+function scopeBody(scope) {
+  return Object.fromEntries(SCOPE_FIELDS.filter(([f]) => scope[f] != null).map(([f]) => [f, scope[f]]));
+}
+
+async function loadScopes() {
+  const { results } = await api("GET", "/v1/scopes");
+  $("scopes").replaceChildren(
+    ...results.map((scope) => {
       const item = document.createElement("li");
       const button = document.createElement("button");
       button.type = "button";
-      button.className = "user";
-      button.textContent = user.user_id;
-      button.setAttribute("aria-pressed", String(user.user_id === view.user));
+      button.className = "scope";
+      const name = document.createElement("span");
+      name.textContent = scopeLabel(scope);
       const counts = document.createElement("span");
       counts.className = "muted";
-      counts.textContent =
-        ` ${count(user.memories, "memory", "memories")} · ${count(user.turns, "turn", "turns")}`;
-      button.append(counts);
-      button.addEventListener("click", () => guarded(() => pickUser(user.user_id)));
+      counts.textContent = count(scope.memories, "memory", "memories");
+      button.append(name, counts);
+      button.dataset.scope = JSON.stringify(scopeBody(scope));
+      button.setAttribute("aria-pressed", String(sameScope(scope, view.scope)));
+      button.addEventListener("click", () => guarded(() => pickScope(scope)));
       item.append(button);
       return item;
     }),
   );
-  $("no-users").hidden = results.length > 0;
+  $("no-scopes").hidden = results.length > 0;
 }
 
-async function pickUser(userId) {
-  view.user = userId;
+async function pickScope(scope) {
+  view.scope = Object.fromEntries(SCOPE_FIELDS.map(([f]) => [f, scope[f] ?? null]));
   view.query = null;
   view.cursor = null;
   $("query").value = "";
   $("timeline").hidden = true;
-  for (const button of document.querySelectorAll("#users button.user")) {
-    button.setAttribute("aria-pressed", String(button.firstChild.textContent === userId));
+  for (const button of document.querySelectorAll("#scopes button.scope")) {
+    const shown = JSON.parse(button.dataset.scope);
+    button.setAttribute("aria-pressed", String(sameScope(shown, scopeBody(view.scope))));
   }
-  $("memories-heading").textContent = `Memories of ${userId}`;
+  $("memories-heading").textContent = `Memories of ${scopeLabel(view.scope)}`;
   $("search-form").hidden = false;
+  $("add-form").hidden = false;
   await loadMemories();
+}
+
+async function addMemory() {
+  const text = $("new-memory").value.trim();
+  if (!text) return;
+  await api("POST", "/v1/memories", {
+    messages: text, ...scopeBody(view.scope), infer: false, wait: true,
+  });
+  $("new-memory").value = "";
+  view.query = null;
+  $("query").value = "";
+  await Promise.all([loadMemories(), loadScopes()]);
+}
+
+async function deleteScope() {
+  const label = scopeLabel(view.scope);
+  if (!window.confirm(`Delete every memory and turn of ${label}? This cannot be undone.`)) return;
+  await api("DELETE", `/v1/memories?${scopeParams(view.scope)}`);
+  await Promise.all([loadMemories(), loadScopes()]);
 }
 
 // -- memories ----------------------------------------------------------------------------
 async function loadMemories() {
-  $("weaker").hidden = true;
   $("more").hidden = true;
   if (view.query) {
     await searchMemories();
     return;
   }
-  const user = encodeURIComponent(view.user);
-  const { results, next_cursor: next } = await api(
-    "GET", `/v1/memories?user_id=${user}&limit=${PAGE}`,
-  );
-  $("memories").replaceChildren(...results.map(renderMemory));
+  const params = scopeParams(view.scope);
+  params.set("limit", PAGE);
+  const { results, next_cursor: next } = await api("GET", `/v1/memories?${params}`);
+  $("memories").replaceChildren(...results.map((m) => renderMemory(m)));
   showPageState(results.length, next);
 }
 
 async function loadMore() {
-  const user = encodeURIComponent(view.user);
-  const cursor = encodeURIComponent(view.cursor);
-  const { results, next_cursor: next } = await api(
-    "GET", `/v1/memories?user_id=${user}&limit=${PAGE}&cursor=${cursor}`,
-  );
-  $("memories").append(...results.map(renderMemory));
+  const params = scopeParams(view.scope);
+  params.set("limit", PAGE);
+  params.set("cursor", view.cursor);
+  const { results, next_cursor: next } = await api("GET", `/v1/memories?${params}`);
+  $("memories").append(...results.map((m) => renderMemory(m)));
   showPageState($("memories").children.length, next);
 }
 
@@ -218,20 +259,14 @@ function showPageState(shown, next) {
     : `${count(shown, "memory", "memories")} in total.`;
 }
 
+// The ranked list as memhub ranked it: every result, numbered, best first, with its score.
 async function searchMemories() {
   const { results } = await api("POST", "/v1/memories/search", {
-    query: view.query, user_id: view.user, limit: 20,
+    query: view.query, ...scopeBody(view.scope), limit: 20,
   });
-  const top = results.length ? results[0].score : 0;
-  const best = results.filter((m) => m.score >= top * BEST_SHARE);
-  const weaker = results.slice(best.length);
-  $("memories").replaceChildren(...best.map(renderMemory));
-  $("weaker-list").replaceChildren(...weaker.map(renderMemory));
-  $("weaker-summary").textContent = `${count(weaker.length, "weaker match", "weaker matches")}`;
-  $("weaker").open = false;
-  $("weaker").hidden = weaker.length === 0;
+  $("memories").replaceChildren(...results.map((m, n) => renderMemory(m, n + 1)));
   $("memories-status").textContent =
-    `${count(best.length, "best match", "best matches")} for “${view.query}”.`;
+    `${count(results.length, "match", "matches")} for “${view.query}”, best first.`;
 }
 
 function describe(memory) {
@@ -247,10 +282,10 @@ function describe(memory) {
 // Every fact of the user, current and superseded, as a bar over its validity interval: a
 // superseded fact is a closed bar naming its successor, so one sees what was believed when.
 async function showTimeline() {
-  const user = encodeURIComponent(view.user);
-  const { results } = await api(
-    "GET", `/v1/memories?user_id=${user}&limit=500&include_superseded=true`,
-  );
+  const params = scopeParams(view.scope);
+  params.set("limit", 500);
+  params.set("include_superseded", "true");
+  const { results } = await api("GET", `/v1/memories?${params}`);
   const now = Date.now();
   const facts = results
     .map((m) => ({ ...m, from: Date.parse(m.valid_from), to: m.valid_to ? Date.parse(m.valid_to) : now }))
@@ -287,7 +322,7 @@ async function showTimeline() {
       return row;
     }),
   );
-  $("timeline-heading").textContent = `Timeline of ${view.user}`;
+  $("timeline-heading").textContent = `Timeline of ${scopeLabel(view.scope)}`;
   $("timeline").hidden = false;
 }
 
@@ -300,11 +335,18 @@ function renderMetadata(metadata) {
   });
 }
 
-function renderMemory(memory) {
+function renderMemory(memory, rank) {
   const item = $("memory-template").content.firstElementChild.cloneNode(true);
   item.dataset.id = memory.id;
   item.querySelector(".text").textContent = memory.memory;
-  item.querySelector(".meta").textContent = describe(memory);
+  const meta = item.querySelector(".meta");
+  meta.textContent = describe(memory);
+  if (rank !== undefined) {
+    const badge = document.createElement("span");
+    badge.className = "rank";
+    badge.textContent = `#${rank}`;
+    meta.prepend(badge);
+  }
   const chips = renderMetadata(memory.metadata);
   item.querySelector(".metadata").replaceChildren(...chips);
   item.querySelector(".metadata").hidden = chips.length === 0;
@@ -354,7 +396,7 @@ function startEdit(memory, item) {
 async function deleteMemory(memory) {
   if (!window.confirm(`Delete this memory?\n\n${memory.memory}`)) return;
   await api("DELETE", `/v1/memories/${memory.id}`);
-  await Promise.all([loadMemories(), loadUsers()]);
+  await Promise.all([loadMemories(), loadScopes()]);
 }
 
 async function showHistory(memory) {
@@ -401,7 +443,18 @@ function init() {
     clearError();
     disconnect("Key forgotten; not connected.");
   });
-  $("refresh-users").addEventListener("click", () => guarded(loadUsers));
+  $("refresh-scopes").addEventListener("click", () => guarded(loadScopes));
+  $("open-scope").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const id = $("open-id").value.trim();
+    if (!id) return;
+    guarded(() => pickScope({ [$("open-kind").value]: id }));
+  });
+  $("add-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    guarded(addMemory);
+  });
+  $("delete-scope").addEventListener("click", () => guarded(deleteScope));
   $("refresh-operations").addEventListener("click", () => guarded(loadOperations));
   $("search-form").addEventListener("submit", (event) => {
     event.preventDefault();

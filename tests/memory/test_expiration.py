@@ -1,0 +1,48 @@
+"""Mem0's ``add(..., expiration_date=...)``: an expired memory is not returned, then purged."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from memhub import AsyncMemory, UsageError
+from memhub.engine.inputs import parse_expiration
+
+
+async def test_an_expired_memory_is_not_returned_and_is_purged_later(memory: AsyncMemory) -> None:
+    tomorrow = (date.today() + timedelta(days=1)).isoformat()
+    add = {"user_id": "exp", "infer": False, "wait": True}
+    kept = (await memory.add("I live in Oslo.", **add))["results"][0]["id"]
+    trip = (await memory.add("My trip to Rome.", **add, expiration_date=tomorrow))["results"][0]
+    soon = datetime.now(UTC) + timedelta(seconds=3)
+    dentist = await memory.add("My dentist appointment is on Friday.", **add, expiration_date=soon)
+    gone = dentist["results"][0]["id"]
+    past = await memory.add("An old plan.", **add, expiration_date="2000-01-01")
+    assert await memory.get(past["results"][0]["id"]) is None  # expired the moment it was added
+    assert await memory.get(gone) is not None
+    found = await memory.search("dentist appointment", user_id="exp", limit=5)
+    assert gone in [m["id"] for m in found["results"]]
+
+    await asyncio.sleep((soon - datetime.now(UTC)).total_seconds() + 0.3)
+    assert await memory.get(gone) is None
+    found = await memory.search("dentist appointment", user_id="exp", limit=5)
+    assert gone not in [m["id"] for m in found["results"]]
+    listed = await memory.get_all(user_id="exp")
+    assert {m["id"] for m in listed["results"]} == {kept, trip["id"]}
+
+    store = (await memory._engine()).store
+    assert await store.purge_expired(100) == 2  # the dentist and the old plan
+    assert await store.purge_expired(100) == 0
+    events = await memory.history(gone)
+    assert [(e["event"], e["actor"]) for e in events] == [("ADD", "worker"), ("DELETE", "expiry")]
+
+
+def test_a_date_is_the_last_day_and_a_datetime_the_instant() -> None:
+    assert parse_expiration("2031-05-17") == datetime(2031, 5, 18, tzinfo=UTC)
+    assert parse_expiration(date(2031, 5, 17)) == datetime(2031, 5, 18, tzinfo=UTC)
+    assert parse_expiration("2031-05-17T08:30:00Z") == datetime(2031, 5, 17, 8, 30, tzinfo=UTC)
+    assert parse_expiration(None) is None
+    with pytest.raises(UsageError):
+        parse_expiration("2031-13-01")
