@@ -149,10 +149,12 @@ def test_db_stop_is_not_healed_and_db_start_outlives_serve(home: Path, tmp_path:
     assert httpx.get(f"{url}/healthz", timeout=10).status_code == 503
 
     assert db("start").returncode == 0  # pinned: no process exit stops it now
-    deadline = time.monotonic() + 30  # the pool's reconnection backs off while it was down
+    started = time.monotonic()
+    # The watch sees the new postmaster and swaps in a fresh pool: no reconnection back-off.
     while httpx.get(f"{url}/healthz", timeout=10).status_code != 200:
-        assert time.monotonic() < deadline, "serve never reconnected"
-        time.sleep(0.2)
+        assert time.monotonic() - started < 2, f"serve did not reconnect within 2 s:\n{log}"
+        time.sleep(0.1)
+    print(f"serving again {time.monotonic() - started:.2f} s after db start")
     postmaster = postmaster_pid(home / "pg")
     assert postmaster is not None
     stop(server, signal.SIGTERM)
