@@ -99,7 +99,7 @@ def test_postmaster_killed_under_load_serves_again_within_10_s(home: Path, tmp_p
     )
     new = postmaster_pid(pgdata)
     assert new is not None and new != old and pid_alive(new)
-    assert "died; restarting" in log.read_text()
+    assert "stopped; restarting it" in log.read_text()
     codes = {code for _, code in results}
     assert codes <= {200, 503}, f"only 200 or 503 while it was down, got {codes}"
     stop(server, signal.SIGTERM)
