@@ -54,7 +54,20 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers", [])).get(b"content-length")
+        headers = scope.get("headers", [])
+        lengths = {value for name, value in headers if name == b"content-length"}
+        if len(lengths) > 1 or (lengths and any(n == b"transfer-encoding" for n, _ in headers)):
+            # Two framings of one body (RFC 9112 6.3): a proxy in front may have read another
+            # body than this server would, the ground of request smuggling. Refused, closed.
+            await answer(
+                send,
+                400,
+                "conflicting Content-Length and Transfer-Encoding headers",
+                "BadRequest",
+                {"Connection": "close"},
+            )
+            return
+        declared = next(iter(lengths), None)
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await answer(send, 413, self._too_large(), "PayloadTooLarge")
             return
