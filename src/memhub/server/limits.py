@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BodyLimit", "RateLimiter", "answer"]
+__all__ = ["DRAIN_BYTES", "BodyLimit", "RateLimiter", "answer"]
+
+DRAIN_BYTES = 16 * 1024 * 1024
+"""How much of a refused body is read and dropped before the 413 is sent.
+
+A client still sending when the server answers and closes gets a connection reset, and most
+(urllib, requests, httpx) then report that instead of the 413: reading the rest first lets
+them see the answer. Bounded, so a client cannot keep a connection busy with an endless body;
+past it the 413 goes out and the connection is closed anyway.
+"""
 
 
 async def answer(
@@ -38,17 +47,20 @@ async def answer(
 class BodyLimit:
     """Refuse request bodies over ``max_bytes`` with 413, before anything parses them.
 
-    A declared ``Content-Length`` over the bound is refused unread; a chunked body is read
-    up to the bound and refused as soon as it passes it, so no request holds more than
-    ``max_bytes`` of memory.
+    A declared ``Content-Length`` over the bound is refused before any of it is kept; a
+    chunked body is kept up to the bound and refused as soon as it passes it, so no request
+    holds more than ``max_bytes`` of memory. The rest of a refused body is read and dropped
+    (up to :data:`DRAIN_BYTES`) so that the client receives the 413, then the connection
+    is closed.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
-    def _too_large(self) -> str:
-        return f"request body is larger than {self.max_bytes} bytes (MEMHUB_MAX_BODY_BYTES)"
+    async def _refuse(self, send: Send) -> None:
+        error = f"request body is larger than {self.max_bytes} bytes (MEMHUB_MAX_BODY_BYTES)"
+        await answer(send, 413, error, "PayloadTooLarge", {"Connection": "close"})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -69,7 +81,9 @@ class BodyLimit:
             return
         declared = next(iter(lengths), None)
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await answer(send, 413, self._too_large(), "PayloadTooLarge")
+            if declared.isdigit() and int(declared) <= DRAIN_BYTES:
+                await _drain(receive, DRAIN_BYTES)
+            await self._refuse(send)
             return
         chunks: list[bytes] = []
         size = 0
@@ -82,12 +96,25 @@ class BodyLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await answer(send, 413, self._too_large(), "PayloadTooLarge")
+                if message.get("more_body", False):
+                    await _drain(receive, DRAIN_BYTES - size)
+                await self._refuse(send)
                 return
             chunks.append(chunk)
             more = bool(message.get("more_body", False))
         body = b"".join(chunks)
         await self.app(scope, _replay([{"type": "http.request", "body": body}], receive), send)
+
+
+async def _drain(receive: Receive, limit: int) -> None:
+    """Read and drop the rest of a request body, at most ``limit`` bytes of it."""
+    while limit > 0:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        limit -= len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _replay(messages: list[Message], then: Receive | None = None) -> Receive:
