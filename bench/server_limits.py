@@ -3,7 +3,8 @@
 Run with the dev install: ``python -m bench.server_limits`` (starts ``memhub serve`` on an
 embedded PostgreSQL of its own in a temporary directory, or on ``MEMHUB_DATABASE_URL``).
 Prints RSS before, peak and after, and tenant B's latency while tenant A is rate limited
-(``--flood-only``: only the latter; ``--pin``: the flooding client on CPU 1 and the server
+(``--flood-only``: only the latter; ``--concurrent``: only the peak RSS of 8 maximum-size
+requests at once; ``--pin``: the flooding client on CPU 1 and the server
 on CPU 0, as if the flood came from another machine).
 """
 
@@ -25,6 +26,7 @@ import httpx
 
 ADMIN = "bench-admin-key-0123456789abcdef"
 FLOODERS = 4
+CONCURRENT = 8  # maximum-size requests in flight at once (--concurrent)
 SAMPLES = 200
 
 
@@ -100,6 +102,46 @@ def rss_under_max_requests(base: str, pid: int, admin: httpx.Client) -> dict[str
         peak = max(peak, _rss_mb(pid))
         time.sleep(0.5)
     return {"before": before, "peak": peak, "after": _rss_mb(pid)}
+
+
+def rss_under_concurrent_max_requests(base: str, pid: int, admin: httpx.Client) -> dict[str, float]:
+    """Peak RSS while CONCURRENT maximum-size adds, then as many 2 MB bodies, arrive at once."""
+    import threading
+
+    before = _rss_mb(pid)
+    peak = [before]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_mb(pid))
+            time.sleep(0.02)
+
+    oversize = b'{"messages": "' + b"y" * 2_000_000 + b'", "user_id": "rss"}'
+    statuses: dict[int, int] = {}
+
+    def send(body: bytes) -> None:
+        with httpx.Client(base_url=base, headers=dict(admin.headers), timeout=300) as client:
+            response = client.post(
+                "/v1/memories", content=body, headers={"Content-Type": "application/json"}
+            )
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    for body in (_max_body(), oversize):
+        senders = [threading.Thread(target=send, args=(body,)) for _ in range(CONCURRENT)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+    deadline = time.monotonic() + 600
+    while admin.get("/v1/jobs/stats").json()["queued"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    done.set()
+    sampler.join()
+    print(f"  statuses: {statuses}")
+    return {"before": before, "peak": peak[0], "after": _rss_mb(pid)}
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -193,6 +235,13 @@ def main() -> int:
             with httpx.Client(
                 base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120
             ) as admin:
+                if "--concurrent" in sys.argv[1:]:
+                    print(
+                        f"{CONCURRENT} concurrent maximum-size adds, then {CONCURRENT} 2 MB bodies:"
+                    )
+                    rss = rss_under_concurrent_max_requests(base, process.pid, admin)
+                    print("  RSS MB:", {k: round(v, 1) for k, v in rss.items()})
+                    return 0
                 if not only_flood:
                     print("200 maximum-size requests (every other one 2 MB, refused with 413):")
                     rss = rss_under_max_requests(base, process.pid, admin)

@@ -6,11 +6,10 @@ Both answer with memhub's JSON error body naming the setting that refused the re
 from __future__ import annotations
 
 import json
-import math
-import time
-from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memhub.memory.access import RateLimiter
 
 __all__ = ["DRAIN_BYTES", "BodyLimit", "RateLimiter", "answer"]
 
@@ -128,39 +127,3 @@ def _replay(messages: list[Message], then: Receive | None = None) -> Receive:
         return await then()
 
     return receive
-
-
-@dataclass
-class _Bucket:
-    tokens: float
-    stamp: float
-
-
-@dataclass
-class RateLimiter:
-    """A token bucket per key: ``rate`` tokens a second, at most ``burst`` saved up.
-
-    In-process: each server process counts on its own, so N processes allow N times the rate.
-    """
-
-    rate: float
-    burst: float
-    _buckets: dict[object, _Bucket] = field(default_factory=dict)
-    _max_keys: int = 100_000
-
-    def take(self, key: object, cost: float = 1.0, now: float | None = None) -> float:
-        """Spend ``cost`` tokens of ``key``'s bucket; 0 if allowed, else seconds to wait."""
-        now = time.monotonic() if now is None else now
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            if len(self._buckets) >= self._max_keys:  # bounded memory: forget idle buckets
-                self._buckets.clear()
-            bucket = self._buckets[key] = _Bucket(self.burst, now)
-        bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.stamp) * self.rate)
-        bucket.stamp = now
-        if cost > self.burst:
-            return math.inf
-        if bucket.tokens >= cost:
-            bucket.tokens -= cost
-            return 0.0
-        return (cost - bucket.tokens) / self.rate
