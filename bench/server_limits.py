@@ -3,7 +3,9 @@
 Run with the dev install: ``python -m bench.server_limits`` (starts ``memhub serve`` on an
 embedded PostgreSQL of its own in a temporary directory, or on ``MEMHUB_DATABASE_URL``).
 Prints RSS before, peak and after, and tenant B's latency while tenant A is rate limited
-(``--flood-only``: only the latter; ``--pin``: the flooding client on CPU 1 and the server
+(``--flood-only``: only the latter; ``--search``: with it, B and 8 flooding processes call
+search instead of ``/v1/me``; ``--concurrent``: only the peak RSS of 8 maximum-size
+requests at once; ``--pin``: the flooding client on CPU 1 and the server
 on CPU 0, as if the flood came from another machine).
 """
 
@@ -25,6 +27,7 @@ import httpx
 
 ADMIN = "bench-admin-key-0123456789abcdef"
 FLOODERS = 4
+CONCURRENT = 8  # maximum-size requests in flight at once (--concurrent)
 SAMPLES = 200
 
 
@@ -102,9 +105,63 @@ def rss_under_max_requests(base: str, pid: int, admin: httpx.Client) -> dict[str
     return {"before": before, "peak": peak, "after": _rss_mb(pid)}
 
 
+def rss_under_concurrent_max_requests(base: str, pid: int, admin: httpx.Client) -> dict[str, float]:
+    """Peak RSS while CONCURRENT maximum-size adds, then as many 2 MB bodies, arrive at once."""
+    import threading
+
+    before = _rss_mb(pid)
+    peak = [before]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_mb(pid))
+            time.sleep(0.02)
+
+    oversize = b'{"messages": "' + b"y" * 2_000_000 + b'", "user_id": "rss"}'
+    statuses: dict[int, int] = {}
+
+    def send(body: bytes) -> None:
+        with httpx.Client(base_url=base, headers=dict(admin.headers), timeout=300) as client:
+            response = client.post(
+                "/v1/memories", content=body, headers={"Content-Type": "application/json"}
+            )
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    for body in (_max_body(), oversize):
+        senders = [threading.Thread(target=send, args=(body,)) for _ in range(CONCURRENT)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+    deadline = time.monotonic() + 600
+    while admin.get("/v1/jobs/stats").json()["queued"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    done.set()
+    sampler.join()
+    print(f"  statuses: {statuses}")
+    return {"before": before, "peak": peak[0], "after": _rss_mb(pid)}
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+SEARCH = "--search" in sys.argv[1:]  # B and the flood call search, not /v1/me
+_QUERY = {"query": "where does the user live", "user_id": "u", "limit": 5}
+
+
+def _flooders() -> int:
+    return 8 if SEARCH else FLOODERS
+
+
+def _call(client: httpx.Client) -> httpx.Response:
+    if SEARCH:
+        return client.post("/v1/memories/search", json=_QUERY)
+    return client.get("/v1/me")
 
 
 def _flood(base: str, key: str, refused: Any, cpus: set[int] | None, stop: Any) -> None:
@@ -114,7 +171,7 @@ def _flood(base: str, key: str, refused: Any, cpus: set[int] | None, stop: Any) 
         os.sched_setaffinity(0, cpus)
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as a:
         while not stop.is_set():
-            if a.get("/v1/me").status_code == 429:
+            if _call(a).status_code == 429:
                 with refused.get_lock():
                     refused.value += 1
 
@@ -130,7 +187,8 @@ def _spin(cpus: set[int] | None, stop: Any) -> None:
 def _with_load(target: Any, args: tuple[Any, ...], sample: Any) -> tuple[list[float], float]:
     """B's samples while ``FLOODERS`` processes run ``target``, and the seconds they took."""
     stop = multiprocessing.Event()
-    loads = [multiprocessing.Process(target=target, args=(*args, stop)) for _ in range(FLOODERS)]
+    count = _flooders()
+    loads = [multiprocessing.Process(target=target, args=(*args, stop)) for _ in range(count)]
     for process in loads:
         process.start()
     time.sleep(1)  # the load under way before sampling
@@ -153,9 +211,14 @@ def flood_latency(
     def sample() -> list[float]:
         times = []
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys[1]}"}) as b:
+            if SEARCH:  # something to find
+                for n in range(20):
+                    note = {"messages": f"fact {n}: the user lives in Paris", "user_id": "u"}
+                    b.post("/v1/memories", json={**note, "infer": False, "wait": True})
+                time.sleep(3)  # B's bucket refills
             for _ in range(SAMPLES):
                 start = time.perf_counter()
-                assert b.get("/v1/me").status_code == 200
+                assert _call(b).status_code == 200
                 times.append((time.perf_counter() - start) * 1000)
                 time.sleep(0.06)  # within b's own 20/s
         return times
@@ -193,12 +256,19 @@ def main() -> int:
             with httpx.Client(
                 base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120
             ) as admin:
+                if "--concurrent" in sys.argv[1:]:
+                    print(
+                        f"{CONCURRENT} concurrent maximum-size adds, then {CONCURRENT} 2 MB bodies:"
+                    )
+                    rss = rss_under_concurrent_max_requests(base, process.pid, admin)
+                    print("  RSS MB:", {k: round(v, 1) for k, v in rss.items()})
+                    return 0
                 if not only_flood:
                     print("200 maximum-size requests (every other one 2 MB, refused with 413):")
                     rss = rss_under_max_requests(base, process.pid, admin)
                     print("  RSS MB:", {k: round(v, 1) for k, v in rss.items()})
                 where = "on CPU 1, the server on CPU 0" if pin else "sharing every CPU"
-                print(f"tenant B while tenant A floods ({FLOODERS} processes {where}):")
+                print(f"tenant B while tenant A floods ({_flooders()} processes {where}):")
                 flood = flood_latency(base, admin, process.pid, {1} if pin else None)
                 print("  ", {k: round(v, 2) for k, v in flood.items()})
         finally:

@@ -99,7 +99,7 @@ def test_postmaster_killed_under_load_serves_again_within_10_s(home: Path, tmp_p
     )
     new = postmaster_pid(pgdata)
     assert new is not None and new != old and pid_alive(new)
-    assert "died; restarting" in log.read_text()
+    assert "stopped; restarting it" in log.read_text()
     codes = {code for _, code in results}
     assert codes <= {200, 503}, f"only 200 or 503 while it was down, got {codes}"
     stop(server, signal.SIGTERM)
@@ -149,10 +149,12 @@ def test_db_stop_is_not_healed_and_db_start_outlives_serve(home: Path, tmp_path:
     assert httpx.get(f"{url}/healthz", timeout=10).status_code == 503
 
     assert db("start").returncode == 0  # pinned: no process exit stops it now
-    deadline = time.monotonic() + 30  # the pool's reconnection backs off while it was down
+    started = time.monotonic()
+    # The watch sees the new postmaster and swaps in a fresh pool: no reconnection back-off.
     while httpx.get(f"{url}/healthz", timeout=10).status_code != 200:
-        assert time.monotonic() < deadline, "serve never reconnected"
-        time.sleep(0.2)
+        assert time.monotonic() - started < 2, f"serve did not reconnect within 2 s:\n{log}"
+        time.sleep(0.1)
+    print(f"serving again {time.monotonic() - started:.2f} s after db start")
     postmaster = postmaster_pid(home / "pg")
     assert postmaster is not None
     stop(server, signal.SIGTERM)

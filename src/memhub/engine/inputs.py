@@ -211,9 +211,10 @@ def parse_timestamp(value: object) -> datetime | None:
     return ts
 
 
-# Aware bounds a Python datetime can represent in any zone (year 1 to 9999 in UTC).
-_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
-_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+# Years 1 to 9999 in UTC, both inclusive: what a Python datetime holds. Timestamps are kept
+# in UTC (sessions run in UTC), so no conversion to another zone can overflow them.
+_EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
 
 
 def _from_unix(value: float) -> datetime:

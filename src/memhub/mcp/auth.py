@@ -1,8 +1,12 @@
-"""API keys on the MCP HTTP transport: the same keys as the REST server, checked per request.
+"""API keys on the MCP HTTP transport: the same keys, cache and quotas as the REST server.
 
-A tenant key scopes every tool call to the tenant's namespace (ids stored as
-``"<tenant>:<id>"``, exactly as the REST server stores them); requests without a valid key
-answer 401 before the MCP SDK sees them.
+The check is :class:`memhub.memory.access.Access`, the one the REST server uses: the same
+``MEMHUB_ADMIN_KEY`` and stored keys are accepted, a key looked up is trusted for
+``MEMHUB_KEY_CACHE_SECONDS``, and a tenant key is held to ``MEMHUB_RATE_LIMIT`` and
+``MEMHUB_MAX_IN_FLIGHT_PER_KEY`` (429 with ``Retry-After``). A tenant key scopes every tool call
+to the tenant's namespace (ids stored as ``"<tenant>:<id>"``, exactly as the REST server
+stores them); requests without a valid key answer 401 before the MCP SDK sees them, and a
+database that cannot be reached answers 503 with ``Retry-After``, as REST does.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memhub.errors import StatementTimeout, StoreUnavailable
+from memhub.memory.access import Access, AccessSettings
 from memhub.memory.admin import AsyncAdmin
 
 __all__ = ["TENANT_STATE", "KeyAuth"]
@@ -18,17 +24,21 @@ __all__ = ["TENANT_STATE", "KeyAuth"]
 TENANT_STATE = "memhub_tenant"
 """The request-state key holding the caller's tenant ("" for an admin key)."""
 
+RETRY_AFTER_SECONDS = 5  # as the REST server's 503 answers
 
-async def _refuse(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"error": message, "type": "Unauthorized"}).encode()
+
+async def _refuse(
+    send: Send, status: int, message: str, type_: str, headers: dict[str, str]
+) -> None:
+    body = json.dumps({"error": message, "type": type_}).encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
-                (b"www-authenticate", b"Bearer"),
                 (b"content-length", str(len(body)).encode()),
+                *((name.lower().encode(), value.encode()) for name, value in headers.items()),
             ],
         }
     )
@@ -38,23 +48,44 @@ async def _refuse(send: Send, status: int, message: str) -> None:
 class KeyAuth:
     """Require ``Authorization: Bearer <key>`` of an active memhub API key on every request."""
 
-    def __init__(self, app: ASGIApp, admin: AsyncAdmin) -> None:
+    def __init__(self, app: ASGIApp, admin: AsyncAdmin, settings: AccessSettings | None = None):
         self.app = app
-        self.admin = admin
+        self.access = Access(admin, settings or AccessSettings.from_env())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        challenge = {"WWW-Authenticate": "Bearer"}
         header = dict(scope.get("headers", [])).get(b"authorization", b"").decode("latin-1")
         kind, _, key = header.strip().partition(" ")
         if kind.lower() not in ("bearer", "token") or not key.strip():
-            await _refuse(send, 401, "missing API key: send 'Authorization: Bearer <key>'")
+            message = "missing API key: send 'Authorization: Bearer <key>'"
+            await _refuse(send, 401, message, "Unauthorized", challenge)
             return
-        found = await self.admin.resolve_key(key.strip())
+        try:
+            found = await self.access.check(key.strip())
+        except (StoreUnavailable, StatementTimeout):
+            message = "the database is unavailable; retry later"
+            retry = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+            await _refuse(send, 503, message, "StoreUnavailable", retry)
+            return
         if found is None:
-            await _refuse(send, 401, "invalid or revoked API key")
+            await _refuse(send, 401, "invalid or revoked API key", "Unauthorized", challenge)
             return
         state = scope.setdefault("state", {})
         state[TENANT_STATE] = found.tenant or ""
-        await self.app(scope, receive, send)
+        if found.tenant is None:
+            await self.app(scope, receive, send)
+            return
+        quotas = self.access.quotas
+        refused = quotas.refusal(found.id)
+        if refused is not None:
+            error, seconds = refused
+            await _refuse(send, 429, error, "TooManyRequests", {"Retry-After": str(seconds)})
+            return
+        quotas.enter(found.id)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            quotas.leave(found.id)

@@ -7,7 +7,8 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from memhub.memory.admin import ApiKey, hash_key, keys_equal
+from memhub.memory.access import ENV_ADMIN_KEY
+from memhub.memory.admin import ApiKey
 from memhub.server.gate import GATED_KEY, presented_key
 from memhub.server.state import ServerState, get_state
 from memhub.server.tenancy import Principal
@@ -44,17 +45,11 @@ async def authenticate(request: Request) -> Principal:
     state = get_state(request)
     if state.server.auth == "off":
         return LOCAL_ADMIN
-    key = _presented_key(request)
-    admin_key = state.server.admin_key
-    if admin_key is not None and keys_equal(key, admin_key.get_secret_value()):
-        return ENV_ADMIN
-    digest = hash_key(key)
-    found = state.keys.get(digest)
+    found = await state.access.check(_presented_key(request))
     if found is None:
-        found = await state.admin.resolve_key(key)
-        if found is None:
-            raise HTTPException(401, "invalid or revoked API key", _CHALLENGE)
-        state.keys.put(digest, found)
+        raise HTTPException(401, "invalid or revoked API key", _CHALLENGE)
+    if found is ENV_ADMIN_KEY:
+        return ENV_ADMIN
     if found.tenant is not None:
         refused = state.quotas.refusal(found.id)
         if refused is not None:

@@ -63,6 +63,7 @@ STATUSES: dict[type[MemhubError], _Mapping] = {
 log = logging.getLogger("memhub.server")
 
 _HTTP_TYPES = {
+    400: "BadRequest",
     401: "Unauthorized",
     403: "Forbidden",
     404: "NotFound",
@@ -130,8 +131,16 @@ async def _internal(request: Request, exc: Exception) -> JSONResponse:
     return _body(500, "internal server error (see the server log)", "InternalError")
 
 
+# FastAPI's answer when a body cannot even be decoded (invalid UTF-8, an integer of more
+# than 4,300 digits): the same class of error as invalid JSON, so the same 422.
+_UNPARSEABLE = "There was an error parsing the body"
+
+
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 400 and exc.detail == _UNPARSEABLE:
+        why = f"request body is not valid JSON: {exc.__cause__ or 'it cannot be decoded'}"
+        return _body(422, why, "ValidationError", details=[{"loc": "body", "message": why}])
     response = _body(exc.status_code, str(exc.detail), _HTTP_TYPES.get(exc.status_code, "Error"))
     if exc.headers:
         response.headers.update(exc.headers)

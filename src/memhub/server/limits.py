@@ -6,13 +6,21 @@ Both answer with memhub's JSON error body naming the setting that refused the re
 from __future__ import annotations
 
 import json
-import math
-import time
-from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BodyLimit", "RateLimiter", "answer"]
+from memhub.memory.access import RateLimiter
+
+__all__ = ["DRAIN_BYTES", "BodyLimit", "RateLimiter", "answer"]
+
+DRAIN_BYTES = 16 * 1024 * 1024
+"""How much of a refused body is read and dropped before the 413 is sent.
+
+A client still sending when the server answers and closes gets a connection reset, and most
+(urllib, requests, httpx) then report that instead of the 413: reading the rest first lets
+them see the answer. Bounded, so a client cannot keep a connection busy with an endless body;
+past it the 413 goes out and the connection is closed anyway.
+"""
 
 
 async def answer(
@@ -38,25 +46,43 @@ async def answer(
 class BodyLimit:
     """Refuse request bodies over ``max_bytes`` with 413, before anything parses them.
 
-    A declared ``Content-Length`` over the bound is refused unread; a chunked body is read
-    up to the bound and refused as soon as it passes it, so no request holds more than
-    ``max_bytes`` of memory.
+    A declared ``Content-Length`` over the bound is refused before any of it is kept; a
+    chunked body is kept up to the bound and refused as soon as it passes it, so no request
+    holds more than ``max_bytes`` of memory. The rest of a refused body is read and dropped
+    (up to :data:`DRAIN_BYTES`) so that the client receives the 413, then the connection
+    is closed.
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
-    def _too_large(self) -> str:
-        return f"request body is larger than {self.max_bytes} bytes (MEMHUB_MAX_BODY_BYTES)"
+    async def _refuse(self, send: Send) -> None:
+        error = f"request body is larger than {self.max_bytes} bytes (MEMHUB_MAX_BODY_BYTES)"
+        await answer(send, 413, error, "PayloadTooLarge", {"Connection": "close"})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers", [])).get(b"content-length")
+        headers = scope.get("headers", [])
+        lengths = {value for name, value in headers if name == b"content-length"}
+        if len(lengths) > 1 or (lengths and any(n == b"transfer-encoding" for n, _ in headers)):
+            # Two framings of one body (RFC 9112 6.3): a proxy in front may have read another
+            # body than this server would, the ground of request smuggling. Refused, closed.
+            await answer(
+                send,
+                400,
+                "conflicting Content-Length and Transfer-Encoding headers",
+                "BadRequest",
+                {"Connection": "close"},
+            )
+            return
+        declared = next(iter(lengths), None)
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await answer(send, 413, self._too_large(), "PayloadTooLarge")
+            if declared.isdigit() and int(declared) <= DRAIN_BYTES:
+                await _drain(receive, DRAIN_BYTES)
+            await self._refuse(send)
             return
         chunks: list[bytes] = []
         size = 0
@@ -69,12 +95,25 @@ class BodyLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await answer(send, 413, self._too_large(), "PayloadTooLarge")
+                if message.get("more_body", False):
+                    await _drain(receive, DRAIN_BYTES - size)
+                await self._refuse(send)
                 return
             chunks.append(chunk)
             more = bool(message.get("more_body", False))
         body = b"".join(chunks)
         await self.app(scope, _replay([{"type": "http.request", "body": body}], receive), send)
+
+
+async def _drain(receive: Receive, limit: int) -> None:
+    """Read and drop the rest of a request body, at most ``limit`` bytes of it."""
+    while limit > 0:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        limit -= len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _replay(messages: list[Message], then: Receive | None = None) -> Receive:
@@ -88,39 +127,3 @@ def _replay(messages: list[Message], then: Receive | None = None) -> Receive:
         return await then()
 
     return receive
-
-
-@dataclass
-class _Bucket:
-    tokens: float
-    stamp: float
-
-
-@dataclass
-class RateLimiter:
-    """A token bucket per key: ``rate`` tokens a second, at most ``burst`` saved up.
-
-    In-process: each server process counts on its own, so N processes allow N times the rate.
-    """
-
-    rate: float
-    burst: float
-    _buckets: dict[object, _Bucket] = field(default_factory=dict)
-    _max_keys: int = 100_000
-
-    def take(self, key: object, cost: float = 1.0, now: float | None = None) -> float:
-        """Spend ``cost`` tokens of ``key``'s bucket; 0 if allowed, else seconds to wait."""
-        now = time.monotonic() if now is None else now
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            if len(self._buckets) >= self._max_keys:  # bounded memory: forget idle buckets
-                self._buckets.clear()
-            bucket = self._buckets[key] = _Bucket(self.burst, now)
-        bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.stamp) * self.rate)
-        bucket.stamp = now
-        if cost > self.burst:
-            return math.inf
-        if bucket.tokens >= cost:
-            bucket.tokens -= cost
-            return 0.0
-        return (cost - bucket.tokens) / self.rate

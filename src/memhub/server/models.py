@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "AddRequest",
@@ -76,16 +76,27 @@ class AddRequest(_Scoped):
 
     messages: str | ChatMessage | list[ChatMessage | str]
     metadata: dict[str, Any] | None = None
-    infer: bool = True
+    infer: bool = Field(default=True, strict=True)
     timestamp: datetime | float | None = Field(
-        default=None, description="When the messages were said (ISO 8601 or Unix seconds)."
+        default=None,
+        description="When the messages were said (ISO 8601 or Unix seconds), years 1 to 9999.",
     )
-    wait: bool = Field(default=False, description="Answer once the memories are searchable.")
+    wait: bool = Field(
+        default=False, strict=True, description="Answer once the memories are searchable."
+    )
     expiration_date: date | datetime | None = Field(
         default=None,
         description="Mem0's: the memories' last day (YYYY-MM-DD, UTC) or the instant they "
         "expire; after it they are not returned, and are purged later.",
     )
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _timestamp_not_boolean(cls, value: object) -> object:
+        # JSON true would otherwise pass as the number 1 (one second after the epoch).
+        if isinstance(value, bool):
+            raise ValueError("a timestamp is an ISO 8601 string or a number, not a boolean")
+        return value
 
 
 class SearchRequest(_Scoped):
@@ -101,7 +112,7 @@ class SearchRequest(_Scoped):
     )
     filters: dict[str, Any] | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    include_superseded: bool = False
+    include_superseded: bool = Field(default=False, strict=True)
     as_of: datetime | None = Field(
         default=None, description="Only what was true at this moment (ISO 8601; naive is UTC)."
     )

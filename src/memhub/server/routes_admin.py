@@ -9,8 +9,9 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import JSONResponse
 
 from memhub.engine.worker import CONSOLIDATE_LANE, ingest_lane
-from memhub.errors import StoreUnavailable, UsageError
+from memhub.errors import StatementTimeout, StoreUnavailable, UsageError
 from memhub.server.auth import AdminCaller, Caller, State
+from memhub.server.errors import RETRY_AFTER_SECONDS
 from memhub.server.models import (
     ErrorBody,
     Health,
@@ -209,6 +210,10 @@ async def healthz(state: State) -> Any:
     """200 when the database answers, else 503 (no key needed; reveals nothing else)."""
     try:
         await state.admin.ping()
-    except StoreUnavailable:
-        return JSONResponse({"status": "unavailable", "database": "unreachable"}, 503)
+    except (StoreUnavailable, StatementTimeout):
+        return JSONResponse(
+            {"status": "unavailable", "database": "unreachable"},
+            503,
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     return {"status": "ok", "database": "ok"}

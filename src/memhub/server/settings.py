@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from memhub.config import EnvSettings
+from memhub.memory.access import AccessSettings
 
 __all__ = ["ServerSettings"]
 
 
-class ServerSettings(EnvSettings):
+class ServerSettings(AccessSettings):
     """How ``memhub serve`` listens and authenticates. Read ``MEMHUB_*`` with :meth:`from_env`.
 
     Attributes:
@@ -38,20 +38,17 @@ class ServerSettings(EnvSettings):
             so one tenant cannot bury the queue. 0 disables.
     """
 
+    # admin_key, rate_limit, rate_burst, max_in_flight_per_key and key_cache_seconds are
+    # AccessSettings', shared with the MCP HTTP transport.
     # extra="ignore": MEMHUB_* also holds MemhubSettings' variables.
     model_config = SettingsConfigDict(env_prefix="MEMHUB_", extra="ignore")
 
-    admin_key: SecretStr | None = Field(default=None, min_length=16)
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     auth: Literal["on", "off"] = "on"
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_messages_per_add: int = Field(default=100, ge=1)
     max_offset: int = Field(default=1_000_000, ge=0)
-    rate_limit: float = Field(default=20.0, ge=0)
-    rate_burst: float = Field(default=40.0, ge=1)
     turn_rate_limit: float = Field(default=50.0, ge=0)
     turn_burst: float = Field(default=200.0, ge=1)
-    max_in_flight_per_key: int = Field(default=4, ge=0)
-    key_cache_seconds: float = Field(default=5.0, ge=0)
     max_queued_jobs: int = Field(default=1_000, ge=0)

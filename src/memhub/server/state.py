@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from fastapi import Request
 
 from memhub.engine.inputs import Limits
+from memhub.memory.access import Access, KeyCache, Quotas, RateLimiter
 from memhub.memory.admin import AsyncAdmin
 from memhub.memory.async_memory import AsyncMemory
-from memhub.server.gate import KeyCache, Quotas
-from memhub.server.limits import RateLimiter
 from memhub.server.settings import ServerSettings
 
 __all__ = ["ServerState", "get_state"]
@@ -23,15 +22,20 @@ class ServerState:
     memory: AsyncMemory
     admin: AsyncAdmin
     server: ServerSettings
-    quotas: Quotas = field(init=False)
+    access: Access = field(init=False)
     turns: RateLimiter = field(init=False)
-    keys: KeyCache = field(init=False)
 
     def __post_init__(self) -> None:
-        requests = RateLimiter(self.server.rate_limit, self.server.rate_burst)
-        self.quotas = Quotas(requests, self.server.max_in_flight_per_key)
+        self.access = Access(self.admin, self.server)
         self.turns = RateLimiter(self.server.turn_rate_limit, self.server.turn_burst)
-        self.keys = KeyCache(self.server.key_cache_seconds)
+
+    @property
+    def quotas(self) -> Quotas:
+        return self.access.quotas
+
+    @property
+    def keys(self) -> KeyCache:
+        return self.access.keys
 
     @property
     def limits(self) -> Limits:

@@ -24,6 +24,7 @@ from memhub.config import MemhubSettings
 from memhub.errors import ConfigurationError
 from memhub.store.embedded import (
     embedded_database_url,
+    embedded_postmaster,
     embedded_server_died,
     ensure_embedded_running,
 )
@@ -87,6 +88,8 @@ class Database:
     migrate: bool = True  # False for read replicas: they replay the primary's schema
     _open_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _watchdog: asyncio.Task[None] | None = None
+    _postmaster: int | None = None  # the embedded postmaster the pool's connections are on
+    _drained: int | None = None  # one in shutdown, whose connections the pool let go of
 
     async def open(self) -> None:
         """Migrate, then open the pool. Idempotent."""
@@ -168,7 +171,10 @@ class Database:
             await self.open()
         assert self.pool is not None
         if self.settings.database_url is None and embedded_server_died(self.settings.data_dir):
-            await self._heal_embedded(self.pool)
+            try:
+                await self._heal_embedded(self.pool)
+            except Exception:  # the checkout below then fails as StoreUnavailable (503)
+                log.exception("restarting the embedded PostgreSQL failed")
         async with self.pool.connection() as conn:
             try:
                 yield conn
@@ -184,15 +190,23 @@ class Database:
             while True:
                 await asyncio.sleep(_WATCH_SECONDS)
                 pool = self.pool
-                if (
-                    pool is not None
-                    and self.settings.database_url is None
-                    and embedded_server_died(self.settings.data_dir)
-                ):
-                    try:
+                if pool is None or self.settings.database_url is not None:
+                    continue
+                try:
+                    if embedded_server_died(self.settings.data_dir):
                         await self._heal_embedded(pool)
-                    except Exception:  # a background task: log, keep watching
-                        log.exception("restarting the embedded PostgreSQL failed")
+                        continue
+                    postmaster, stopping = embedded_postmaster(self.settings.data_dir)
+                    if postmaster is None:
+                        continue
+                    if self._postmaster is None:
+                        self._postmaster = postmaster
+                    if postmaster != self._postmaster or (stopping and self._drained != postmaster):
+                        self._drained = postmaster if stopping else None
+                        self._postmaster = postmaster
+                        await self._swap_pool(pool)
+                except Exception:  # a background task: log, keep watching
+                    log.exception("restarting the embedded PostgreSQL failed")
         except asyncio.CancelledError:
             # Cancelled by close() (the pool is gone already), or by asyncio.run() ending
             # while this pool is still open. psycopg_pool's workers swallow a cancellation
@@ -211,6 +225,11 @@ class Database:
         await asyncio.to_thread(ensure_embedded_running, self.settings.data_dir)
         if embedded_server_died(self.settings.data_dir):
             return
+        await self._swap_pool(pool)
+
+    async def _swap_pool(self, pool: AsyncConnectionPool[AsyncConn]) -> None:
+        # A new pool connects at once; the old one's connections are closed (a server in
+        # smart shutdown waits for them), its waiting calls fail as they would have anyway.
         async with self._open_lock:
             if self.pool is not pool:  # another call swapped it already
                 return

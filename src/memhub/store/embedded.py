@@ -28,6 +28,7 @@ from memhub.errors import ConfigurationError, StoreUnavailable, install_hint
 __all__ = [
     "EmbeddedStatus",
     "embedded_database_url",
+    "embedded_postmaster",
     "embedded_server_died",
     "embedded_status",
     "ensure_embedded_running",
@@ -43,13 +44,23 @@ _urls: dict[tuple[Path, str], str] = {}  # and each database's on it
 _postmasters: dict[Path, int] = {}
 _last_restart: dict[Path, float] = {}
 _resolved: dict[Path, Path] = {}  # data_dir -> its resolved pgdata, for the per-call check
-# postmaster pid -> its pidfd (Linux) and a poll of it, until the process is seen to exit
+# postmaster pid -> its pidfd (Linux) and a poll of it, until the process is seen to exit.
+# A poll object refuses concurrent use ("concurrent poll() invocation"), and every event loop
+# of the process (one per thread running asyncio.run) and the restart thread look at the same
+# one: _exit_lock makes each look (a zero-timeout poll, under 1 us) exclusive.
 _exit_polls: dict[int, tuple[int, select.poll]] = {}
+_exit_lock = threading.Lock()
+# Servers stopped on purpose (`memhub db stop`), watched only for a start from outside.
+_stopped: set[Path] = set()
 
 HANDLES = ".handle_pids.json"  # the package's list of the processes using the server
 # Written next to the data directory by `memhub db start` (initdb wants pgdata empty): while it
 # exists, no process exit stops the server.
 PIN = "pg.pinned"
+# Written next to the data directory by `memhub db stop` before it stops the server: a server
+# that stops while it exists is not restarted. Any start of the server removes it. Every other
+# stop (pg_ctl stop in any mode, a killed postmaster, a removed postmaster.pid) is healed.
+STOPPED = "pg.stopped"
 # A restart waits for the dead postmaster's backends to let go of its shared memory; one
 # attempt at most every RESTART_INTERVAL seconds per process, so a broken install cannot spin.
 RESTART_DEADLINE = 8.0
@@ -129,6 +140,8 @@ def _server_url(pgdata: Path) -> str:
             f"see {pgdata / 'log'} or set MEMHUB_DATABASE_URL to use another server"
         ) from exc
     _postmasters[pgdata] = int(server.get_pid())
+    _stopped.discard(pgdata)
+    (pgdata.parent / STOPPED).unlink(missing_ok=True)
     return str(server.get_uri())
 
 
@@ -190,31 +203,58 @@ def embedded_server_died(data_dir: Path) -> bool:
 
 def _exited(pid: int) -> bool:
     # A pidfd turns readable when its process exits, a zombie included.
-    watched = _exit_polls.get(pid)
-    if watched is None:
-        try:
-            fd = os.pidfd_open(pid)
-        except (AttributeError, OSError):  # not Linux >= 5.3, or gone already
-            return not _alive(pid)
-        poll = select.poll()
-        poll.register(fd, select.POLLIN)
-        watched = _exit_polls[pid] = (fd, poll)
-    fd, poll = watched
-    if not poll.poll(0):
-        return False
-    # Forgotten once seen: a restarted postmaster may get the same pid back. Only the caller
-    # that removes the entry closes the descriptor.
-    if _exit_polls.pop(pid, None) is not None:
+    with _exit_lock:
+        watched = _exit_polls.get(pid)
+        if watched is None:
+            try:
+                fd = os.pidfd_open(pid)
+            except (AttributeError, OSError):  # not Linux >= 5.3, or gone already
+                return not _alive(pid)
+            poll = select.poll()
+            poll.register(fd, select.POLLIN)
+            watched = _exit_polls[pid] = (fd, poll)
+        fd, poll = watched
+        if not poll.poll(0):
+            return False
+        # Forgotten once seen: a restarted postmaster may get the same pid back.
+        del _exit_polls[pid]
         os.close(fd)
-    return True
+        return True
+
+
+def embedded_postmaster(data_dir: Path) -> tuple[int | None, bool]:
+    """The postmaster this process watches in ``data_dir`` (None if none), and whether it is
+    shutting down.
+
+    Polled by each pool's watch (a read of ``postmaster.pid``): a pool built before the
+    current postmaster started reconnects at once instead of after its reconnection back-off
+    (a restart by another event loop or process, ``memhub db start`` after ``memhub db
+    stop``); a pool on a server in shutdown lets go of its connections, since ``pg_ctl stop
+    -m smart`` waits for all of them to close before the server exits and is restarted.
+    """
+    pgdata = _resolved.get(data_dir)
+    if pgdata is None:
+        pgdata = _resolved[data_dir] = _pgdata(data_dir)
+    found = _postmaster(pgdata) if pgdata in _servers else None
+    if found is None:
+        return _postmasters.get(pgdata), False
+    pid, status = found
+    if pgdata in _stopped and status == "ready" and _alive(pid):
+        with _lock:
+            _stopped.discard(pgdata)
+            _postmasters[pgdata] = pid
+        log.warning("embedded PostgreSQL in %s runs again (pid %s)", pgdata, pid)
+    watched = _postmasters.get(pgdata)
+    return watched, watched == pid and status == "stopping"
 
 
 def ensure_embedded_running(data_dir: Path) -> None:
-    """Restart this process's embedded server if its postmaster died (a crash, not a stop).
+    """Restart this process's embedded server if its postmaster exited.
 
     Blocks for up to ``RESTART_DEADLINE`` seconds, at most once per ``RESTART_INTERVAL``; run
-    it in a thread. A server stopped cleanly (``memhub db stop``: no ``postmaster.pid``) stays
-    stopped.
+    it in a thread. Whatever stopped it (a crash, a kill, ``pg_ctl stop`` in any mode, its
+    ``postmaster.pid`` removed), it is started again, except after ``memhub db stop``: then
+    it stays stopped until started from outside (see :func:`embedded_postmaster`).
     """
     pgdata = _pgdata(data_dir)
     if not embedded_server_died(data_dir):
@@ -232,18 +272,21 @@ def _restart(pgdata: Path) -> None:
     package = _package()
     with package.PostgresServer._lock:
         found = _postmaster(pgdata)
-        if found is None:  # stopped on purpose: stop watching it, say so once
+        if (pgdata.parent / STOPPED).exists():  # stopped on purpose: say so once
             log.warning("embedded PostgreSQL in %s was stopped; not restarting it", pgdata)
             _postmasters.pop(pgdata, None)
+            _stopped.add(pgdata)
             return
-        if _alive(found[0]):  # another process restarted it first
-            _postmasters[pgdata] = found[0]
+        if found is not None and found[0] != _postmasters.get(pgdata) and _alive(found[0]):
+            _postmasters[pgdata] = found[0]  # another process restarted it first
             return
-        log.warning("embedded PostgreSQL (pid %s) in %s died; restarting it", found[0], pgdata)
-        with contextlib.suppress(ChildProcessError):
-            # As PID 1 of a container we inherit the orphaned postmaster: reap the zombie, or
-            # the package would take it for a running server.
-            os.waitpid(found[0], os.WNOHANG)
+        gone = found[0] if found is not None else _postmasters.get(pgdata)
+        log.warning("embedded PostgreSQL (pid %s) in %s stopped; restarting it", gone, pgdata)
+        if found is not None:
+            with contextlib.suppress(ChildProcessError):
+                # As PID 1 of a container we inherit the orphaned postmaster: reap the
+                # zombie, or the package would take it for a running server.
+                os.waitpid(found[0], os.WNOHANG)
         server = package.PostgresServer._instances.get(pgdata)
         if server is None:  # this process already let go of it
             return
@@ -317,6 +360,11 @@ def stop_embedded_server(data_dir: Path, *, force: bool = False) -> None:
     """
     package = _package()
     pgdata = _pgdata(data_dir)
+    if force:  # before the stop, so that no process using it restarts it
+        pgdata.parent.mkdir(parents=True, exist_ok=True)
+        (pgdata.parent / STOPPED).write_text(
+            "written by `memhub db stop`; starting the server removes it\n"
+        )
     with _lock:
         _servers.pop(pgdata, None)
         for key in [key for key in _urls if key[0] == pgdata]:

@@ -1,0 +1,104 @@
+"""The embedded server's watch under several threads: one event loop per thread (a threaded
+web app, several sync ``Memory`` users) and the restart thread look at one postmaster."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from memhub import AsyncMemory, MemhubSettings
+from memhub.errors import StatementTimeout, StoreUnavailable
+from memhub.store import embedded
+from memhub.store.embedded import embedded_database_url, stop_embedded_server
+from memhub.testing import FakeEmbedder
+from tests.ops.procs import postmaster_pid, private_home, wait_gone
+
+
+def test_threads_polling_one_postmaster_at_once_never_collide() -> None:
+    # A select.poll object raises "concurrent poll() invocation" when two threads poll it at
+    # once; the pre-checkout check of every event loop polls the same one.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    failures: list[BaseException] = []
+
+    def look() -> None:
+        try:
+            for _ in range(20_000):
+                assert not embedded._exited(child.pid)
+        except BaseException as exc:
+            failures.append(exc)
+
+    try:
+        threads = [threading.Thread(target=look) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        child.kill()
+        child.wait()
+    assert failures == []
+    assert embedded._exited(child.pid)
+
+
+def _serve(
+    settings: MemhubSettings, until: float, outcomes: list[tuple[float, str]], name: str
+) -> None:
+    async def run() -> None:
+        async with AsyncMemory(settings=settings, embedder=FakeEmbedder()) as memory:
+            n = 0
+            while time.monotonic() < until:
+                n += 1
+                try:
+                    await memory.add(f"{name} note {n}", user_id=name, infer=False)
+                    await memory.search(f"note {n}", user_id=name, limit=3)
+                    outcomes.append((time.monotonic(), "ok"))
+                except (StoreUnavailable, StatementTimeout):
+                    outcomes.append((time.monotonic(), "unavailable"))
+                    await asyncio.sleep(0.05)
+                except Exception as exc:
+                    outcomes.append((time.monotonic(), f"{type(exc).__name__}: {exc}"))
+
+    asyncio.run(run())
+
+
+def test_two_threads_with_their_own_loops_survive_a_postmaster_restart() -> None:
+    home = private_home()
+    settings = MemhubSettings(data_dir=home, connect_timeout=2.0, worker="off")
+    try:
+        embedded_database_url(home)  # started (and migrated below) before the clock runs
+        killed_at = time.monotonic() + 1.5
+        until = killed_at + 5.0
+        outcomes: dict[str, list[tuple[float, str]]] = {"a": [], "b": []}
+        threads = [
+            threading.Thread(target=_serve, args=(settings, until, outcomes[name], name))
+            for name in outcomes
+        ]
+        for thread in threads:
+            thread.start()
+        time.sleep(max(0.0, killed_at - time.monotonic()))
+        old = postmaster_pid(home / "pg")
+        assert old is not None
+        os.kill(old, signal.SIGKILL)
+        for thread in threads:
+            thread.join(timeout=60)
+        for name, seen in outcomes.items():
+            kinds = {kind for _, kind in seen}
+            assert kinds <= {"ok", "unavailable"}, f"thread {name}: {kinds - {'ok', 'unavailable'}}"
+            assert any(kind == "ok" and at < killed_at for at, kind in seen), name
+            assert any(kind == "ok" and at > killed_at + 1 for at, kind in seen), (
+                f"thread {name} never served again after the restart"
+            )
+        new = postmaster_pid(home / "pg")
+        assert new is not None and new != old
+    finally:
+        stop_embedded_server(home, force=True)
+        pid = postmaster_pid(home / "pg")
+        if pid is not None:
+            wait_gone(pid)
+        shutil.rmtree(home, ignore_errors=True)
