@@ -199,6 +199,12 @@ class MemhubSettings(EnvSettings):
     job_retry_base_seconds: float = Field(
         default=1.0, gt=0, description="First retry delay; doubles per attempt (max 5 min)."
     )
+    search_wait_timeout: float = Field(
+        default=2.0,
+        ge=0,
+        description="Longest a search waits for the turns this object added to that scope to"
+        " be embedded (found by meaning); never for others' work or the LLM. 0: no wait.",
+    )
 
     # -- agent ---------------------------------------------------------------------------
     memory_enabled: bool = Field(

@@ -339,7 +339,9 @@ class Worker:
     async def _follow_up(self, batch: JobBatch, job: Job) -> None:
         if self.consolidator is None or not job.payload.get("infer"):
             return
-        follow_up = {k: v for k, v in job.payload.items() if k not in ("infer", "done")}
+        follow_up = {
+            k: v for k, v in job.payload.items() if k not in ("infer", "done", "memory_ids")
+        }
         window = job.created_at + timedelta(seconds=self.config.consolidation_delay)
         await batch.enqueue(
             NewJob(kind=CONSOLIDATE_JOB, scope=job.scope, payload=follow_up),

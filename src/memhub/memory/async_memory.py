@@ -13,9 +13,9 @@ from itertools import islice
 from typing import Any
 
 from memhub.embed.base import embed_one
-from memhub.engine.consolidate import fact_scope
+from memhub.engine.consolidate import TURN_MEMORY, fact_scope
 from memhub.engine.fusion import ScoredCandidate, fuse
-from memhub.engine.ingest import idempotency, turns_and_job
+from memhub.engine.ingest import idempotency, long_term_roles, turns_and_job
 from memhub.engine.inputs import (
     check_id,
     check_limit,
@@ -122,12 +122,13 @@ class AsyncMemory(ArkosMethods):
         retry_key = self._optional_id("idempotency_key", idempotency_key)
         new_id = id_source(scope, retry_key)
         payload = self._job_payload(infer, new_id("event"), memory_type)
-        roles = None if remember_roles is None else frozenset(remember_roles)
-        kept = [m for m in items if roles is None or m.role in roles]
         one_per_turn = not infer or not self.extracts_facts
-        memory_ids = [new_id(str(n)) for n in range(len(kept))] if one_per_turn else []
-        if memory_ids:
-            payload["memory_ids"] = [str(i) for i in memory_ids]
+        roles = long_term_roles(remember_roles, one_per_turn, items)
+        kept = [m for m in items if roles is None or m.role in roles]
+        # Every long-term turn's memory is written with it, under an id chosen now: with an
+        # LLM it is the raw turn, findable until the facts extracted from it replace it.
+        memory_ids = [new_id(str(n)) for n in range(len(kept))]
+        payload["memory_ids"] = [str(i) for i in memory_ids]
         turns, job = turns_and_job(
             items,
             scope,
@@ -136,12 +137,15 @@ class AsyncMemory(ArkosMethods):
             created_at=said_at,
             job_payload=payload,
             remember_roles=roles,
+            memory_type=payload.get("memory_type") if one_per_turn else TURN_MEMORY,
         )
         key = None if retry_key is None else idempotency(retry_key, turns, job)
         engine = await self._engine()
         with operation("add", {"memhub.turns": len(turns)}):
             turn_ids = await engine.store.append_turns(turns, job, key)
         engine.worker.wake()
+        if job is not None:
+            self._queued(scope, turn_ids)
         if not wait:
             if job is None:
                 return {"results": [], "status": "DONE", "queued_turn_ids": turn_ids}
@@ -226,6 +230,9 @@ class AsyncMemory(ArkosMethods):
         if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
             raise UsageError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         engine = await self._engine()
+        # Read your own writes by meaning: what this object just added here is found by its
+        # words at once; wait (briefly) for its vectors too.
+        await self._settle(engine, scope, self.settings.search_wait_timeout)
         with operation("search"):
             # Not awaited here: the store's full-text part runs while the query is embedded.
             vector, k = embed_one(engine.embedder, query), max(limit, self.fusion.candidates)
