@@ -199,6 +199,12 @@ class MemhubSettings(EnvSettings):
     job_retry_base_seconds: float = Field(
         default=1.0, gt=0, description="First retry delay; doubles per attempt (max 5 min)."
     )
+    exit_timeout: float = Field(
+        default=5.0,
+        ge=0,
+        description="At interpreter exit, longest a Memory never closed spends finishing the"
+        " ingestion it queued; what is left is handed back to the queue for the next worker.",
+    )
     search_wait_timeout: float = Field(
         default=2.0,
         ge=0,

@@ -79,7 +79,7 @@ class ArkosMethods(MemoryCore):
         (turn_id,) = await engine.store.append_turns(turns, job)
         if job is not None:
             engine.worker.wake()
-            self._queued(Scope(user_id=user_id), [turn_id])
+            self._queued(engine, Scope(user_id=user_id), [turn_id])
         return turn_id
 
     async def add_memory(self, message: Message) -> bool:

@@ -145,7 +145,7 @@ class AsyncMemory(ArkosMethods):
             turn_ids = await engine.store.append_turns(turns, job, key)
         engine.worker.wake()
         if job is not None:
-            self._queued(scope, turn_ids)
+            self._queued(engine, scope, turn_ids)
         if not wait:
             if job is None:
                 return {"results": [], "status": "DONE", "queued_turn_ids": turn_ids}

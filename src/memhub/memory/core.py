@@ -143,8 +143,10 @@ class MemoryCore:
             pause = min(pause * 2, 0.05)
         return True
 
-    def _queued(self, scope: Scope, turn_ids: Sequence[int]) -> None:
-        """Remember turns queued for ingestion in ``scope`` (the last 100 scopes, 100 each)."""
+    def _queued(self, engine: Engine, scope: Scope, turn_ids: Sequence[int]) -> None:
+        """Remember turns queued for ingestion in ``scope`` (the last 100 scopes, 100 each);
+        the engine remembers them too, for an exit without close()."""
+        engine.note_queued(scope, turn_ids)
         held = self._unsettled.pop(scope, [])
         self._unsettled[scope] = [*held, *turn_ids][-100:]
         while len(self._unsettled) > 100:
