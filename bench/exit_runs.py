@@ -41,11 +41,10 @@ messages = [
     {"role": "user", "content": "I'm not a big fan of thrillers, but I love sci-fi movies."},
 ]
 added = memory.add(messages, user_id=user, metadata={"category": "movies"})
-for n in range(int(sys.argv[2])):
-    memory.add(f"note {n}: I walked my dog Rex in the park", user_id=user)
-first = added["results"][0]["id"]
-print(memory.get(first)["memory"])
+print(memory.get(added["results"][0]["id"])["memory"])
 print(len(memory.search("what kind of movies do I like?", user_id=user)["results"]))
+for n in range(int(sys.argv[2])):  # left queued at the exit, for it to finish
+    memory.add(f"note {n}: I walked my dog Rex in the park", user_id=user)
 """
 
 ASYNC_SCRIPT = """
@@ -57,10 +56,10 @@ async def main():
     memory = AsyncMemory()
     user = sys.argv[1]
     added = await memory.add("I'm a vegetarian and allergic to nuts.", user_id=user)
-    for n in range(int(sys.argv[2])):
-        await memory.add(f"note {n}: I walked my dog Rex in the park", user_id=user)
     print((await memory.get(added["results"][0]["id"]))["memory"])
     print(len((await memory.search("what can't I eat?", user_id=user))["results"]))
+    for n in range(int(sys.argv[2])):  # left queued at the exit, for it to finish
+        await memory.add(f"note {n}: I walked my dog Rex in the park", user_id=user)
 
 asyncio.run(main())
 """

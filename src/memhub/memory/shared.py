@@ -291,6 +291,9 @@ async def finish_all_engines() -> None:
     engines = _engines.take_all()
     if not engines:
         return
+    # The process is exiting: the pool's own complaints about a database it can no longer
+    # reach would only repeat (in many lines) the one this function logs.
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
     budget = max(engine.exit_timeout for engine in engines)
     loop = asyncio.get_running_loop()
     end = loop.time() + budget
@@ -307,7 +310,7 @@ async def finish_all_engines() -> None:
     if down is not None:
         log.warning(
             "memhub: at exit the database was unreachable (%s); queued turns stay queued in it",
-            down,
+            " ".join(str(down).split()),  # one line: libpq's messages span several
         )
     elif left or handed:
         log.info(
