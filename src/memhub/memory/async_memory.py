@@ -41,6 +41,7 @@ from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_
 from memhub.memory.shared import Engine
 from memhub.messages import Message
 from memhub.messages import deserialize as _deserialize
+from memhub.store.protocol import QueryVector, query_vector
 from memhub.store.records import Scope
 from memhub.telemetry import operation
 
@@ -84,7 +85,7 @@ class AsyncMemory(ArkosMethods):
         remember_roles: Sequence[str] | None = None,
         idempotency_key: str | None = None,
     ) -> dict[str, Any]:
-        """Store messages and queue them for long-term memory; returns once they are durable.
+        """Store messages as memories and queue their embedding; returns once they are durable.
 
         Args:
             messages: A string, a message dict, a :class:`Message`, or a list of them.
@@ -107,13 +108,18 @@ class AsyncMemory(ArkosMethods):
 
         Returns:
             ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
-            becomes one memory (``infer=False``, or no LLM configured) its id is assigned now:
-            ``{"id", "memory", "event": "ADD", "actor_id", "role", "status": "PENDING"}``,
-            searchable once the worker has embedded it (usually within moments). When an LLM
-            will extract facts, they are not known yet: one ``{"message", "status":
-            "PENDING", "event_id"}`` entry, as Mem0's asynchronous mode returns. With
-            ``wait``, the memories themselves (``"status": "DONE"``); ``"timed_out": True``
-            says the deadline passed first: the results are what is searchable so far.
+            becomes one memory (``infer=False``, or no LLM configured) it is stored before
+            add() returns: ``{"id", "memory", "event": "ADD", "actor_id", "role", "status":
+            "PENDING"}``, whose id works at once with get, history, update and delete, and
+            whose words search finds at once; "PENDING" says its vector is being computed (a
+            search by this object waits up to ``settings.search_wait_timeout`` for it). In
+            this raw mode system messages are kept as conversation turns only, not as
+            memories (as Mem0 does). When an LLM will extract facts, they are not known yet:
+            one ``{"message", "status": "PENDING", "event_id"}`` entry, as Mem0's
+            asynchronous mode returns; the raw turns are searchable until the facts replace
+            them. With ``wait``, the memories themselves (``"status": "DONE"``);
+            ``"timed_out": True`` says the deadline passed first: the results are what is
+            searchable so far.
         """
         scope = scope_of(self.limits, user_id, agent_id, run_id)
         items = normalize_messages(messages, self.limits)
@@ -230,12 +236,17 @@ class AsyncMemory(ArkosMethods):
         if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
             raise UsageError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         engine = await self._engine()
-        # Read your own writes by meaning: what this object just added here is found by its
-        # words at once; wait (briefly) for its vectors too.
-        await self._settle(engine, scope, self.settings.search_wait_timeout)
         with operation("search"):
             # Not awaited here: the store's full-text part runs while the query is embedded.
-            vector, k = embed_one(engine.embedder, query), max(limit, self.fusion.candidates)
+            vector: QueryVector = embed_one(engine.embedder, query)
+            k = max(limit, self.fusion.candidates)
+            if self._unsettled_in(scope):
+                # Read your own writes by meaning: what this object added here is found by
+                # its words at once; wait (briefly) for its vectors too. The wait starts once
+                # the query is embedded: a process's first search loads the model (the
+                # worker's too), and must not spend its wait on that.
+                vector = await query_vector(vector)
+                await self._settle(engine, scope, self.settings.search_wait_timeout)
             candidates = await engine.store.search_candidates(
                 scope, query, vector, k, parsed, include_superseded, self.fusion.text
             )

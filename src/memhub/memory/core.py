@@ -152,6 +152,15 @@ class MemoryCore:
         while len(self._unsettled) > 100:
             del self._unsettled[next(iter(self._unsettled))]
 
+    def _unsettled_in(self, scope: Scope) -> list[Scope]:
+        """The scopes of queued turns a read of ``scope`` sees (those with its ids)."""
+        wanted = scope.as_dict()
+        return [
+            s
+            for s in self._unsettled
+            if all(getattr(s, name) == value for name, value in wanted.items())
+        ]
+
     async def _settle(self, engine: Engine, scope: Scope, deadline: float) -> bool:
         """Wait (up to ``deadline`` s in all) for this object's own queued turns ``scope``
         sees to be ingested, so a read right after an add finds them by meaning too.
@@ -160,12 +169,7 @@ class MemoryCore:
         read, nor does anyone else's work. The turns are forgotten either way, so one slow
         worker delays one read, not every read after it. False if the deadline passed.
         """
-        wanted = scope.as_dict()
-        seen = [
-            s
-            for s in self._unsettled
-            if all(getattr(s, name) == value for name, value in wanted.items())
-        ]
+        seen = self._unsettled_in(scope)
         if not seen or deadline <= 0:
             return True
         loop = asyncio.get_running_loop()
