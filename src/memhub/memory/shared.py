@@ -210,8 +210,9 @@ def _guard_loop() -> None:
 
 
 async def _finish_when_cancelled() -> None:
+    loop = asyncio.get_running_loop()
     try:
-        await asyncio.get_running_loop().create_future()
+        await loop.create_future()
     except asyncio.CancelledError:
         if _engines.count():
             from memhub.store.database import close_all_databases
@@ -220,6 +221,9 @@ async def _finish_when_cancelled() -> None:
             with contextlib.suppress(Exception):
                 await close_all_databases()
         raise
+    finally:
+        if _guards.get(loop) is asyncio.current_task():
+            del _guards[loop]  # the task holds the loop: keep no finished one
 
 
 async def open_store(settings: MemhubSettings) -> Store:
