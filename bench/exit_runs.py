@@ -174,6 +174,7 @@ def main() -> None:
     try:
         report: dict[str, object] = {"load_average_before": os.getloadavg()}
         report["quiet"] = _series(home, args.runs, args.adds, "quiet")
+        print(json.dumps({"quiet": report["quiet"]}, default=str), file=sys.stderr, flush=True)
         stop_at = time.monotonic() + 3600
         burners = [
             multiprocessing.Process(target=_burn, args=(stop_at,), daemon=True)
