@@ -218,3 +218,27 @@ async def test_a_search_waits_for_its_own_scope_only(settings: MemhubSettings) -
         start = time.perf_counter()  # the same turns are not waited for twice
         await memory.search("tea", user_id="mine")
         assert time.perf_counter() - start < 1.0
+
+
+async def test_with_an_llm_the_raw_turn_is_found_at_once_until_facts_replace_it(
+    settings: MemhubSettings,
+) -> None:
+    # An LLM is configured but never called here: consolidation waits an hour (its window),
+    # so what is checked is the raw turn before any fact exists. Replacing it by facts is
+    # tests/engine/test_consolidation.py's (scripted OpenAI-compatible server).
+    with_llm = settings.model_copy(
+        update={
+            "llm_base_url": "http://127.0.0.1:9/v1",
+            "llm_model": "never-called",
+            "consolidation_delay": 3600,
+        }
+    )
+    async with AsyncMemory(settings=with_llm) as memory:
+        added = await memory.add("I moved to Lisbon in March.", user_id="lia")
+        assert added["results"][0]["status"] == "PENDING" and "id" not in added["results"][0]
+        by_words = (await memory.search("Lisbon", user_id="lia"))["results"]
+        assert [(h["memory"], h["memory_type"]) for h in by_words] == [
+            ("I moved to Lisbon in March.", "turn")
+        ]
+        by_meaning = (await memory.search("Where do I live now?", user_id="lia"))["results"]
+        assert [h["memory"] for h in by_meaning][:1] == ["I moved to Lisbon in March."]
