@@ -77,9 +77,10 @@ DIFFERENCES: dict[str, str] = {
     "*: status": "memhub says whether the add is `PENDING` (queued) or `DONE` (`wait=True`).",
     "*: queued_turn_ids": "memhub also stores the messages as conversation turns (short-term "
     "memory): their ids.",
-    "*: results[].status": "memhub returns once the turn is durably queued: the id is final, "
-    "the memory is searchable once the worker has embedded it (`PENDING`, usually within "
-    "moments; `wait=True` waits). Mem0 embeds inside the call.",
+    "*: results[].status": "memhub stores the memory before `add()` returns (its id works "
+    "at once, its words are found at once) and embeds it in the background: `PENDING` until "
+    "its vector is in (a search by the same object waits up to 2 s for it; `wait=True` waits "
+    "for it). Mem0 embeds inside the call.",
     "*: results[].valid_from": "memhub keeps validity intervals (what was true when: "
     "`search(as_of=...)`).",
     "*: results[].valid_to": "as `valid_from`",

@@ -10,11 +10,11 @@ import asyncio
 import atexit
 import contextlib
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-__all__ = ["portal_loop", "run_sync"]
+__all__ = ["is_portal_loop", "portal_loop", "run_sync"]
 
 T = TypeVar("T")
 
@@ -32,8 +32,28 @@ def portal_loop() -> asyncio.AbstractEventLoop:
             thread = threading.Thread(target=loop.run_forever, name="memhub-loop", daemon=True)
             thread.start()
             _loop, _thread = loop, thread
-            atexit.register(_stop_portal)
+            _at_exit(_stop_portal)
         return _loop
+
+
+def _at_exit(hook: Callable[[], None]) -> None:
+    """Run ``hook`` when the interpreter starts to exit, before anything else shuts down.
+
+    ``atexit`` is too late: by then ``concurrent.futures`` has refused new work (so
+    ``asyncio.to_thread`` fails), and the embedded server, whose own atexit hook was
+    registered after this loop started, has stopped under the open pools. Hooks of
+    ``threading`` run first, newest first: importing the executor module first puts this
+    one ahead of its shutdown.
+    """
+    import concurrent.futures.thread  # noqa: F401  (registers its exit hook before ours)
+
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is None:
+            raise RuntimeError("no threading exit hooks")
+        register(hook)
+    except RuntimeError:  # already exiting, or another Python: plain atexit, best effort
+        atexit.register(hook)
 
 
 def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
@@ -56,14 +76,20 @@ def _stop_portal() -> None:
         loop, _loop = _loop, None
     if loop is None or loop.is_closed():
         return
-    from memhub.memory.shared import close_all_engines
+    from memhub.memory.shared import finish_all_engines
     from memhub.store.database import close_all_databases
 
     async def shutdown() -> None:
-        await close_all_engines()  # workers first: they use the pools
+        await finish_all_engines()  # workers first: they use the pools
         await close_all_databases()
 
-    # Best effort: at interpreter exit a pool that cannot close cleanly is not worth a traceback.
+    # Bounded (the engines' exit_timeout, then the pools' close); at interpreter exit a
+    # pool that cannot close cleanly is not worth a traceback.
     with contextlib.suppress(Exception):
-        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(10)
+        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(60)
     loop.call_soon_threadsafe(loop.stop)
+
+
+def is_portal_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    """``loop`` is the sync API's loop (whose exit :func:`_stop_portal` handles)."""
+    return loop is _loop

@@ -204,6 +204,18 @@ class MemhubSettings(EnvSettings):
         ge=0,
         description="Days a memory a model retired stays restorable; the worker then erases it.",
     )
+    exit_timeout: float = Field(
+        default=5.0,
+        ge=0,
+        description="At interpreter exit, longest a Memory never closed spends finishing the"
+        " ingestion it queued; what is left is handed back to the queue for the next worker.",
+    )
+    search_wait_timeout: float = Field(
+        default=2.0,
+        ge=0,
+        description="Longest a search waits for the turns this object added to that scope to"
+        " be embedded (found by meaning); never for others' work or the LLM. 0: no wait.",
+    )
 
     # -- agent ---------------------------------------------------------------------------
     memory_enabled: bool = Field(

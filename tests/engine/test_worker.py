@@ -57,13 +57,15 @@ async def test_kill_9_mid_ingest_loses_and_duplicates_nothing(
     first = _start_worker(db_url)
     try:
         for _ in range(600):
-            if await _count(db_url, "SELECT count(*) FROM memories") > 0:
+            if await _count(db_url, "SELECT count(embedding) FROM memories") > 0:
                 break
             await asyncio.sleep(0.05)
         first.send_signal(signal.SIGKILL)
     finally:
         first.wait(30)
-    stored_at_kill = await _count(db_url, "SELECT count(*) FROM memories")
+    # add() wrote every memory's text; the worker fills the vectors in
+    assert await _count(db_url, "SELECT count(*) FROM memories") == total
+    stored_at_kill = await _count(db_url, "SELECT count(embedding) FROM memories")
     assert 0 < stored_at_kill < total, (
         "the kill must land mid-ingest for this test to mean anything"
     )
@@ -79,6 +81,7 @@ async def test_kill_9_mid_ingest_loses_and_duplicates_nothing(
         second.wait(30)
     assert await _count(db_url, "SELECT count(*) FROM memory_jobs") == 0
     assert await _count(db_url, "SELECT count(*) FROM memories") == total
+    assert await _count(db_url, "SELECT count(embedding) FROM memories") == total
     assert await _count(db_url, "SELECT count(DISTINCT source_turn_ids[1]) FROM memories") == total
     assert await _count(db_url, "SELECT count(*) FROM memory_history WHERE event = 'ADD'") == total
 

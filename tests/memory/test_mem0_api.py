@@ -66,17 +66,24 @@ async def test_add_then_search_returns_mem0_shaped_results(memory: AsyncMemory) 
 async def test_add_is_queued_and_durable_before_processing(
     settings: MemhubSettings, db_url: str
 ) -> None:
-    quiet = settings.model_copy(update={"worker": "off"})
+    # No worker and no wait in search: what add() wrote before any job ran.
+    quiet = settings.model_copy(update={"worker": "off", "search_wait_timeout": 0})
     async with AsyncMemory(settings=quiet) as memory:
         ack = await memory.add("I have a cat named Miso.", user_id="bob", infer=False)
         (queued,) = ack["results"]
         assert queued["memory"] == "I have a cat named Miso." and queued["event"] == "ADD"
         assert queued["status"] == ack["status"] == "PENDING" and len(ack["queued_turn_ids"]) == 1
-        assert await memory.get(queued["id"]) is None  # the id is promised, not yet stored
+        stored = await memory.get(queued["id"])  # the id resolves at once
+        assert stored is not None and stored["memory"] == "I have a cat named Miso."
         async with await psycopg.AsyncConnection.connect(db_url) as conn:
+            cur = await conn.execute(
+                "SELECT count(*), count(embedding) FROM memories WHERE user_id = 'bob'"
+            )
+            assert await cur.fetchone() == (1, 0)  # its vector is the job's to fill in
             cur = await conn.execute("SELECT count(*) FROM memory_jobs WHERE user_id = 'bob'")
             assert await cur.fetchone() == (1,)
-        assert (await memory.search("cat", user_id="bob"))["results"] == []
+        by_words = (await memory.search("cat", user_id="bob"))["results"]
+        assert [hit["id"] for hit in by_words] == [queued["id"]]
         await memory.wait_idle()
         hits = (await memory.search("what pet do I have", user_id="bob"))["results"]
         assert hits[0]["memory"] == "I have a cat named Miso."

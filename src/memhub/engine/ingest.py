@@ -11,13 +11,22 @@ from typing import Any
 
 from memhub.engine.text import memory_hash, turn_text
 from memhub.messages import Message, serialize
-from memhub.store.records import IdempotencyKey, NewJob, NewMemory, NewTurn, Scope, Turn
+from memhub.store.records import (
+    IdempotencyKey,
+    NewJob,
+    NewMemory,
+    NewTurn,
+    PendingMemory,
+    Scope,
+    Turn,
+)
 
 __all__ = [
     "DEFAULT_SESSION",
     "INGEST_JOB",
     "assigned_memory_ids",
     "idempotency",
+    "long_term_roles",
     "memories_from_turns",
     "turns_and_job",
 ]
@@ -26,6 +35,7 @@ INGEST_JOB = "ingest"
 # Mem0-style calls without a run id still need ARKOS's NOT NULL session id: "" is an id no
 # caller can pass, so erasing a run (its session's turns) never takes these.
 DEFAULT_SESSION = ""
+SYSTEM_ROLE = "system"
 
 
 def turns_and_job(
@@ -37,31 +47,67 @@ def turns_and_job(
     created_at: datetime | None,
     job_payload: dict[str, Any] | None,
     remember_roles: Collection[str] | None = None,
+    memory_type: str | None = None,
 ) -> tuple[list[NewTurn], NewJob | None]:
     """The turns to store for ``messages`` and, if ``job_payload`` is given, their job.
 
     Only messages of ``remember_roles`` (None: every role) go to long-term memory; the
     others are stored as turns only. No such message means no job.
+
+    With a job, each long-term turn that says something carries the memory it becomes
+    (:class:`PendingMemory`, of ``memory_type``), written with it: the job's payload gets
+    their ids (``memory_ids``, paired with its ``turn_ids``), so the ingest job fills in
+    the vectors of those very rows.
     """
     session = session_id or scope.run_id or DEFAULT_SESSION
-    turns = [
-        NewTurn(
-            # conversation_context.user_id is NOT NULL; agent- or run-only turns use "" (an
-            # id no caller can pass, so it never collides with a real user).
-            user_id=scope.user_id or "",
-            session_id=session,
-            role=message.role,
-            message=serialize(message),
-            agent_id=scope.agent_id,
-            metadata=metadata or None,
-            created_at=created_at,
-            long_term=remember_roles is None or message.role in remember_roles,
+    long_term = [remember_roles is None or m.role in remember_roles for m in messages]
+    job = None
+    assigned: list[uuid.UUID] = []
+    if job_payload is not None and any(long_term):
+        job = NewJob(kind=INGEST_JOB, scope=scope, payload=job_payload)
+        assigned = [uuid.UUID(str(i)) for i in job_payload.get("memory_ids", [])]
+    ids = iter(assigned)
+    raw_expiry = None if job_payload is None else job_payload.get("expires_at")
+    expires = None if raw_expiry is None else datetime.fromisoformat(str(raw_expiry))
+    turns = []
+    for message, remembered in zip(messages, long_term, strict=True):
+        memory_id = next(ids, None) if remembered else None
+        text = message.content
+        turns.append(
+            NewTurn(
+                # conversation_context.user_id is NOT NULL; agent- or run-only turns use ""
+                # (an id no caller can pass, so it never collides with a real user).
+                user_id=scope.user_id or "",
+                session_id=session,
+                role=message.role,
+                message=serialize(message),
+                agent_id=scope.agent_id,
+                metadata=metadata or None,
+                created_at=created_at,
+                long_term=remembered,
+                memory=None
+                if memory_id is None or not text.strip()  # the worker skips blank turns
+                else PendingMemory(memory_id, text, memory_hash(text), memory_type, expires),
+            )
         )
-        for message in messages
-    ]
-    if job_payload is None or not any(t.long_term for t in turns):
-        return turns, None
-    return turns, NewJob(kind=INGEST_JOB, scope=scope, payload=job_payload)
+    return turns, job
+
+
+def long_term_roles(
+    remember_roles: Collection[str] | None, raw: bool, messages: Sequence[Message]
+) -> frozenset[str] | None:
+    """The roles of ``messages`` that go to long-term memory (None: every role).
+
+    In raw mode (each turn stored as it is) a system message is never one, as in Mem0: it
+    is the application's instruction, not something the user said, and stored on every call
+    it would fill recall with "You are a helpful assistant". It is still a turn of the
+    conversation (``recent_turns``, ARKOS's short-term memory).
+    """
+    wanted = None if remember_roles is None else frozenset(remember_roles)
+    if not raw:
+        return wanted
+    present = {m.role for m in messages}
+    return frozenset((present if wanted is None else present & wanted) - {SYSTEM_ROLE})
 
 
 def assigned_memory_ids(payload: dict[str, Any]) -> dict[int, uuid.UUID]:

@@ -17,7 +17,7 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -125,6 +125,7 @@ class Worker:
         self._inserted_total = 0
         self._purged_at = float("-inf")
         self._next_purge = 0.0  # monotonic time of the next purge of expired memories
+        self._abandoned: set[int] = set()  # leases cancelled work left: hand_back() ends them
 
     def wake(self) -> None:
         """New work was queued in this process: skip the rest of the idle wait."""
@@ -159,7 +160,7 @@ class Worker:
             await asyncio.wait_for(step, self.config.shutdown_grace)
         except TimeoutError:
             log.warning(
-                "worker: in-flight work cancelled after %.0f s; its leases expire",
+                "worker: in-flight work cancelled after %.0f s; its jobs are handed back",
                 self.config.shutdown_grace,
             )
         except Exception:
@@ -236,6 +237,15 @@ class Worker:
         jobs = await self.store.claim_jobs(lane, self.config.batch_size, self.lease)
         if not jobs:
             return 0
+        try:
+            return await self._work(jobs)
+        except asyncio.CancelledError:
+            # Stopped mid-work (a shutdown's deadline, asyncio.run() ending): whatever of
+            # these is not finished is still leased to this worker until hand_back().
+            self._abandoned.update(job.id for job in jobs)
+            raise
+
+    async def _work(self, jobs: list[Job]) -> int:
         async with self._heartbeat(jobs):
             unknown = [job for job in jobs if job.kind not in (INGEST_JOB, CONSOLIDATE_JOB)]
             for job in unknown:
@@ -266,6 +276,36 @@ class Worker:
         finally:
             # Not awaited: awaiting it here could swallow a cancellation aimed at this task.
             task.cancel()
+
+    async def drain_ingest(self, pending: Callable[[], Awaitable[int]], end: float) -> None:
+        """Run the ingest lane here until ``pending()`` is 0 or the loop's clock reaches ``end``.
+
+        For an exit: the worker loops are stopped first. Consolidation is left queued (an LLM
+        call is slow); work the deadline interrupts is left for :meth:`hand_back`.
+        """
+        loop = asyncio.get_running_loop()
+        self._stopping.clear()
+        try:
+            while loop.time() < end and await pending():
+                lane = self._lane(ingest_lane(self.consolidator is not None))
+                try:
+                    done = await asyncio.wait_for(lane, max(end - loop.time(), 0.0))
+                except TimeoutError:
+                    return
+                if not done:  # leased by another worker, or backing off
+                    await asyncio.sleep(min(0.05, max(end - loop.time(), 0.0)))
+        finally:
+            self._stopping.set()
+
+    async def hand_back(self) -> int:
+        """End the leases that cancelled work left, attempts refunded: the next worker (in
+        any process) takes those jobs at once instead of after the lease expires."""
+        ids, self._abandoned = sorted(self._abandoned), set()
+        if ids:
+            await self.store.release_jobs(
+                ids, self.id, None, datetime.now(UTC), self.config.max_attempts
+            )
+        return len(ids)
 
     # -- failures ----------------------------------------------------------------------------
     def _retry_at(self, attempts: int) -> datetime:
@@ -383,7 +423,9 @@ class Worker:
     async def _follow_up(self, batch: JobBatch, job: Job) -> None:
         if self.consolidator is None or not job.payload.get("infer"):
             return
-        follow_up = {k: v for k, v in job.payload.items() if k not in ("infer", "done")}
+        follow_up = {
+            k: v for k, v in job.payload.items() if k not in ("infer", "done", "memory_ids")
+        }
         window = job.created_at + timedelta(seconds=self.config.consolidation_delay)
         await batch.enqueue(
             NewJob(kind=CONSOLIDATE_JOB, scope=job.scope, payload=follow_up),

@@ -7,7 +7,8 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from memhub.engine.ingest import INGEST_JOB, turns_and_job
+from memhub.engine.consolidate import TURN_MEMORY
+from memhub.engine.ingest import turns_and_job
 from memhub.engine.inputs import check_text
 from memhub.errors import UsageError
 from memhub.memory.core import MemoryCore
@@ -60,19 +61,25 @@ class ArkosMethods(MemoryCore):
         if not isinstance(message, Message):
             raise UsageError(f"expected a memhub Message, got {type(message).__name__}")
         check_text("message content", message.content, self.limits, allow_empty=True)
+        payload = self._job_payload(True) if self.use_long_term else None
+        if payload is not None:
+            payload["memory_ids"] = [str(uuid.uuid4())]  # written with the turn, as add()'s
+        # ARKOS queues every turn it is given, system messages too ("use_long_term"); the
+        # raw-mode rule for system messages is add()'s (Mem0's).
         turns, job = turns_and_job(
             [message],
             Scope(user_id=user_id),
             session_id=self.session_id,
             metadata=None,
             created_at=None,
-            job_payload=self._job_payload(True) if self.use_long_term else None,
+            job_payload=payload,
+            memory_type=TURN_MEMORY if self.extracts_facts else None,
         )
         engine = await self._engine()
         (turn_id,) = await engine.store.append_turns(turns, job)
         if job is not None:
             engine.worker.wake()
-            self._unsettled = [*self._unsettled[-99:], turn_id]
+            self._queued(engine, Scope(user_id=user_id), [turn_id])
         return turn_id
 
     async def add_memory(self, message: Message) -> bool:
@@ -111,14 +118,7 @@ class ArkosMethods(MemoryCore):
         # object's own turns to be ingested (searchable as raw turns); never for consolidation
         # (an LLM that is slow or down must not delay recall), never for anyone else's work.
         engine = await self._engine()
-        if self._unsettled and await self._wait_for_turns(
-            engine,
-            Scope(user_id=user_id),
-            self._unsettled,
-            [INGEST_JOB],
-            self.settings.recall_wait_timeout,
-        ):
-            self._unsettled = []
+        await self._settle(engine, Scope(user_id=user_id), self.settings.recall_wait_timeout)
         found = await self.search(
             query[-self.limits.max_text_chars :], user_id=user_id, limit=mem0_limit
         )

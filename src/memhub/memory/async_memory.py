@@ -13,9 +13,9 @@ from itertools import islice
 from typing import Any
 
 from memhub.embed.base import embed_one
-from memhub.engine.consolidate import fact_scope
+from memhub.engine.consolidate import TURN_MEMORY, fact_scope
 from memhub.engine.fusion import ScoredCandidate, fuse
-from memhub.engine.ingest import idempotency, turns_and_job
+from memhub.engine.ingest import idempotency, long_term_roles, turns_and_job
 from memhub.engine.inputs import (
     check_id,
     check_limit,
@@ -43,6 +43,7 @@ from memhub.memory.retirement import RetirementMethods
 from memhub.memory.shared import Engine
 from memhub.messages import Message
 from memhub.messages import deserialize as _deserialize
+from memhub.store.protocol import QueryVector, query_vector
 from memhub.store.records import Scope
 from memhub.telemetry import operation
 
@@ -87,7 +88,7 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         idempotency_key: str | None = None,
         expiration_date: date | datetime | str | None = None,
     ) -> dict[str, Any]:
-        """Store messages and queue them for long-term memory; returns once they are durable.
+        """Store messages as memories and queue their embedding; returns once they are durable.
 
         Args:
             messages: A string, a message dict, a :class:`Message`, or a list of them.
@@ -115,13 +116,18 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
 
         Returns:
             ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
-            becomes one memory (``infer=False``, or no LLM configured) its id is assigned now:
-            ``{"id", "memory", "event": "ADD", "actor_id", "role", "status": "PENDING"}``,
-            searchable once the worker has embedded it (usually within moments). When an LLM
-            will extract facts, they are not known yet: one ``{"message", "status":
-            "PENDING", "event_id"}`` entry, as Mem0's asynchronous mode returns. With
-            ``wait``, the memories themselves (``"status": "DONE"``); ``"timed_out": True``
-            says the deadline passed first: the results are what is searchable so far.
+            becomes one memory (``infer=False``, or no LLM configured) it is stored before
+            add() returns: ``{"id", "memory", "event": "ADD", "actor_id", "role", "status":
+            "PENDING"}``, whose id works at once with get, history, update and delete, and
+            whose words search finds at once; "PENDING" says its vector is being computed (a
+            search by this object waits up to ``settings.search_wait_timeout`` for it). In
+            this raw mode system messages are kept as conversation turns only, not as
+            memories (as Mem0 does). When an LLM will extract facts, they are not known yet:
+            one ``{"message", "status": "PENDING", "event_id"}`` entry, as Mem0's
+            asynchronous mode returns; the raw turns are searchable until the facts replace
+            them. With ``wait``, the memories themselves (``"status": "DONE"``);
+            ``"timed_out": True`` says the deadline passed first: the results are what is
+            searchable so far.
         """
         scope = scope_of(self.limits, user_id, agent_id, run_id)
         items = normalize_messages(messages, self.limits)
@@ -133,12 +139,13 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         expires = parse_expiration(expiration_date)
         if expires is not None:
             payload["expires_at"] = expires.isoformat()
-        roles = None if remember_roles is None else frozenset(remember_roles)
-        kept = [m for m in items if roles is None or m.role in roles]
         one_per_turn = not infer or not self.extracts_facts
-        memory_ids = [new_id(str(n)) for n in range(len(kept))] if one_per_turn else []
-        if memory_ids:
-            payload["memory_ids"] = [str(i) for i in memory_ids]
+        roles = long_term_roles(remember_roles, one_per_turn, items)
+        kept = [m for m in items if roles is None or m.role in roles]
+        # Every long-term turn's memory is written with it, under an id chosen now: with an
+        # LLM it is the raw turn, findable until the facts extracted from it replace it.
+        memory_ids = [new_id(str(n)) for n in range(len(kept))]
+        payload["memory_ids"] = [str(i) for i in memory_ids]
         turns, job = turns_and_job(
             items,
             scope,
@@ -147,12 +154,15 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
             created_at=said_at,
             job_payload=payload,
             remember_roles=roles,
+            memory_type=payload.get("memory_type") if one_per_turn else TURN_MEMORY,
         )
         key = None if retry_key is None else idempotency(retry_key, turns, job)
         engine = await self._engine()
         with operation("add", {"memhub.turns": len(turns)}):
             turn_ids = await engine.store.append_turns(turns, job, key)
         engine.worker.wake()
+        if job is not None:
+            self._queued(engine, scope, turn_ids)
         if not wait:
             if job is None:
                 return {"results": [], "status": "DONE", "queued_turn_ids": turn_ids}
@@ -239,7 +249,15 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         engine = await self._engine()
         with operation("search"):
             # Not awaited here: the store's full-text part runs while the query is embedded.
-            vector, k = embed_one(engine.embedder, query), max(limit, self.fusion.candidates)
+            vector: QueryVector = embed_one(engine.embedder, query)
+            k = max(limit, self.fusion.candidates)
+            if self._unsettled_in(scope):
+                # Read your own writes by meaning: what this object added here is found by
+                # its words at once; wait (briefly) for its vectors too. The wait starts once
+                # the query is embedded: a process's first search loads the model (the
+                # worker's too), and must not spend its wait on that.
+                vector = await query_vector(vector)
+                await self._settle(engine, scope, self.settings.search_wait_timeout)
             candidates = await engine.store.search_candidates(
                 scope, query, vector, k, parsed, include_superseded, self.fusion.text
             )

@@ -10,6 +10,7 @@ from typing import Any, Self
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.fusion import FusionConfig
+from memhub.engine.ingest import INGEST_JOB
 from memhub.engine.inputs import Limits, check_id, check_metadata, scope_of
 from memhub.errors import UsageError
 from memhub.memory.shared import Engine, acquire_engine, release_engine
@@ -60,7 +61,9 @@ class MemoryCore:
         self._embedder = embedder
         self._engine_ref: Engine | None = None
         self._open_lock: asyncio.Lock | None = None
-        self._unsettled: list[int] = []  # turns add_turn queued that recall may wait for
+        # Turns this object queued for ingestion, by the job's scope, that a read of the
+        # scope waits for (briefly) so that it finds them by meaning too.
+        self._unsettled: dict[Scope, list[int]] = {}
 
     @property
     def extracts_facts(self) -> bool:
@@ -139,6 +142,45 @@ class MemoryCore:
             await asyncio.sleep(min(pause, max(end - loop.time(), 0)))
             pause = min(pause * 2, 0.05)
         return True
+
+    def _queued(self, engine: Engine, scope: Scope, turn_ids: Sequence[int]) -> None:
+        """Remember turns queued for ingestion in ``scope`` (the last 100 scopes, 100 each);
+        the engine remembers them too, for an exit without close()."""
+        engine.note_queued(scope, turn_ids)
+        held = self._unsettled.pop(scope, [])
+        self._unsettled[scope] = [*held, *turn_ids][-100:]
+        while len(self._unsettled) > 100:
+            del self._unsettled[next(iter(self._unsettled))]
+
+    def _unsettled_in(self, scope: Scope) -> list[Scope]:
+        """The scopes of queued turns a read of ``scope`` sees (those with its ids)."""
+        wanted = scope.as_dict()
+        return [
+            s
+            for s in self._unsettled
+            if all(getattr(s, name) == value for name, value in wanted.items())
+        ]
+
+    async def _settle(self, engine: Engine, scope: Scope, deadline: float) -> bool:
+        """Wait (up to ``deadline`` s in all) for this object's own queued turns ``scope``
+        sees to be ingested, so a read right after an add finds them by meaning too.
+
+        Only the ingest lane: consolidation (an LLM that may be slow or down) never delays a
+        read, nor does anyone else's work. The turns are forgotten either way, so one slow
+        worker delays one read, not every read after it. False if the deadline passed.
+        """
+        seen = self._unsettled_in(scope)
+        if not seen or deadline <= 0:
+            return True
+        loop = asyncio.get_running_loop()
+        end = loop.time() + deadline
+        settled = True
+        for s in seen:
+            turn_ids = self._unsettled.pop(s, [])
+            if settled:
+                left = max(end - loop.time(), 0.0)
+                settled = await self._wait_for_turns(engine, s, turn_ids, [INGEST_JOB], left)
+        return settled
 
     async def _drain(self, engine: Engine, scope: Scope) -> None:
         # wait_idle's drain: runs the queue itself (tests, benchmarks and imports use it).

@@ -12,26 +12,33 @@ import contextlib
 import hashlib
 import json
 import logging
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import SecretBytes, SecretStr
 
 from memhub._loops import LoopShared
+from memhub._portal import is_portal_loop
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder, create_embedder
 from memhub.engine.consolidate import Consolidator
+from memhub.engine.ingest import INGEST_JOB
 from memhub.engine.worker import Worker, WorkerConfig
+from memhub.errors import StoreUnavailable
 from memhub.llm import LLM, create_llm
 from memhub.store.inmemory import InMemoryStore
 from memhub.store.postgres import PostgresStore
 from memhub.store.protocol import Store
+from memhub.store.records import Scope
 
 __all__ = [
     "Engine",
     "acquire_engine",
     "close_all_engines",
     "embedder_from_settings",
+    "finish_all_engines",
     "open_store",
     "release_engine",
     "settings_fingerprint",
@@ -83,8 +90,29 @@ class Engine:
     worker: Worker
     llm: LLM | None = None
     owns_embedder: bool = True  # False for an embedder the caller passed in: theirs to close
+    exit_timeout: float = 5.0  # MemhubSettings.exit_timeout
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    # Turns this engine's users queued for ingestion, by the job's scope (the last 1,000 of
+    # each of the last 1,000 scopes): what an exit finishes before it hands the rest back.
+    queued: dict[Scope, list[int]] = field(default_factory=dict)
+
+    def note_queued(self, scope: Scope, turn_ids: Sequence[int]) -> None:
+        """Remember turns queued in ``scope`` by this process."""
+        held = self.queued.pop(scope, [])
+        self.queued[scope] = [*held, *turn_ids][-1000:]
+        while len(self.queued) > 1000:
+            del self.queued[next(iter(self.queued))]
+
+    async def _unfinished(self) -> int:
+        """How many of the scopes this process queued into still have its turns queued."""
+        left = 0
+        for scope, turn_ids in list(self.queued.items()):
+            if await self.store.pending_turn_jobs(scope, turn_ids, [INGEST_JOB]):
+                left += 1
+            else:
+                self.queued.pop(scope, None)
+        return left
 
     def start_worker(self, concurrency: int = 1) -> None:
         """Run ``concurrency`` batch loops on the running loop (idle ones only poll)."""
@@ -93,12 +121,41 @@ class Engine:
             name = f"memhub-worker-{len(self._tasks)}"
             self._tasks.append(loop.create_task(self.worker.run(self._stop), name=name))
 
-    async def close(self) -> None:
+    async def _stop_worker(self, within: float | None = None) -> None:
+        """Stop the worker loops (their in-flight step gets ``within`` s, then is cancelled)."""
         self._stop.set()
         self.worker.wake()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        tasks, self._tasks = self._tasks, []
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=within)
+            for task in late:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def finish(self, budget: float) -> tuple[int, int]:
+        """An exit without close(): finish this process's queued ingestion within ``budget``
+        seconds, hand back what is left, close. Returns (scopes left queued, leases handed
+        back); raises :class:`StoreUnavailable` if the database is down (nothing is lost:
+        the jobs are in it)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + budget
+        drains = bool(self._tasks)  # an in-process worker: `worker="off"` leaves it to others
+        try:
+            await self._stop_worker(within=budget)
+            await self.worker.hand_back()  # what the stopped loops left leased: drain it
+            if drains:
+                await self.worker.drain_ingest(self._unfinished, end)
+            left = await self._unfinished() if drains else 0
+            return left, await self.worker.hand_back()
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        await self._stop_worker()
+        with contextlib.suppress(StoreUnavailable):
+            await self.worker.hand_back()
         if self.owns_embedder:
             await self.embedder.aclose()
         if self.llm is not None:
@@ -132,7 +189,41 @@ async def acquire_engine(settings: MemhubSettings, embedder: Embedder | None = N
     compared by identity (the engine holds it, so its id cannot be reused meanwhile).
     """
     key = (settings_fingerprint(settings), id(embedder))
-    return await _engines.acquire(key, lambda: _open_engine(settings, embedder))
+    engine = await _engines.acquire(key, lambda: _open_engine(settings, embedder))
+    _guard_loop()
+    return engine
+
+
+# Per event loop (not the sync API's, which its own exit hook covers): a task that waits
+# for nothing, so that asyncio.run() ending cancels it, and which then finishes and closes
+# the loop's engines a script never closed, while the loop and its executor still run.
+_guards: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _guard_loop() -> None:
+    loop = asyncio.get_running_loop()
+    guard = _guards.get(loop)
+    if (guard is None or guard.done()) and not is_portal_loop(loop):
+        _guards[loop] = loop.create_task(_finish_when_cancelled(), name="memhub-exit")
+
+
+async def _finish_when_cancelled() -> None:
+    loop = asyncio.get_running_loop()
+    try:
+        await loop.create_future()
+    except asyncio.CancelledError:
+        if _engines.count():
+            from memhub.store.database import close_all_databases
+
+            await finish_all_engines()
+            with contextlib.suppress(Exception):
+                await close_all_databases()
+        raise
+    finally:
+        if _guards.get(loop) is asyncio.current_task():
+            del _guards[loop]  # the task holds the loop: keep no finished one
 
 
 async def open_store(settings: MemhubSettings) -> Store:
@@ -168,7 +259,12 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
         consolidator=None if llm is None else Consolidator(llm, chosen),
     )
     engine = Engine(
-        store=store, embedder=chosen, worker=worker, llm=llm, owns_embedder=embedder is None
+        store=store,
+        embedder=chosen,
+        worker=worker,
+        llm=llm,
+        owns_embedder=embedder is None,
+        exit_timeout=settings.exit_timeout,
     )
     if settings.worker == "thread":
         engine.start_worker(settings.worker_concurrency or 1)
@@ -179,9 +275,55 @@ async def release_engine(engine: Engine) -> None:
     """Drop one user; the last one stops the worker and closes the store."""
     if await _engines.release(engine):
         await engine.close()
+        if not _engines.count():  # closed properly: nothing left for the exit guard
+            guard = _guards.pop(asyncio.get_running_loop(), None)
+            if guard is not None:
+                guard.cancel()
 
 
 async def close_all_engines() -> None:
     """Stop every engine of the running loop (interpreter exit)."""
     for engine in _engines.take_all():
         await engine.close()
+
+
+async def finish_all_engines() -> None:
+    """Exit without close(): each engine of the running loop finishes the ingestion its
+    process queued (``exit_timeout`` seconds for all of them), hands back the rest and closes.
+
+    Logs one line: INFO as a rule, one WARNING if the database was unreachable.
+    """
+    engines = _engines.take_all()
+    if not engines:
+        return
+    # The process is exiting: the pool's own complaints about a database it can no longer
+    # reach would only repeat (in many lines) the one this function logs.
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
+    budget = max(engine.exit_timeout for engine in engines)
+    loop = asyncio.get_running_loop()
+    end = loop.time() + budget
+    left = handed = 0
+    down: Exception | None = None
+    for engine in engines:
+        try:
+            scopes, leases = await engine.finish(max(end - loop.time(), 0.0))
+            left, handed = left + scopes, handed + leases
+        except StoreUnavailable as exc:
+            down = exc
+        except Exception as exc:  # interpreter exit: say it in one line, not a traceback
+            down = exc
+    if down is not None:
+        log.warning(
+            "memhub: at exit the database was unreachable (%s); queued turns stay queued in it",
+            " ".join(str(down).split()),  # one line: libpq's messages span several
+        )
+    elif left or handed:
+        log.info(
+            "memhub: at exit %d scope(s) still had queued turns after %.1f s and %d job(s)"
+            " were handed back; the next worker takes them at once",
+            left,
+            budget,
+            handed,
+        )
+    else:
+        log.info("memhub: at exit the turns this process queued were ingested")

@@ -115,7 +115,7 @@ class Memory:
         idempotency_key: str | None = None,
         expiration_date: date | datetime | str | None = None,
     ) -> dict[str, Any]:
-        """Store messages and queue them for long-term memory; returns once they are durable.
+        """Store messages as memories and queue their embedding; returns once they are durable.
 
         Args:
             messages: A string, a message dict, a :class:`Message`, or a list of them.
@@ -143,13 +143,18 @@ class Memory:
 
         Returns:
             ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
-            becomes one memory (``infer=False``, or no LLM configured) its id is assigned now:
-            ``{"id", "memory", "event": "ADD", "actor_id", "role", "status": "PENDING"}``,
-            searchable once the worker has embedded it (usually within moments). When an LLM
-            will extract facts, they are not known yet: one ``{"message", "status":
-            "PENDING", "event_id"}`` entry, as Mem0's asynchronous mode returns. With
-            ``wait``, the memories themselves (``"status": "DONE"``); ``"timed_out": True``
-            says the deadline passed first: the results are what is searchable so far.
+            becomes one memory (``infer=False``, or no LLM configured) it is stored before
+            add() returns: ``{"id", "memory", "event": "ADD", "actor_id", "role", "status":
+            "PENDING"}``, whose id works at once with get, history, update and delete, and
+            whose words search finds at once; "PENDING" says its vector is being computed (a
+            search by this object waits up to ``settings.search_wait_timeout`` for it). In
+            this raw mode system messages are kept as conversation turns only, not as
+            memories (as Mem0 does). When an LLM will extract facts, they are not known yet:
+            one ``{"message", "status": "PENDING", "event_id"}`` entry, as Mem0's
+            asynchronous mode returns; the raw turns are searchable until the facts replace
+            them. With ``wait``, the memories themselves (``"status": "DONE"``);
+            ``"timed_out": True`` says the deadline passed first: the results are what is
+            searchable so far.
         """
         return run_sync(
             self._async.add(

@@ -136,6 +136,9 @@ class InMemoryStore(InMemoryKeys):
             if job is not None:
                 wanted = [i for i, t in zip(ids, turns, strict=True) if t.long_term]
                 self.jobs.add(job, {**payload, "turn_ids": wanted}, now)
+                for turn_id, t in zip(ids, turns, strict=True):
+                    if t.memory is not None:
+                        self.tables.add_pending(job.scope, self._turns[turn_id], t.memory, now)
             if idempotency is not None:
                 self._idempotency[(idempotency.owner, idempotency.key)] = (
                     idempotency.fingerprint,

@@ -8,7 +8,7 @@ batch back runs it in reverse. The rules follow :mod:`memhub.store.pg_memories` 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -34,8 +34,10 @@ from memhub.store.records import (
     Candidate,
     HistoryEvent,
     NewMemory,
+    PendingMemory,
     Scope,
     TextRanking,
+    Turn,
 )
 
 __all__ = ["Tables", "Undo"]
@@ -54,6 +56,7 @@ class Tables:
         self.memories: dict[UUID, MemoryRow] = {}
         self._current: dict[Key, UUID] = {}  # see holder()
         self.history: list[tuple[Scope, HistoryEvent]] = []
+        self._added: set[UUID] = set()  # ids with an ADD event in ``history``
         self._next_event = 1
         self.vectors.clear()
 
@@ -180,8 +183,39 @@ class Tables:
             expires_at=None if new.expires_at is None else as_utc(new.expires_at, now),
         )
 
+    def add_pending(self, scope: Scope, turn: Turn, pending: PendingMemory, now: datetime) -> None:
+        """A turn's memory as ``append_turns`` writes it: text and ADD event, no vector yet."""
+        said_at = turn.created_at.replace(tzinfo=UTC) if turn.created_at else now
+        new = NewMemory(
+            id=pending.id,
+            scope=scope,
+            memory=pending.memory,
+            hash=pending.hash,
+            embedding=None,
+            metadata=dict(turn.metadata or {}),
+            memory_type=pending.memory_type,
+            valid_from=said_at,
+            source_turn_ids=(turn.id,),
+            created_at=said_at,
+            role=turn.role,
+            expires_at=pending.expires_at,
+        )
+        self.insert(new, "add", now, None)
+
     def insert(self, new: NewMemory, actor: str, now: datetime, undo: Undo) -> UUID | None:
-        """INSERT ... ON CONFLICT DO NOTHING, with its ADD event; None for a duplicate."""
+        """INSERT ... ON CONFLICT DO NOTHING, with its ADD event; None for a duplicate.
+
+        As in PostgreSQL, an id with a history already was written ahead (by ``add()``
+        with its turn): this fills in its vector if it has none yet (a text ``update()``
+        set one of its own), and a memory deleted meanwhile stays deleted (None).
+        """
+        if new.id in self._added:
+            held = self.memories.get(new.id)
+            if held is None:
+                return None
+            if held.row is None and new.embedding is not None:
+                self.set_vector(held, self.vectors.unit(new.embedding, "filling a vector"), undo)
+            return held.id
         mem = self.new_row(new, now)
         if mem.id in self.memories:
             raise StoreError(
@@ -191,6 +225,9 @@ class Tables:
             return None
         self.attach(mem, undo)
         self.event(mem, "ADD", None, mem.memory, actor, now, undo, mem.source_turn_ids)
+        self._added.add(mem.id)
+        if undo is not None:
+            undo.append(lambda: self._added.discard(mem.id))
         return mem.id
 
     def rewrite(
@@ -310,6 +347,7 @@ class Tables:
         for mem in removed:
             self.detach(mem, None)
         self.history = [(s, e) for s, e in self.history if not in_scope(scope, s)]
+        self._added = {e.memory_id for _, e in self.history if e.event == "ADD"}
         return len(removed)
 
 

@@ -1,4 +1,5 @@
-"""SQL for ``conversation_context``: append turns (with their job, atomically) and read them."""
+"""SQL for ``conversation_context``: append turns (with their job and memories, atomically)
+and read them."""
 
 from __future__ import annotations
 
@@ -73,6 +74,31 @@ _INSERT_JOB = (
     "  coalesce(jsonb_agg(t.id ORDER BY t.id) FILTER (WHERE new.long_term), '[]'::jsonb))"
     " FROM turns t JOIN new USING (ord))"
 )
+# The turns' memories (add() returns their ids): text now, so the ids resolve and the words
+# are found at once; the ingest job fills in the vectors under the same ids, as it does for
+# `memhub import`'s rows (pg_memories.insert_memories). Their ADD events go in the same
+# statement: a memory and its history are there together or not at all.
+_INSERT_MEMORIES = (
+    ", pending AS ("
+    " SELECT * FROM unnest(%(memory_ords)s::bigint[], %(memory_ids)s::uuid[],"
+    "  %(memory_texts)s::text[], %(memory_hashes)s::text[], %(memory_types)s::text[],"
+    "  %(memory_expiries)s::timestamptz[])"
+    "  AS p(ord, id, memory, hash, memory_type, expires_at)"
+    "), stamped AS ("
+    " SELECT p.*, t.id AS turn_id, new.role, coalesce(new.metadata, '{}'::jsonb) AS metadata,"
+    "  coalesce(new.said_at AT TIME ZONE 'UTC', now()) AS said_at"
+    " FROM pending p JOIN turns t USING (ord) JOIN new USING (ord)"
+    "), memory_rows AS ("
+    " INSERT INTO memories (id, user_id, agent_id, run_id, memory, hash, metadata, memory_type,"
+    "  valid_from, source_turn_ids, created_at, role, expires_at)"
+    " SELECT id, %(job_user_id)s, %(job_agent_id)s, %(job_run_id)s, memory, hash, metadata,"
+    "  memory_type, said_at, ARRAY[turn_id], said_at, role, expires_at FROM stamped"
+    "), memory_events AS ("
+    " INSERT INTO memory_history (memory_id, user_id, agent_id, run_id, event, new_memory,"
+    "  actor, turn_ids)"
+    " SELECT id, %(job_user_id)s, %(job_agent_id)s, %(job_run_id)s, 'ADD', memory, 'add',"
+    "  ARRAY[turn_id] FROM stamped)"
+)
 _SELECT_IDS = " SELECT id FROM turns ORDER BY id"
 
 
@@ -100,10 +126,30 @@ def _job_values(job: NewJob) -> dict[str, Any]:
     }
 
 
+def _memory_columns(turns: Sequence[NewTurn]) -> dict[str, list[Any]]:
+    """The turns' memories as array parameters; ``memory_ords`` pairs each with its turn."""
+    pending = [(n, t.memory) for n, t in enumerate(turns, start=1) if t.memory is not None]
+    return {
+        "memory_ords": [n for n, _ in pending],
+        "memory_ids": [m.id for _, m in pending],
+        "memory_texts": [m.memory for _, m in pending],
+        "memory_hashes": [m.hash for _, m in pending],
+        "memory_types": [m.memory_type for _, m in pending],
+        "memory_expiries": [m.expires_at for _, m in pending],
+    }
+
+
 async def _insert(conn: AsyncConn, turns: Sequence[NewTurn], job: NewJob | None) -> list[int]:
-    """The turns and their job in one statement (atomic on its own: one round trip)."""
-    query = _INSERT_TURNS + (_INSERT_JOB if job is not None else "") + _SELECT_IDS
-    values = _turn_columns(turns) | ({} if job is None else _job_values(job))
+    """The turns, their job and their memories in one statement (atomic: one round trip)."""
+    query = _INSERT_TURNS
+    values = _turn_columns(turns)
+    if job is not None:
+        query += _INSERT_JOB
+        values |= _job_values(job)
+        if any(t.memory is not None for t in turns):
+            query += _INSERT_MEMORIES
+            values |= _memory_columns(turns)
+    query += _SELECT_IDS
     cur = await conn.execute(query, values)
     return [int(row[0]) for row in await cur.fetchall()]
 
@@ -114,7 +160,8 @@ async def append_turns(
     job: NewJob | None,
     idempotency: IdempotencyKey | None = None,
 ) -> list[int]:
-    """Insert ``turns`` and, if given, ``job`` (carrying their ids) atomically.
+    """Insert ``turns`` and, if given, ``job`` (carrying their ids) and the turns' memories
+    atomically.
 
     With ``idempotency``, a key used before returns the first call's turn ids instead.
     """

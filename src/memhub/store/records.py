@@ -21,6 +21,7 @@ __all__ = [
     "NewJob",
     "NewMemory",
     "NewTurn",
+    "PendingMemory",
     "RetiredMemory",
     "Scope",
     "TextRanking",
@@ -73,6 +74,20 @@ class NewTurn:
     metadata: dict[str, Any] | None = None
     created_at: datetime | None = None  # None: the database's now()
     long_term: bool = True  # False: short-term only (the turn is stored, its job skips it)
+    # The memory this turn becomes, written with it (in the job's scope) so its id resolves
+    # and its words are found at once; the ingest job fills in its vector under that id.
+    memory: PendingMemory | None = None
+
+
+@dataclass(frozen=True)
+class PendingMemory:
+    """A turn's memory as ``append_turns`` writes it: its text now, its vector later."""
+
+    id: UUID
+    memory: str
+    hash: str
+    memory_type: str | None = None
+    expires_at: datetime | None = None  # add(expiration_date=...), written with the row
 
 
 @dataclass(frozen=True)
