@@ -36,7 +36,10 @@ async def test_an_expired_memory_is_not_returned_and_is_purged_later(memory: Asy
     assert await store.purge_expired(100) == 2  # the dentist and the old plan
     assert await store.purge_expired(100) == 0
     events = await memory.history(gone)
-    assert [(e["event"], e["actor"]) for e in events] == [("ADD", "worker"), ("DELETE", "expiry")]
+    assert [(e["event"], e["actor"]) for e in events] == [
+        ("ADD", "add"),
+        ("DELETE", "expiry"),
+    ]  # add() writes the row
 
 
 def test_a_date_is_the_last_day_and_a_datetime_the_instant() -> None:
