@@ -20,8 +20,8 @@ from memhub.engine.inputs import (
     check_id,
     check_limit,
     check_text,
+    expiry,
     normalize_messages,
-    parse_expiration,
     parse_timestamp,
     scope_of,
 )
@@ -128,10 +128,7 @@ class AsyncMemory(ArkosMethods):
         said_at = parse_timestamp(timestamp)
         retry_key = self._optional_id("idempotency_key", idempotency_key)
         new_id = id_source(scope, retry_key)
-        payload = self._job_payload(infer, new_id("event"), memory_type)
-        expires = parse_expiration(expiration_date)
-        if expires is not None:
-            payload["expires_at"] = expires.isoformat()
+        payload = self._job_payload(infer, new_id("event"), memory_type) | expiry(expiration_date)
         roles = None if remember_roles is None else frozenset(remember_roles)
         kept = [m for m in items if roles is None or m.role in roles]
         one_per_turn = not infer or not self.extracts_facts
