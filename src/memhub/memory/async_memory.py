@@ -20,8 +20,8 @@ from memhub.engine.inputs import (
     check_id,
     check_limit,
     check_text,
+    expiry,
     normalize_messages,
-    parse_expiration,
     parse_timestamp,
     scope_of,
 )
@@ -135,10 +135,7 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         said_at = parse_timestamp(timestamp)
         retry_key = self._optional_id("idempotency_key", idempotency_key)
         new_id = id_source(scope, retry_key)
-        payload = self._job_payload(infer, new_id("event"), memory_type)
-        expires = parse_expiration(expiration_date)
-        if expires is not None:
-            payload["expires_at"] = expires.isoformat()
+        payload = self._job_payload(infer, new_id("event"), memory_type) | expiry(expiration_date)
         one_per_turn = not infer or not self.extracts_facts
         roles = long_term_roles(remember_roles, one_per_turn, items)
         kept = [m for m in items if roles is None or m.role in roles]
