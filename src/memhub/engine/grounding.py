@@ -1,0 +1,136 @@
+"""Is a fact said by the turns it cites? Content words shared, nothing more clever.
+
+A model writes a fact and cites the turns it comes from. The fact is **grounded** when the
+person's own turns carry its content: they share content words with it (function words,
+reporting verbs and the person's name do not count, and words are compared by a crude stem
+so "lives"/"live" and "peanuts"/"peanut" match). It is a **copy** of something else when
+another source (the prompt's instructions and examples, system text, the assistant's turns)
+covers more of its content words than the person's turns do.
+
+This is deliberately lexical: it cannot tell a true paraphrase from a false one, but it is
+cheap, explainable and cannot be talked round by the model. A fact it refuses is dropped and
+counted, never stored; a fact it accepts still goes through every other check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = [
+    "Support",
+    "content_words",
+    "shared_content_words",
+    "stem",
+    "support",
+]
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+# Function words, and words every fact about a person uses whatever was said ("the user",
+# "mentioned", "currently"): sharing them proves nothing.
+_STOP = frozenset(
+    """
+    a about above after again against all also am an and any are aren as at be because been
+    before being below between both but by can cannot could did didn do does doesn doing don
+    down during each few for from further had hadn has hasn have haven having he her here hers
+    herself him himself his how i if in into is isn it its itself just let me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same
+    she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up very was wasn we were weren what when where which
+    while who whom why will with won would you your yours yourself yourselves s t ll re ve d m
+    o y ain im ive id youre
+    user users person people someone somebody assistant speaker human
+    said says say saying mention mentions mentioned mentioning state states stated stating
+    tell tells told telling note notes noted share shares shared sharing ask asks asked
+    really actually currently recently still already well quite
+    """.split()  # noqa: SIM905 (a list literal of 200 strings reads worse)
+)
+_SUFFIXES = ("ing", "ed", "es", "s", "e")
+_STEM_LENGTH = 5
+
+
+def stem(word: str) -> str:
+    """A crude stem: one inflection off, then the first five letters ("moving" -> "mov")."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:_STEM_LENGTH]
+
+
+def content_words(text: str, ignore: Iterable[str] = ()) -> frozenset[str]:
+    """The stems of ``text``'s content words, without those of ``ignore`` (e.g. names)."""
+    ignored = {stem(w) for name in ignore for w in _WORD.findall(name.casefold())}
+    words = (w for w in _WORD.findall(text.casefold()) if w not in _STOP)
+    return frozenset(s for s in map(stem, words) if s and s not in ignored)
+
+
+def shared_content_words(text: str, *others: str, ignore: Iterable[str] = ()) -> frozenset[str]:
+    """The content words ``text`` shares with any of ``others``."""
+    mine = content_words(text, ignore)
+    theirs: set[str] = set()
+    for other in others:
+        theirs |= content_words(other, ignore)
+    return mine & theirs
+
+
+@dataclass(frozen=True)
+class Support:
+    """How a fact's content words are covered by the person's turns and by everything else.
+
+    Attributes:
+        words: The fact's content words.
+        by_person: Those found in the person's own (cited) turns.
+        by_other: The most found in any single other source (instructions, an assistant turn).
+        other: Which source that was ("" if none covers any word).
+    """
+
+    words: frozenset[str]
+    by_person: frozenset[str]
+    by_other: frozenset[str]
+    other: str
+
+    @property
+    def grounded(self) -> bool:
+        """The person's turns share a content word with the fact, and no other source covers
+        more of it than they do (the fact is not a copy of the prompt or of the assistant)."""
+        return bool(self.by_person) and len(self.by_other) <= len(self.by_person)
+
+    @property
+    def copied_from(self) -> str | None:
+        """The other source the fact copies, when it is not grounded because of one."""
+        if self.by_other and len(self.by_other) > len(self.by_person):
+            return self.other
+        return None
+
+
+def support(
+    fact: str,
+    person_turns: Iterable[str],
+    others: Iterable[tuple[str, str]] = (),
+    ignore: Iterable[str] = (),
+) -> Support:
+    """Measure how ``fact`` is supported by ``person_turns`` against named ``others``.
+
+    Args:
+        fact: The sentence the model wrote.
+        person_turns: The texts of the person's own turns it cites.
+        others: ``(source name, text)`` pairs the fact must not merely copy: the prompt's
+            instructions and examples, system turns, the assistant's turns. Each is compared
+            on its own, so a long prompt does not dwarf a short turn.
+        ignore: Words that never count, such as the person's name.
+    """
+    names = tuple(ignore)
+    words = content_words(fact, names)
+    said: set[str] = set()
+    for text in person_turns:
+        said |= content_words(text, names)
+    best: frozenset[str] = frozenset()
+    best_name = ""
+    for name, text in others:
+        covered = words & content_words(text, names)
+        if len(covered) > len(best):
+            best, best_name = covered, name
+    return Support(words, words & said, best, best_name)

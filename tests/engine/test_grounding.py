@@ -1,0 +1,71 @@
+"""Content words shared: what counts as support for a fact, and what is a copy."""
+
+from __future__ import annotations
+
+from memhub.engine.grounding import content_words, shared_content_words, stem, support
+
+
+def test_inflections_of_one_word_share_a_stem() -> None:
+    assert stem("lives") == stem("live") == stem("living")
+    assert stem("moved") == stem("moving") == stem("move")
+    assert stem("peanuts") == stem("peanut")
+
+
+def test_function_words_names_and_reporting_verbs_are_not_content() -> None:
+    assert content_words("The user mentioned that she is at the", ignore=["Ada"]) == frozenset()
+    assert content_words("Ada said Ada is here", ignore=["Ada"]) == frozenset()
+    assert content_words("Ada lives in Paris") == {stem("ada"), stem("lives"), stem("paris")}
+
+
+def test_a_paraphrase_of_the_turn_is_grounded() -> None:
+    result = support("The user moved to Berlin for a new job.", ["I moved from Paris to Berlin."])
+    assert result.grounded
+    assert result.by_person == {stem("moved"), stem("berlin")}
+
+
+def test_a_fact_sharing_nothing_with_the_cited_turn_is_not_grounded() -> None:
+    result = support("The user owns a red bicycle.", ["I moved from Paris to Berlin."])
+    assert not result.grounded
+    assert result.copied_from is None
+
+
+def test_the_prompt_example_repeated_is_a_copy_not_a_fact() -> None:
+    instructions = 'Write facts like "Ada lives in Paris." or "likes tea" -> "likes green tea"'
+    result = support(
+        "Ada lives in Paris.", ["I started learning the violin."], [("instructions", instructions)]
+    )
+    assert not result.grounded
+    assert result.copied_from == "instructions"
+
+
+def test_the_example_is_fine_when_the_person_said_it_too() -> None:
+    instructions = 'Write facts like "Ada lives in Paris."'
+    result = support(
+        "Ada lives in Paris.", ["Ada here: I live in Paris."], [("instructions", instructions)]
+    )
+    assert result.grounded
+
+
+def test_the_assistants_words_put_in_the_users_mouth_are_a_copy() -> None:
+    # One shared word ("premium") is not enough when the assistant's turn covers far more.
+    result = support(
+        "The user's premium plan costs $20 a month.",
+        ["What does premium cost?"],
+        [("assistant turn 2", "The premium plan costs $20 a month, billed yearly.")],
+    )
+    assert not result.grounded
+    assert result.copied_from == "assistant turn 2"
+
+
+def test_quoting_the_assistant_does_not_hide_the_users_own_words() -> None:
+    result = support(
+        "The user is allergic to peanuts.",
+        ["You asked: yes, I am allergic to peanuts."],
+        [("assistant turn 1", "Are you allergic to anything?")],
+    )
+    assert result.grounded
+
+
+def test_shared_content_words_across_several_texts() -> None:
+    shared = shared_content_words("forget my Paris address", "I live in Paris", "my address")
+    assert shared == {stem("paris"), stem("address")}
