@@ -29,6 +29,7 @@ __all__ = [
     "queue_depth",
     "record_llm_usage",
     "record_memory_error",
+    "record_refused_operation",
     "tracer",
 ]
 
@@ -79,6 +80,7 @@ class Instruments:
     injected_tokens: metrics.Histogram
     llm_tokens: metrics.Counter
     llm_calls: metrics.Counter
+    refused_operations: metrics.Counter
     queue_depth: metrics.ObservableGauge
 
 
@@ -107,6 +109,11 @@ def instruments() -> Instruments:
         ),
         llm_calls=m.create_counter(
             "memhub.llm.calls", description="LLM requests made by consolidation (with repairs)."
+        ),
+        refused_operations=m.create_counter(
+            "memhub.consolidation.refused",
+            description="Operations a model proposed that consolidation refused, by reason"
+            " (ungrounded, a copy of the prompt or the assistant, invalid, unparsable).",
         ),
         queue_depth=m.create_observable_gauge(
             "memhub.queue.depth",
@@ -206,6 +213,11 @@ def record_llm_usage(model: str, prompt_tokens: int, completion_tokens: int, cal
     tools.llm_tokens.add(
         completion_tokens, {"memhub.model": model, "memhub.token.type": "completion"}
     )
+
+
+def record_refused_operation(model: str, reason: str) -> None:
+    """Count one operation consolidation refused (see ``memhub.consolidation.refused``)."""
+    instruments().refused_operations.add(1, {"memhub.model": model, "memhub.reason": reason})
 
 
 def record_memory_error(operation_name: str, attributes: Attributes | None = None) -> None:

@@ -21,6 +21,7 @@ from memhub._loops import LoopShared
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder, create_embedder
 from memhub.engine.consolidate import Consolidator
+from memhub.engine.prompts import reply_tokens
 from memhub.engine.worker import Worker, WorkerConfig
 from memhub.llm import LLM, create_llm
 from memhub.store.inmemory import InMemoryStore
@@ -51,6 +52,9 @@ def llm_from_settings(settings: MemhubSettings) -> LLM | None:
         api_key=_secret(settings.llm_api_key),
         timeout=settings.llm_timeout,
         max_retries=settings.llm_max_retries,
+        structured_output=settings.llm_structured_output,
+        # the reply must fit in the context window next to the prompt
+        max_tokens=reply_tokens(settings.llm_context_tokens),
     )
 
 
@@ -164,7 +168,9 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
             lease_seconds=settings.job_lease_seconds,
             shutdown_grace=settings.worker_shutdown_grace,
         ),
-        consolidator=None if llm is None else Consolidator(llm, chosen),
+        consolidator=None
+        if llm is None
+        else Consolidator(llm, chosen, context_tokens=settings.llm_context_tokens),
     )
     engine = Engine(
         store=store, embedder=chosen, worker=worker, llm=llm, owns_embedder=embedder is None
