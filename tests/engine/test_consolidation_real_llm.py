@@ -190,9 +190,10 @@ async def test_a_slow_call_holds_no_transaction_and_blocks_no_other_user(
             " WHERE state LIKE 'idle in transaction%%' AND datname = current_database()",
         )
         assert idle_in_transaction == [(0,)], "a transaction was held across the LLM call"
-        async with asyncio.timeout(900):
-            while await rows(db_url, "SELECT 1 FROM memory_jobs WHERE user_id = 'quick'"):
-                await asyncio.sleep(0.5)
+        for _ in range(1800):  # the quick user's job, done by the second worker slot
+            if not await rows(db_url, "SELECT 1 FROM memory_jobs WHERE user_id = 'quick'"):
+                break
+            await asyncio.sleep(0.5)
         slow_pending = await rows(db_url, "SELECT 1 FROM memory_jobs WHERE user_id = 'slow'")
         await memory.wait_idle()
     assert slow_pending, "the quick user's job finished while the slow one's was in flight"
