@@ -294,33 +294,9 @@ class Consolidator:
         usage = Usage()
         touched: set[UUID] = set()
         for window in windows:
-            shown_turns = [turns[i] for i, _ in window]
-            texts = {turns[i].id: text for i, text in window}
-            messages = consolidation_messages(
-                shown,
-                [
-                    PromptTurn(n, _speaker(turns[i]), _aware(turns[i].created_at), text)
-                    for n, (i, text) in enumerate(window, start=1)
-                ],
-                custom,
-            )
-            try:
-                result = await self.llm.generate_structured(messages, ConsolidationReply)
-            except UnusableAnswerError as exc:
-                usage += exc.usage
-                if not _holds_json(exc.raw):
-                    raise
-                # valid JSON that means nothing usable: refused, not retried (it would say
-                # the same again) and not parked; the raw turns stay searchable
-                log.warning("consolidation answer refused: %s", exc)
-                self._refuse(plan, "REFUSED_UNPARSABLE")
-                continue
-            usage += result.usage
-            try:
-                ops = plan_operations(result.value, facts, shown_turns, plan.refused)
-            except ProviderOutputError as exc:
-                raise ProviderOutputError(str(exc), raw=result.raw) from exc
-            for op in self._grounded(plan, ops, shown_turns, texts, custom):
+            spent, ops = await self._window(plan, shown, facts, turns, window, custom)
+            usage += spent
+            for op in ops:
                 if op.target is not None and op.target.id in touched:
                     self._refuse(plan, "REFUSED_INVALID")  # changed by an earlier window
                     continue
@@ -333,6 +309,42 @@ class Consolidator:
         plan.usage = _usage(self.llm.model_name, usage)
         texts_to_embed = [op.text for op in plan.ops if op.text]
         plan.vectors = list(await self.embedder.embed(texts_to_embed)) if texts_to_embed else []
+
+    async def _window(
+        self,
+        plan: Plan,
+        shown: Sequence[ExistingFact],
+        facts: Sequence[MemoryRecord],
+        turns: Sequence[Turn],
+        window: Sequence[tuple[int, str]],
+        custom: str | None,
+    ) -> tuple[Usage, list[PlannedOp]]:
+        """One call over one window of turns: what it cost and the grounded operations."""
+        shown_turns = [turns[i] for i, _ in window]
+        texts = {turns[i].id: text for i, text in window}
+        messages = consolidation_messages(
+            shown,
+            [
+                PromptTurn(n, _speaker(turns[i]), _aware(turns[i].created_at), text)
+                for n, (i, text) in enumerate(window, start=1)
+            ],
+            custom,
+        )
+        try:
+            result = await self.llm.generate_structured(messages, ConsolidationReply)
+        except UnusableAnswerError as exc:
+            if not _holds_json(exc.raw):
+                raise
+            # valid JSON that means nothing usable: refused, not retried (it would say the
+            # same again) and not parked; the raw turns stay searchable
+            log.warning("consolidation answer refused: %s", exc)
+            self._refuse(plan, "REFUSED_UNPARSABLE")
+            return exc.usage, []
+        try:
+            ops = plan_operations(result.value, facts, shown_turns, plan.refused)
+        except ProviderOutputError as exc:
+            raise ProviderOutputError(str(exc), raw=result.raw) from exc
+        return result.usage, self._grounded(plan, ops, shown_turns, texts, custom)
 
     @property
     def _prompt_budget(self) -> int:
