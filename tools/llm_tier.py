@@ -115,12 +115,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(python: Path, model: Path, context: int, parallel: int) -> Iterator[str]:
+def serving(python: Path, model: Path, context: int, parallel: int, threads: int) -> Iterator[str]:
     """Run the server until the block ends; yield its ``/v1`` URL once it answers."""
     port = free_port()
-    threads = str(min(2, os.cpu_count() or 1))
     command = [str(python), str(ROOT / "tools" / "llm_serve.py"), str(model), str(port)]
-    command += [str(context), str(parallel), threads]
+    command += [str(context), str(parallel), str(threads)]
     started = time.monotonic()
     server = subprocess.Popen(command, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
@@ -153,6 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", choices=sorted(MODELS), default="1.5b")
     parser.add_argument("--context", type=int, default=4096, help="tokens per request slot")
     parser.add_argument("--parallel", type=int, default=2, help="requests served at once")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads per request; 1 keeps generation steady on a loaded machine",
+    )
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (test)")
     args = parser.parse_args(argv)
     cache = cache_dir()
@@ -162,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "install":
         print(model)
         return 0
-    with serving(python, model, args.context, args.parallel) as url:
+    with serving(python, model, args.context, args.parallel, args.threads) as url:
         if args.command == "serve":
             print(f"MEMHUB_LLM_BASE_URL={url} MEMHUB_LLM_MODEL={model.stem}", flush=True)
             with contextlib.suppress(KeyboardInterrupt):
