@@ -158,8 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="CPU threads per request; 1 keeps generation steady on a loaded machine",
     )
-    parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (test)")
-    args = parser.parse_args(argv)
+    args, pytest_args = parser.parse_known_args(argv)  # the rest goes to pytest (test)
     cache = cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     python = install_runtime(cache)
@@ -178,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             "MEMHUB_TEST_LLM_MODEL": model.stem,
             "MEMHUB_TEST_LLM_CONTEXT": str(args.context),
         }
-        tests = [sys.executable, "-m", "pytest", "-q", "-m", "real_llm", *args.pytest_args]
+        tests = [sys.executable, "-m", "pytest", "-q", "-m", "real_llm", *pytest_args]
         return subprocess.run(tests, env=env, cwd=ROOT, check=False).returncode
 
 
