@@ -76,17 +76,15 @@ def matches(label: str, fact: str, name: str) -> bool:
     return len(wanted & content_words(fact, [name])) >= max(1, math.ceil(0.6 * len(wanted)))
 
 
-async def run_one(
-    memory: AsyncMemory, conv: dict[str, Any], name: str, score: Score
-) -> dict[str, Any]:
-    user = f"{name.lower()}-{conv['id']}"
-    started = time.monotonic()
-    for session in conv["sessions"]:
-        await memory.add(session, user_id=user, wait=True)
-        score.turns += len(session)
-    score.seconds += time.monotonic() - started
-    results = (await memory.get_all(user_id=user))["results"]
-    facts = [r["memory"] for r in results if r.get("memory_type") != "turn"]
+def said_in(conv: dict[str, Any]) -> set[str]:
+    return {m["content"].strip() for session in conv["sessions"] for m in session}
+
+
+def score_one(conv: dict[str, Any], memories: list[str], user: str, score: Score) -> list[bool]:
+    """Score what is current after ``conv``: extracted facts only (raw turns kept after a
+    refusal are the user's words, not the model's extraction)."""
+    raw = said_in(conv)
+    facts = [m for m in memories if m.strip() not in raw]
     keep = conv["keep"]
     score.conversations += 1
     score.stored += len(facts)
@@ -99,10 +97,25 @@ async def run_one(
         new_there = any(matches(change["new"], f, user) for f in facts)
         right.append(old_gone and new_there)
     for forgotten in conv["forgotten"]:
-        right.append(not any(matches(forgotten, f, user) for f in facts))
+        # forgotten means gone entirely: neither a fact nor the raw turn still says it
+        right.append(not any(matches(forgotten, m, user) for m in memories))
     score.changes += len(right)
     score.changes_right += sum(right)
-    return {"id": conv["id"], "facts": facts, "changes_right": right}
+    return right
+
+
+async def run_one(
+    memory: AsyncMemory, conv: dict[str, Any], name: str, score: Score
+) -> dict[str, Any]:
+    user = f"{name.lower()}-{conv['id']}"
+    started = time.monotonic()
+    for session in conv["sessions"]:
+        await memory.add(session, user_id=user, wait=True)
+        score.turns += len(session)
+    score.seconds += time.monotonic() - started
+    memories = [r["memory"] for r in (await memory.get_all(user_id=user))["results"]]
+    right = score_one(conv, memories, user, score)
+    return {"id": conv["id"], "user": user, "memories": memories, "changes_right": right}
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -137,7 +150,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         async with AsyncMemory(settings=settings) as memory:
             for n, conv in enumerate(conversations):
                 details.append(await run_one(memory, conv, NAMES[n % len(NAMES)], score))
-                print(conv["id"], details[-1]["facts"], flush=True)
+                print(conv["id"], details[-1]["memories"], flush=True)
             engine = await memory._engine()
             usage = await engine.store.usage_stats()
     score.calls = usage.get("llm_calls", 0.0)
@@ -152,6 +165,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def rescore(path: Path) -> dict[str, Any]:
+    """Score the memories a saved run left again (after a change to the scoring)."""
+    saved = json.loads(path.read_text())
+    by_id = {c["id"]: c for c in json.loads(SET.read_text())["conversations"]}
+    totals = saved["totals"]
+    score = Score(
+        turns=totals["turns"],
+        seconds=totals["seconds"],
+        calls=totals["calls"],
+        prompt_tokens=totals["prompt_tokens"],
+        completion_tokens=totals["completion_tokens"],
+    )
+    for n, detail in enumerate(saved["conversations"]):
+        user = detail.get("user") or f"{NAMES[n % len(NAMES)].lower()}-{detail['id']}"
+        memories = detail.get("memories", detail.get("facts", []))
+        detail["changes_right"] = score_one(by_id[detail["id"]], memories, user, score)
+    return saved | {"result": score.row(), "totals": asdict(score)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the server's /v1 URL")
@@ -161,8 +193,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="run a subset of every kind")
     parser.add_argument("--machine", default="", help="CPU and load, for the table")
     parser.add_argument("--out", type=Path, help="write the JSON result here")
+    parser.add_argument("--rescore", type=Path, help="score a saved result again, no model")
     args = parser.parse_args()
-    result = asyncio.run(run(args))
+    result = rescore(args.rescore) if args.rescore else asyncio.run(run(args))
     print(json.dumps(result["result"], indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
