@@ -136,6 +136,15 @@ async def test_valid_json_in_another_shape_is_read_not_parked(
     assert await memories(memory) == [("Ada runs.", None)]
 
 
+async def test_an_update_naming_no_fact_is_an_add(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    # Qwen2.5-Coder-0.5B labels most new facts UPDATE, with no fact number (issue 25 bench)
+    llm.enqueue(ops({"op": "UPDATE", "id": None, "text": "Ada runs every morning.", "turns": [1]}))
+    await memory.add("I run every morning.", user_id="ada", wait=True)
+    assert await memories(memory) == [("Ada runs every morning.", None)]
+
+
 async def test_valid_json_that_means_nothing_is_refused_not_parked(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:

@@ -140,35 +140,42 @@ def plan_operations(
         cited = tuple(turns[n - 1] for n in sorted(set(op.turns)) if 1 <= n <= len(turns))
         target = None
         text = (op.text or "").strip()
+        kind = op.op
+        if kind in ("UPDATE", "SUPERSEDE") and (op.id or "").strip().lower() in _NO_ID:
+            # no stored fact named: new knowledge, which small models often label UPDATE
+            kind = "ADD"
         try:
-            if op.op in ("UPDATE", "SUPERSEDE", "DELETE"):
+            if kind in ("UPDATE", "SUPERSEDE", "DELETE"):
                 number = _fact_number(op.id, len(facts))
                 if number in touched:
                     raise ProviderOutputError(f"fact {number} has more than one operation")
                 touched.add(number)
                 target = facts[number - 1]
-            if op.op != "DELETE" and not text:
-                raise ProviderOutputError(f"{op.op} operation with an empty fact")
+            if kind != "DELETE" and not text:
+                raise ProviderOutputError(f"{kind} operation with an empty fact")
         except ProviderOutputError as exc:
-            log.warning("%s operation refused: %s", op.op, exc)
+            log.warning("%s operation refused: %s", kind, exc)
             if refused is not None:
                 refused["REFUSED_INVALID"] += 1
             continue
-        if op.op in ("DELETE", "SUPERSEDE"):
+        if kind in ("DELETE", "SUPERSEDE"):
             assert target is not None
-            if not _authorised(op.op, cited):
+            if not _authorised(kind, cited):
                 log.warning(
                     "%s of %s refused: no cited user turn of this prompt asked for it (cited %s)",
-                    op.op,
+                    kind,
                     target.id,
                     list(op.turns),
                 )
                 continue
         # ADD and UPDATE only add knowledge; without a valid citation they come from the batch.
         planned.append(
-            PlannedOp(kind=op.op, target=target, text=text or None, turns=cited or tuple(turns))
+            PlannedOp(kind=kind, target=target, text=text or None, turns=cited or tuple(turns))
         )
     return planned
+
+
+_NO_ID = ("", "none", "null")
 
 
 def _fact_number(raw: str | None, shown: int) -> int:
