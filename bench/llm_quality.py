@@ -80,11 +80,15 @@ def said_in(conv: dict[str, Any]) -> set[str]:
     return {m["content"].strip() for session in conv["sessions"] for m in session}
 
 
-def score_one(conv: dict[str, Any], memories: list[str], user: str, score: Score) -> list[bool]:
+def score_one(
+    conv: dict[str, Any], memories: list[str], user: str, score: Score, raw: list[bool] | None
+) -> list[bool]:
     """Score what is current after ``conv``: extracted facts only (raw turns kept after a
-    refusal are the user's words, not the model's extraction)."""
-    raw = said_in(conv)
-    facts = [m for m in memories if m.strip() not in raw]
+    refusal are the user's words, not the model's extraction). ``raw`` flags the raw turns;
+    without it (older results) a memory saying exactly a turn is taken for one."""
+    said = said_in(conv)
+    flags = raw if raw is not None else [m.strip() in said for m in memories]
+    facts = [m for m, is_raw in zip(memories, flags, strict=True) if not is_raw]
     keep = conv["keep"]
     score.conversations += 1
     score.stored += len(facts)
@@ -113,9 +117,18 @@ async def run_one(
         await memory.add(session, user_id=user, wait=True)
         score.turns += len(session)
     score.seconds += time.monotonic() - started
-    memories = [r["memory"] for r in (await memory.get_all(user_id=user))["results"]]
-    right = score_one(conv, memories, user, score)
-    return {"id": conv["id"], "user": user, "memories": memories, "changes_right": right}
+    results = (await memory.get_all(user_id=user))["results"]
+    memories = [r["memory"] for r in results]
+    # a raw turn carries its role (and, in PostgreSQL, memory_type "turn"); a fact does not
+    raw = [r.get("memory_type") == "turn" or "role" in r for r in results]
+    right = score_one(conv, memories, user, score, raw)
+    return {
+        "id": conv["id"],
+        "user": user,
+        "memories": memories,
+        "raw": raw,
+        "changes_right": right,
+    }
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -180,7 +193,8 @@ def rescore(path: Path) -> dict[str, Any]:
     for n, detail in enumerate(saved["conversations"]):
         user = detail.get("user") or f"{NAMES[n % len(NAMES)].lower()}-{detail['id']}"
         memories = detail.get("memories", detail.get("facts", []))
-        detail["changes_right"] = score_one(by_id[detail["id"]], memories, user, score)
+        raw = detail.get("raw")
+        detail["changes_right"] = score_one(by_id[detail["id"]], memories, user, score, raw)
     return saved | {"result": score.row(), "totals": asdict(score)}
 
 
