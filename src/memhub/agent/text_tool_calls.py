@@ -43,6 +43,8 @@ def tool_calls_in_text(text: str) -> tuple[ToolCall, ...]:
         calls = [_call(value) for block in tagged for value in _first(block)]
     else:
         unfenced = re.sub(r"^```\w*\s*|\s*```$", "", cleaned)
+        if unfenced.startswith("{{") and unfenced.endswith("}}"):
+            unfenced = unfenced[1:-1]  # a template's braces doubled: {{"name": ...}}}
         if not unfenced.startswith(("{", "[")):
             return ()
         values = list(_first(unfenced))
