@@ -27,6 +27,10 @@ def main(argv: list[str]) -> int:
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.use_jinja = True  # the model's own chat template: tool calls as Qwen writes them
+    # Blocked before the server starts its threads, so they inherit the mask and the signals
+    # reach sigwait below (llama.cpp's server would otherwise take SIGTERM for itself).
+    stop = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
     started = time.monotonic()
     server = xllamacpp.Server(params)
     print(
@@ -34,7 +38,7 @@ def main(argv: list[str]) -> int:
         f"(loaded in {time.monotonic() - started:.1f} s)",
         flush=True,
     )
-    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    signal.sigwait(stop)
     return 0
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RUNTIME = "xllamacpp==2026.10.11549"
+STOP = {signal.SIGTERM, signal.SIGINT}
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -166,11 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "install":
         print(model)
         return 0
+    if args.command == "serve":  # blocked before the server starts: sigwait takes them
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP)
     with serving(python, model, args.context, args.parallel, args.threads) as url:
         if args.command == "serve":
             print(f"MEMHUB_LLM_BASE_URL={url} MEMHUB_LLM_MODEL={model.stem}", flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
-                signal.sigwait({signal.SIGTERM, signal.SIGINT})
+            signal.sigwait(STOP)
             return 0
         env = os.environ | {
             "MEMHUB_TEST_LLM_URL": url,
