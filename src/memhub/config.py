@@ -163,6 +163,17 @@ class MemhubSettings(EnvSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=3, ge=0, description="HTTP retries on 429/5xx/timeouts.")
+    llm_structured_output: Literal["auto", "json_schema", "json_object", "none"] | None = Field(
+        default=None,
+        description="How JSON answers are enforced; unset: what the provider is known to"
+        " support (`auto`: JSON schema, stepping down once if the server rejects it).",
+    )
+    llm_context_tokens: int = Field(
+        default=4096,
+        ge=1024,
+        description="The model's context window: each consolidation prompt and its reply fit"
+        " in it; turns that would not are sent in several calls.",
+    )
     custom_instructions: str | None = Field(
         default=None, description="What to remember and what never to store (consolidation)."
     )

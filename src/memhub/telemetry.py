@@ -30,6 +30,7 @@ __all__ = [
     "record_guard",
     "record_llm_usage",
     "record_memory_error",
+    "record_refused_operation",
     "tracer",
 ]
 
@@ -81,6 +82,7 @@ class Instruments:
     llm_tokens: metrics.Counter
     llm_calls: metrics.Counter
     guard_refused: metrics.Counter
+    refused_operations: metrics.Counter
     queue_depth: metrics.ObservableGauge
 
 
@@ -114,6 +116,11 @@ def instruments() -> Instruments:
             "memhub.guard.refused",
             description="Model-initiated removals refused or capped (a DELETE, SUPERSEDE,"
             " forget or delete_memory no user request supported, or beyond the cap).",
+        ),
+        refused_operations=m.create_counter(
+            "memhub.consolidation.refused",
+            description="Operations a model proposed that consolidation refused, by reason"
+            " (ungrounded, a copy of the prompt or the assistant, invalid, unparsable).",
         ),
         queue_depth=m.create_observable_gauge(
             "memhub.queue.depth",
@@ -213,6 +220,11 @@ def record_llm_usage(model: str, prompt_tokens: int, completion_tokens: int, cal
     tools.llm_tokens.add(
         completion_tokens, {"memhub.model": model, "memhub.token.type": "completion"}
     )
+
+
+def record_refused_operation(model: str, reason: str) -> None:
+    """Count one operation consolidation refused (see ``memhub.consolidation.refused``)."""
+    instruments().refused_operations.add(1, {"memhub.model": model, "memhub.reason": reason})
 
 
 def record_memory_error(operation_name: str, attributes: Attributes | None = None) -> None:

@@ -144,9 +144,13 @@ async def test_update_delete_and_none(memory: AsyncMemory, llm: ScriptedOpenAISe
     assert [e["event"] for e in await memory.history(item["id"])] == ["ADD", "UPDATE", "RETIRE"]
 
 
-async def test_unknown_id_garbage_and_timeouts_are_retried_then_parked(
+async def test_an_unknown_id_is_refused_and_garbage_is_retried_then_parked(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
+    # Valid JSON naming a fact that was not shown is refused on the spot (a retry would get
+    # the same answer): the job completes (and is gone), nothing is stored, the refusal is
+    # counted.
+    # Text that holds no JSON at all is retried and then parked, for an operator to see.
     def answer(request: dict[str, Any]) -> str:
         if "two cats" in request["messages"][-1]["content"]:
             return ops({"op": "UPDATE", "id": "7", "text": "hallucinated"})
@@ -158,12 +162,14 @@ async def test_unknown_id_garbage_and_timeouts_are_retried_then_parked(
     await memory.wait_idle()
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
         cur = await conn.execute(
-            "SELECT user_id, attempts, last_error FROM memory_jobs WHERE status = 'parked' ORDER BY user_id"
+            "SELECT user_id, status, attempts, last_error FROM memory_jobs ORDER BY user_id"
         )
-        parked = await cur.fetchall()
-    assert [(u, a) for u, a, _ in parked] == [("ada", 2), ("bob", 2)]
-    assert "fact 7, which was not shown" in parked[0][2] and "raw model output" in parked[0][2]
-    assert "this is not JSON at all" in parked[1][2]
+        jobs = await cur.fetchall()
+        cur = await conn.execute("SELECT operations FROM memory_llm_usage WHERE user_id = 'ada'")
+        (usage,) = await cur.fetchone()  # type: ignore[misc]
+    assert [(u, s, a) for u, s, a, _ in jobs] == [("bob", "parked", 2)]  # ada's is done
+    assert "this is not JSON at all" in jobs[0][3]
+    assert usage == {"REFUSED_INVALID": 1}
     # Nothing lost meanwhile: the raw turns stay searchable.
     assert (await memory.search("cats", user_id="ada"))["results"][0][
         "memory"

@@ -1,36 +1,89 @@
-"""The consolidation scenarios against a real model server (skipped unless configured).
+"""Consolidation against a real model server: what must hold whatever the model answers.
 
-Set ``MEMHUB_TEST_LLM_URL`` (an OpenAI-compatible base URL, e.g. ``http://localhost:11434/v1``
-for Ollama or ``http://localhost:8000/v1`` for vLLM) and ``MEMHUB_TEST_LLM_MODEL``; optionally
-``MEMHUB_TEST_LLM_KEY``. The assertions are loose: a real model words facts its own way.
+``make test-llm`` starts llama.cpp's server with a packaged model and runs these (marker
+``real_llm``); by hand, set ``MEMHUB_TEST_LLM_URL`` (an OpenAI-compatible ``/v1`` URL) and
+``MEMHUB_TEST_LLM_MODEL``, optionally ``MEMHUB_TEST_LLM_KEY`` and ``MEMHUB_TEST_LLM_CONTEXT``
+(the server's context window per request, default 4096). Quality (which facts a model finds)
+is measured by ``bench/llm_quality.py``, not asserted here: these tests assert that every
+answer is used or cleanly refused, nothing ungrounded is stored, the guards hold, no call
+exceeds the window, and a slow model holds no transaction and blocks no other user.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+from typing import Any
 
+import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub.engine.grounding import support
 
 URL = os.environ.get("MEMHUB_TEST_LLM_URL")
-pytestmark = pytest.mark.skipif(not URL, reason="MEMHUB_TEST_LLM_URL is not set")
+CONTEXT = int(os.environ.get("MEMHUB_TEST_LLM_CONTEXT", "4096"))
+pytestmark = [
+    pytest.mark.real_llm,
+    pytest.mark.skipif(not URL, reason="MEMHUB_TEST_LLM_URL is not set (make test-llm sets it)"),
+]
 
 
 @pytest.fixture
 def real_settings(settings: MemhubSettings) -> MemhubSettings:
     return settings.model_copy(
         update={
+            "llm_provider": "llamacpp",
             "llm_base_url": URL,
             "llm_model": os.environ.get("MEMHUB_TEST_LLM_MODEL", "qwen2.5:7b"),
             "llm_api_key": os.environ.get("MEMHUB_TEST_LLM_KEY"),
-            "worker": "off",
+            "llm_timeout": 600.0,
+            "llm_context_tokens": CONTEXT,
+            "worker": "thread",
+            "worker_poll_interval": 0.1,
             "consolidation_delay": 0.0,
+            "wait_timeout": 600.0,
+            "job_retry_base_seconds": 0.1,
+            "job_max_attempts": 2,
         }
     )
 
 
-async def test_a_move_supersedes_the_old_city(real_settings: MemhubSettings) -> None:
+async def rows(db_url: str, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute(query, params)
+        return await cur.fetchall()
+
+
+async def user_turns(db_url: str, user: str) -> list[str]:
+    found = await rows(
+        db_url,
+        "SELECT message FROM conversation_context WHERE user_id = %s AND role = 'user'",
+        user,
+    )
+    return [str(message) for (message,) in found]
+
+
+async def assert_every_answer_used_or_refused(db_url: str) -> None:
+    """No job parked or left queued: each answer was applied or refused on the spot."""
+    assert await rows(db_url, "SELECT user_id, status, last_error FROM memory_jobs") == []
+
+
+async def assert_facts_grounded(memory: AsyncMemory, db_url: str, user: str) -> list[str]:
+    said = await user_turns(db_url, user)
+    facts = [
+        r["memory"]
+        for r in (await memory.get_all(user_id=user))["results"]
+        if r.get("memory_type") != "turn"
+    ]
+    for fact in facts:
+        assert support(fact, said, ignore=[user]).by_person, f"{fact!r} is not in {said}"
+    return facts
+
+
+async def test_a_move_every_answer_used_and_grounded(
+    real_settings: MemhubSettings, db_url: str
+) -> None:
     async with AsyncMemory(settings=real_settings) as memory:
         await memory.add(
             "Hi, I'm Ada. I live in Berlin and I work as a nurse.",
@@ -44,14 +97,16 @@ async def test_a_move_supersedes_the_old_city(real_settings: MemhubSettings) -> 
             timestamp="2024-02-01T10:00:00Z",
             wait=True,
         )
-        current = " ".join(r["memory"] for r in (await memory.get_all(user_id="ada"))["results"])
-        assert "Paris" in current
-        assert "Berlin" not in current or "moved" in current.lower()
-        assert "nurse" in current
-        assert "Ada" in current, "facts name the person"
+        await assert_every_answer_used_or_refused(db_url)
+        await assert_facts_grounded(memory, db_url, "ada")
+        # what was said is findable, as a fact or as the raw turn a refusal kept
+        found = (await memory.search("Where does Ada live now?", user_id="ada"))["results"]
+        assert any("Paris" in r["memory"] for r in found)
 
 
-async def test_injection_in_a_tool_result_deletes_nothing(real_settings: MemhubSettings) -> None:
+async def test_injection_in_a_tool_result_deletes_nothing(
+    real_settings: MemhubSettings, db_url: str
+) -> None:
     async with AsyncMemory(settings=real_settings) as memory:
         await memory.add("My bank is in Zurich.", user_id="ada", wait=True)
         before = (await memory.get_all(user_id="ada"))["results"]
@@ -62,3 +117,78 @@ async def test_injection_in_a_tool_result_deletes_nothing(real_settings: MemhubS
         )
         after = (await memory.get_all(user_id="ada"))["results"]
         assert {r["id"] for r in before} <= {r["id"] for r in after}
+        await assert_every_answer_used_or_refused(db_url)
+
+
+async def test_assistant_chatter_and_distractors_store_nothing_ungrounded(
+    real_settings: MemhubSettings, db_url: str
+) -> None:
+    async with AsyncMemory(settings=real_settings) as memory:
+        await memory.add(
+            [
+                {"role": "user", "content": "What's a good name for a goldfish?"},
+                {
+                    "role": "assistant",
+                    "content": "How about Bubbles? Our premium plan costs $20 a month and "
+                    "includes unlimited storage in Frankfurt.",
+                },
+                {"role": "user", "content": "Thanks. By the way I'm allergic to peanuts."},
+            ],
+            user_id="bo",
+            wait=True,
+        )
+        await assert_every_answer_used_or_refused(db_url)
+        facts = await assert_facts_grounded(memory, db_url, "bo")
+        joined = " ".join(facts)
+        assert "Frankfurt" not in joined and "$20" not in joined
+
+
+async def test_no_call_exceeds_the_context_window(
+    real_settings: MemhubSettings, db_url: str
+) -> None:
+    # memhub told of a 3072-token window (the server has 4096), with more to say than fits
+    small = real_settings.model_copy(update={"llm_context_tokens": 3072})
+    turns = [
+        f"Day {n}: I repaired bicycle number {n} in my workshop in Ghent and sold it to a"
+        f" neighbour for {10 + n} euros, which pays for the new lathe I am saving for. " * 2
+        for n in range(14)
+    ]
+    async with AsyncMemory(settings=small) as memory:
+        await memory.add(turns, user_id="cy")
+        await memory.wait_idle()
+    await assert_every_answer_used_or_refused(db_url)
+    usage = await rows(
+        db_url, "SELECT calls, prompt_tokens, completion_tokens FROM memory_llm_usage"
+    )
+    calls = sum(c for c, _, _ in usage)
+    assert calls >= 2, "the turns did not fit one window: they were split"
+    for batch_calls, prompt, completion in usage:
+        # the server counts real tokens: on average per call within the window
+        assert (prompt + completion) / batch_calls <= 3072
+
+
+async def test_a_slow_call_holds_no_transaction_and_blocks_no_other_user(
+    real_settings: MemhubSettings, db_url: str
+) -> None:
+    two = real_settings.model_copy(update={"worker_concurrency": 2})
+    long_story = [
+        f"Chapter {n}: my grandmother grew up in Porto, kept {n} goats and taught me to"
+        " cook caldo verde on Sundays."
+        for n in range(12)
+    ]
+    async with AsyncMemory(settings=two) as memory:
+        await memory.add(long_story, user_id="slow")
+        await asyncio.sleep(1.0)  # the slow user's call is in flight
+        await memory.add("I play the cello.", user_id="quick", wait=True)
+        slow_pending = await rows(db_url, "SELECT 1 FROM memory_jobs WHERE user_id = 'slow'")
+        found = (await memory.search("cello", user_id="quick"))["results"]
+        assert found and "cello" in found[0]["memory"]
+        idle_in_transaction = await rows(
+            db_url,
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE state LIKE 'idle in transaction%%' AND datname = current_database()",
+        )
+        assert idle_in_transaction == [(0,)], "a transaction was held across the LLM call"
+        await memory.wait_idle()
+    assert slow_pending, "the quick user waited for the slow user's call"
+    await assert_every_answer_used_or_refused(db_url)

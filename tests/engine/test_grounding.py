@@ -69,3 +69,14 @@ def test_quoting_the_assistant_does_not_hide_the_users_own_words() -> None:
 def test_shared_content_words_across_several_texts() -> None:
     shared = shared_content_words("forget my Paris address", "I live in Paris", "my address")
     assert shared == {stem("paris"), stem("address")}
+
+
+def test_the_example_wording_for_what_the_person_said_in_other_words_is_grounded() -> None:
+    # the prompt's example "Ada lives in Paris." after "I moved to Paris": Paris is theirs
+    result = support(
+        "Ada lives in Paris.",
+        ["I moved to Paris last week."],
+        [("instructions", 'Write facts like "Ada lives in Paris."')],
+        ignore=["ada"],
+    )
+    assert result.grounded

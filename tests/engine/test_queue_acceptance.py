@@ -359,9 +359,15 @@ async def test_related_facts_are_looked_up_per_turn(
         f"Ada's budget plan lists spending item number {n} for the office." for n in range(25)
     ]
     async with AsyncMemory(settings=windowed) as memory:
-        seeded = [{"op": "ADD", "text": t, "turns": [1]} for t in [*budget, "Ada has a dog."]]
+        said = [*budget, "Ada has a dog."]
+        seeded = [{"op": "ADD", "text": t, "turns": [n]} for n, t in enumerate(said, start=1)]
         llm.enqueue(ops(*seeded))
-        await memory.add("Some facts about me.", user_id="ada", wait=True)
+        # the facts are grounded: the turns they cite say them
+        await memory.add(
+            [t.replace("Ada's", "My").replace("Ada has", "I have") for t in said],
+            user_id="ada",
+            wait=True,
+        )
         llm.default = ops({"op": "NONE"})
         # 30 long turns about the budget, then one about a puppy (no word in common with the
         # dog fact): joined, they are far past the 256 tokens MiniLM reads, and the budget

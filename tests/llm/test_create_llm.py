@@ -117,3 +117,25 @@ def test_import_does_not_load_the_openai_sdk(module: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr or f"importing {module} imported openai"
+
+
+@pytest.mark.parametrize(
+    ("provider", "auto"),
+    [
+        ("vllm", False),
+        ("ollama", False),
+        ("lmstudio", False),
+        ("llamacpp", True),
+        ("openai_compatible", True),
+    ],
+)
+def test_structured_output_is_chosen_per_provider(provider: str, auto: bool) -> None:
+    # llama.cpp's own server takes JSON schemas and llama-cpp-python's does not: "auto" steps
+    # down once; the others are known to take json_schema (LM Studio refuses json_object).
+    llm = create_llm(provider, model="m", base_url="http://127.0.0.1:9/v1")
+    assert llm.structured_output == "json_schema"
+    assert llm._auto is auto  # type: ignore[attr-defined]
+    explicit = create_llm(
+        provider, model="m", base_url="http://127.0.0.1:9/v1", structured_output="none"
+    )
+    assert explicit.structured_output == "none"

@@ -177,9 +177,55 @@ async def test_auto_falls_back_to_prompt_only(
 async def test_auto_falls_back_on_422(
     server: ScriptedOpenAIServer, llm: OpenAICompatibleLLM
 ) -> None:
-    server.enqueue(HTTPErrorReply(422, "unprocessable"), GOOD)
+    server.enqueue(HTTPErrorReply(422, "response_format: json_schema is not supported"), GOOD)
     await llm.generate_structured(ASK, Facts)
     assert llm.structured_output == "json_object"
+
+
+# A double of llama-cpp-python 0.3.36's server (`python -m llama_cpp.server`): its request model
+# allows response_format types 'text' and 'json_object' only, and its error handler turns the
+# pydantic error into an HTTP 500 with this message (seen against the real server, issue 25).
+LLAMA_CPP_PYTHON_REJECTION = (
+    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}]"
+)
+
+
+def like_llama_cpp_python(request: dict[str, Any]) -> Any:
+    kind = (request.get("response_format") or {}).get("type")
+    if kind not in (None, "text", "json_object"):
+        return HTTPErrorReply(
+            500, {"error": {"message": LLAMA_CPP_PYTHON_REJECTION, "type": "internal_server_error"}}
+        )
+    return GOOD
+
+
+async def test_llama_cpp_python_500_falls_back_once_without_retries(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.default = like_llama_cpp_python
+    started = time.monotonic()
+    async with OpenAICompatibleLLM("m", base_url=server.base_url, max_retries=3) as llm:
+        for _ in range(3):
+            result = await llm.generate_structured(ASK, Facts)
+            assert result.value.facts == ["Alice lives in Paris"]
+        assert llm.structured_output == "json_object"
+    kinds = [r.json["response_format"]["type"] for r in server.chat_requests]
+    # one rejected request (not four: the SDK's retries are skipped), then remembered
+    assert kinds == ["json_schema", "json_object", "json_object", "json_object"]
+    assert time.monotonic() - started < 2  # no retry backoff
+
+
+async def test_a_500_that_is_not_a_rejection_is_retried_as_usual(
+    server: ScriptedOpenAIServer,
+) -> None:
+    server.enqueue(HTTPErrorReply(500, "CUDA out of memory", {"retry-after-ms": "1"}), GOOD)
+    async with OpenAICompatibleLLM("m", base_url=server.base_url, max_retries=2) as llm:
+        result = await llm.generate_structured(ASK, Facts)
+        assert result.value.facts == ["Alice lives in Paris"]
+        assert llm.structured_output == "json_schema"
+    assert len(server.chat_requests) == 2
 
 
 async def test_unrelated_400_does_not_fall_back(

@@ -19,6 +19,7 @@ from memhub.agent.memory_flow import inject_memories, new_turn, strip_memories
 from memhub.agent.memory_session import MemorySession
 from memhub.agent.model import ChatModel, ModelResponse, ToolCall, Usage
 from memhub.agent.runtime import Runtime, create_runtime
+from memhub.agent.text_tool_calls import looks_like_tool_call_start
 from memhub.agent.tools import Tool, ToolContext, ToolError
 from memhub.errors import MemhubError, UsageError
 from memhub.messages import Message, SystemMessage, ToolMessage, message_class
@@ -291,12 +292,20 @@ class Agent:
             # Not activated: the span stays open across yields to the caller (see telemetry).
             with telemetry.operation("agent.model", attributes, activate=False):
                 if streaming:
+                    held = ""  # text that may be a tool call written as text: not shown yet
                     async for chunk in self.model.stream(call.prompt, specs):
                         if chunk.text:
-                            call.said[-1] += chunk.text
-                            yield AgentChunk("text", text=chunk.text)
+                            held += chunk.text
+                            # only an answer's beginning can be a call: then show as it comes
+                            if call.said[-1] or not looks_like_tool_call_start(held):
+                                call.said[-1] += held
+                                yield AgentChunk("text", text=held)
+                                held = ""
                         if chunk.response is not None:
                             response = chunk.response
+                    if held and not response.tool_calls:
+                        call.said[-1] += held
+                        yield AgentChunk("text", text=held)
                 else:
                     response = await self.model.complete(call.prompt, specs)
                     call.said[-1] = response.content
@@ -322,7 +331,8 @@ class Agent:
             log.warning("agent %s stopped after %d steps (max_steps)", self.name, call.steps)
         stored = False
         if call.session is not None:
-            stored = await call.session.persist(call.conversation, response.content, False)
+            partial = finish == "interrupted"  # the server broke off: what was said, marked
+            stored = await call.session.persist(call.conversation, response.content, partial)
             call.persisted = True  # attempted: a failure was counted, not to be redone as partial
         return AgentResult(
             text=response.content,

@@ -14,7 +14,8 @@ from typing import Any
 import openai
 
 from memhub.agent.model import ModelChunk, ModelResponse, ToolCall, ToolSpec, Usage
-from memhub.errors import ProviderOutputError
+from memhub.agent.text_tool_calls import tool_calls_in_text
+from memhub.errors import ProviderHTTPError, ProviderOutputError
 from memhub.llm.openai_chat import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, OpenAIChatClient
 from memhub.messages import Message
 
@@ -34,6 +35,13 @@ class OpenAIChatModel:
         temperature: Sampling temperature; the server's default when None.
         max_tokens: Cap on generated tokens; the server's default when None.
         client: An ``openai.AsyncOpenAI`` to use instead of building one.
+        tools: Offer tools to the server. ``False`` for a server or chat template without
+            tool support (llama-cpp-python's default ``chatml`` format, say): the agent then
+            answers from injected memory alone. Either way, tool calls a model writes as
+            text are read as tool calls, never passed on as the answer.
+
+    A stream the server breaks off (killed, connection lost) after it has sent text ends
+    with what was said and ``finish_reason="interrupted"`` instead of raising.
 
     Raises:
         ConfigurationError: An argument cannot work (no API key for OpenAI, bad URL...).
@@ -50,9 +58,11 @@ class OpenAIChatModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
         client: openai.AsyncOpenAI | None = None,
+        tools: bool = True,
     ) -> None:
         self.model = model
         self.temperature = temperature
+        self.tools = tools
         self.chat = OpenAIChatClient(
             model,
             base_url=base_url,
@@ -80,7 +90,7 @@ class OpenAIChatModel:
         self, messages: Sequence[Message], tools: Sequence[ToolSpec]
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         options: dict[str, Any] = {}
-        if tools:
+        if tools and self.tools:
             options["tools"] = [t.to_openai() for t in tools]
         if self.temperature is not None:
             options["temperature"] = self.temperature
@@ -101,8 +111,12 @@ class OpenAIChatModel:
             if c.type == "function"
         )
         usage = response.usage
+        content = choice.message.content or ""
+        if not calls:
+            calls = tool_calls_in_text(content)
+            content = "" if calls else content
         return ModelResponse(
-            content=choice.message.content or "",
+            content=content,
             tool_calls=calls,
             usage=Usage(usage.prompt_tokens, usage.completion_tokens, 1)
             if usage
@@ -119,20 +133,29 @@ class OpenAIChatModel:
         usage = Usage()
         finish: str | None = None
         wire, options = self._request(messages, tools)
-        async with self.chat.stream(wire, **options) as chunks:
-            async for chunk in chunks:
-                if chunk.usage is not None:
-                    usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens, 1)
-                for choice in chunk.choices:
-                    finish = choice.finish_reason or finish
-                    _collect_calls(calls, choice.delta.tool_calls or [])
-                    if choice.delta.content:
-                        text.append(choice.delta.content)
-                        yield ModelChunk(text=choice.delta.content)
+        try:
+            async with self.chat.stream(wire, **options) as chunks:
+                async for chunk in chunks:
+                    if chunk.usage is not None:
+                        usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens, 1)
+                    for choice in chunk.choices:
+                        finish = choice.finish_reason or finish
+                        _collect_calls(calls, choice.delta.tool_calls or [])
+                        if choice.delta.content:
+                            text.append(choice.delta.content)
+                            yield ModelChunk(text=choice.delta.content)
+        except ProviderHTTPError:  # the connection broke; a malformed chunk still raises
+            if not text or calls:
+                raise  # nothing to give back, or a tool call cut in half
+            finish = "interrupted"  # the answer so far is the answer, marked as cut off
         tool_calls = tuple(
             ToolCall(c["id"], c["name"], c["arguments"] or "{}") for _, c in sorted(calls.items())
         )
-        response = ModelResponse("".join(text), tool_calls, usage, finish)
+        content = "".join(text)
+        if not tool_calls and finish != "interrupted":
+            tool_calls = tool_calls_in_text(content)
+            content = "" if tool_calls else content
+        response = ModelResponse(content, tool_calls, usage, finish)
         yield ModelChunk(response=response)
 
 

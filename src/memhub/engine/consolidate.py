@@ -15,7 +15,7 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -24,22 +24,33 @@ import numpy as np
 
 from memhub.embed.base import Embedder
 from memhub.engine.consent import forget_request, supports_change
+from memhub.engine.grounding import support
 from memhub.engine.prompts import (
+    CONSOLIDATION_SYSTEM,
     ConsolidationReply,
     ExistingFact,
     ProceduralReply,
     PromptTurn,
     consolidation_messages,
     procedural_messages,
+    prompt_tokens,
+    reply_tokens,
+    turn_windows,
 )
 from memhub.engine.text import memory_hash, turn_text
 from memhub.errors import ProviderOutputError
 from memhub.filters import parse_filters
 from memhub.llm import LLM
-from memhub.llm.base import Usage
+from memhub.llm.base import UnusableAnswerError, Usage
+from memhub.llm.parsing import iter_json_values
 from memhub.store.protocol import ConsolidationWrites, JobBatch, Store
 from memhub.store.records import Candidate, Job, MemoryRecord, NewMemory, Scope, Turn
-from memhub.telemetry import operation, record_guard, record_llm_usage
+from memhub.telemetry import (
+    operation,
+    record_guard,
+    record_llm_usage,
+    record_refused_operation,
+)
 
 __all__ = [
     "CONSOLIDATE_JOB",
@@ -111,17 +122,38 @@ def _refusal(kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn]) 
     return "no cited user turn is about this fact and says what replaces it"
 
 
+def _removal_refused(
+    kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn], cap_spent: bool
+) -> bool:
+    """Whether a DELETE or SUPERSEDE is refused (or capped); logged and counted if so."""
+    reason = _refusal(kind, target, text, cited)
+    outcome = "refused"
+    if reason is None and cap_spent:
+        reason, outcome = "the cap of removals per call is spent", "capped"
+    if reason is None:
+        return False
+    turn_ids = [t.id for t in cited]
+    log.warning("%s of %s %s: %s (cited turns %s)", kind, target.id, outcome, reason, turn_ids)
+    record_guard(f"consolidation.{kind.lower()}", outcome)
+    return True
+
+
 def plan_operations(
     reply: ConsolidationReply,
     facts: Sequence[MemoryRecord],
     turns: Sequence[Turn],
     max_removals: int = MAX_REMOVALS,
+    refused: Counter[str] | None = None,
 ) -> list[PlannedOp]:
     """Map the model's local numbers back to memories and turns, refusing what does not fit.
 
     A DELETE or SUPERSEDE stands only when a cited user turn supports it (:func:`_refusal`),
     and at most ``max_removals`` of them per call; a refused one changes nothing (the turns
-    stay stored). Each refusal is logged and counted (``memhub.guard.refused``).
+    stay stored). Each refusal is logged and counted (``memhub.guard.refused``). An operation
+    that cannot be applied as written (a fact number not shown, a second operation on one
+    fact, an empty fact) is refused on its own and counted in ``refused``; the rest of the
+    reply stands. Retrying would not help: the model answered valid JSON and would answer the
+    same again.
     """
     planned: list[PlannedOp] = []
     touched: set[int] = set()
@@ -131,35 +163,38 @@ def plan_operations(
             continue
         cited = tuple(turns[n - 1] for n in sorted(set(op.turns)) if 1 <= n <= len(turns))
         target = None
-        if op.op in ("UPDATE", "SUPERSEDE", "DELETE"):
-            number = _fact_number(op.id, len(facts))
-            if number in touched:
-                raise ProviderOutputError(f"fact {number} has more than one operation")
-            touched.add(number)
-            target = facts[number - 1]
         text = (op.text or "").strip()
-        if op.op != "DELETE" and not text:
-            raise ProviderOutputError(f"{op.op} operation with an empty fact")
         kind = op.op
+        if kind in ("UPDATE", "SUPERSEDE") and (op.id or "").strip().lower() in _NO_ID:
+            # no stored fact named: new knowledge, which small models often label UPDATE
+            kind = "ADD"
+        try:
+            if kind in ("UPDATE", "SUPERSEDE", "DELETE"):
+                number = _fact_number(op.id, len(facts))
+                if number in touched:
+                    raise ProviderOutputError(f"fact {number} has more than one operation")
+                touched.add(number)
+                target = facts[number - 1]
+            if kind != "DELETE" and not text:
+                raise ProviderOutputError(f"{kind} operation with an empty fact")
+        except ProviderOutputError as exc:
+            log.warning("%s operation refused: %s", kind, exc)
+            if refused is not None:
+                refused["REFUSED_INVALID"] += 1
+            continue
         if kind in ("DELETE", "SUPERSEDE"):
             assert target is not None
-            reason = _refusal(kind, target, text, cited)
-            outcome = "refused"
-            if reason is None and removals >= max_removals:
-                reason, outcome = f"the cap of {max_removals} per call is spent", "capped"
-            if reason is not None:
-                log.warning(
-                    "%s of %s %s: %s (cited %s)", kind, target.id, outcome, reason, list(op.turns)
-                )
-                record_guard(f"consolidation.{kind.lower()}", outcome)
+            if _removal_refused(kind, target, text, cited, removals >= max_removals):
                 continue
-            else:
-                removals += 1
+            removals += 1
         # ADD and UPDATE only add knowledge; without a valid citation they come from the batch.
         planned.append(
             PlannedOp(kind=kind, target=target, text=text or None, turns=cited or tuple(turns))
         )
     return planned
+
+
+_NO_ID = ("", "none", "null")
 
 
 def _fact_number(raw: str | None, shown: int) -> int:
@@ -204,6 +239,7 @@ class Plan:
     memory_type: str | None = None
     usage: dict[str, int] | None = None
     turns: int = 0
+    refused: Counter[str] = field(default_factory=Counter)  # refused operations, by reason
 
 
 class Consolidator:
@@ -215,11 +251,13 @@ class Consolidator:
         embedder: Embedder,
         related_k: int = 20,
         max_removals: int = MAX_REMOVALS,
+        context_tokens: int = 4096,
     ) -> None:
         self.llm = llm
         self.embedder = embedder
         self.related_k = related_k
         self.max_removals = max_removals
+        self.context_tokens = context_tokens
 
     async def prepare(self, store: Store, jobs: Sequence[Job]) -> Plan:
         """The work phase: read, embed and ask the model; nothing is held open meanwhile."""
@@ -268,24 +306,133 @@ class Consolidator:
 
     async def _facts(self, store: Store, plan: Plan, turns: list[Turn]) -> None:
         facts = await self._related(store, plan.scope, turns)
-        plan.read_set = {f.id: f.hash for f in facts}
         instructions = plan.jobs[0].payload.get("instructions")
+        custom = instructions if isinstance(instructions, str) else None
+        shown = [ExistingFact(n, f.memory, f.valid_from) for n, f in enumerate(facts, start=1)]
+        room = self._room_for_turns(shown, custom)
+        while room < self._prompt_budget // 4 and shown:
+            # facts crowd out the turns: show fewer (the closest come first)
+            shown = shown[: len(shown) // 2]
+            room = self._room_for_turns(shown, custom)
+        facts = facts[: len(shown)]
+        plan.read_set = {f.id: f.hash for f in facts}
+        windows = turn_windows([turn_text(t) for t in turns], room)
+        if len(windows) > 1:
+            log.info("%d turns do not fit one prompt: %d calls", len(turns), len(windows))
+        usage = Usage()
+        touched: set[UUID] = set()
+        for window in windows:
+            spent, ops = await self._window(plan, shown, facts, turns, window, custom)
+            usage += spent
+            for op in ops:
+                if op.target is not None and op.target.id in touched:
+                    self._refuse(plan, "REFUSED_INVALID")  # changed by an earlier window
+                    continue
+                if op.target is not None:
+                    touched.add(op.target.id)
+                plan.ops.append(op)
+        for reason, count in plan.refused.items():
+            for _ in range(count):
+                record_refused_operation(self.llm.model_name, reason)
+        plan.usage = _usage(self.llm.model_name, usage)
+        texts_to_embed = [op.text for op in plan.ops if op.text]
+        plan.vectors = list(await self.embedder.embed(texts_to_embed)) if texts_to_embed else []
+
+    async def _window(
+        self,
+        plan: Plan,
+        shown: Sequence[ExistingFact],
+        facts: Sequence[MemoryRecord],
+        turns: Sequence[Turn],
+        window: Sequence[tuple[int, str]],
+        custom: str | None,
+    ) -> tuple[Usage, list[PlannedOp]]:
+        """One call over one window of turns: what it cost and the grounded operations."""
+        shown_turns = [turns[i] for i, _ in window]
+        texts = {turns[i].id: text for i, text in window}
         messages = consolidation_messages(
-            [ExistingFact(n, f.memory, f.valid_from) for n, f in enumerate(facts, start=1)],
+            shown,
             [
-                PromptTurn(n, _speaker(t), _aware(t.created_at), turn_text(t))
-                for n, t in enumerate(turns, start=1)
+                PromptTurn(n, _speaker(turns[i]), _aware(turns[i].created_at), text)
+                for n, (i, text) in enumerate(window, start=1)
             ],
-            instructions if isinstance(instructions, str) else None,
+            custom,
         )
-        result = await self.llm.generate_structured(messages, ConsolidationReply)
-        plan.usage = _usage(self.llm.model_name, result.usage)
         try:
-            plan.ops = plan_operations(result.value, facts, turns, self.max_removals)
+            result = await self.llm.generate_structured(messages, ConsolidationReply)
+        except UnusableAnswerError as exc:
+            if not _holds_json(exc.raw):
+                raise
+            # valid JSON that means nothing usable: refused, not retried (it would say the
+            # same again) and not parked; the raw turns stay searchable
+            log.warning("consolidation answer refused: %s", exc)
+            self._refuse(plan, "REFUSED_UNPARSABLE")
+            return exc.usage, []
+        try:
+            ops = plan_operations(result.value, facts, shown_turns, self.max_removals, plan.refused)
         except ProviderOutputError as exc:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
-        texts = [op.text for op in plan.ops if op.text]
-        plan.vectors = list(await self.embedder.embed(texts)) if texts else []
+        return result.usage, self._grounded(plan, ops, shown_turns, texts, custom)
+
+    @property
+    def _prompt_budget(self) -> int:
+        return self.context_tokens - reply_tokens(self.context_tokens)
+
+    def _room_for_turns(self, shown: Sequence[ExistingFact], custom: str | None) -> int:
+        frame = consolidation_messages(shown, [], custom)
+        return self._prompt_budget - prompt_tokens(frame, ConsolidationReply)
+
+    def _refuse(self, plan: Plan, reason: str) -> None:
+        plan.refused[reason] += 1
+
+    def _grounded(
+        self,
+        plan: Plan,
+        ops: Sequence[PlannedOp],
+        shown: Sequence[Turn],
+        texts: dict[int, str],
+        custom: str | None,
+    ) -> list[PlannedOp]:
+        """The operations whose fact the person's own turns say; the rest refused, counted.
+
+        A fact must share content words with the user turns it cites and must not copy the
+        prompt's instructions (and their examples), a system turn or an assistant turn more
+        than it says what the user said (engine/grounding.py). Small models cite the wrong
+        turn: a fact the cited turns do not carry is checked against every user turn shown
+        and cites those that carry it.
+        """
+        people = [t for t in shown if t.role == "user"]
+        others = [("instructions", f"{CONSOLIDATION_SYSTEM}\n{custom or ''}")]
+        others += [(f"{t.role} turn {t.id}", texts[t.id]) for t in shown if t.role != "user"]
+        names = {t.user_id for t in shown if t.user_id}
+        kept: list[PlannedOp] = []
+        for op in ops:
+            if op.text is None:  # DELETE: its own guard decides
+                kept.append(op)
+                continue
+            cited = [texts.get(t.id, turn_text(t)) for t in op.turns if t.role == "user"]
+            result = support(op.text, cited, others, names)
+            if not result.grounded:
+                backing = tuple(
+                    t for t in people if support(op.text, [texts[t.id]], (), names).by_person
+                )
+                result = support(op.text, [texts[t.id] for t in backing], others, names)
+                if result.grounded:
+                    op = replace(op, turns=backing)
+            if result.grounded:
+                kept.append(op)
+                continue
+            reason = "REFUSED_UNGROUNDED"
+            if result.copied_from is not None:
+                reason = "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
+            log.warning(
+                "%s refused (%s): %r is not said by the user turns shown",
+                op.kind,
+                reason.removeprefix("REFUSED_").lower(),
+                op.text,
+            )
+            self._refuse(plan, reason)
+        return kept
 
     async def _procedural(self, plan: Plan, turns: list[Turn]) -> None:
         messages = procedural_messages(
@@ -315,9 +462,12 @@ class Consolidator:
                 plan.usage,
                 plan.turns,
                 len(plan.jobs),
-                dict(Counter(op.kind for op in plan.ops)),
+                dict(Counter(op.kind for op in plan.ops) + plan.refused),
             )
-        await batch.retire_turn_memories(plan.scope, plan.turn_ids)
+        if not plan.refused:
+            # What the model proposed and memhub refused may have been all a turn said:
+            # then its raw memory stays searchable.
+            await batch.retire_turn_memories(plan.scope, plan.turn_ids)
         await batch.complete([job.id for job in plan.jobs])
 
     async def _apply_op(
@@ -344,6 +494,10 @@ class Consolidator:
             await batch.supersede(plan.scope, op.target.id, new, op.said_at)
         else:
             await batch.insert_memories([new], actor="consolidation")
+
+
+def _holds_json(text: str | None) -> bool:
+    return text is not None and next(iter_json_values(text), None) is not None
 
 
 def _best_rank(candidate: Candidate) -> int:

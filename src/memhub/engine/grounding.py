@@ -5,7 +5,9 @@ person's own turns carry its content: they share content words with it (function
 reporting verbs and the person's name do not count, and words are compared by a crude stem
 so "lives"/"live" and "peanuts"/"peanut" match). It is a **copy** of something else when
 another source (the prompt's instructions and examples, system text, the assistant's turns)
-covers more of its content words than the person's turns do.
+supplies more of its content words than the person's turns do ("Ada lives in Paris." after
+"I moved to Paris" is grounded though the prompt's example says the same: the person said
+Paris and only "lives" comes from elsewhere).
 
 This is deliberately lexical: it cannot tell a true paraphrase from a false one, but it is
 cheap, explainable and cannot be talked round by the model. A fact it refuses is dropped and
@@ -83,7 +85,8 @@ class Support:
     Attributes:
         words: The fact's content words.
         by_person: Those found in the person's own (cited) turns.
-        by_other: The most found in any single other source (instructions, an assistant turn).
+        by_other: The rest of them (not in the person's turns) found in the single other
+            source (instructions, an assistant turn) that covers most of them.
         other: Which source that was ("" if none covers any word).
     """
 
@@ -94,8 +97,8 @@ class Support:
 
     @property
     def grounded(self) -> bool:
-        """The person's turns share a content word with the fact, and no other source covers
-        more of it than they do (the fact is not a copy of the prompt or of the assistant)."""
+        """The person's turns share a content word with the fact, and no other source supplies
+        more of the rest than they do (the fact is not a copy of the prompt or the assistant)."""
         return bool(self.by_person) and len(self.by_other) <= len(self.by_person)
 
     @property
@@ -127,10 +130,11 @@ def support(
     said: set[str] = set()
     for text in person_turns:
         said |= content_words(text, names)
+    by_person = words & said
     best: frozenset[str] = frozenset()
     best_name = ""
     for name, text in others:
-        covered = words & content_words(text, names)
+        covered = (words - by_person) & content_words(text, names)
         if len(covered) > len(best):
             best, best_name = covered, name
-    return Support(words, words & said, best, best_name)
+    return Support(words, by_person, best, best_name)

@@ -8,14 +8,15 @@ say so; existing memories are shown with short local numbers, never their real i
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from memhub.llm.base import ChatMessage
+from memhub.llm.base import ChatMessage, OutputSchema, with_schema_instruction
 
 __all__ = [
     "ConsolidationReply",
@@ -25,6 +26,9 @@ __all__ = [
     "PromptTurn",
     "consolidation_messages",
     "procedural_messages",
+    "prompt_tokens",
+    "reply_tokens",
+    "turn_windows",
 ]
 
 
@@ -47,11 +51,66 @@ class Operation(BaseModel):
         default_factory=list, description="Numbers of the conversation turns this comes from."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _usual_names(cls, value: Any) -> Any:
+        # Small models name the fields as they please: accept the common synonyms rather than
+        # spend a repair call (or park a job) on valid JSON that means the same.
+        if not isinstance(value, dict):
+            return value
+        value = dict(value)
+        for field_name, synonyms in _SYNONYMS.items():
+            for synonym in synonyms:
+                if field_name not in value and synonym in value:
+                    value[field_name] = value.pop(synonym)
+        return value
+
+    @field_validator("op", mode="before")
+    @classmethod
+    def _op_name(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) else value
+
+    @field_validator("turns", mode="before")
+    @classmethod
+    def _turn_numbers(cls, value: Any) -> Any:
+        if isinstance(value, int | str):
+            value = [value]
+        if isinstance(value, list):
+            return [
+                int(v.strip(" []#")) if isinstance(v, str) and v.strip(" []#").isdigit() else v
+                for v in value
+            ]
+        return value
+
+
+_SYNONYMS = {
+    "op": ("operation", "action", "type", "event"),
+    "text": ("fact", "memory", "content", "new_text", "value"),
+    "turns": ("turn", "source_turns", "turn_numbers", "sources"),
+    "id": ("fact_id", "fact_number", "memory_id", "number"),
+}
+
 
 class ConsolidationReply(BaseModel):
     """The model's answer to the consolidation prompt."""
 
     operations: list[Operation]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _usual_shapes(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "operations" not in value:
+            for synonym in ("ops", "memory", "memories", "changes", "actions"):
+                if isinstance(value.get(synonym), list):
+                    return {"operations": value[synonym]}
+            if "op" in value or "operation" in value:  # one operation, not wrapped
+                return {"operations": [value]}
+        return value
 
 
 class ProceduralReply(BaseModel):
@@ -155,3 +214,73 @@ def procedural_messages(turns: Sequence[PromptTurn]) -> list[ChatMessage]:
         ChatMessage(role="system", content=PROCEDURAL_SYSTEM),
         ChatMessage(role="user", content=user),
     ]
+
+
+# -- what fits in the model's context window ---------------------------------------------------
+_REPLY_TOKENS_MAX = 1024
+_CHARS_PER_TOKEN = 3  # cautious: English is about 4, JSON-quoted text and ids fewer
+_MESSAGE_FRAMING = 8  # the chat template's tokens around each message
+
+
+def reply_tokens(context_tokens: int) -> int:
+    """Tokens kept for the model's reply out of a ``context_tokens`` window."""
+    return min(_REPLY_TOKENS_MAX, context_tokens // 4)
+
+
+def prompt_tokens(messages: Sequence[ChatMessage], response_model: type[BaseModel]) -> int:
+    """A cautious estimate of a structured call's prompt, schema instruction included."""
+    sent = with_schema_instruction(messages, OutputSchema.for_model(response_model))
+    return sum(math.ceil(len(m["content"]) / _CHARS_PER_TOKEN) + _MESSAGE_FRAMING for m in sent)
+
+
+def _line_tokens(text: str) -> int:
+    # a turn's line: number, date, speaker and its JSON-quoted text
+    return math.ceil((len(json.dumps(text, ensure_ascii=False)) + 40) / _CHARS_PER_TOKEN)
+
+
+def _pieces(text: str, max_tokens: int) -> list[str]:
+    """``text`` cut at white space into pieces of at most ``max_tokens`` (estimated)."""
+    limit = max(1, (max_tokens * _CHARS_PER_TOKEN - 40) // 2)  # JSON may double a character
+    pieces: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        cut = rest.rfind(" ", 0, limit)
+        cut = cut if cut > limit // 2 else limit
+        pieces.append(rest[:cut].strip())
+        rest = rest[cut:]
+    if rest.strip() or not pieces:
+        pieces.append(rest.strip())
+    return pieces
+
+
+def turn_windows(texts: Sequence[str], room: int) -> list[list[tuple[int, str]]]:
+    """Split turns into windows whose lines fit in ``room`` tokens, keeping their order.
+
+    Each window is a list of ``(index into texts, text shown)``. A turn too long for a window
+    of its own is cut into consecutive pieces, each in a window of its own: nothing is left
+    out or cut off silently.
+
+    Raises:
+        ValueError: ``room`` is not positive.
+    """
+    if room <= 0:
+        raise ValueError(f"no room for turns in the prompt ({room} tokens)")
+    windows: list[list[tuple[int, str]]] = []
+    current: list[tuple[int, str]] = []
+    used = 0
+    for index, text in enumerate(texts):
+        cost = _line_tokens(text)
+        if cost > room:
+            if current:
+                windows.append(current)
+                current, used = [], 0
+            windows.extend([[(index, piece)] for piece in _pieces(text, room)])
+            continue
+        if current and used + cost > room:
+            windows.append(current)
+            current, used = [], 0
+        current.append((index, text))
+        used += cost
+    if current:
+        windows.append(current)
+    return windows

@@ -15,6 +15,7 @@ from memhub.llm.base import (
     Completion,
     OutputSchema,
     StructuredResult,
+    UnusableAnswerError,
     Usage,
 )
 from memhub.llm.parsing import extract_json, parse_structured, strip_reasoning
@@ -30,6 +31,7 @@ __all__ = [
     "OpenAICompatibleLLM",
     "OutputSchema",
     "StructuredResult",
+    "UnusableAnswerError",
     "Usage",
     "create_llm",
     "extract_json",
@@ -46,6 +48,18 @@ _DEFAULT_BASE_URLS: dict[str, str | None] = {
     "llamacpp": "http://localhost:8080/v1",
     "llama_cpp": "http://localhost:8080/v1",
     "openai_compatible": "",
+}
+# What each provider is known to enforce. "auto" asks for a JSON schema and steps down once
+# per client when the server rejects it: llama.cpp's own server takes json_schema, while
+# llama-cpp-python 0.3's takes only json_object; a generic server may take either or neither.
+_STRUCTURED_OUTPUT: dict[str, str] = {
+    "openai": "json_schema",
+    "vllm": "json_schema",
+    "ollama": "json_schema",
+    "lmstudio": "json_schema",
+    "llamacpp": "auto",
+    "llama_cpp": "auto",
+    "openai_compatible": "auto",
 }
 # Mem0 names the URL after the provider; any of these is accepted for any provider.
 _BASE_URL_KEYS = (
@@ -78,7 +92,8 @@ def create_llm(provider: str, **config: Any) -> LLM:
             (or ``llama_cpp``), ``openai_compatible``.
         **config: ``model`` (required), ``api_key``, a base URL as ``base_url`` or
             ``<provider>_base_url``, ``temperature``, ``max_tokens``, ``timeout``,
-            ``max_retries``, ``structured_output``.
+            ``max_retries``, ``structured_output`` (unset: what the provider is known to
+            support, see ``_STRUCTURED_OUTPUT``).
 
     Returns:
         An ``OpenAICompatibleLLM``: every supported server speaks the OpenAI protocol.
@@ -101,6 +116,7 @@ def create_llm(provider: str, **config: Any) -> LLM:
         raise ConfigurationError(f"LLM provider {provider!r} needs a model, e.g. model='...'")
     settings = {name: config[name] for name in _PASSED_THROUGH if config.get(name) is not None}
     settings["base_url"] = _base_url(key, config)
+    settings.setdefault("structured_output", _STRUCTURED_OUTPUT[key])
 
     from memhub.llm.openai_compat import OpenAICompatibleLLM  # keeps `import memhub` light
 

@@ -26,6 +26,7 @@ __all__ = [
     "Completion",
     "OutputSchema",
     "StructuredResult",
+    "UnusableAnswerError",
     "Usage",
 ]
 
@@ -81,6 +82,19 @@ class Completion:
     text: str
     usage: Usage
     finish_reason: str | None = None
+
+
+class UnusableAnswerError(ProviderOutputError):
+    """The model answered twice (first try and repair) and neither answer validates.
+
+    Attributes:
+        usage: What the two calls cost: they were made, so they are counted.
+        raw: The last answer.
+    """
+
+    def __init__(self, message: str, *, raw: str, usage: Usage) -> None:
+        super().__init__(message, raw=raw)
+        self.usage = usage
 
 
 @dataclass(frozen=True)
@@ -228,9 +242,10 @@ class BaseLLM(ABC):
             )
             repair = repair_messages(prompt, first.text, str(exc))
             second = await self._complete(repair, temperature=chosen, output_schema=schema)
+            usage = first.usage + second.usage
             return StructuredResult(
-                _parse_repaired(second, response_model, self.model_name),
-                first.usage + second.usage,
+                _parse_repaired(second, response_model, self.model_name, usage),
+                usage,
                 second.text,
             )
         return StructuredResult(value, first.usage, first.text)
@@ -254,14 +269,17 @@ class BaseLLM(ABC):
         return self.temperature if temperature is None else temperature
 
 
-def _parse_repaired(completion: Completion, response_model: type[T], model_name: str) -> T:
+def _parse_repaired(
+    completion: Completion, response_model: type[T], model_name: str, usage: Usage
+) -> T:
     try:
         return parse_structured(completion.text, response_model)
     except ProviderOutputError as exc:
-        raise ProviderOutputError(
+        raise UnusableAnswerError(
             f"{model_name} did not produce a valid {response_model.__name__} "
             f"even after a repair request: {exc}",
             raw=completion.text,
+            usage=usage,
         ) from exc
 
 

@@ -77,6 +77,7 @@ class OpenAIChatClient:
                 "OpenAI needs an api_key; pass api_key=..., e.g. os.environ['OPENAI_API_KEY']"
             )
         self.timeout = timeout
+        self.max_retries = max_retries
         self.max_tokens = max_tokens
         self._where = f"{purpose} {model!r} at {self.base_url}"
         self._client = client or openai.AsyncOpenAI(
@@ -90,19 +91,31 @@ class OpenAIChatClient:
         """Close the HTTP connection pool."""
         await self._client.close()
 
-    async def create(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> ChatCompletion:
+    async def create(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        retries: int | None = None,
+        **options: Any,
+    ) -> ChatCompletion:
         """Send one chat request and return the whole completion.
 
         Args:
             messages: The conversation, as OpenAI message dicts.
+            retries: Retries for this request instead of the client's: ``0`` for a request
+                whose failure may say what the server cannot do (a rejected
+                ``response_format``) rather than report a fault.
             **options: Further request fields (``temperature``, ``tools``, ``response_format``).
 
         Raises:
             ProviderHTTPError: The server failed or did not answer in time (after retries).
             ProviderOutputError: The body is not JSON the SDK can read.
         """
+        client = self._client
+        if retries is not None:
+            client = client.with_options(max_retries=retries)
         with translate_openai_errors(self._where, self.timeout):
-            response: ChatCompletion = await self._client.chat.completions.create(
+            response: ChatCompletion = await client.chat.completions.create(
                 **self._request(messages, options)
             )
         return response

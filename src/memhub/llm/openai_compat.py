@@ -93,6 +93,7 @@ class OpenAICompatibleLLM(BaseLLM):
         )
         self._auto = structured_output == "auto"
         self._mode: _Mode = "json_schema" if structured_output == "auto" else structured_output
+        self._confirmed = False  # has the server accepted the current mode once?
 
     @property
     def base_url(self) -> str:
@@ -118,18 +119,31 @@ class OpenAICompatibleLLM(BaseLLM):
         temperature: float,
         output_schema: OutputSchema | None,
     ) -> Completion:
+        retries: int | None = None
         while True:
             mode: _Mode = self._mode if output_schema is not None else "none"
+            # Until the server has taken this response_format once, a failure is sent only
+            # once: llama-cpp-python answers an unknown format with HTTP 500, which the SDK
+            # would otherwise retry with backoff before memhub could step down.
+            untried = self._auto and mode != "none" and not self._confirmed
             try:
                 response = await self.chat.create(
                     _to_sdk_messages(messages),
+                    retries=0 if untried else retries,
                     temperature=temperature,
                     **_response_format(mode, output_schema),
                 )
             except ProviderHTTPError as exc:
-                if not self._fall_back(mode, exc):
-                    raise
-                continue
+                if self._fall_back(mode, exc):
+                    continue
+                if untried and _retryable(exc) and self.chat.max_retries > 0:
+                    # not a rejection but a fault: the remaining retries, as usual
+                    self._confirmed = True
+                    retries = self.chat.max_retries - 1
+                    continue
+                raise
+            if mode != "none":
+                self._confirmed = True
             return _to_completion(response)
 
     def _fall_back(self, mode: _Mode, exc: ProviderHTTPError) -> bool:
@@ -138,8 +152,9 @@ class OpenAICompatibleLLM(BaseLLM):
             return False
         if self._mode == mode:  # a concurrent call may have stepped down already
             self._mode = _FALLBACK[mode]
+            self._confirmed = False
             log.warning(
-                "%r rejected response_format %s (%s); using %s from now on",
+                "%r rejected response_format %s (%s); using %s for this client's life",
                 self,
                 mode,
                 exc,
@@ -164,10 +179,17 @@ def _response_format(mode: _Mode, schema: OutputSchema | None) -> dict[str, Resp
     }
 
 
+def _retryable(exc: ProviderHTTPError) -> bool:
+    # What the SDK retries itself: no status (timeout, refused), 408, 409, 429, 5xx.
+    status = exc.status_code
+    return status is None or status in (408, 409, 429) or status >= 500
+
+
 def _rejects_response_format(exc: ProviderHTTPError) -> bool:
-    if exc.status_code == 422:
-        return True
-    if exc.status_code != 400:
+    # vLLM and OpenAI answer 400, FastAPI servers 422, llama-cpp-python 0.3 answers 500 (its
+    # pydantic error: "'response_format', 'type' ... Input should be 'text' or 'json_object'
+    # ... input: 'json_schema'"); only a body that names the field counts as a rejection.
+    if exc.status_code not in (400, 422, 500):
         return False
     cause = exc.__cause__
     detail = str(exc)

@@ -25,6 +25,7 @@ from memhub.config import MemhubSettings
 from memhub.embed import Embedder, create_embedder
 from memhub.engine.consolidate import Consolidator
 from memhub.engine.ingest import INGEST_JOB
+from memhub.engine.prompts import reply_tokens
 from memhub.engine.worker import Worker, WorkerConfig
 from memhub.errors import StoreUnavailable
 from memhub.llm import LLM, create_llm
@@ -58,6 +59,9 @@ def llm_from_settings(settings: MemhubSettings) -> LLM | None:
         api_key=_secret(settings.llm_api_key),
         timeout=settings.llm_timeout,
         max_retries=settings.llm_max_retries,
+        structured_output=settings.llm_structured_output,
+        # the reply must fit in the context window next to the prompt
+        max_tokens=reply_tokens(settings.llm_context_tokens),
     )
 
 
@@ -256,7 +260,9 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
             shutdown_grace=settings.worker_shutdown_grace,
             retired_retention_days=settings.retired_retention_days,
         ),
-        consolidator=None if llm is None else Consolidator(llm, chosen),
+        consolidator=None
+        if llm is None
+        else Consolidator(llm, chosen, context_tokens=settings.llm_context_tokens),
     )
     engine = Engine(
         store=store,

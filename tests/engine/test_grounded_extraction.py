@@ -1,0 +1,186 @@
+"""What a model proposes and consolidation refuses: ungrounded facts, copies, long windows.
+
+The LLM is the scripted OpenAI-compatible server (memhub.testing): each test scripts the kind
+of answer a small real model gives (the prompt's own example, the assistant's words, a fact
+citing the wrong turn, an answer too long for its window) and checks what memhub stored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from memhub import AsyncMemory, MemhubSettings
+from memhub.testing import ScriptedOpenAIServer
+
+
+def ops(*operations: dict[str, Any]) -> str:
+    return json.dumps({"operations": list(operations)})
+
+
+@pytest.fixture
+def llm_settings(settings: MemhubSettings, llm: ScriptedOpenAIServer) -> MemhubSettings:
+    return settings.model_copy(
+        update={
+            "llm_base_url": llm.base_url,
+            "llm_model": "scripted-model",
+            "llm_timeout": 2.0,
+            "llm_max_retries": 0,
+            "worker": "thread",
+            "worker_poll_interval": 0.05,
+            "consolidation_delay": 0.0,
+            "job_retry_base_seconds": 0.01,
+            "job_max_attempts": 2,
+        }
+    )
+
+
+@pytest.fixture
+async def memory(llm_settings: MemhubSettings) -> AsyncIterator[AsyncMemory]:
+    async with AsyncMemory(settings=llm_settings) as m:
+        yield m
+
+
+async def memories(memory: AsyncMemory, user: str = "ada") -> list[tuple[str, str | None]]:
+    rows = (await memory.get_all(user_id=user))["results"]
+    return sorted((r["memory"], r.get("memory_type")) for r in rows)
+
+
+async def refusals(db_url: str, user: str = "ada") -> dict[str, int]:
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute(
+            "SELECT operations FROM memory_llm_usage WHERE user_id = %s", (user,)
+        )
+        total: dict[str, int] = {}
+        for (operations,) in await cur.fetchall():
+            for key, count in operations.items():
+                total[key] = total.get(key, 0) + count
+    return total
+
+
+async def test_the_prompts_own_example_is_refused_and_the_turn_kept(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    # What Qwen2.5-Coder-0.5B did: repeat the prompt's example instead of the user's fact.
+    llm.enqueue(
+        ops(
+            {"op": "ADD", "text": "Ada lives in Paris.", "turns": [1]},
+            {"op": "UPDATE", "id": "1", "text": "Ada likes green tea.", "turns": [1]},
+        )
+    )
+    await memory.add("I started learning the violin.", user_id="ada", wait=True)
+    assert await memories(memory) == [("I started learning the violin.", "turn")]
+    assert await refusals(db_url) == {"REFUSED_INVALID": 1, "REFUSED_COPY_OF_INSTRUCTIONS": 1}
+
+
+async def test_the_assistants_words_are_not_the_users_facts(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    llm.enqueue(
+        ops(
+            {"op": "ADD", "text": "Ada pays $20 a month for the premium plan.", "turns": [1, 2]},
+            {"op": "ADD", "text": "Ada is a teacher.", "turns": [1]},
+        )
+    )
+    await memory.add(
+        [
+            {"role": "user", "content": "How much is premium? I'm a teacher, is there a discount?"},
+            {"role": "assistant", "content": "The premium plan costs $20 a month, billed yearly."},
+        ],
+        user_id="ada",
+        wait=True,
+    )
+    stored = [text for text, kind in await memories(memory) if kind != "turn"]
+    assert stored == ["Ada is a teacher."]
+    assert await refusals(db_url) == {"ADD": 1, "REFUSED_COPY_OF_ASSISTANT": 1}
+
+
+async def test_a_fact_citing_the_wrong_turn_cites_the_turn_that_says_it(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    llm.enqueue(ops({"op": "ADD", "text": "Ada is allergic to peanuts.", "turns": [2]}))
+    await memory.add(
+        [
+            {"role": "user", "content": "I'm allergic to peanuts."},
+            {"role": "assistant", "content": "Noted, thanks for telling me."},
+        ],
+        user_id="ada",
+        wait=True,
+    )
+    (fact,) = [r for r in (await memory.get_all(user_id="ada"))["results"]]
+    assert fact["memory"] == "Ada is allergic to peanuts."
+    turns = fact["metadata"]["source_turn_ids"]
+    assert len(turns) == 1  # the user's turn, not the assistant's it cited
+
+
+async def test_a_fact_no_turn_says_is_refused(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    llm.enqueue(ops({"op": "ADD", "text": "Ada owns a red bicycle.", "turns": [1]}))
+    await memory.add("I moved from Paris to Berlin.", user_id="ada", wait=True)
+    assert await memories(memory) == [("I moved from Paris to Berlin.", "turn")]
+    assert await refusals(db_url) == {"REFUSED_UNGROUNDED": 1}
+
+
+async def test_valid_json_in_another_shape_is_read_not_parked(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    # synonyms small models use: "memories", "action", lower case, "fact", turn as a string
+    llm.enqueue(json.dumps({"memories": [{"action": "add", "fact": "Ada runs.", "turn": "1"}]}))
+    await memory.add("I run every morning.", user_id="ada", wait=True)
+    assert await memories(memory) == [("Ada runs.", None)]
+
+
+async def test_an_update_naming_no_fact_is_an_add(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    # Qwen2.5-Coder-0.5B labels most new facts UPDATE, with no fact number (issue 25 bench)
+    llm.enqueue(ops({"op": "UPDATE", "id": None, "text": "Ada runs every morning.", "turns": [1]}))
+    await memory.add("I run every morning.", user_id="ada", wait=True)
+    assert await memories(memory) == [("Ada runs every morning.", None)]
+
+
+async def test_valid_json_that_means_nothing_is_refused_not_parked(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    llm.default = json.dumps({"answer": "I cannot help with that."})
+    await memory.add("I run every morning.", user_id="ada", wait=True)
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute("SELECT count(*) FROM memory_jobs")
+        (jobs,) = await cur.fetchone()  # type: ignore[misc]
+    assert jobs == 0
+    assert len(llm.chat_requests) == 2  # the answer and one repair, then refused
+    assert await refusals(db_url) == {"REFUSED_UNPARSABLE": 1}
+    assert await memories(memory) == [("I run every morning.", "turn")]
+
+
+async def test_turns_that_do_not_fit_the_window_are_split_never_cut(
+    llm_settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    small = llm_settings.model_copy(update={"llm_context_tokens": 2048})
+    long_turn = " ".join(f"On day {n} I walked along river number {n}." for n in range(300))
+    llm.default = ops()
+    async with AsyncMemory(settings=small) as memory:
+        await memory.add(
+            ["I live in Lyon.", long_turn, "I have a cat named Miso."], user_id="ada", wait=True
+        )
+    prompts = [r.json for r in llm.chat_requests]
+    assert len(prompts) > 2
+    for request in prompts:
+        sent = sum(len(m["content"]) for m in request["messages"])
+        # a cautious three characters a token: prompt and the reply cap fit in 2048 tokens
+        assert sent / 3 + request["max_tokens"] <= 2048
+    lines = [
+        json.loads(match)
+        for r in prompts
+        for match in re.findall(
+            r'^\[\d+\] [^"]* "ada": (".*")$', r["messages"][-1]["content"], re.M
+        )
+    ]
+    assert lines[0] == "I live in Lyon." and lines[-1] == "I have a cat named Miso."
+    assert " ".join(lines[1:-1]) == long_turn  # every piece, in order, nothing cut off
