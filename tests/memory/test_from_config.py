@@ -82,10 +82,6 @@ def test_local_huggingface_minilm_is_the_bundled_model() -> None:
     ("config", "message"),
     [
         ({"vector_store": {"provider": "qdrant", "config": {}}}, "not supported"),
-        (
-            {"embedder": {"provider": "huggingface", "config": {"model": "BAAI/bge-large-en"}}},
-            "not bundled",
-        ),
         ({"vectorstore": {}}, "unknown config keys"),
         ({"llm": "openai"}, "must be"),
     ],
