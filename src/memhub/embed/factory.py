@@ -42,8 +42,9 @@ def create_embedder(provider: str, **config: Any) -> Embedder:
             sentence-transformers / Hugging Face directory (or an ``.onnx`` file in one), a
             packaged model (``"all-mpnet-base-v2"``, ``"all-mpnet-base-v2-int8"``), or a
             hub id fetched when the Hugging Face hub is reachable (``"local"`` is the same);
-            ``"openai"``, ``"vllm"``, ``"ollama"``, ``"huggingface"`` or ``"tei"`` for an OpenAI-compatible server. ``"huggingface"`` without a base URL
-            means the same in-process models.
+            ``"openai"``, ``"vllm"``, ``"ollama"``, ``"huggingface"`` or ``"tei"`` for an
+            OpenAI-compatible server. ``"huggingface"`` without a base URL means the same
+            in-process models.
         **config: Settings. For servers: ``model``, ``api_key``, ``base_url`` (or Mem0's
             ``openai_base_url`` / ``ollama_base_url`` / ``huggingface_base_url``),
             ``embedding_dims`` (or ``dimension``), ``batch_size``, ``timeout``,
