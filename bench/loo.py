@@ -100,6 +100,7 @@ def _variants() -> list[Variant]:
         Variant("+ 50 candidates", (no_neighbours,)),
         Variant("+ neighbour turns, weights refitted per fold", neighbour_grid(default)),
         Variant("+ neighbour turns 0.3/0.2 (no cut-off)", (default,)),
+        Variant("default, vector/text/RRF weights refitted per fold", weight_grid(default)),
         Variant(
             "+ cut-off relative to the best score, refitted per fold (tok@10 <= Mem0's)",
             ratio_grid(default),
