@@ -209,3 +209,17 @@ def test_packaged_pieces_are_joined_once_into_a_model_directory(
     np.testing.assert_allclose(
         embedder.embed_sync(["i like jazz"])[0], reference_encoder(model, "i like jazz"), atol=1e-5
     )
+
+
+def test_int8_export_runs_onnxruntimes_quantiser_and_stays_close(tmp_path: Path) -> None:
+    from memhub.embed.export import quantize_int8
+
+    model = build_encoder(tmp_path / "tiny")
+    out = quantize_int8(tmp_path / "tiny" / "model.onnx", tmp_path / "tiny" / "model_qint8.onnx")
+
+    embedder = LocalModelEmbedder(out)
+    vectors = embedder.embed_sync(TEXTS)
+    expected = np.stack([reference_encoder(model, text) for text in TEXTS])
+    assert embedder.model_name == "tiny:model_qint8"
+    assert (vectors * expected).sum(axis=1).min() > 0.99
+    assert not np.allclose(vectors, expected, atol=1e-6)  # it did quantise
