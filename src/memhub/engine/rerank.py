@@ -66,9 +66,11 @@ class Reranker(Protocol):
 
 
 async def rerank_scored(
-    reranker: Reranker, query: str, scored: Sequence[ScoredCandidate], candidates: int
+    reranker: Reranker | None, query: str, scored: Sequence[ScoredCandidate], candidates: int
 ) -> list[ScoredCandidate]:
     """Re-order the best ``candidates`` of ``scored`` by the reranker; the rest follow.
+
+    With no reranker, ``scored`` comes back as it is.
 
     Scores stay in [0, 1] and keep the returned order: a reranked result's score is its
     relevance (passed through a logistic when the reranker returns logits), and a result
@@ -76,8 +78,8 @@ async def rerank_scored(
     keep the fused order, so the ranking stays deterministic.
     """
     head, tail = list(scored[:candidates]), list(scored[candidates:])
-    if not head:
-        return []
+    if reranker is None or not head:
+        return [*head, *tail]
     relevance = await reranker.score(query, [s.candidate.record.memory for s in head])
     if len(relevance) != len(head):
         raise ProviderOutputError(f"the reranker returned {len(relevance)} scores for {len(head)}")

@@ -208,9 +208,8 @@ class AsyncMemory(ArkosMethods):
             max_tokens: Cap on the results' total length, estimated at four characters a
                 token: a memory too long for what is left is skipped, shorter ones after it
                 may still fit.
-            rerank: Re-order the best ``MEMHUB_RERANK_CANDIDATES`` results with the configured
-                reranker (Mem0 2.x's flag). Default: when one is configured; True without
-                one is a UsageError.
+            rerank: Re-order the best results with the configured reranker (Mem0 2.x's flag;
+                default: if one is configured; True without one is a UsageError).
 
         Returns:
             ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
@@ -240,8 +239,7 @@ class AsyncMemory(ArkosMethods):
             )
         # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
         scored = fuse(candidates, self.fusion, datetime.now(UTC), cut_off=threshold is None)
-        if reranker is not None:
-            scored = await rerank_scored(reranker, query, scored, self.settings.rerank_candidates)
+        scored = await rerank_scored(reranker, query, scored, self.settings.rerank_candidates)
         # Compared as returned (memory_item rounds to 6 decimals), so a threshold equal to a
         # returned score keeps that result.
         kept: Iterable[ScoredCandidate] = (

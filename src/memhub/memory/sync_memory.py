@@ -198,9 +198,8 @@ class Memory:
             max_tokens: Cap on the results' total length, estimated at four characters a
                 token: a memory too long for what is left is skipped, shorter ones after it
                 may still fit.
-            rerank: Re-order the best ``MEMHUB_RERANK_CANDIDATES`` results with the configured
-                reranker (Mem0 2.x's flag). Default: when one is configured; True without
-                one is a UsageError.
+            rerank: Re-order the best results with the configured reranker (Mem0 2.x's flag;
+                default: if one is configured; True without one is a UsageError).
 
         Returns:
             ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
