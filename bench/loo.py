@@ -100,6 +100,7 @@ def _variants() -> list[Variant]:
         Variant("+ 50 candidates", (no_neighbours,)),
         Variant("+ neighbour turns, weights refitted per fold", neighbour_grid(default)),
         Variant("+ neighbour turns 0.3/0.2 (no cut-off)", (default,)),
+        Variant("default, vector/text/RRF weights refitted per fold", weight_grid(default)),
         Variant(
             "+ cut-off relative to the best score, refitted per fold (tok@10 <= Mem0's)",
             ratio_grid(default),
@@ -192,7 +193,9 @@ def _score(
     """Ask every question through the public ``Memory.search()``."""
     from memhub import MemhubSettings, Memory
 
-    memory = Memory(settings=MemhubSettings(database_url=db_url, worker="off"), fusion=config)
+    # from_env: MEMHUB_EMBEDDER_MODEL and the like choose the model the rows are measured with.
+    settings = MemhubSettings.from_env(database_url=db_url, worker="off")
+    memory = Memory(settings=settings, fusion=config)
     results = []
     try:
         for user_id, question in asked:
@@ -329,7 +332,7 @@ def _prepare(db_url: str, conversations: Sequence[Conversation]) -> _Data:
         for q in c.questions
         if q.category in RECALL_CATEGORIES
     ]
-    embedder = embedder_from_settings(memhub.MemhubSettings())
+    embedder = embedder_from_settings(memhub.MemhubSettings.from_env())
     vectors = list(run_sync(embedder.embed([q.question for _, q in asked])))
     run_sync(embedder.aclose())
     return _Data(db_url, conversations, asked, vectors, {})

@@ -139,7 +139,8 @@ class MemhubSystem(MemorySystem):
     ) -> None:
         from memhub import MemhubSettings, Memory
 
-        settings = MemhubSettings(
+        # from_env: MEMHUB_EMBEDDER_MODEL and the like choose what is measured.
+        settings = MemhubSettings.from_env(
             database_url=db_url, worker="off" if external_worker else "thread"
         )
         self._memory = Memory(settings=settings, embedder=embedder)  # type: ignore[arg-type]

@@ -156,6 +156,18 @@ class MemhubSettings(EnvSettings):
     embedder_dimension: int | None = None
     embedder_threads: int = Field(default=1, ge=1)
 
+    # -- reranker (search(rerank=...)); none configured means no second pass -----------
+    reranker: str | None = Field(default=None, description="cross-encoder | tei | cohere | vllm")
+    """What re-orders search's fused top candidates (docs/retrieval.md); unset: nothing."""
+    reranker_model: str | None = None
+    """cross-encoder: its directory; cohere / vllm: the model name sent."""
+    reranker_base_url: str | None = None
+    """tei / cohere / vllm / jina: the server root, ``/rerank`` is appended."""
+    reranker_api_key: SecretStr | None = None
+    """Bearer token for the rerank server."""
+    rerank_candidates: int = Field(default=20, ge=1, le=200)
+    """How many of the fused best results the reranker re-orders."""
+
     # -- LLM (consolidation); no base URL and no model means no LLM ----------------------
     llm_provider: str = "openai_compatible"
     llm_base_url: str | None = None

@@ -31,8 +31,11 @@ def test_huggingface_without_url_is_the_local_minilm(model: str | None) -> None:
     assert isinstance(embedder, MiniLMEmbedder)
 
 
-def test_huggingface_other_local_model_is_refused() -> None:
-    with pytest.raises(ConfigurationError, match="TEI"):
+def test_huggingface_other_local_model_is_fetched_or_clearly_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # no hub here: nothing listens
+    with pytest.raises(ConfigurationError, match="cannot fetch the embedding model"):
         create_embedder("huggingface", model="BAAI/bge-small-en-v1.5")
 
 

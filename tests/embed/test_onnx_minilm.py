@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memhub.embed import Embedder, onnx_minilm
+from memhub.embed import Embedder, onnx_encoder, onnx_minilm
 from memhub.embed.onnx_minilm import MiniLMEmbedder
 from memhub.errors import ConfigurationError, ProviderError, UsageError
 
@@ -195,7 +195,7 @@ async def test_reloads_after_aclose() -> None:
 def test_batches_group_similar_lengths(
     batch_size: int, lengths: list[int], runs: list[tuple[int, int]]
 ) -> None:
-    assert onnx_minilm._batches(lengths, batch_size) == runs
+    assert onnx_encoder.batches(lengths, batch_size) == runs
 
 
 def test_missing_tokenizer_package_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -234,7 +234,7 @@ def test_inference_failure_is_a_provider_error(monkeypatch: pytest.MonkeyPatch) 
     fresh = MiniLMEmbedder()
     fresh.embed_sync(["load"])
     # Token ids past the vocabulary make onnxruntime's Gather fail inside the session.
-    monkeypatch.setattr(onnx_minilm, "_pad", lambda batch: _out_of_vocabulary(len(batch)))
+    monkeypatch.setattr(onnx_encoder, "_pad", lambda batch, pad_id: _out_of_vocabulary(len(batch)))
 
     with pytest.raises(ProviderError, match="onnxruntime failed"):
         fresh.embed_sync(["x"])

@@ -81,10 +81,6 @@ def test_local_huggingface_minilm_is_the_bundled_model() -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        (
-            {"embedder": {"provider": "huggingface", "config": {"model": "BAAI/bge-large-en"}}},
-            "not bundled",
-        ),
         ({"vectorstore": {}}, "unknown config keys"),
         ({"llm": "openai"}, "must be"),
     ],

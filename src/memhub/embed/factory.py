@@ -7,6 +7,7 @@ free of onnxruntime, tokenizers and openai.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from memhub.embed.base import Embedder
@@ -19,6 +20,8 @@ _MINILM_DIMENSION = 384
 _BASE_URL_KEYS = ("base_url", "openai_base_url", "ollama_base_url", "huggingface_base_url")
 _DIMENSION_KEYS = ("dimension", "embedding_dims")
 _MINILM_KEYS = frozenset({"threads", "batch_size", "max_length", "model", *_DIMENSION_KEYS})
+#: A model directory or a packaged model also takes where packaged models are assembled.
+_LOCAL_KEYS = _MINILM_KEYS | {"models_dir"}
 _SERVER_KEYS = frozenset(
     {"model", "api_key", "batch_size", "timeout", "max_retries", *_DIMENSION_KEYS, *_BASE_URL_KEYS}
 )
@@ -35,14 +38,19 @@ def create_embedder(provider: str, **config: Any) -> Embedder:
 
     Args:
         provider: ``"minilm"``, ``"onnx"`` or ``"default"`` for the in-process
-            all-MiniLM-L6-v2; ``"openai"``, ``"vllm"``, ``"ollama"``, ``"huggingface"`` or
-            ``"tei"`` for an OpenAI-compatible server. ``"huggingface"`` without a base URL
-            means a local sentence-transformers model, which memhub runs only for
-            all-MiniLM-L6-v2.
+            all-MiniLM-L6-v2, or with ``model=`` any other in-process model: a
+            sentence-transformers / Hugging Face directory (or an ``.onnx`` file in one), a
+            packaged model (``"all-mpnet-base-v2"``, ``"all-mpnet-base-v2-int8"``), or a
+            hub id fetched when the Hugging Face hub is reachable (``"local"`` is the same);
+            ``"openai"``, ``"vllm"``, ``"ollama"``, ``"huggingface"`` or ``"tei"`` for an
+            OpenAI-compatible server. ``"huggingface"`` without a base URL means the same
+            in-process models.
         **config: Settings. For servers: ``model``, ``api_key``, ``base_url`` (or Mem0's
             ``openai_base_url`` / ``ollama_base_url`` / ``huggingface_base_url``),
             ``embedding_dims`` (or ``dimension``), ``batch_size``, ``timeout``,
-            ``max_retries``. For MiniLM: ``threads``, ``batch_size``, ``max_length``.
+            ``max_retries``. In-process: ``model``, ``threads``, ``batch_size``, ``max_length``,
+            ``embedding_dims`` (checked against the model), ``models_dir`` (where packaged
+            models are assembled; default ``<data dir>/models``).
 
     Returns:
         An embedder; nothing is loaded or contacted yet.
@@ -70,22 +78,48 @@ def _is_unset(value: object) -> bool:
 
 
 def _build_minilm(name: str, settings: dict[str, Any]) -> Embedder:
+    model = settings.get("model")
+    if model is not None and model not in _MINILM_IDS:
+        return _build_local(name, settings)
     from memhub.embed.onnx_minilm import MiniLMEmbedder
 
     _refuse_unknown(name, settings, _MINILM_KEYS)
-    model = settings.pop("model", None)
-    if model is not None and model not in _MINILM_IDS:
-        raise ConfigurationError(
-            f"memhub runs only all-MiniLM-L6-v2 in-process, not {model!r}; serve that model "
-            "with an OpenAI-compatible server (Hugging Face TEI, vLLM, Ollama) and set "
-            "provider='tei' with base_url, or Mem0's huggingface_base_url"
-        )
+    settings.pop("model", None)
     dimension = _pop_dimension(settings)
     if dimension is not None and dimension != _MINILM_DIMENSION:
         raise ConfigurationError(
             f"all-MiniLM-L6-v2 returns {_MINILM_DIMENSION} dimensions, not {dimension}"
         )
     return MiniLMEmbedder(**settings)
+
+
+def _build_local(name: str, settings: dict[str, Any]) -> Embedder:
+    """A model directory, a packaged model or a hub id, on onnxruntime in-process."""
+    from memhub.embed.local_model import LocalModelEmbedder, download_from_hub, looks_like_path
+    from memhub.embed.packaged import PACKAGED_MODELS, prepare
+
+    _refuse_unknown(name, settings, _LOCAL_KEYS)
+    model = str(settings.pop("model"))
+    models_dir = settings.pop("models_dir", None)
+    dimension = _pop_dimension(settings)
+    packaged = PACKAGED_MODELS.get(model)
+    if packaged is not None:
+        if models_dir is None:
+            from memhub.config import default_data_dir
+
+            models_dir = default_data_dir() / "models"
+        onnx = prepare(packaged, Path(models_dir))
+        return LocalModelEmbedder(onnx, dimension=dimension, model_name=packaged.name, **settings)
+    if looks_like_path(model):
+        return LocalModelEmbedder(model, dimension=dimension, **settings)
+    if "/" not in model:
+        raise ConfigurationError(
+            f"embedding model {model!r} is not a directory that exists, a packaged model "
+            f"({', '.join(sorted(PACKAGED_MODELS))}) or a hub id like org/name"
+        )
+    return LocalModelEmbedder(
+        download_from_hub(model), dimension=dimension, model_name=model, **settings
+    )
 
 
 def _build_server(name: str, settings: dict[str, Any]) -> Embedder:
@@ -145,6 +179,7 @@ def _pop_base_url(name: str, settings: dict[str, Any]) -> str | None:
 
 _BUILDERS: dict[str, Callable[[str, dict[str, Any]], Embedder]] = {
     "default": _build_minilm,
+    "local": _build_minilm,
     "minilm": _build_minilm,
     "onnx": _build_minilm,
     "huggingface": _build_server,

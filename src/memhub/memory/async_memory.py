@@ -25,6 +25,7 @@ from memhub.engine.inputs import (
     parse_timestamp,
     scope_of,
 )
+from memhub.engine.rerank import chosen_reranker, rerank_scored
 from memhub.engine.text import memory_hash, within_budget
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
@@ -206,6 +207,7 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         top_k: int | None = None,
         as_of: datetime | str | float | None = None,
         max_tokens: int | None = None,
+        rerank: bool | None = None,
     ) -> dict[str, list[MemoryItem]]:
         """Memories relevant to ``query``, best first, by meaning and by words.
 
@@ -224,6 +226,8 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
             max_tokens: Cap on the results' total length, estimated at four characters a
                 token: a memory too long for what is left is skipped, shorter ones after it
                 may still fit.
+            rerank: Re-order the best results with the configured reranker (Mem0 2.x's flag;
+                default: if one is configured; True without one is a UsageError).
 
         Returns:
             ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
@@ -243,6 +247,7 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
             raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
         if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
             raise UsageError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        reranker = chosen_reranker(rerank, self.settings)
         engine = await self._engine()
         with operation("search"):
             # Not awaited here: the store's full-text part runs while the query is embedded.
@@ -260,6 +265,7 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
             )
         # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
         scored = fuse(candidates, self.fusion, datetime.now(UTC), cut_off=threshold is None)
+        scored = await rerank_scored(reranker, query, scored, self.settings.rerank_candidates)
         # Compared as returned (memory_item rounds to 6 decimals), so a threshold equal to a
         # returned score keeps that result.
         kept: Iterable[ScoredCandidate] = (

@@ -102,17 +102,9 @@ def _embedder_values(embedder: str, embed_cfg: Mapping[str, Any]) -> dict[str, A
     values["embedder_api_key"] = embed_cfg.get("api_key")
     values["embedder_dimension"] = embed_cfg.get("embedding_dims")
     if embedder == "huggingface" and values["embedder_base_url"] is None:
+        # Mem0's local sentence-transformers model: memhub runs it in-process on onnxruntime
+        # (a directory, a packaged model or a hub id; see docs/embedders.md).
         values["embedder"] = "minilm"
-        if values["embedder_model"] not in (
-            None,
-            "all-MiniLM-L6-v2",
-            "sentence-transformers/all-MiniLM-L6-v2",
-        ):
-            raise ConfigurationError(
-                f"local Hugging Face model {values['embedder_model']!r} is not bundled; "
-                "serve it with TEI/vLLM and set huggingface_base_url"
-            )
-        values["embedder_model"] = None
     return values
 
 

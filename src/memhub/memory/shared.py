@@ -74,8 +74,14 @@ def _secret(value: object) -> str | None:
 
 def embedder_from_settings(settings: MemhubSettings) -> Embedder:
     """The embedder the settings name (nothing is loaded until first use)."""
-    if settings.embedder in ("minilm", "onnx", "default"):
-        return create_embedder(settings.embedder, threads=settings.embedder_threads)
+    if settings.embedder in ("minilm", "onnx", "default", "local"):
+        return create_embedder(
+            settings.embedder,
+            threads=settings.embedder_threads,
+            model=settings.embedder_model,
+            dimension=settings.embedder_dimension,
+            models_dir=None if settings.embedder_model is None else settings.data_dir / "models",
+        )
     return create_embedder(
         settings.embedder,
         model=settings.embedder_model,

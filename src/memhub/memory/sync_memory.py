@@ -191,6 +191,7 @@ class Memory:
         top_k: int | None = None,
         as_of: datetime | str | float | None = None,
         max_tokens: int | None = None,
+        rerank: bool | None = None,
     ) -> dict[str, list[MemoryItem]]:
         """Memories relevant to ``query``, best first, by meaning and by words.
 
@@ -209,6 +210,8 @@ class Memory:
             max_tokens: Cap on the results' total length, estimated at four characters a
                 token: a memory too long for what is left is skipped, shorter ones after it
                 may still fit.
+            rerank: Re-order the best results with the configured reranker (Mem0 2.x's flag;
+                default: if one is configured; True without one is a UsageError).
 
         Returns:
             ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
@@ -226,6 +229,7 @@ class Memory:
                 top_k=top_k,
                 as_of=as_of,
                 max_tokens=max_tokens,
+                rerank=rerank,
             )
         )
 
