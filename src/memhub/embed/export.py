@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from memhub.errors import ConfigurationError
+from memhub.errors import ConfigurationError, install_hint
 
 __all__ = ["export_onnx", "quantize_int8"]
 
@@ -48,8 +48,8 @@ def export_onnx(model_dir: Path, out_dir: Path) -> Path:
     except ImportError as exc:
         raise ConfigurationError(
             f"{model_dir} holds PyTorch weights but no ONNX export; export it once with the "
-            "export extra: pip install 'memhub[export]' (torch, transformers, onnx), then "
-            f"python -m memhub.embed.export {model_dir}"
+            f"export extra (torch, transformers, onnx: {install_hint('export')}), then "
+            f".venv/bin/python -m memhub.embed.export {model_dir}"
         ) from exc
     logger.info("exporting %s to ONNX (once)", model_dir)
     try:
@@ -105,7 +105,7 @@ def quantize_int8(fp32: Path, out: Path) -> Path:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:  # onnxruntime.quantization imports onnx
         raise ConfigurationError(
-            "quantising needs the onnx package: pip install 'memhub[export]'"
+            f"quantising needs the onnx package: {install_hint('export')}"
         ) from exc
     graph = onnx.load(str(fp32), load_external_data=False).graph
     keep_fp32 = [n.name for n in graph.node if _FFN_OUTPUT.search(n.name)]

