@@ -97,14 +97,15 @@ async def busy_worker(settings: MemhubSettings, db_url: str) -> AsyncIterator[No
                     break
                 assert time.monotonic() < deadline, "the worker never claimed the backlog"
                 await asyncio.sleep(0.2)
-        yield
-        async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
             cur = await conn.execute(
                 "SELECT count(*) FILTER (WHERE embedding IS NULL) FROM memories"
                 " WHERE user_id LIKE 'bulk-%%'"
             )
             row = await cur.fetchone()
-        assert row is not None and row[0] > 0, "the worker was not busy throughout"
+        # Busy when the flow starts; on a quiet machine it may finish the backlog (about
+        # 30 s of embedding) before the 50 rounds do, so "throughout" is not asserted.
+        assert row is not None and row[0] > 5_000, "the worker is not busy"
+        yield
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(60)
