@@ -59,6 +59,10 @@ export class ValidationError extends MemoryError {}
  * {@link ValidationError}; it is a subclass so both `catch`es work. Retrying often works. */
 export class ConflictError extends ValidationError {}
 
+/** 409 `NotRestorable` from `restore`: the memory was erased (the user's delete, or the
+ * retention purge), is current, or its text is current again. Retrying cannot help. */
+export class NotRestorableError extends ConflictError {}
+
 /** 413: the request body is over the server's `MEMHUB_MAX_BODY_BYTES`. */
 export class MemoryQuotaExceededError extends MemoryError {}
 
@@ -98,7 +102,14 @@ const BY_STATUS: Readonly<Record<number, ErrorClass>> = {
   504: NetworkError,
 };
 
-function errorClassFor(status: number): ErrorClass {
+/** memhub types that name a narrower class than their status does. */
+const BY_TYPE: Readonly<Record<string, ErrorClass>> = {
+  "409 NotRestorable": NotRestorableError,
+};
+
+function errorClassFor(status: number, type?: string): ErrorClass {
+  const narrower = BY_TYPE[`${status} ${type ?? ""}`];
+  if (narrower !== undefined) return narrower;
   const known = BY_STATUS[status];
   if (known !== undefined) return known;
   if (status >= 500) return ServerError;
@@ -145,7 +156,7 @@ export function errorFromResponse(
   } catch {
     // not JSON: a proxy's page; keep the text as the message
   }
-  const ErrorKind = errorClassFor(status);
+  const ErrorKind = errorClassFor(status, type);
   const options: MemoryErrorOptions = { status, details };
   if (type !== undefined) options.type = type;
   const retryAfter = parseRetryAfter(retryAfterHeader);

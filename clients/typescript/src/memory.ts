@@ -25,6 +25,9 @@ import type {
   MemoryItem,
   MemoryPage,
   Message,
+  RetiredList,
+  RetiredMemory,
+  RetiredOptions,
   SearchOptions,
   SearchResult,
   UpdateOptions,
@@ -160,7 +163,15 @@ function pickScope(options: EntityOptions): EntityOptions {
 
 const ENTITY_KEYS = ["userId", "agentId", "runId"];
 const KNOWN_OPTIONS: Readonly<Record<string, ReadonlySet<string>>> = {
-  add: new Set([...ENTITY_KEYS, "metadata", "infer", "timestamp", "wait", "idempotencyKey"]),
+  add: new Set([
+    ...ENTITY_KEYS,
+    "metadata",
+    "infer",
+    "timestamp",
+    "wait",
+    "idempotencyKey",
+    "expirationDate",
+  ]),
   search: new Set([
     ...ENTITY_KEYS,
     "limit",
@@ -181,10 +192,11 @@ const KNOWN_OPTIONS: Readonly<Record<string, ReadonlySet<string>>> = {
     "filters",
   ]),
   update: new Set(["text", "data", "metadata", "replaceMetadata"]),
+  retired: new Set([...ENTITY_KEYS, "limit"]),
   scope: new Set(ENTITY_KEYS),
 };
 
-/** Options this client does not support (Mem0's `expirationDate`, `rerank`...) are refused,
+/** Options this client does not support (Mem0's `rerank`, `customInstructions`...) are refused,
  * never dropped on the way: a caller without the types would otherwise not know. */
 function checkOptions(method: string, kind: string, options: object): void {
   const known = KNOWN_OPTIONS[kind] as ReadonlySet<string>;
@@ -238,6 +250,8 @@ export class Memory {
       infer: options.infer,
       timestamp: options.timestamp === undefined ? undefined : iso(options.timestamp),
       wait: options.wait,
+      expiration_date:
+        options.expirationDate === undefined ? undefined : iso(options.expirationDate),
     });
     const headers: Record<string, string> = {};
     if (options.idempotencyKey !== undefined) headers["Idempotency-Key"] = options.idempotencyKey;
@@ -357,6 +371,29 @@ export class Memory {
       query: scopeOf(options),
     });
     return answer.map((entry) => camelKeys<MemoryHistoryEntry>(entry));
+  }
+
+  /**
+   * Bring back a memory a model retired, or a superseded one in place of its successor (which
+   * is retired); answers the restored memory. Throws {@link MemoryNotFoundError} for an unknown
+   * id or another scope's or tenant's, {@link NotRestorableError} (409) for one that was erased,
+   * is current, or whose text is current again.
+   */
+  async restore(memoryId: string, options: EntityOptions = {}): Promise<MemoryItem> {
+    checkOptions("restore", "scope", options);
+    const answer = await this.request<unknown>("POST", `${this.byId(memoryId)}/restore`, {
+      query: scopeOf(options),
+    });
+    return camelKeys<MemoryItem>(answer);
+  }
+
+  /** The scope's retired memories (what a model removed), most recently retired first. */
+  async retired(options: RetiredOptions): Promise<RetiredList> {
+    checkOptions("retired", "retired", options);
+    const answer = await this.request<{ results?: unknown[] }>("GET", "/v1/memories/retired", {
+      query: { ...scopeOf(options), limit: options.limit },
+    });
+    return { results: (answer.results ?? []).map((item) => camelKeys<RetiredMemory>(item)) };
   }
 
   /** Who the key belongs to; throws {@link AuthenticationError} for a bad key. */

@@ -23,6 +23,10 @@ export interface AddOptions extends EntityOptions {
   timestamp?: Date | string | number;
   /** Answer once the memories are searchable (memhub's `wait`). */
   wait?: boolean;
+  /** Mem0's: a date `"YYYY-MM-DD"` is the memory's last day (UTC); an ISO 8601 datetime or a
+   * Date is the instant it expires. From then on no `search`, `get` or `getAll` returns it.
+   * Facts the server's LLM extracts do not inherit it. */
+  expirationDate?: Date | string;
   /** Sending the same key again returns the first answer and writes nothing. */
   idempotencyKey?: string;
 }
@@ -137,7 +141,7 @@ export interface DeleteAllResult {
 export interface MemoryHistoryEntry {
   id: string;
   memoryId: string;
-  event: "ADD" | "UPDATE" | "SUPERSEDE" | "DELETE" | (string & {});
+  event: "ADD" | "UPDATE" | "SUPERSEDE" | "DELETE" | "RETIRE" | "RESTORE" | "PURGE" | (string & {});
   oldMemory: string | null;
   newMemory: string | null;
   actor: string | null;
@@ -145,6 +149,26 @@ export interface MemoryHistoryEntry {
   createdAt: string;
   isDeleted: boolean;
   [extra: string]: unknown;
+}
+
+export interface RetiredOptions extends EntityOptions {
+  /** At most this many (the server's default is 100). */
+  limit?: number;
+}
+
+/** A memory a model removed (consolidation, an agent's `forget`, MCP's `delete_memory`):
+ * kept, out of every read, until `restore`d, purged or erased. */
+export interface RetiredMemory extends MemoryItem {
+  retiredAt: string;
+  /** `consolidation`, `agent:<name>` or `mcp`. */
+  retiredBy?: string | null;
+  reason?: string | null;
+  turnIds: number[];
+}
+
+export interface RetiredList {
+  /** Most recently retired first. */
+  results: RetiredMemory[];
 }
 
 /** Who a key belongs to (`GET /v1/me`). */

@@ -24,7 +24,7 @@ import {
   type Message,
   type ModelFunction,
 } from "../src/index.js";
-import { eventually, freePort, tenantKey } from "./server.js";
+import { freePort, tenantKey } from "./server.js";
 import type { ServerContext } from "./memory.js";
 
 interface RecordingModel {
@@ -101,10 +101,9 @@ export function agentSuite(ctx: ServerContext): void {
       assert.deepEqual(result.memory.errors, []);
       assert.ok(result.memory.recalled.some((m) => m.memory === "I am allergic to peanuts."));
 
-      const stored = await eventually("the persisted exchange", async () => {
-        const page = await client.getAll({ userId: "customer-42", runId: "ticket-1876" });
-        return page.results.length === 2 ? page.results : undefined;
-      });
+      // The exchange was stored before the call returned (add() ids resolve at once).
+      const stored = (await client.getAll({ userId: "customer-42", runId: "ticket-1876" })).results;
+      assert.equal(stored.length, 2);
       assert.deepEqual(stored.map((m) => m.memory).sort(), [
         "Try rice crackers: no peanuts.",
         "Which snack would suit my allergy?",
@@ -284,10 +283,8 @@ export function agentSuite(ctx: ServerContext): void {
       assert.equal(await runtime.load("mem0", { ...memory.providerConfig }), first);
       assert.ok(first instanceof Memory);
       await runtime.cleanup();
-      const kept = await eventually("the user-only exchange", async () => {
-        const page = await client.getAll({ userId: "customer-42", runId: "ticket-2" });
-        return page.results.length === 2 ? page.results : undefined;
-      });
+      const kept = (await client.getAll({ userId: "customer-42", runId: "ticket-2" })).results;
+      assert.equal(kept.length, 2);
       assert.deepEqual(
         kept.map((m) => m.role),
         ["user", "user"],
@@ -320,10 +317,9 @@ export function agentSuite(ctx: ServerContext): void {
       assert.equal(result.text, "Rice crackers, no peanuts.");
       assert.equal(result.memory.persisted, true);
       assert.equal(memoryBlocks(prompts[0] as Message[]).length, 1);
-      const stored = await eventually("the streamed exchange", async () => {
-        const page = await client.getAll({ userId: "customer-42", runId: "ticket-stream" });
-        return page.results.length === 2 ? page.results : undefined;
-      });
+      const stored = (await client.getAll({ userId: "customer-42", runId: "ticket-stream" }))
+        .results;
+      assert.equal(stored.length, 2);
       assert.ok(stored.some((m) => m.memory === "Rice crackers, no peanuts."));
 
       // The caller stops reading after one chunk: what was said is kept, marked partial.
@@ -335,10 +331,9 @@ export function agentSuite(ctx: ServerContext): void {
       const partial = await early.result;
       assert.equal(partial.text, "Rice crackers, ");
       assert.equal(partial.memory.persisted, true);
-      const kept = await eventually("the partial exchange", async () => {
-        const page = await client.getAll({ userId: "customer-42", runId: "ticket-stream-2" });
-        return page.results.length === 2 ? page.results : undefined;
-      });
+      const kept = (await client.getAll({ userId: "customer-42", runId: "ticket-stream-2" }))
+        .results;
+      assert.equal(kept.length, 2);
       const answer = kept.find((m) => m.role === "assistant");
       assert.equal(answer?.memory, "Rice crackers,");
       assert.equal(answer?.metadata?.["partial"], true);

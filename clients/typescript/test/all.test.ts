@@ -8,12 +8,13 @@ import { memorySuite, type ServerContext } from "./memory.js";
 import { startServer, type RunningServer } from "./server.js";
 
 describe("memhub TypeScript client against memhub serve", () => {
-  const ctx: ServerContext = { url: "" };
+  const ctx: ServerContext = { url: "", dataDir: "" };
   let server: RunningServer | undefined;
 
   before(async () => {
     server = await startServer();
     ctx.url = server.url;
+    ctx.dataDir = server.dataDir;
   });
 
   after(async () => {

@@ -15,7 +15,7 @@ import { after, describe, it, type TestContext } from "node:test";
 import ts from "typescript";
 
 import type { ServerContext } from "./memory.js";
-import { eventually, tenantKey } from "./server.js";
+import { tenantKey } from "./server.js";
 import { Memory } from "../src/index.js";
 
 const here = fileURLToPath(new URL(".", import.meta.url)); // build/test/
@@ -99,10 +99,8 @@ export function docsSuite(ctx: ServerContext): void {
       assert.equal(first.at(-1), "Let me reset your password. 0 true");
       assert.doesNotMatch(first.join("\n"), /memhub:memories/);
       const memory = new Memory({ host: ctx.url, apiKey: key });
-      await eventually("the first call's exchange", async () => {
-        const page = await memory.getAll({ userId: "customer-42", runId: "ticket-1876" });
-        return page.results.length === 2 ? true : undefined;
-      });
+      const page = await memory.getAll({ userId: "customer-42", runId: "ticket-1876" });
+      assert.equal(page.results.length, 2); // stored before the first call returned
       const second = await withEnv(env, () => run(t, source, ctx.url));
       assert.equal(second.at(-1), "Let me reset your password. 2 true");
       assert.match(second[0] ?? "", /system: <memhub:memories thread="ticket-1876">/);

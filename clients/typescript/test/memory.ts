@@ -14,16 +14,19 @@ import {
   MemoryNotFoundError,
   MemoryQuotaExceededError,
   NetworkError,
+  NotRestorableError,
   PermissionDeniedError,
   RateLimitError,
   ServerError,
   ValidationError,
   errorFromResponse,
 } from "../src/index.js";
-import { freePort, tenantKey, eventually } from "./server.js";
+import { freePort, retireViaMcp, tenantKey } from "./server.js";
 
 export interface ServerContext {
   url: string;
+  /** The server's MEMHUB_DATA_DIR, for a `memhub mcp` beside it. */
+  dataDir: string;
 }
 
 export function memorySuite(ctx: ServerContext): void {
@@ -63,7 +66,7 @@ export function memorySuite(ctx: ServerContext): void {
       });
     });
 
-    it("add without wait returns an id that resolves", async () => {
+    it("add without wait returns an id that resolves at once", async () => {
       const added = await memory.add(
         { role: "user", content: "My cat is called Miso." },
         {
@@ -72,17 +75,103 @@ export function memorySuite(ctx: ServerContext): void {
           idempotencyKey: randomUUID(),
         },
       );
-      // PENDING today; a server whose add() ids resolve at once may answer DONE.
-      assert.ok(["PENDING", "DONE"].includes(added.status ?? ""), added.status);
+      assert.equal(added.status, "PENDING"); // stored; its vector is still being computed
       const id = added.results[0]?.id;
       assert.equal(typeof id, "string");
-      // Resolves at once on a server whose add() ids resolve immediately; today, once the
-      // worker has embedded the turn. Either way the client reads it the same.
-      const found = await eventually(
-        "the queued memory",
-        async () => (await memory.get(id as string, { userId: "alice" })) ?? undefined,
+      // The server stores the memory before it answers (read-your-writes): no waiting.
+      const found = await memory.get(id as string, { userId: "alice" });
+      assert.equal(found?.memory, "My cat is called Miso.");
+    });
+
+    it("expirationDate: a past one hides the memory from get, getAll and search", async () => {
+      const expired = await memory.add("Dentist on Friday at nine.", {
+        userId: "dora",
+        infer: false,
+        expirationDate: "2020-01-01", // its last day, long gone
+      });
+      const instant = await memory.add("Parking in row C.", {
+        userId: "dora",
+        infer: false,
+        expirationDate: new Date(Date.now() - 60_000), // an instant, a minute ago
+      });
+      const kept = await memory.add("Dinner with Sam on Saturday.", {
+        userId: "dora",
+        infer: false,
+        expirationDate: "2099-12-31",
+        wait: true,
+      });
+      for (const gone of [expired, instant]) {
+        const id = gone.results[0]?.id;
+        assert.equal(typeof id, "string");
+        assert.equal(await memory.get(id as string, { userId: "dora" }), null);
+      }
+      const listed = (await memory.getAll({ userId: "dora" })).results.map((m) => m.memory);
+      assert.deepEqual(listed, ["Dinner with Sam on Saturday."]);
+      const found = await memory.search("dentist parking dinner", { userId: "dora" });
+      assert.deepEqual(
+        found.results.map((m) => m.id),
+        [kept.results[0]?.id],
       );
-      assert.equal(found.memory, "My cat is called Miso.");
+      await assert.rejects(
+        memory.add("x", { userId: "dora", expirationDate: "next week" }),
+        (error) => error instanceof ValidationError && error.status === 422,
+      );
+    });
+
+    it("restore brings back what a model retired (MCP's delete_memory); retired lists it", async () => {
+      const added = await memory.add("I keep bees.", { userId: "carol", infer: false });
+      const id = added.results[0]?.id as string;
+      // REST has no retire route (a user's delete erases): retire it as a model would.
+      const retiredBy = await retireViaMcp(
+        ctx.dataDir,
+        "acme:carol",
+        id,
+        "Forget that I keep bees.",
+      );
+      assert.equal(retiredBy["retired"], id);
+      assert.equal(await memory.get(id, { userId: "carol" }), null); // out of every read
+      const { results } = await memory.retired({ userId: "carol" });
+      assert.equal(results.length, 1);
+      const [item] = results;
+      assert.equal(item?.id, id);
+      assert.equal(item?.memory, "I keep bees.");
+      assert.equal(item?.retiredBy, "mcp");
+      assert.equal(typeof item?.retiredAt, "string");
+      assert.match(String(item?.reason), /Forget that I keep bees/);
+      assert.deepEqual(item?.turnIds, []);
+      assert.equal(item?.["retired_at"], undefined); // camelCased like every answer
+
+      const other = new Memory({ host: ctx.url, apiKey: await tenantKey(ctx.url, "initech") });
+      assert.deepEqual((await other.retired({ userId: "carol" })).results, []);
+      await assert.rejects(other.restore(id), MemoryNotFoundError); // another tenant's
+      await assert.rejects(memory.restore(randomUUID()), MemoryNotFoundError); // nobody's
+      await assert.rejects(memory.restore(id, { userId: "dora" }), MemoryNotFoundError);
+      await assert.rejects(memory.restore("not-a-uuid"), ValidationError);
+
+      const restored = await memory.restore(id, { userId: "carol" });
+      assert.equal(restored.id, id);
+      assert.equal(restored.memory, "I keep bees.");
+      assert.equal((await memory.get(id))?.memory, "I keep bees.");
+      assert.deepEqual((await memory.retired({ userId: "carol" })).results, []);
+      const events = (await memory.history(id)).map((h) => h.event);
+      assert.deepEqual(events.slice(-2), ["RETIRE", "RESTORE"]);
+
+      const current = await memory.restore(id).catch((e: unknown) => e);
+      assert.ok(current instanceof NotRestorableError);
+      assert.ok(current instanceof ConflictError); // a 409: both catches work
+      assert.equal(current.status, 409);
+      assert.equal(current.type, "NotRestorable");
+      assert.equal(current.retryAfter, undefined); // retrying cannot help
+      assert.match(current.message, /is current/);
+      await memory.delete(id); // the user's delete erases
+      const erased = await memory.restore(id).catch((e: unknown) => e);
+      assert.ok(erased instanceof NotRestorableError);
+      assert.match(erased.message, /was erased/);
+      assert.ok(Array.isArray((await memory.retired({ userId: "carol", limit: 1 })).results));
+      await assert.rejects(
+        memory.retired({ userId: "carol", topK: 1 } as Record<string, unknown>),
+        /retired\(\) does not support topK/,
+      );
     });
 
     it("search ranks the relevant memory first, scores in [0, 1]", async () => {
@@ -238,11 +327,14 @@ export function memorySuite(ctx: ServerContext): void {
       assert.equal(noScope.type, "UsageError");
       await assert.rejects(memory.get("not-a-uuid"), ValidationError);
       // Mem0 options this client lacks are refused, not dropped on the way.
-      const unsupported = { userId: "alice", expirationDate: "2030-01-01" } as Record<
+      const unsupported = { userId: "alice", customInstructions: "be brief" } as Record<
         string,
         unknown
       >;
-      await assert.rejects(memory.add("x", unsupported), /add\(\) does not support expirationDate/);
+      await assert.rejects(
+        memory.add("x", unsupported),
+        /add\(\) does not support customInstructions/,
+      );
       await assert.rejects(
         memory.search("x", { userId: "alice", rerank: true } as Record<string, unknown>),
         ValidationError,
@@ -289,6 +381,7 @@ export function memorySuite(ctx: ServerContext): void {
         [403, "Forbidden", PermissionDeniedError],
         [404, "NotFound", MemoryNotFoundError],
         [409, "Conflict", ConflictError],
+        [409, "NotRestorable", NotRestorableError],
         [413, "PayloadTooLarge", MemoryQuotaExceededError],
         [422, "UsageError", ValidationError],
         [429, "TooManyRequests", RateLimitError],

@@ -26,6 +26,8 @@ export async function freePort(): Promise<number> {
 
 export interface RunningServer {
   url: string;
+  /** The server's MEMHUB_DATA_DIR (its embedded PostgreSQL), for another memhub process. */
+  dataDir: string;
   /** Stop the server (SIGTERM, then SIGKILL after 30 s) and remove its data directory. */
   stop(): Promise<void>;
   log(): string;
@@ -46,8 +48,12 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
+function memhubBinary(): string {
+  return process.env["MEMHUB_BIN"] ?? join(repoRoot, ".venv", "bin", "memhub");
+}
+
 export async function startServer(): Promise<RunningServer> {
-  const binary = process.env["MEMHUB_BIN"] ?? join(repoRoot, ".venv", "bin", "memhub");
+  const binary = memhubBinary();
   if (!existsSync(binary)) {
     throw new Error(
       `${binary} not found: run the repository's \`make test\` (it builds .venv) or set MEMHUB_BIN`,
@@ -87,6 +93,7 @@ export async function startServer(): Promise<RunningServer> {
   }
   return {
     url,
+    dataDir: join(dataDir, "data"),
     log,
     async stop() {
       process.removeListener("exit", kill);
@@ -114,17 +121,70 @@ export async function tenantKey(url: string, tenant: string): Promise<string> {
   return ((await answer.json()) as { key: string }).key;
 }
 
-/** `check()` until it returns a value (not undefined), or fail after `timeoutMs`. */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
+/**
+ * Retire a memory the way a model does, since REST has no retire route: `memhub mcp` (stdio,
+ * pinned to `userId`, attached to the server's embedded PostgreSQL) is sent MCP's
+ * `delete_memory` with the user's request to forget it. Answers the tool's result.
+ * `userId` is the stored id: a tenant key's `alice` is `<tenant>:alice`.
+ */
+export async function retireViaMcp(
+  dataDir: string,
+  userId: string,
+  memoryId: string,
+  userRequest: string,
+): Promise<Record<string, unknown>> {
+  const child = spawn(memhubBinary(), ["mcp", "--user-id", userId], {
+    env: cleanEnv({ MEMHUB_DATA_DIR: dataDir }),
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const answers = new Map<number, (message: Record<string, unknown>) => void>();
+  let buffered = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    buffered += chunk.toString();
+    let newline: number;
+    while ((newline = buffered.indexOf("\n")) >= 0) {
+      const line = buffered.slice(0, newline).trim();
+      buffered = buffered.slice(newline + 1);
+      if (line === "") continue;
+      const message = JSON.parse(line) as Record<string, unknown>;
+      if (typeof message["id"] === "number") answers.get(message["id"])?.(message);
+    }
+  });
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  const send = (message: object) => child.stdin.write(JSON.stringify(message) + "\n");
+  const call = (id: number, method: string, params: object) =>
+    new Promise<Record<string, unknown>>((done, fail) => {
+      const timer = setTimeout(
+        () => fail(new Error(`memhub mcp: no answer to ${method}:\n${stderr}`)),
+        60_000,
+      );
+      answers.set(id, (message) => {
+        clearTimeout(timer);
+        done(message);
+      });
+      send({ jsonrpc: "2.0", id, method, params });
+    });
+  try {
+    await call(1, "initialize", {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "memhub-ts-tests", version: "0" },
+    });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    const answer = await call(2, "tools/call", {
+      name: "delete_memory",
+      arguments: { memory_id: memoryId, user_request: userRequest },
+    });
+    const result = answer["result"] as Record<string, unknown> | undefined;
+    if (result === undefined || result["isError"] === true)
+      throw new Error(`delete_memory failed: ${JSON.stringify(answer)}\n${stderr}`);
+    return result["structuredContent"] as Record<string, unknown>;
+  } finally {
+    child.stdin.end(); // stdio servers stop when their input closes
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    await exited;
+    clearTimeout(timer);
   }
 }
