@@ -92,13 +92,15 @@ async def test_generate_persists_through_the_durable_path(
             thread_id=THREAD, messages=[{"role": "user", "content": "Login fails."}], metadata=META
         )
         assert result.persisted and result.text == "Try clearing your cookies."
-        # Returned once durable, before extraction: turns stored, no memory made yet.
+        # Returned once durable, before any ingestion: turns stored, and the user's turn is
+        # a memory already (read-your-writes; its vector comes later).
         with psycopg.connect(db_url) as conn:
             rows = conn.execute(
                 "SELECT role, session_id, user_id FROM conversation_context ORDER BY id"
             ).fetchall()
         assert rows == [("user", THREAD, USER), ("assistant", THREAD, USER)]
-        assert (await memory.get_all(user_id=USER))["results"] == []
+        listed = (await memory.get_all(user_id=USER))["results"]
+        assert [m["memory"] for m in listed] == ["Login fails."]
         found = {m["memory"]: m["metadata"] for m in await stored(memory)}
     # No LLM behind memhub: the turns are kept as said, and only the user's become long-term
     # memories; the answer stays in the thread's short-term memory (the rows above).

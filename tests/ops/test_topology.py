@@ -18,8 +18,9 @@ USERS = 8
 TURNS_PER_USER = 30  # 240 acknowledged adds in all
 AUTH = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
-# Test instrumentation, not memhub's: which worker process inserted each memory. Every
-# process names itself through libpq's PGAPPNAME.
+# Test instrumentation, not memhub's: which worker process embedded each memory (add()
+# writes the row, a worker fills in its vector). Every process names itself through libpq's
+# PGAPPNAME.
 AUDIT = """
 CREATE TABLE ops_test_audit (memory_id uuid, app text);
 CREATE FUNCTION ops_test_audit() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -27,8 +28,8 @@ BEGIN
     INSERT INTO ops_test_audit VALUES (NEW.id, current_setting('application_name'));
     RETURN NEW;
 END $$;
-CREATE TRIGGER ops_test_audit AFTER INSERT ON memories
-    FOR EACH ROW EXECUTE FUNCTION ops_test_audit();
+CREATE TRIGGER ops_test_audit AFTER INSERT OR UPDATE OF embedding ON memories
+    FOR EACH ROW WHEN (NEW.embedding IS NOT NULL) EXECUTE FUNCTION ops_test_audit();
 """
 
 
@@ -129,7 +130,7 @@ def test_two_servers_two_workers_one_killed(tcp_postgres: TcpPostgres, tmp_path:
         by_app = dict(
             conn.execute("SELECT app, count(*) FROM ops_test_audit GROUP BY app").fetchall()
         )
-    print(f"memories inserted per worker process: {by_app}")
+    print(f"memories embedded per worker process: {by_app}")
     assert set(stored) == set(acked), "lost or unexpected memories"
     assert max(stored.values()) == 1, "duplicated memories"
     assert by_app.get("worker-a", 0) > 0, by_app

@@ -69,9 +69,18 @@ def _serve(
 
 def test_two_threads_with_their_own_loops_survive_a_postmaster_restart() -> None:
     home = private_home()
-    settings = MemhubSettings(data_dir=home, connect_timeout=2.0, worker="off")
+    # No worker here, so no search wait for one (search_wait_timeout): each call is quick.
+    settings = MemhubSettings(
+        data_dir=home, connect_timeout=2.0, worker="off", search_wait_timeout=0.0
+    )
     try:
-        embedded_database_url(home)  # started (and migrated below) before the clock runs
+        embedded_database_url(home)  # started and migrated before the clock runs
+
+        async def migrate() -> None:
+            async with AsyncMemory(settings=settings, embedder=FakeEmbedder()) as memory:
+                await memory.open()
+
+        asyncio.run(migrate())
         killed_at = time.monotonic() + 1.5
         until = killed_at + 5.0
         outcomes: dict[str, list[tuple[float, str]]] = {"a": [], "b": []}

@@ -83,6 +83,9 @@ def _build_minilm(name: str, settings: dict[str, Any]) -> Embedder:
         return _build_local(name, settings)
     from memhub.embed.onnx_minilm import MiniLMEmbedder
 
+    # MiniLM ships inside its own package: where other packaged models are assembled does
+    # not concern it (the settings pass models_dir whenever a model is named).
+    settings.pop("models_dir", None)
     _refuse_unknown(name, settings, _MINILM_KEYS)
     settings.pop("model", None)
     dimension = _pop_dimension(settings)

@@ -34,8 +34,7 @@ from memhub.memory.compat import (
     as_of_filters,
     id_source,
     pick_limit,
-    queued_facts,
-    queued_memories,
+    queued_answer,
     split_scope,
 )
 from memhub.memory.core import parse_memory_id
@@ -161,13 +160,9 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         engine.worker.wake()
         if job is not None:
             self._queued(engine, scope, turn_ids)
-        if not wait:
-            if job is None:
-                return {"results": [], "status": "DONE", "queued_turn_ids": turn_ids}
-            if not one_per_turn:
-                return queued_facts(payload["event_id"], turn_ids)
-            return queued_memories(memory_ids, kept, turn_ids)
-        return await self._added(engine, scope, turn_ids)
+        if wait:
+            return await self._added(engine, scope, turn_ids)
+        return queued_answer(job, one_per_turn, payload, memory_ids, kept, turn_ids)
 
     async def _added(self, engine: Engine, scope: Scope, turn_ids: list[int]) -> dict[str, Any]:
         """``add(wait=True)``'s answer: what the turns became once their jobs are done."""
@@ -243,10 +238,7 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         if as_of is not None:
             rest, include_superseded = as_of_filters(as_of, rest), True
         parsed = parse_filters(rest, self.limits.filters)
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
-        if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
-            raise UsageError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        _check_cut_offs(threshold, max_tokens)
         reranker = chosen_reranker(rerank, self.settings)
         engine = await self._engine()
         with operation("search"):
@@ -266,14 +258,7 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
         scored = fuse(candidates, self.fusion, datetime.now(UTC), cut_off=threshold is None)
         scored = await rerank_scored(reranker, query, scored, self.settings.rerank_candidates)
-        # Compared as returned (memory_item rounds to 6 decimals), so a threshold equal to a
-        # returned score keeps that result.
-        kept: Iterable[ScoredCandidate] = (
-            s for s in scored if threshold is None or round(s.score, 6) >= threshold
-        )
-        if max_tokens is not None:
-            kept = within_budget(((s.candidate.record.memory, s) for s in kept), max_tokens)
-        return {"results": [memory_item(s.candidate.record, s.score) for s in islice(kept, limit)]}
+        return {"results": _kept(scored, threshold, max_tokens, limit)}
 
     async def get(
         self,
@@ -430,3 +415,25 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         """Delete all data of every user. Irreversible."""
         engine = await self._engine()
         await engine.store.reset()
+
+
+def _check_cut_offs(threshold: float | None, max_tokens: int | None) -> None:
+    """search()'s threshold and token budget, refused before anything runs if invalid."""
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
+        raise UsageError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+
+
+def _kept(
+    scored: Iterable[ScoredCandidate], threshold: float | None, max_tokens: int | None, limit: int
+) -> list[MemoryItem]:
+    """What search() returns of the ranked candidates: over the threshold, within the budget."""
+    # Compared as returned (memory_item rounds to 6 decimals), so a threshold equal to a
+    # returned score keeps that result.
+    kept: Iterable[ScoredCandidate] = (
+        s for s in scored if threshold is None or round(s.score, 6) >= threshold
+    )
+    if max_tokens is not None:
+        kept = within_budget(((s.candidate.record.memory, s) for s in kept), max_tokens)
+    return [memory_item(s.candidate.record, s.score) for s in islice(kept, limit)]

@@ -13,13 +13,14 @@ from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
 from memhub.engine.inputs import parse_timestamp
 from memhub.errors import UsageError
 from memhub.messages import Message
-from memhub.store.records import Scope
+from memhub.store.records import NewJob, Scope
 
 __all__ = [
     "QUEUED_MESSAGE",
     "as_of_filters",
     "id_source",
     "pick_limit",
+    "queued_answer",
     "queued_facts",
     "queued_memories",
     "split_scope",
@@ -111,6 +112,22 @@ def queued_facts(event_id: str, turn_ids: list[int]) -> dict[str, Any]:
     """``add()``'s answer when an LLM will extract facts later: Mem0's asynchronous mode."""
     event = {"message": QUEUED_MESSAGE, "status": "PENDING", "event_id": event_id}
     return {"results": [event], "status": "PENDING", "queued_turn_ids": turn_ids}
+
+
+def queued_answer(
+    job: NewJob | None,
+    one_per_turn: bool,
+    payload: Mapping[str, Any],
+    memory_ids: Sequence[UUID],
+    messages: Sequence[Message],
+    turn_ids: list[int],
+) -> dict[str, Any]:
+    """``add()``'s answer without ``wait``: the memories stored, or the facts to come."""
+    if job is None:
+        return {"results": [], "status": "DONE", "queued_turn_ids": turn_ids}
+    if not one_per_turn:
+        return queued_facts(str(payload["event_id"]), turn_ids)
+    return queued_memories(memory_ids, messages, turn_ids)
 
 
 def id_source(scope: Scope, idempotency_key: str | None) -> Callable[[str], UUID]:
