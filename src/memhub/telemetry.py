@@ -38,8 +38,8 @@ _SCOPE = "memhub"
 Attributes = Mapping[str, str | int | float | bool]
 
 # Each takes few values (operation names, outcomes, agent and tool names the application
-# defines, model names, job statuses). A count such as memhub.turns would start a new time
-# series per distinct value: it belongs on the span only.
+# defines, model names, job statuses, consolidation's refusal codes). A count such as
+# memhub.turns would start a new time series per distinct value: it belongs on the span only.
 METRIC_ATTRIBUTES = frozenset(
     {
         "memhub.operation",
@@ -50,6 +50,7 @@ METRIC_ATTRIBUTES = frozenset(
         "memhub.model",
         "memhub.token.type",
         "memhub.status",
+        "memhub.reason",
     }
 )
 

@@ -279,3 +279,27 @@ def test_standalone_worker_runs_one_batch_per_cpu_unless_configured() -> None:
     assert MemhubSettings(database_url="memory://").worker_concurrency is None
     assert standalone_concurrency(None) == len(os.sched_getaffinity(0))
     assert standalone_concurrency(3) == 3
+
+
+async def test_hand_back_ends_a_lease_whose_claim_the_worker_never_saw(
+    settings: MemhubSettings,
+) -> None:
+    # asyncio.run() ending can cancel a claim after its statement committed: the jobs are
+    # leased to this worker, but no task knows of them. Before this, an exit's drain waited
+    # its whole budget for them and left them leased until the lease expired.
+    from memhub.engine.worker import Worker, WorkerConfig
+    from memhub.store.postgres import PostgresStore
+    from memhub.store.records import Lane, Lease, NewJob, NewTurn, Scope
+
+    store = await PostgresStore.open(settings)
+    try:
+        turn = NewTurn(user_id="lost", session_id="s", role="user", message="m")
+        await store.append_turns([turn], NewJob("ingest", Scope(user_id="lost")))
+        worker = Worker(store, FakeEmbedder(), WorkerConfig())
+        (job,) = await store.claim_jobs(Lane(("ingest",)), 10, worker.lease)  # "lost" reply
+        assert await worker.hand_back() == 1
+        other = Lease("another-worker", 60.0, 3)
+        (again,) = await store.claim_jobs(Lane(("ingest",)), 10, other)
+        assert (again.id, again.attempts) == (job.id, 1)  # at once, the attempt refunded
+    finally:
+        await store.aclose()

@@ -84,6 +84,19 @@ async def test_extending_a_lease_keeps_it(store: Store) -> None:
     assert await store.extend_leases([mine.id], "someone-else", 60.0) == 0
 
 
+async def test_an_owner_finds_every_lease_it_holds(store: Store) -> None:
+    # A worker whose claim was cancelled after its statement committed never saw the jobs:
+    # at its exit it asks the store which leases it holds, to give them back.
+    first, second, other = await queue(store, U, 3)
+    await store.claim_jobs(UNORDERED, 2, A)
+    await store.claim_jobs(UNORDERED, 1, B)
+    assert await store.leased_job_ids(A.owner) == [first, second]
+    assert await store.leased_job_ids(B.owner) == [other]
+    await store.release_jobs([first, second], A.owner, None, past(), 3)
+    assert await store.leased_job_ids(A.owner) == []
+    assert {j.id for j in await store.claim_jobs(UNORDERED, 10, B)} == {first, second}
+
+
 async def test_failures_back_off_then_park_and_giving_back_refunds(store: Store) -> None:
     (job,) = await queue(store, U)
     (_claimed,) = await store.claim_jobs(ORDERED, 10, A)

@@ -298,9 +298,15 @@ class Worker:
             self._stopping.set()
 
     async def hand_back(self) -> int:
-        """End the leases that cancelled work left, attempts refunded: the next worker (in
-        any process) takes those jobs at once instead of after the lease expires."""
-        ids, self._abandoned = sorted(self._abandoned), set()
+        """End every lease this worker holds, attempts refunded: the next worker (in any
+        process) takes those jobs at once instead of after the lease expires.
+
+        Only once its loops have stopped. The store is asked too, not only the jobs cancelled
+        work reported: a claim cancelled after its statement committed (asyncio.run() ending
+        mid-claim) leaves leases that no task knows of.
+        """
+        leased = await self.store.leased_job_ids(self.id)
+        ids, self._abandoned = sorted(self._abandoned | set(leased)), set()
         if ids:
             await self.store.release_jobs(
                 ids, self.id, None, datetime.now(UTC), self.config.max_attempts

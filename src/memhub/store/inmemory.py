@@ -415,6 +415,10 @@ class InMemoryStore(InMemoryKeys):
         async with self.lock:
             return self.jobs.extend(job_ids, owner, utc_now() + timedelta(seconds=seconds))
 
+    async def leased_job_ids(self, owner: str) -> list[int]:
+        async with self.lock:
+            return self.jobs.leased_by(owner)
+
     async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
         async with self.lock:
             return self._turns_by_ids(ids)

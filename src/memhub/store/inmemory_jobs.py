@@ -195,6 +195,9 @@ class JobQueue:
                 parked += 1
         return parked
 
+    def leased_by(self, owner: str) -> list[int]:
+        return sorted(row.id for row in self._rows.values() if row.lease_owner == owner)
+
     def extend(self, job_ids: Sequence[int], owner: str, until: datetime) -> int:
         held = 0
         for job_id in set(job_ids):

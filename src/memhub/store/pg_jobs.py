@@ -300,6 +300,14 @@ async def extend_leases(conn: AsyncConn, job_ids: Sequence[int], owner: str, sec
     return cur.rowcount
 
 
+async def leased_job_ids(conn: AsyncConn, owner: str) -> list[int]:
+    """The jobs ``owner`` leases (a stopped worker's: a few rows, read once at its exit)."""
+    cur = await conn.execute(
+        "SELECT id FROM memory_jobs WHERE lease_owner = %s ORDER BY id", (owner,)
+    )
+    return [int(row[0]) for row in await cur.fetchall()]
+
+
 # -- reading the queue ---------------------------------------------------------------------------
 async def pending_jobs(conn: AsyncConn, scope: Scope | None) -> int:
     scope = scope or Scope()

@@ -291,6 +291,10 @@ class PostgresStore:
         async with self._connect("extending job leases") as conn:
             return await pg_jobs.extend_leases(conn, job_ids, owner, seconds)
 
+    async def leased_job_ids(self, owner: str) -> list[int]:
+        async with self._connect("reading job leases") as conn:
+            return await pg_jobs.leased_job_ids(conn, owner)
+
     async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
         async with self._connect("reading conversation turns") as conn:
             return await pg_conversations.turns_by_ids(conn, ids)

@@ -317,6 +317,10 @@ class JobStore(Protocol):
         """Keep ``owner``'s leases ``seconds`` longer; returns how many it still holds."""
         ...
 
+    async def leased_job_ids(self, owner: str) -> list[int]:
+        """The ids of the jobs ``owner`` holds a lease on (expired leases included)."""
+        ...
+
     async def pending_turn_jobs(
         self, scope: Scope, turn_ids: Sequence[int], kinds: Sequence[str] | None
     ) -> int:
