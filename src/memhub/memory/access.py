@@ -192,6 +192,7 @@ class Access:
     quotas: Quotas = field(init=False)
     _watch: asyncio.Task[None] | None = field(default=None, init=False)
     _watching: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         requests = RateLimiter(self.settings.rate_limit, self.settings.rate_burst)
@@ -212,7 +213,8 @@ class Access:
             watching.cancel()
 
     async def aclose(self) -> None:
-        """Stop following key changes."""
+        """Stop following key changes (for good: :meth:`check` does not start again)."""
+        self._closed = True
         task, self._watch = self._watch, None
         if task is not None:
             task.cancel()
@@ -244,7 +246,7 @@ class Access:
         found = self.cached(presented)
         if found is not None:
             return found
-        if self._watch is None:  # a door without a lifespan (MCP): start on the first call
+        if self._watch is None and not self._closed:  # a door without a lifespan (MCP)
             await self.start(wait=self.admin.memory.settings.connect_timeout)
         generation = self.keys.generation
         found = await self.admin.resolve_key(presented)

@@ -3,8 +3,10 @@
 ``pg_keys.revoke_key`` notifies the channel in its own statement, so every process that
 listens hears of a revocation when it commits. The listening session is not one of the pool's:
 it is opened here, in autocommit mode, held for the life of the process and reopened (at once,
-then backing off up to ``_MAX_RETRY`` s) when it is lost. Each (re)opening reports "every key"
-(``None``): a notification sent while nobody listened is gone, so what was cached may be stale.
+then backing off up to ``_MAX_RETRY`` s) when it is lost, and also when the database swaps
+its pool (the embedded server stopping: a smart shutdown waits for every session). Each
+(re)opening reports "every key" (``None``): a notification sent while nobody listened is gone,
+so what was cached may be stale.
 
 Behind PgBouncer in transaction mode (``MEMHUB_PGBOUNCER``) a LISTEN would stay on whichever
 server connection ran it: the session goes to ``MEMHUB_DIRECT_DATABASE_URL`` instead, and
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Callable
 
 import psycopg
@@ -33,6 +36,9 @@ KeyChanged = Callable[[int | None], None]
 """Told a key's id when it changed, or None when any key may have (forget them all)."""
 
 _PING_SECONDS = 15.0  # with no notification for this long, check the session is still there
+# How often the session looks whether the pool was replaced: the embedded server is stopping
+# (a smart shutdown waits for every session, this one included) or was restarted.
+_LOOK_SECONDS = 0.5
 _FIRST_RETRY = 0.1
 _MAX_RETRY = 5.0
 _FALLBACK = "a key revoked by another process is refused here after MEMHUB_KEY_CACHE_SECONDS"
@@ -40,6 +46,13 @@ _FALLBACK = "a key revoked by another process is refused here after MEMHUB_KEY_C
 
 class _NotListening(Exception):
     """The session answered, but no longer listens: a pooler in transaction mode."""
+
+
+class _PoolReplaced(Exception):
+    """The database's pool was replaced (the embedded server stopping or restarted)."""
+
+    def __str__(self) -> str:
+        return "the embedded PostgreSQL is stopping or restarted"
 
 
 def application_name() -> str:
@@ -87,7 +100,7 @@ async def watch_key_changes(database: Database, changed: KeyChanged) -> None:
                 if lost:
                     log.warning("listening for key revocations again")
                 delay, lost = _FIRST_RETRY, False
-                await _relay(conn, changed, timeout)
+                await _relay(conn, changed, database, timeout)
         except _NotListening:
             log.warning(
                 "the key-revocation session stopped listening: is the database URL a pooler in"
@@ -95,7 +108,7 @@ async def watch_key_changes(database: Database, changed: KeyChanged) -> None:
                 _FALLBACK,
             )
             return
-        except (psycopg.Error, OSError, TimeoutError) as exc:
+        except (psycopg.Error, OSError, TimeoutError, _PoolReplaced) as exc:
             log.warning("lost the key-revocation session (%s); reconnecting", exc or type(exc))
             lost = True
 
@@ -105,9 +118,13 @@ async def _check(conn: AsyncConn, answer_within: float) -> None:
         raise _NotListening
 
 
-async def _relay(conn: AsyncConn, changed: KeyChanged, answer_within: float) -> None:
+async def _relay(
+    conn: AsyncConn, changed: KeyChanged, database: Database, answer_within: float
+) -> None:
+    pool = database.pool
+    checked = time.monotonic()
     while True:
-        async for note in conn.notifies(timeout=_PING_SECONDS):
+        async for note in conn.notifies(timeout=_LOOK_SECONDS):
             if note.payload == "*":
                 changed(None)
                 continue
@@ -117,4 +134,8 @@ async def _relay(conn: AsyncConn, changed: KeyChanged, answer_within: float) -> 
                 log.debug("ignoring key notification %r", note.payload)
                 continue
             changed(key_id)
-        await _check(conn, answer_within)  # a quiet session: is it still there, listening?
+        if database.pool is not pool:  # let the stopping server go; listen on the new one
+            raise _PoolReplaced
+        if time.monotonic() - checked >= _PING_SECONDS:  # still there, and listening?
+            await _check(conn, answer_within)
+            checked = time.monotonic()
