@@ -42,7 +42,8 @@ class Heard:
 
 async def _listener_pid(aconn: Conn) -> int | None:
     cur = await aconn.execute(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+        "SELECT pid FROM pg_stat_activity"
+        " WHERE application_name = %s AND datname = current_database()",
         (pg_key_listener.application_name(),),
     )
     row = await cur.fetchone()
