@@ -113,7 +113,9 @@ class MemhubSettings(EnvSettings):
         " or session state; migrations only checked unless MEMHUB_DIRECT_DATABASE_URL is set.",
     )
     direct_database_url: str | None = Field(
-        default=None, description="PostgreSQL itself (not the pooler), used for migrations."
+        default=None,
+        description="PostgreSQL itself (not the pooler), used for migrations and for the"
+        " session that listens for key revocations.",
     )
     read_database_url: str | None = Field(
         default=None,

@@ -64,3 +64,4 @@ async def test_the_same_keys_cache_and_quotas_as_rest(admin: AsyncAdmin) -> None
     assert tools.tenants == ["", "", "acme", "acme", "acme"]
     # The two stored keys were looked up once and cached; the env admin key is never stored.
     assert len(door.access.keys._entries) == 2
+    await door.access.aclose()  # its session listening for revocations

@@ -1,15 +1,20 @@
-"""The tenant gate: in-flight cap per key, quotas from cached keys, and the key cache's reach."""
+"""The tenant gate: in-flight cap per key, quotas from cached keys, and the key cache's reach
+(a revocation notified by the store is forgotten at once, one by hand in SQL at expiry)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import httpx
 import pytest
 from fastapi import FastAPI
 from pydantic import SecretStr
 
+from memhub import AsyncMemory, MemhubSettings
+from memhub.memory.access import KeyCache
+from memhub.memory.admin import ApiKey, AsyncAdmin
 from memhub.server import ServerSettings
 from tests.server.conftest import ADMIN_KEY, bearer, new_key
 from tests.server.test_validation import Conn
@@ -59,7 +64,7 @@ async def test_requests_over_the_in_flight_cap_are_429_at_once(
 
 
 async def _revoke_in_database(aconn: Conn, name: str) -> None:
-    # As another server process or the CLI would: this process is not told.
+    # By hand in SQL, without a notification: no process is told.
     await aconn.execute("UPDATE api_keys SET revoked_at = now() WHERE name = %s", (name,))
 
 
@@ -74,3 +79,34 @@ async def test_a_key_revoked_elsewhere_works_here_until_the_cache_expires(
         await _revoke_in_database(aconn, "key of acme")
         expected = 200 if cache_seconds else 401  # MEMHUB_KEY_CACHE_SECONDS, documented
         assert (await a.get("/v1/me")).status_code == expected
+
+
+async def test_a_key_revoked_through_the_store_is_forgotten_at_once(
+    app: FastAPI, client: httpx.AsyncClient, settings: MemhubSettings
+) -> None:
+    app.state.memhub.keys.ttl = 3600.0
+    key = await new_key(client, "acme")
+    async with _client(app, key) as a:
+        assert (await a.get("/v1/me")).status_code == 200  # cached for an hour
+        # Another process's store (its own pool and engine): this app is told by NOTIFY.
+        async with AsyncMemory(settings=settings) as memory:
+            (listed,) = await AsyncAdmin(memory).list_keys(tenant="acme")
+            await AsyncAdmin(memory).revoke_key(listed.id)
+        deadline = asyncio.get_running_loop().time() + 2
+        while (status := (await a.get("/v1/me")).status_code) == 200:
+            assert asyncio.get_running_loop().time() < deadline, "still cached"
+            await asyncio.sleep(0.01)
+        assert status == 401
+
+
+def test_a_lookup_that_raced_a_revocation_is_not_cached() -> None:
+    cache = KeyCache(ttl=3600)
+    key = ApiKey(7, "k", "mhk_abcdef", "acme", False, datetime.now(UTC), None, None)
+    before = cache.generation
+    cache.forget(7)  # the notification landed while the lookup was on its way
+    cache.put("digest", key, before)
+    assert cache.get("digest") is None
+    cache.put("digest", key, cache.generation)
+    assert cache.get("digest") == key
+    cache.clear()  # after a lost listening session
+    assert cache.get("digest") is None

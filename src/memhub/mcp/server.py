@@ -127,7 +127,13 @@ async def serve(
             "required" if options.require_key else "NOT required",
         )
         config_ = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
-        await uvicorn.Server(config_).serve()
+        try:
+            await uvicorn.Server(config_).serve()
+        finally:
+            from memhub.mcp.auth import KeyAuth
+
+            if isinstance(app, KeyAuth):  # the key check's session listening for revocations
+                await app.access.aclose()
 
 
 def http_app(

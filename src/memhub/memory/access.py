@@ -2,11 +2,16 @@
 
 Both doors accept the same keys (``MEMHUB_ADMIN_KEY`` and the stored keys), trust a key they
 looked up for ``MEMHUB_KEY_CACHE_SECONDS``, and hold a tenant key to the same request bucket
-and in-flight cap, through :class:`Access`.
+and in-flight cap, through :class:`Access`. A key revoked by any process is forgotten at once:
+:class:`Access` follows the store's key changes (PostgreSQL LISTEN/NOTIFY); while it cannot,
+the cache's expiry is the bound.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import math
 import time
 from collections import Counter
@@ -18,6 +23,8 @@ from pydantic_settings import SettingsConfigDict
 
 from memhub.config import EnvSettings
 from memhub.memory.admin import ApiKey, AsyncAdmin, hash_key, keys_equal
+
+log = logging.getLogger("memhub.server")
 
 __all__ = [
     "ENV_ADMIN_KEY",
@@ -93,11 +100,14 @@ class RateLimiter:
 class KeyCache:
     """Keys found in the database in the last ``ttl`` seconds, by their hash.
 
-    A key revoked through this process is forgotten at once; revoked through another process,
-    it still works here for up to ``ttl`` seconds (``MEMHUB_KEY_CACHE_SECONDS``).
+    A key is forgotten when it is revoked (:meth:`forget`, told by this process or by the
+    store's key changes) and at the latest ``ttl`` seconds (``MEMHUB_KEY_CACHE_SECONDS``) after
+    it was looked up. ``generation`` changes with every forget: a lookup that started before
+    one is not cached (it may have read the key just before its revocation committed).
     """
 
     ttl: float
+    generation: int = 0
     _entries: dict[str, tuple[ApiKey, float]] = field(default_factory=dict)
     _max_entries: int = 10_000
 
@@ -110,8 +120,9 @@ class KeyCache:
             return None
         return entry[0]
 
-    def put(self, digest: str, key: ApiKey) -> None:
-        if self.ttl <= 0:
+    def put(self, digest: str, key: ApiKey, generation: int | None = None) -> None:
+        """Cache ``key``, unless a key was forgotten since ``generation`` was read."""
+        if self.ttl <= 0 or (generation is not None and generation != self.generation):
             return
         if len(self._entries) >= self._max_entries:  # bounded memory: start over
             self._entries.clear()
@@ -119,8 +130,14 @@ class KeyCache:
 
     def forget(self, key_id: int) -> None:
         """Drop a key (it was just revoked)."""
+        self.generation += 1
         for digest in [d for d, (key, _) in self._entries.items() if key.id == key_id]:
             del self._entries[digest]
+
+    def clear(self) -> None:
+        """Drop every key (changes may have been missed)."""
+        self.generation += 1
+        self._entries.clear()
 
 
 @dataclass
@@ -163,17 +180,59 @@ class Quotas:
 
 @dataclass
 class Access:
-    """The key check and the quotas of one process's door (REST or MCP)."""
+    """The key check and the quotas of one process's door (REST or MCP).
+
+    :meth:`start` follows the store's key changes in a background task (one dedicated
+    PostgreSQL session); :meth:`check` starts it too, if nothing did.
+    """
 
     admin: AsyncAdmin
     settings: AccessSettings
     keys: KeyCache = field(init=False)
     quotas: Quotas = field(init=False)
+    _watch: asyncio.Task[None] | None = field(default=None, init=False)
+    _watching: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         requests = RateLimiter(self.settings.rate_limit, self.settings.rate_burst)
         self.quotas = Quotas(requests, self.settings.max_in_flight_per_key)
         self.keys = KeyCache(self.settings.key_cache_seconds)
+
+    async def start(self, wait: float = 0.0) -> None:
+        """Follow key changes from now on (idempotent), waiting up to ``wait`` s for the first.
+
+        Waiting lets a server answer its first request with revocations already pushed; a
+        watch that cannot start in time (or at all) leaves the cache's expiry as the bound.
+        """
+        if self._watch is None:
+            self._watch = asyncio.create_task(self._follow(), name="memhub key changes")
+        if wait > 0 and not self._watching.is_set():
+            watching = asyncio.ensure_future(self._watching.wait())
+            await asyncio.wait({watching, self._watch}, timeout=wait)
+            watching.cancel()
+
+    async def aclose(self) -> None:
+        """Stop following key changes (for good: :meth:`check` does not start again)."""
+        self._closed = True
+        task, self._watch = self._watch, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _follow(self) -> None:
+        try:
+            await self.admin.watch_key_changes(self._changed)
+        except Exception:  # a background task: say so; the cache's expiry still bounds keys
+            log.exception("following key changes failed; MEMHUB_KEY_CACHE_SECONDS is the bound")
+
+    def _changed(self, key_id: int | None) -> None:
+        if key_id is None:
+            self.keys.clear()
+            self._watching.set()
+        else:
+            self.keys.forget(key_id)
 
     def cached(self, presented: str) -> ApiKey | None:
         """The key ``presented`` is, if known without the database (no I/O)."""
@@ -187,7 +246,10 @@ class Access:
         found = self.cached(presented)
         if found is not None:
             return found
+        if self._watch is None and not self._closed:  # a door without a lifespan (MCP)
+            await self.start(wait=self.admin.memory.settings.connect_timeout)
+        generation = self.keys.generation
         found = await self.admin.resolve_key(presented)
         if found is not None:
-            self.keys.put(hash_key(presented), found)
+            self.keys.put(hash_key(presented), found, generation)
         return found

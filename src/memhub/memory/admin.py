@@ -11,7 +11,7 @@ import binascii
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -140,6 +140,14 @@ class AsyncAdmin:
     async def resolve_key(self, key: str) -> ApiKey | None:
         """The active key ``key`` is (marking it used), or None if unknown or revoked."""
         return await (await self._store()).find_active_key(key)
+
+    async def watch_key_changes(self, changed: Callable[[int | None], None]) -> None:
+        """Tell ``changed`` of each key another process changes (None: any key), until cancelled.
+
+        On PostgreSQL one dedicated session per call LISTENs for revocations; it returns at once
+        where nothing can be watched (``memory://``, PgBouncer without a direct URL).
+        """
+        await (await self._store()).watch_key_changes(changed)
 
     async def bootstrap_admin_key(self) -> str | None:
         """On a database without any key, create an admin key and return its secret."""

@@ -88,11 +88,14 @@ def _lifespan(
             state = ServerState(memory=facade, admin=AsyncAdmin(facade), server=server)
             await state.admin.ping()  # keys and tenants need PostgreSQL: refuse memory:// now
             await _bootstrap(state)
+            # Revocations by other processes are pushed from the first request on.
+            await state.access.start(wait=facade.settings.connect_timeout)
             app.state.memhub = state
             try:
                 yield
             finally:
                 app.state.memhub = None
+                await state.access.aclose()
         finally:
             if own:
                 await facade.aclose()

@@ -32,8 +32,10 @@ class ServerSettings(AccessSettings):
         turn_burst: Messages a tenant key may queue at once after being idle.
         max_in_flight_per_key: Requests of one tenant key served at once; more are answered
             429 at once, so a flooding tenant cannot occupy the server. 0 disables.
-        key_cache_seconds: How long a verified key is trusted without asking the database;
-            a key revoked by another process still works here that long. 0 disables.
+        key_cache_seconds: How long a verified key is trusted without asking the database.
+            A revocation through any process is pushed to every other one at once
+            (LISTEN/NOTIFY); this is the bound while that is not possible (the listening
+            session lost, PgBouncer without a direct URL). 0 disables.
         max_queued_jobs: Adds of one tenant waiting for the worker; more are refused with 429
             so one tenant cannot bury the queue. 0 disables.
     """

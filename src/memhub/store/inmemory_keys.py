@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from memhub.store.api_keys import SHOWN_CHARS, ApiKey, hash_key, new_key
@@ -53,6 +54,11 @@ class InMemoryKeys:
                 if stored.last_used_at is None or stored.last_used_at < now - _TOUCH_EVERY:
                     self._keys[key_id] = (dataclasses.replace(stored, last_used_at=now), digest)
                 return stored  # as read before the touch, like PostgreSQL's statement
+        return None
+
+    async def watch_key_changes(self, changed: Callable[[int | None], None]) -> None:
+        # No other process shares these keys, and this one's callers forget what they
+        # revoke: nothing to watch.
         return None
 
     async def list_tenants(self) -> dict[str, int]:

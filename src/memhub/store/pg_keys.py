@@ -18,6 +18,7 @@ from memhub.store.api_keys import (
 from memhub.store.database import AsyncConn
 
 __all__ = [
+    "KEY_CHANNEL",
     "KEY_PREFIX",
     "ApiKey",
     "bootstrap_admin_key",
@@ -27,9 +28,14 @@ __all__ = [
     "keys_equal",
     "list_keys",
     "list_tenants",
+    "listen_for_key_changes",
     "new_key",
     "revoke_key",
+    "still_listening",
 ]
+
+KEY_CHANNEL = "memhub_api_keys"
+"""The NOTIFY channel of key changes; the payload is the key's id, or ``*`` for every key."""
 
 # Serialises first-start bootstrap between processes: "apikeys" as ASCII, packed.
 _BOOTSTRAP_LOCK_ID = 0x6170696B657973
@@ -73,16 +79,39 @@ async def list_keys(
 
 
 async def revoke_key(conn: AsyncConn, key_id: int, tenant: str | None = None) -> ApiKey | None:
-    """Revoke a key (idempotent); None if there is no such key (of ``tenant``, when given)."""
+    """Revoke a key (idempotent); None if there is no such key (of ``tenant``, when given).
+
+    The same statement, hence the same transaction, notifies ``KEY_CHANNEL`` with the key's
+    id: PostgreSQL delivers it to every listening process when, and only if, it commits.
+    """
     cur = await conn.execute(
         sql.SQL(
-            "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())"
-            " WHERE id = %s AND (%s::text IS NULL OR tenant = %s) RETURNING {}"
-        ).format(_COLUMNS),
-        (key_id, tenant, tenant),
+            "WITH k AS (UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())"
+            "   WHERE id = %s AND (%s::text IS NULL OR tenant = %s) RETURNING {cols})"
+            " SELECT {cols}, pg_notify(%s, id::text) FROM k"
+        ).format(cols=_COLUMNS),
+        (key_id, tenant, tenant, KEY_CHANNEL),
     )
     row = await cur.fetchone()
-    return None if row is None else _key(row)
+    return None if row is None else _key(row[:-1])
+
+
+async def listen_for_key_changes(conn: AsyncConn) -> None:
+    """Subscribe ``conn`` (a dedicated autocommit session) to ``KEY_CHANNEL``."""
+    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(KEY_CHANNEL)))
+
+
+async def still_listening(conn: AsyncConn) -> bool:
+    """Whether ``conn``'s session still listens on ``KEY_CHANNEL`` (a round trip).
+
+    False when the statement ran in another server session than the LISTEN did: a pooler in
+    transaction mode hands each transaction to any of its server connections.
+    """
+    cur = await conn.execute(
+        "SELECT %s = ANY (ARRAY(SELECT pg_listening_channels()))", (KEY_CHANNEL,)
+    )
+    row = await cur.fetchone()
+    return bool(row is not None and row[0])
 
 
 async def list_tenants(conn: AsyncConn) -> dict[str, int]:

@@ -16,6 +16,7 @@ from memhub.store import (
     pg_conversations,
     pg_erase,
     pg_jobs,
+    pg_key_listener,
     pg_keys,
     pg_memories,
     pg_retire,
@@ -354,6 +355,9 @@ class PostgresStore:
     async def find_active_key(self, key: str) -> ApiKey | None:
         async with self._connect("checking an API key") as conn:
             return await pg_keys.find_active_key(conn, key)
+
+    async def watch_key_changes(self, changed: Callable[[int | None], None]) -> None:
+        await pg_key_listener.watch_key_changes(self.database, changed)
 
     async def list_tenants(self) -> dict[str, int]:
         async with self._connect("listing tenants") as conn:

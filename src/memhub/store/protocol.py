@@ -7,7 +7,7 @@ argument narrows by each of its ids that is set, and no method reaches outside i
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -359,6 +359,16 @@ class KeyStore(Protocol):
 
     async def find_active_key(self, key: str) -> ApiKey | None:
         """The unrevoked key ``key`` is, marking it used (at most once a minute)."""
+        ...
+
+    async def watch_key_changes(self, changed: Callable[[int | None], None]) -> None:
+        """Call ``changed(key_id)`` as soon as any process commits a change to that key.
+
+        ``changed(None)`` means any key may have changed unseen (at the start, and after the
+        watch was interrupted): forget them all. Runs until cancelled; returns at once where
+        nothing can be watched (a store no other process shares, or no way to listen), and
+        then a cache of keys is bounded by its own expiry only.
+        """
         ...
 
     async def list_tenants(self) -> dict[str, int]:
