@@ -3,7 +3,7 @@
 What ``memhub import`` needs below the command line. A record is checked as ``add()`` checks
 its arguments; a batch of them becomes turns, memories (text first: keyword-searchable when
 the batch commits, embedded by the worker's ingest job), jobs and the input's cursor, in one
-transaction (:mod:`memhub.store.pg_import`).
+transaction (the store's :class:`BulkStore`, which only PostgreSQL's has).
 """
 
 from __future__ import annotations
@@ -31,11 +31,17 @@ from memhub.engine.inputs import (
 from memhub.errors import UsageError
 from memhub.memory.async_memory import AsyncMemory
 from memhub.memory.shared import embedder_from_settings
-from memhub.store import pg_import
-from memhub.store.errors import translate_errors
-from memhub.store.pg_import import ImportBatch, ImportCursor
-from memhub.store.postgres import PostgresStore
-from memhub.store.records import NewJob, NewMemory, NewTurn, Scope, Turn
+from memhub.store import open_store
+from memhub.store.protocol import BulkStore, Store
+from memhub.store.records import (
+    ImportBatch,
+    ImportCursor,
+    NewJob,
+    NewMemory,
+    NewTurn,
+    Scope,
+    Turn,
+)
 
 __all__ = ["CheckedItem", "ImportRecord", "Importer", "source_identity"]
 
@@ -98,31 +104,41 @@ class Importer:
         self.settings = settings
         self.infer = infer
         self.limits = Limits.from_settings(settings)
-        self._store: PostgresStore | None = None
+        self._store: Store | None = None
+        self._bulk: BulkStore | None = None
 
     async def __aenter__(self) -> Importer:
-        store = await PostgresStore.open(self.settings)
+        store = await open_store(self.settings)
         try:
+            if not isinstance(store, BulkStore):
+                raise UsageError("memhub import writes to PostgreSQL; this store has no bulk path")
             # Refuse an embedder the database does not record now, not at the first job.
             embedder = embedder_from_settings(self.settings)
             await store.ensure_embedding_space(embedder.model_name, embedder.dimension)
         except BaseException:
             await store.aclose()
             raise
-        self._store = store
+        self._store, self._bulk = store, store
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        store, self._store = self._store, None
+        store, self._store, self._bulk = self._store, None, None
         if store is not None:
             await store.aclose()
 
     @property
-    def store(self) -> PostgresStore:
+    def store(self) -> Store:
         """The open store (inside ``async with``)."""
         if self._store is None:
             raise RuntimeError("Importer is used outside `async with`")
         return self._store
+
+    @property
+    def bulk(self) -> BulkStore:
+        """The open store's bulk writes (inside ``async with``)."""
+        if self._bulk is None:
+            raise RuntimeError("Importer is used outside `async with`")
+        return self._bulk
 
     def check(self, record: ImportRecord) -> CheckedItem:
         """Check ``record`` as ``add()`` checks its arguments.
@@ -151,24 +167,17 @@ class Importer:
 
     async def cursor(self, source: ImportCursor) -> ImportCursor | None:
         """Where an earlier import of ``source`` stopped (None: never started)."""
-        async with self.store.database.connection() as conn:
-            with translate_errors("reading the import cursor"):
-                return await pg_import.read_cursor(conn, source.source)
+        return await self.bulk.import_cursor(source.source)
 
     async def forget(self, source: ImportCursor) -> None:
         """Drop ``source``'s cursor: the next import of it starts from the first item."""
-        async with self.store.database.connection() as conn:
-            with translate_errors("resetting the import cursor"):
-                await pg_import.reset_cursor(conn, source.source)
+        await self.bulk.reset_import_cursor(source.source)
 
     async def write(self, items: Sequence[CheckedItem], cursor: ImportCursor | None) -> int:
         """Store ``items`` and move ``cursor`` in one transaction; returns the turns written."""
         count = sum(len(item.turns) for item in items)
-        async with self.store.database.connection() as conn:
-            with translate_errors("importing a batch"):
-                ids = await pg_import.reserve_turn_ids(conn, count) if count else []
-                batch = _batch(items, ids, cursor)
-                await pg_import.write_batch(conn, batch)
+        ids = await self.bulk.reserve_turn_ids(count) if count else []
+        await self.bulk.write_import(_batch(items, ids, cursor))
         return count
 
     async def pending_jobs(self) -> int:

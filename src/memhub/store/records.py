@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -12,8 +13,12 @@ __all__ = [
     "FORGET_REASON",
     "OWN_METADATA_KEYS",
     "Candidate",
+    "DailyUsage",
+    "EmbeddingSpace",
     "HistoryEvent",
     "IdempotencyKey",
+    "ImportBatch",
+    "ImportCursor",
     "Job",
     "Lane",
     "Lease",
@@ -24,8 +29,10 @@ __all__ = [
     "PendingMemory",
     "RetiredMemory",
     "Scope",
+    "ScopeRow",
     "TextRanking",
     "Turn",
+    "UserRow",
     "updated_metadata",
     "usage_summary",
 ]
@@ -344,3 +351,70 @@ def usage_summary(calls: int, prompt: int, completion: int, turns: int) -> dict[
         "calls_per_turn": calls / per_turn,
         "tokens_per_turn": (prompt + completion) / per_turn,
     }
+
+
+# -- operator views (OpsStore) -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserRow:
+    """A user with current memories or conversation turns, and how many of each."""
+
+    user_id: str
+    memories: int
+    turns: int
+    last_activity: datetime | None
+
+
+@dataclass(frozen=True)
+class ScopeRow:
+    """A scope (its user, agent and run ids; any may be None) with current memories."""
+
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    memories: int
+    last_activity: datetime | None
+
+
+@dataclass(frozen=True)
+class DailyUsage:
+    """Consolidation's LLM calls and tokens of one UTC day."""
+
+    day: date
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+# -- bulk work (BulkStore) -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportCursor:
+    """How far the input ``source`` got: ``position`` items done (committed or skipped),
+    whose content hashes to ``digest``."""
+
+    source: str
+    path: str
+    position: int
+    digest: str = ""
+    finished: bool = False
+
+
+@dataclass(frozen=True)
+class ImportBatch:
+    """Rows one transaction writes: turns under reserved ids, memories, jobs, the cursor."""
+
+    turns: Sequence[tuple[int, NewTurn]]
+    memories: Sequence[NewMemory]
+    jobs: Sequence[NewJob]
+    cursor: ImportCursor | None
+
+
+@dataclass(frozen=True)
+class EmbeddingSpace:
+    """The embedding model and dimension a database records (None: not recorded yet)."""
+
+    model: str | None
+    dimension: int | None
