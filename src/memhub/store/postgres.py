@@ -349,31 +349,6 @@ class PostgresStore:
         async with self._connect("refreshing planner statistics") as conn:
             await conn.execute("ANALYZE memories")
 
-    # -- API keys -------------------------------------------------------------------------
-    async def create_key(self, name: str, tenant: str | None, is_admin: bool) -> tuple[ApiKey, str]:
-        async with self._connect("creating an API key") as conn:
-            return await pg_keys.create_key(conn, name, tenant, is_admin)
-
-    async def list_keys(self, include_revoked: bool, tenant: str | None = None) -> list[ApiKey]:
-        async with self._connect("listing API keys") as conn:
-            return await pg_keys.list_keys(conn, include_revoked, tenant)
-
-    async def revoke_key(self, key_id: int, tenant: str | None = None) -> ApiKey | None:
-        async with self._connect("revoking an API key") as conn:
-            return await pg_keys.revoke_key(conn, key_id, tenant)
-
-    async def find_active_key(self, key: str) -> ApiKey | None:
-        async with self._connect("checking an API key") as conn:
-            return await pg_keys.find_active_key(conn, key)
-
-    async def list_tenants(self) -> dict[str, int]:
-        async with self._connect("listing tenants") as conn:
-            return await pg_keys.list_tenants(conn)
-
-    async def bootstrap_admin_key(self) -> str | None:
-        async with self._connect("creating the first admin key") as conn:
-            return await pg_keys.bootstrap_admin_key(conn)
-
     # -- operator views (OpsStore) --------------------------------------------------------
     async def list_users(
         self, *, prefix: str | None, after: str | None, limit: int, offset: int = 0
@@ -453,3 +428,28 @@ class PostgresStore:
     async def swap_embeddings(self, model: str, dimension: int, embed: Embed) -> int:
         async with self._connect("re-embedding memories") as conn:
             return await pg_reembed.swap(conn, model, dimension, embed)
+
+    # -- API keys -------------------------------------------------------------------------
+    async def create_key(self, name: str, tenant: str | None, is_admin: bool) -> tuple[ApiKey, str]:
+        async with self._connect("creating an API key") as conn:
+            return await pg_keys.create_key(conn, name, tenant, is_admin)
+
+    async def list_keys(self, include_revoked: bool, tenant: str | None = None) -> list[ApiKey]:
+        async with self._connect("listing API keys") as conn:
+            return await pg_keys.list_keys(conn, include_revoked, tenant)
+
+    async def revoke_key(self, key_id: int, tenant: str | None = None) -> ApiKey | None:
+        async with self._connect("revoking an API key") as conn:
+            return await pg_keys.revoke_key(conn, key_id, tenant)
+
+    async def find_active_key(self, key: str) -> ApiKey | None:
+        async with self._connect("checking an API key") as conn:
+            return await pg_keys.find_active_key(conn, key)
+
+    async def list_tenants(self) -> dict[str, int]:
+        async with self._connect("listing tenants") as conn:
+            return await pg_keys.list_tenants(conn)
+
+    async def bootstrap_admin_key(self) -> str | None:
+        async with self._connect("creating the first admin key") as conn:
+            return await pg_keys.bootstrap_admin_key(conn)

@@ -377,6 +377,36 @@ class KeyStore(Protocol):
         ...
 
 
+class Store(TurnStore, MemoryStore, JobStore, KeyStore, Protocol):
+    """Every concern of one database, and what spans them all (lifecycle, erase, statistics)."""
+
+    async def aclose(self) -> None: ...
+
+    async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
+        """Fix the database's embedding model and dimension, or refuse a different one."""
+        ...
+
+    async def delete_all(self, scope: Scope) -> int:
+        """Remove everything of the scope: jobs, memories, history, LLM usage and turns.
+
+        Under the scope's locks, which the apply phase of a worker also takes, so a batch
+        racing the erase either lands before it (and is erased) or finds its jobs gone.
+        """
+        ...
+
+    async def reset(self) -> None:
+        """Remove all data of every scope (tests, notebooks)."""
+        ...
+
+    async def refresh_statistics(self) -> None:
+        """Refresh the query planner's statistics after bulk growth (no-op without a planner)."""
+        ...
+
+    async def usage_stats(self) -> dict[str, float]:
+        """LLM calls and tokens of consolidation, in total and per turn."""
+        ...
+
+
 @runtime_checkable
 class OpsStore(Protocol):
     """Operator views across every scope: who has data, the queue per kind, LLM usage per day,
@@ -473,34 +503,4 @@ class BulkStore(Protocol):
     async def swap_embeddings(self, model: str, dimension: int, embed: Embed) -> int:
         """Catch up on what changed meanwhile, then make the new vectors the ones searched and
         record ``model``; returns how many memories the catch-up embedded."""
-        ...
-
-
-class Store(TurnStore, MemoryStore, JobStore, KeyStore, Protocol):
-    """Every concern of one database, and what spans them all (lifecycle, erase, statistics)."""
-
-    async def aclose(self) -> None: ...
-
-    async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
-        """Fix the database's embedding model and dimension, or refuse a different one."""
-        ...
-
-    async def delete_all(self, scope: Scope) -> int:
-        """Remove everything of the scope: jobs, memories, history, LLM usage and turns.
-
-        Under the scope's locks, which the apply phase of a worker also takes, so a batch
-        racing the erase either lands before it (and is erased) or finds its jobs gone.
-        """
-        ...
-
-    async def reset(self) -> None:
-        """Remove all data of every scope (tests, notebooks)."""
-        ...
-
-    async def refresh_statistics(self) -> None:
-        """Refresh the query planner's statistics after bulk growth (no-op without a planner)."""
-        ...
-
-    async def usage_stats(self) -> dict[str, float]:
-        """LLM calls and tokens of consolidation, in total and per turn."""
         ...
