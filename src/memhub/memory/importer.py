@@ -36,6 +36,7 @@ from memhub.store.protocol import BulkStore, Store
 from memhub.store.records import (
     ImportBatch,
     ImportCursor,
+    JobPayload,
     NewJob,
     NewMemory,
     NewTurn,
@@ -75,7 +76,7 @@ class CheckedItem:
     scope: Scope
     turns: list[NewTurn]
     one_per_turn: bool  # else an LLM extracts facts from the turns (one job per item)
-    payload: dict[str, Any]
+    payload: JobPayload
 
 
 def source_identity(path: str | Path) -> ImportCursor:
@@ -152,9 +153,8 @@ class Importer:
         said_at = parse_timestamp(record.timestamp)
         infer = self.infer if record.infer is None else record.infer
         one_per_turn = not infer or not self.settings.llm_configured
-        payload: dict[str, Any] = {"infer": not one_per_turn}
-        if self.settings.custom_instructions and not one_per_turn:
-            payload["instructions"] = self.settings.custom_instructions
+        instructions = None if one_per_turn else self.settings.custom_instructions or None
+        payload = JobPayload(infer=not one_per_turn, instructions=instructions)
         turns, _ = turns_and_job(
             messages,
             scope,
@@ -220,8 +220,10 @@ def _batch(
         stored = [(next(next_id), turn) for turn in item.turns]
         turns += stored
         if not item.one_per_turn:  # as add() queues them: the LLM sees one item's turns
-            payload = {**item.payload, "event_id": str(uuid.uuid4())}
-            payload["turn_ids"] = [turn_id for turn_id, _ in stored]
+            turn_ids = tuple(turn_id for turn_id, _ in stored)
+            payload = dataclasses.replace(
+                item.payload, event_id=str(uuid.uuid4()), turn_ids=turn_ids
+            )
             jobs.append(NewJob(INGEST_JOB, item.scope, payload))
             continue
         for turn_id, turn in stored:
@@ -235,12 +237,12 @@ def _batch(
     for scope, pairs in pending.items():
         for start in range(0, len(pairs), _TURNS_PER_JOB):
             part = pairs[start : start + _TURNS_PER_JOB]
-            payload = {
-                "infer": False,
-                "event_id": str(uuid.uuid4()),
-                "turn_ids": [turn_id for turn_id, _ in part],
-                "memory_ids": [str(memory_id) for _, memory_id in part],
-            }
+            payload = JobPayload(
+                infer=False,
+                event_id=str(uuid.uuid4()),
+                turn_ids=tuple(turn_id for turn_id, _ in part),
+                memory_ids=tuple(memory_id for _, memory_id in part),
+            )
             jobs.append(NewJob(INGEST_JOB, scope, payload))
     stamped = [(turn_id, _stamped(turn, now)) for turn_id, turn in turns]
     return ImportBatch(turns=stamped, memories=memories, jobs=jobs, cursor=cursor)

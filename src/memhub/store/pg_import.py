@@ -73,7 +73,11 @@ async def write_batch(conn: AsyncConn, batch: ImportBatch) -> None:
                 "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
                 " VALUES (%s, %s, %s, %s, %s)",
                 [
-                    (j.kind, j.scope.user_id, j.scope.agent_id, j.scope.run_id, Jsonb(j.payload))
+                    (
+                        j.kind,
+                        *(j.scope.user_id, j.scope.agent_id, j.scope.run_id),
+                        Jsonb(j.payload.to_json()),
+                    )
                     for j in batch.jobs
                 ],
             )
