@@ -1,4 +1,5 @@
-"""memhub's layers import downwards only, and SQL lives in store/ (docs/architecture.md).
+"""memhub's layers import downwards only, SQL lives in store/, and only store/ names its
+PostgreSQL back end (docs/architecture.md).
 
 The checker reads source with ``ast``: every import form counts (``import memhub.x``,
 ``from memhub.x import y``, ``from memhub import x``, relative imports, imports inside
@@ -60,6 +61,12 @@ _SQL = re.compile(
 # Known SQL outside store/ (file: strings), each removed by the work that moved it behind the
 # facade. None is left; the test fails on any SQL text found outside store/.
 KNOWN_SQL_OUTSIDE_STORE: dict[str, int] = {}
+
+
+# The PostgreSQL back end's own modules. Above store/ the data is reached through the protocol
+# (store/protocol.py: Store, OpsStore, BulkStore), its records and the factory
+# (memhub.store.open_store); nothing names a back end, in an import or a module-name string.
+BACKEND_MODULE = re.compile(r"memhub\.store\.(pg_\w+|postgres)(?=\.\w|$)")
 
 
 # Entry points that reach the data only through the facade or its admin API (memory/), never
@@ -142,6 +149,44 @@ def facade_bypasses(root: Path) -> list[str]:
     ]
 
 
+def imported_names(path: Path, root: Path) -> set[str]:
+    """:func:`imported_modules`, plus ``package.name`` for every ``from package import name``
+    (the name may be a module: ``from memhub.store import pg_jobs``)."""
+    relative = path.relative_to(root)
+    package = ("memhub", *relative.parts[:-1])
+    found = imported_modules(path, root)
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (module := _absolute(node, package)):
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def backend_outside_store(root: Path) -> list[str]:
+    """Every module outside ``store/`` that names a PostgreSQL back-end module: in an import of
+    any form, or as a string (``importlib.import_module("memhub.store.postgres")``)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if _package(relative) == SQL_HOME:
+            continue
+        tree = ast.parse(path.read_text("utf-8"))
+        skip = _docstrings(tree)
+        strings = {
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in skip
+        }
+        named = {
+            m[0]
+            for name in imported_names(path, root) | strings
+            if (m := BACKEND_MODULE.match(name))
+        }
+        found += [f"{relative} names {module}" for module in sorted(named)]
+    return found
+
+
 def _docstrings(tree: ast.AST) -> set[int]:
     ids = set()
     for node in ast.walk(tree):
@@ -183,6 +228,10 @@ def test_sql_lives_in_store_only() -> None:
 
 def test_server_and_mcp_go_through_the_facade() -> None:
     assert facade_bypasses(SRC) == []
+
+
+def test_only_store_names_its_postgresql_back_end() -> None:
+    assert backend_outside_store(SRC) == []
 
 
 def test_every_package_folder_has_a_layer() -> None:
@@ -264,3 +313,44 @@ def test_the_checker_finds_a_server_reaching_around_the_facade(tmp_path: Path) -
         "mcp/bad.py imports memhub.store",
         "server/bad.py imports memhub.store",
     ]
+
+
+@pytest.mark.parametrize("package", ["memory", "server", "mcp", "cli", "agent", "engine"])
+@pytest.mark.parametrize(
+    ("planted", "named"),
+    [
+        ("from memhub.store import pg_import\n", "memhub.store.pg_import"),
+        ("from memhub.store.postgres import PostgresStore\n", "memhub.store.postgres"),
+        ("import memhub.store.pg_jobs as jobs\n", "memhub.store.pg_jobs"),
+        ("from ..store import postgres\n", "memhub.store.postgres"),
+        ("from ..store.pg_reembed import swap\n", "memhub.store.pg_reembed"),
+        ("def late():\n    from memhub.store import pg_users\n", "memhub.store.pg_users"),
+        ("from memhub.store import open_store, pg_ops\n", "memhub.store.pg_ops"),
+        (
+            "import importlib\nM = importlib.import_module('memhub.store.postgres')\n",
+            "memhub.store.postgres",
+        ),
+    ],
+)
+def test_the_checker_finds_a_planted_back_end_import(
+    tmp_path: Path, package: str, planted: str, named: str
+) -> None:
+    root = _tree(tmp_path, {f"{package}/__init__.py": "", f"{package}/bad.py": planted})
+    assert backend_outside_store(root) == [f"{package}/bad.py names {named}"]
+
+
+def test_the_checker_lets_store_name_its_back_end_and_others_the_protocol(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "store/__init__.py": "def open_store():\n    from memhub.store.postgres import P\n",
+            "store/postgres.py": "from memhub.store import pg_jobs, pg_import\n",
+            "memory/ok.py": '"""Over :mod:`memhub.store.pg_import`\'s bulk path."""\n'
+            "from memhub.store import open_store\n"
+            "from memhub.store.protocol import BulkStore, OpsStore\n"
+            "from memhub.store.records import ImportCursor\n"
+            "from memhub.store.api_keys import ApiKey\n"
+            "NOTE = 'the pg_import module, memhub.store.pg_'\n",
+        },
+    )
+    assert backend_outside_store(root) == []

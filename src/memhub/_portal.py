@@ -77,11 +77,11 @@ def _stop_portal() -> None:
     if loop is None or loop.is_closed():
         return
     from memhub.memory.shared import finish_all_engines
-    from memhub.store.database import close_all_databases
+    from memhub.store import close_all_stores
 
     async def shutdown() -> None:
         await finish_all_engines()  # workers first: they use the pools
-        await close_all_databases()
+        await close_all_stores()
 
     # Bounded (the engines' exit_timeout, then the pools' close); at interpreter exit a
     # pool that cannot close cleanly is not worth a traceback.

@@ -139,6 +139,40 @@ async def test_one_bad_job_does_not_hold_back_the_batch(
     assert await _count(db_url, "SELECT count(*) FROM memory_jobs WHERE status = 'parked'") == 1
 
 
+@pytest.mark.parametrize(
+    ("kind", "payload", "reason"),
+    [
+        ("ingest", {"turn_ids": "not a list"}, "payload turn_ids must be a list of integers"),
+        ("ingest", {"turn_ids": [1], "memory_ids": ["x"]}, "payload memory_ids must be a list"),
+        ("ingest", {"turn_ids": [], "done": "3"}, "payload done must be an integer"),
+    ],
+)
+async def test_a_payload_that_does_not_read_is_parked_with_the_reason(
+    settings: MemhubSettings, db_url: str, kind: str, payload: dict[str, object], reason: str
+) -> None:
+    """Read once at claim: the job fails like any attempt (here the only one) and says why;
+    the jobs around it are done."""
+    quiet = settings.model_copy(update={"worker": "off", "job_max_attempts": 1})
+    async with AsyncMemory(settings=quiet) as memory:
+        await memory.add("good one", user_id="a", infer=False)
+        async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+            cur = await conn.execute(
+                "INSERT INTO memory_jobs (kind, user_id, payload) VALUES (%s, 'b', %s)"
+                " RETURNING id",
+                (kind, json.dumps(payload)),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+        await memory.add("good two", user_id="c", infer=False)
+        await memory.wait_idle()
+    assert await _count(db_url, "SELECT count(*) FROM memories") == 2
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute("SELECT id, status, attempts, last_error FROM memory_jobs")
+        (parked,) = await cur.fetchall()
+    assert parked[:3] == (row[0], "parked", 1)
+    assert parked[3].startswith(f"TypeError: job {row[0]}: {reason}")
+
+
 async def test_concurrent_batches_on_one_user_with_duplicates(
     settings: MemhubSettings, db_url: str
 ) -> None:

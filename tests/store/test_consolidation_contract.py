@@ -13,7 +13,7 @@ import pytest
 
 from memhub.errors import MemoryNotFound, StoreError, UsageError
 from memhub.store.protocol import Store
-from memhub.store.records import Lane, NewJob, Scope
+from memhub.store.records import JobPayload, Lane, NewJob, Scope
 from tests.store.contract import INGEST, LEASE, U, V, X, Y, Z, insert, mem, queue
 
 
@@ -159,7 +159,9 @@ async def test_rollback_undoes_every_consolidation_write(store: Store) -> None:
 async def test_enqueued_jobs_and_usage_arrive_with_the_commit(store: Store) -> None:
     later = datetime.now(UTC) + timedelta(hours=1)
     async with store.apply_jobs([], "t", {}) as batch:
-        await batch.enqueue(NewJob("consolidate", U, {"turn_ids": [1]}), None, False)
+        await batch.enqueue(
+            NewJob("consolidate", U, JobPayload.from_json({"turn_ids": [1]})), None, False
+        )
         await batch.enqueue(NewJob("consolidate", V), later, False)
         await batch.record_usage(
             U, "m", {"calls": 2, "prompt_tokens": 30, "completion_tokens": 10}, 4, 1, {"ADD": 1}
@@ -170,7 +172,7 @@ async def test_enqueued_jobs_and_usage_arrive_with_the_commit(store: Store) -> N
     # ids are not compared: PostgreSQL hands them out at the insert, memory:// at the commit
     assert set(jobs) == {("ingest", "u"), ("consolidate", "u"), ("consolidate", "v")}
     assert jobs["ingest", "u"].id == newer
-    assert jobs["consolidate", "u"].payload == {"turn_ids": [1]}
+    assert jobs["consolidate", "u"].payload.to_json() == {"turn_ids": [1]}
     claimed = await store.claim_jobs(Lane(("consolidate",)), 10, LEASE)
     assert [j.scope for j in claimed] == [U]  # V's job waits until later
     stats = await store.usage_stats()

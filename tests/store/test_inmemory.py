@@ -12,7 +12,7 @@ from memhub.errors import StoreError
 from memhub.store.inmemory import InMemoryStore
 from memhub.store.inmemory_text import bm25_scores, stem, terms
 from memhub.store.protocol import Store
-from memhub.store.records import Lane, NewJob, NewTurn, Scope
+from memhub.store.records import JobPayload, Lane, NewJob, NewTurn, Scope
 from tests.store.contract import INGEST, LEASE, U, V, X, Y, Z, insert, mem, queue
 
 
@@ -205,7 +205,8 @@ async def test_two_applies_inserting_the_same_fact_keep_one(store: InMemoryStore
 async def test_a_job_payload_that_is_not_json_is_refused(store: InMemoryStore) -> None:
     with pytest.raises(StoreError, match="JSON"):
         await store.append_turns(
-            [NewTurn("u", "s", "user", "ok")], NewJob("ingest", U, {"x": object()})
+            [NewTurn("u", "s", "user", "ok")],
+            NewJob("ingest", U, JobPayload.from_json({"x": object()})),
         )
     assert await store.recent_turns("u", "s", 10) == []
     assert await store.pending_jobs() == 0

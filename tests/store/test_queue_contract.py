@@ -12,10 +12,13 @@ from uuid import uuid4
 
 import numpy as np
 import pytest
+from psycopg.types.json import Jsonb
 
 from memhub.errors import Conflict
+from memhub.store.inmemory import InMemoryStore
+from memhub.store.postgres import PostgresStore
 from memhub.store.protocol import Store
-from memhub.store.records import Lane, Lease, NewJob, NewMemory, NewTurn, Scope
+from memhub.store.records import JobPayload, Lane, Lease, NewJob, NewMemory, NewTurn, Scope
 
 U, V = Scope(user_id="u"), Scope(user_id="v")
 ORDERED = Lane(("ingest",))
@@ -188,11 +191,15 @@ async def test_consolidation_joins_the_open_window_and_waits_for_ingestion(
 ) -> None:
     window = datetime.now(UTC) + timedelta(seconds=0.5)
     async with store.apply_jobs([], "t", {}) as batch:
-        await batch.enqueue(NewJob("consolidate", U, {"turn_ids": [1]}), window, True)
+        await batch.enqueue(
+            NewJob("consolidate", U, JobPayload.from_json({"turn_ids": [1]})), window, True
+        )
     async with store.apply_jobs([], "t", {}) as batch:
         # ten seconds later by its own clock, but the window is open: it joins
         later = datetime.now(UTC) + timedelta(seconds=10)
-        await batch.enqueue(NewJob("consolidate", U, {"turn_ids": [2]}), later, True)
+        await batch.enqueue(
+            NewJob("consolidate", U, JobPayload.from_json({"turn_ids": [2]})), later, True
+        )
     assert await store.claim_jobs(CONSOLIDATE, 10, A) == [], "the window is still open"
     (ingest,) = await queue(store, U)  # a turn of the window not yet ingested
     await asyncio.sleep(0.6)
@@ -201,7 +208,7 @@ async def test_consolidation_joins_the_open_window_and_waits_for_ingestion(
     async with store.apply_jobs([claimed], A.owner, {}) as batch:
         await batch.complete([ingest])
     calls = await store.claim_jobs(CONSOLIDATE, 10, A)
-    assert [j.payload["turn_ids"] for j in calls] == [[1], [2]], "one window, one claim"
+    assert [j.payload.to_json()["turn_ids"] for j in calls] == [[1], [2]], "one window, one claim"
 
 
 async def test_the_apply_checks_the_facts_it_read(store: Store) -> None:
@@ -260,3 +267,32 @@ async def test_an_erase_before_the_apply_makes_it_fail(store: Store) -> None:
             await batch.insert_memories([fact("too late")], "worker")
     assert await store.list_memories(U, None, 10, True) == []
     assert await store.pending_jobs(V) == 1, "other scopes keep their jobs"
+
+
+async def _plant(store: Store, scope: Scope, raw: object) -> None:
+    """A queued job whose stored JSON is ``raw`` (written by hand, or by another version)."""
+    if isinstance(store, PostgresStore):
+        async with store.database.connection() as conn:
+            await conn.execute(
+                "INSERT INTO memory_jobs (kind, user_id, payload) VALUES ('ingest', %s, %s)",
+                (scope.user_id, Jsonb(raw)),
+            )
+    else:
+        assert isinstance(store, InMemoryStore)
+        store.jobs.add(NewJob("ingest", scope), raw, datetime.now(UTC))  # type: ignore[arg-type]
+
+
+async def test_a_payload_that_does_not_read_is_claimed_with_the_reason(store: Store) -> None:
+    await _plant(store, U, {"turn_ids": "not a list"})
+    (good,) = await queue(store, V)
+    claimed = {job.owner: job for job in await store.claim_jobs(ORDERED, 10, A)}
+    bad = claimed["u"]
+    assert bad.payload == JobPayload() and bad.attempts == 1
+    assert bad.payload_error == f"job {bad.id}: payload turn_ids must be a list of integers"
+    assert claimed["v"].id == good and claimed["v"].payload_error is None
+    assert len(claimed["v"].payload.turns) == 1
+    # the queue's own failure path: counted at claim, parked at the last attempt, with why
+    error = f"TypeError: {bad.payload_error}"
+    assert await store.release_jobs([bad.id], A.owner, error, past(), 1) == 1
+    (parked,) = await store.list_jobs("parked", 10)
+    assert (parked.id, parked.last_error) == (bad.id, error)

@@ -12,7 +12,7 @@ import pytest
 
 from memhub.errors import UsageError
 from memhub.store.protocol import Store
-from memhub.store.records import NewJob, NewTurn
+from memhub.store.records import JobPayload, NewJob, NewTurn
 from tests.store.contract import U
 
 
@@ -20,11 +20,13 @@ async def test_append_turns_numbers_them_and_queues_the_job_with_their_ids(
     store: Store,
 ) -> None:
     turns = [NewTurn("u", "s", "user", "hi"), NewTurn("u", "s", "assistant", "hello")]
-    ids = await store.append_turns(turns, NewJob("ingest", U, {"infer": True}))
+    ids = await store.append_turns(
+        turns, NewJob("ingest", U, JobPayload.from_json({"infer": True}))
+    )
     assert ids == [1, 2]
     assert await store.append_turns([NewTurn("u", "s", "user", "again")], None) == [3]
     (job,) = await store.list_jobs("queued", 10)
-    assert job.payload == {"infer": True, "turn_ids": [1, 2]}
+    assert job.payload.to_json() == {"infer": True, "turn_ids": [1, 2]}
     assert job.scope == U and job.attempts == 0 and job.created_at.tzinfo is not None
 
 
@@ -54,14 +56,14 @@ async def test_many_turns_in_one_call_keep_their_order_and_the_job_only_the_long
     ]
     assert stored[5].created_at == said + timedelta(minutes=5)
     (job,) = await store.list_jobs("queued", 10)
-    assert job.payload == {"turn_ids": [i for n, i in enumerate(ids) if n % 3 != 0]}
+    assert job.payload.to_json() == {"turn_ids": [i for n, i in enumerate(ids) if n % 3 != 0]}
 
 
 async def test_a_job_of_short_term_turns_only_has_no_turn_ids(store: Store) -> None:
     turns = [NewTurn("u", "s", "user", "hi", long_term=False)]
-    await store.append_turns(turns, NewJob("ingest", U, {"infer": False}))
+    await store.append_turns(turns, NewJob("ingest", U, JobPayload.from_json({"infer": False})))
     (job,) = await store.list_jobs("queued", 10)
-    assert job.payload == {"infer": False, "turn_ids": []}
+    assert job.payload.to_json() == {"infer": False, "turn_ids": []}
 
 
 async def test_turn_times_are_naive_utc(store: Store) -> None:

@@ -20,7 +20,7 @@ from memhub.cli.progress import Progress
 from memhub.config import MemhubSettings
 from memhub.errors import UsageError
 from memhub.memory.importer import CheckedItem, Importer, source_identity
-from memhub.store.pg_import import ImportCursor
+from memhub.store.records import ImportCursor
 
 __all__ = ["ImportReport", "database_label", "import_jsonl", "run_import"]
 

@@ -262,12 +262,12 @@ class Consolidator:
     async def prepare(self, store: Store, jobs: Sequence[Job]) -> Plan:
         """The work phase: read, embed and ask the model; nothing is held open meanwhile."""
         scope = fact_scope(jobs[0].scope)
-        turn_ids = [int(t) for job in jobs for t in job.payload.get("turn_ids", [])]
+        turn_ids = [t for job in jobs for t in job.payload.turns]
         runs = {
-            int(t): job.scope.run_id
+            t: job.scope.run_id
             for job in jobs
             if job.scope.run_id is not None
-            for t in job.payload.get("turn_ids", [])
+            for t in job.payload.turns
         }
         plan = Plan(jobs=jobs, scope=scope, turn_ids=turn_ids, runs=runs)
         turns = [t for t in await store.turns_by_ids(turn_ids) if turn_text(t).strip()]
@@ -275,7 +275,7 @@ class Consolidator:
             return plan
         plan.turns = len(turns)
         with operation("consolidate", {"memhub.turns": len(turns)}):
-            if jobs[0].payload.get("memory_type") == PROCEDURAL:
+            if jobs[0].payload.memory_type == PROCEDURAL:
                 await self._procedural(plan, turns)
             else:
                 await self._facts(store, plan, turns)
@@ -306,8 +306,7 @@ class Consolidator:
 
     async def _facts(self, store: Store, plan: Plan, turns: list[Turn]) -> None:
         facts = await self._related(store, plan.scope, turns)
-        instructions = plan.jobs[0].payload.get("instructions")
-        custom = instructions if isinstance(instructions, str) else None
+        custom = plan.jobs[0].payload.instructions
         shown = [ExistingFact(n, f.memory, f.valid_from) for n, f in enumerate(facts, start=1)]
         room = self._room_for_turns(shown, custom)
         while room < self._prompt_budget // 4 and shown:

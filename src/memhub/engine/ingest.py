@@ -13,6 +13,7 @@ from memhub.engine.text import memory_hash, turn_text
 from memhub.messages import Message, serialize
 from memhub.store.records import (
     IdempotencyKey,
+    JobPayload,
     NewJob,
     NewMemory,
     NewTurn,
@@ -45,7 +46,7 @@ def turns_and_job(
     session_id: str | None,
     metadata: dict[str, Any] | None,
     created_at: datetime | None,
-    job_payload: dict[str, Any] | None,
+    job_payload: JobPayload | None,
     remember_roles: Collection[str] | None = None,
     memory_type: str | None = None,
 ) -> tuple[list[NewTurn], NewJob | None]:
@@ -55,9 +56,9 @@ def turns_and_job(
     others are stored as turns only. No such message means no job.
 
     With a job, each long-term turn that says something carries the memory it becomes
-    (:class:`PendingMemory`, of ``memory_type``), written with it: the job's payload gets
-    their ids (``memory_ids``, paired with its ``turn_ids``), so the ingest job fills in
-    the vectors of those very rows.
+    (:class:`PendingMemory`, of ``memory_type``), written with it under the ids of the
+    payload's ``memory_ids`` (paired with its ``turn_ids``), so the ingest job fills in the
+    vectors of those very rows.
     """
     session = session_id or scope.run_id or DEFAULT_SESSION
     long_term = [remember_roles is None or m.role in remember_roles for m in messages]
@@ -65,10 +66,9 @@ def turns_and_job(
     assigned: list[uuid.UUID] = []
     if job_payload is not None and any(long_term):
         job = NewJob(kind=INGEST_JOB, scope=scope, payload=job_payload)
-        assigned = [uuid.UUID(str(i)) for i in job_payload.get("memory_ids", [])]
+        assigned = list(job_payload.memory_ids or ())
     ids = iter(assigned)
-    raw_expiry = None if job_payload is None else job_payload.get("expires_at")
-    expires = None if raw_expiry is None else datetime.fromisoformat(str(raw_expiry))
+    expires = None if job_payload is None else job_payload.expires_at
     turns = []
     for message, remembered in zip(messages, long_term, strict=True):
         memory_id = next(ids, None) if remembered else None
@@ -110,11 +110,9 @@ def long_term_roles(
     return frozenset((present if wanted is None else present & wanted) - {SYSTEM_ROLE})
 
 
-def assigned_memory_ids(payload: dict[str, Any]) -> dict[int, uuid.UUID]:
+def assigned_memory_ids(payload: JobPayload) -> dict[int, uuid.UUID]:
     """Turn id -> the memory id ``add()`` promised for it (``infer=False`` jobs carry them)."""
-    turn_ids = payload.get("turn_ids", [])
-    memory_ids = payload.get("memory_ids", [])
-    return {int(t): uuid.UUID(str(m)) for t, m in zip(turn_ids, memory_ids, strict=False)}
+    return dict(zip(payload.turns, payload.memory_ids or (), strict=False))
 
 
 def idempotency(key: str, turns: Sequence[NewTurn], job: NewJob | None) -> IdempotencyKey:
@@ -130,7 +128,7 @@ def idempotency(key: str, turns: Sequence[NewTurn], job: NewJob | None) -> Idemp
             [t.user_id, t.session_id, t.role, t.message, t.agent_id, t.metadata, t.created_at]
             for t in turns
         ],
-        "job": None if job is None else [job.kind, job.payload],
+        "job": None if job is None else [job.kind, job.payload.to_json()],
     }
     encoded = json.dumps(request, sort_keys=True, default=str).encode("utf-8")
     return IdempotencyKey(owner=owner, key=key, fingerprint=hashlib.sha256(encoded).hexdigest())

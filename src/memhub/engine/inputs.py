@@ -28,7 +28,6 @@ __all__ = [
     "check_limit",
     "check_metadata",
     "check_text",
-    "expiry",
     "normalize_messages",
     "parse_expiration",
     "parse_timestamp",
@@ -289,9 +288,3 @@ def parse_expiration(value: object) -> datetime | None:
             raise UsageError("expiration_date must be before 9999-12-31")
         return datetime.combine(value + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
     return parse_timestamp(value)
-
-
-def expiry(expiration_date: object) -> dict[str, str]:
-    """The job payload's ``expires_at`` for ``add(expiration_date=...)`` (none: ``{}``)."""
-    expires = parse_expiration(expiration_date)
-    return {} if expires is None else {"expires_at": expires.isoformat()}

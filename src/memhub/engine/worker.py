@@ -25,7 +25,7 @@ from typing import Any
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator, fact_scope
 from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
-from memhub.engine.job_payload import call_groups, done_of, expires_at_of, turn_ids_of
+from memhub.engine.job_payload import call_groups
 from memhub.engine.text import turn_text
 from memhub.errors import Conflict, ProviderOutputError, StoreUnavailable
 from memhub.store.protocol import JobBatch, Store
@@ -247,10 +247,16 @@ class Worker:
 
     async def _work(self, jobs: list[Job]) -> int:
         async with self._heartbeat(jobs):
-            unknown = [job for job in jobs if job.kind not in (INGEST_JOB, CONSOLIDATE_JOB)]
-            for job in unknown:
-                await self._failed([job], ValueError(f"unknown job kind {job.kind!r}"))
-            known = [job for job in jobs if job not in unknown]
+            failed: set[int] = set()
+            for job in jobs:
+                if job.kind not in (INGEST_JOB, CONSOLIDATE_JOB):
+                    await self._failed([job], ValueError(f"unknown job kind {job.kind!r}"))
+                elif job.payload_error is not None:  # read at claim: fails as any attempt
+                    await self._failed([job], TypeError(job.payload_error))
+                else:
+                    continue
+                failed.add(job.id)
+            known = [job for job in jobs if job.id not in failed]
             if not known:
                 return 0
             if known[0].kind == CONSOLIDATE_JOB:
@@ -363,7 +369,9 @@ class Worker:
                 log.warning("worker: ingest batch failed (%s); retrying its jobs one by one", exc)
                 for job in rest:
                     await self._ingest_one(job, finished)
-        self.turns_done += sum(len(turn_ids_of(j)) - done_of(j) for j in jobs if j.id in finished)
+        self.turns_done += sum(
+            len(j.payload.turns) - j.payload.progress for j in jobs if j.id in finished
+        )
         return len(finished)
 
     async def _ingest_one(self, job: Job, finished: set[int]) -> None:
@@ -379,12 +387,12 @@ class Worker:
         items = [
             (job, index, turn_id)
             for job in jobs
-            for index, turn_id in enumerate(turn_ids_of(job))
-            if index >= done_of(job)
+            for index, turn_id in enumerate(job.payload.turns)
+            if index >= job.payload.progress
         ]
-        last = {job.id: len(turn_ids_of(job)) - 1 for job in jobs}
+        last = {job.id: len(job.payload.turns) - 1 for job in jobs}
         chunk = max(1, self.config.ingest_chunk)
-        empty = [job for job in jobs if last[job.id] < done_of(job)]
+        empty = [job for job in jobs if last[job.id] < job.payload.progress]
         for start in range(0, max(len(items), 1), chunk):
             if start and self._stopping.is_set():
                 await self._give_back([j for j in jobs if j.id not in finished])
@@ -410,7 +418,7 @@ class Worker:
         for (job, turn), vector in zip(said, vectors, strict=True):
             ids = assigned_memory_ids(job.payload)  # the ids add() already returned
             made = memories_from_turns([turn], job.scope, [vector], _memory_type(self, job), ids)
-            expires = expires_at_of(job)
+            expires = job.payload.expires_at
             memories += [replace(m, expires_at=expires) for m in made] if expires else made
         jobs = {job.id: job for job, _, _ in part} | {job.id: job for job in empty}
         complete = [job for job, index, _ in part if index == last[job.id]] + list(empty)
@@ -427,11 +435,9 @@ class Worker:
         finished.update(job.id for job in complete)
 
     async def _follow_up(self, batch: JobBatch, job: Job) -> None:
-        if self.consolidator is None or not job.payload.get("infer"):
+        if self.consolidator is None or not job.payload.infer:
             return
-        follow_up = {
-            k: v for k, v in job.payload.items() if k not in ("infer", "done", "memory_ids")
-        }
+        follow_up = replace(job.payload, infer=None, done=None, memory_ids=None)
         window = job.created_at + timedelta(seconds=self.config.consolidation_delay)
         await batch.enqueue(
             NewJob(kind=CONSOLIDATE_JOB, scope=job.scope, payload=follow_up),
@@ -478,7 +484,6 @@ class Worker:
 
 
 def _memory_type(worker: Worker, job: Job) -> str | None:
-    if worker.consolidator is not None and job.payload.get("infer"):
+    if worker.consolidator is not None and job.payload.infer:
         return TURN_MEMORY
-    memory_type = job.payload.get("memory_type")
-    return memory_type if isinstance(memory_type, str) else None
+    return job.payload.memory_type

@@ -22,7 +22,8 @@ from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from memhub.config import EnvSettings
-from memhub.memory.admin import ApiKey, AsyncAdmin, hash_key, keys_equal
+from memhub.memory.admin import AsyncAdmin
+from memhub.store.api_keys import ApiKey, hash_key, keys_equal
 
 log = logging.getLogger("memhub.server")
 

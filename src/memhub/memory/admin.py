@@ -1,7 +1,8 @@
 """``AsyncAdmin``: tenants, API keys, users and the job queue, for the server, MCP and CLI.
 
-It runs on the engine of the :class:`AsyncMemory` it is given (one pool per process) and
-needs PostgreSQL: keys, tenants and the queue's history live only there.
+It runs on the engine of the :class:`AsyncMemory` it is given (one pool per process), over the
+store's protocol: keys through :class:`KeyStore` (every back end), the operator views through
+:class:`OpsStore`, which only PostgreSQL's store has.
 """
 
 from __future__ import annotations
@@ -11,21 +12,14 @@ import binascii
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from memhub.errors import ConfigurationError, UsageError
 from memhub.memory.async_memory import AsyncMemory
-from memhub.store import pg_consolidation, pg_jobs, pg_ops, pg_quota, pg_users
-from memhub.store.api_keys import ApiKey, hash_key, keys_equal
-from memhub.store.database import AsyncConn
-from memhub.store.errors import translate_errors
-from memhub.store.pg_ops import DailyUsage
-from memhub.store.pg_users import ScopeRow, UserRow
-from memhub.store.postgres import PostgresStore
-from memhub.store.protocol import Store
-from memhub.store.records import Job
+from memhub.store.api_keys import ApiKey
+from memhub.store.protocol import OpsStore, Store
+from memhub.store.records import DailyUsage, Job, ScopeRow, UserRow
 
 __all__ = [
     "ApiKey",
@@ -35,8 +29,6 @@ __all__ = [
     "ScopeRow",
     "UserPage",
     "UserRow",
-    "hash_key",
-    "keys_equal",
 ]
 
 TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -98,16 +90,13 @@ class AsyncAdmin:
     async def _store(self) -> Store:
         return (await self.memory._engine()).store
 
-    @asynccontextmanager
-    async def _connection(self, action: str) -> AsyncIterator[AsyncConn]:
+    async def _ops(self, action: str) -> OpsStore:
         # Same package as AsyncMemory: the admin API shares its engine rather than opening
         # a pool of its own.
-        store = (await self.memory._engine()).store
-        if not isinstance(store, PostgresStore):
+        store = await self._store()
+        if not isinstance(store, OpsStore):
             raise ConfigurationError(f"{action} needs PostgreSQL (not the memory:// store)")
-        with translate_errors(action):
-            async with store.database.connection() as conn:
-                yield conn
+        return store
 
     # -- tenants and keys -------------------------------------------------------------------
     async def create_key(
@@ -181,10 +170,8 @@ class AsyncAdmin:
         _check_tenant(tenant)
         after = None if cursor is None else _after(cursor)
         prefix = None if tenant is None else f"{tenant}:"
-        async with self._connection("listing users") as conn:
-            rows = await pg_users.list_users(
-                conn, prefix=prefix, after=after, limit=limit, offset=offset
-            )
+        ops = await self._ops("listing users")
+        rows = await ops.list_users(prefix=prefix, after=after, limit=limit, offset=offset)
         more = len(rows) == limit
         return UserPage(rows, _cursor_of(rows[-1].user_id) if more else None)
 
@@ -199,40 +186,39 @@ class AsyncAdmin:
             raise UsageError("limit must be at least 1")
         _check_tenant(tenant)
         prefix = None if tenant is None else f"{tenant}:"
-        async with self._connection("listing scopes") as conn:
-            return await pg_users.list_scopes(conn, prefix=prefix, limit=limit)
+        ops = await self._ops("listing scopes")
+        return await ops.list_scopes(prefix=prefix, limit=limit)
 
     async def memory_owner(self, memory_id: uuid.UUID) -> dict[str, str | None] | None:
         """A memory's stored scope ids (found through its history once deleted), or None."""
-        async with self._connection("finding a memory's owner") as conn:
-            return await pg_users.memory_owner(conn, memory_id)
+        return await (await self._ops("finding a memory's owner")).memory_owner(memory_id)
 
     async def queued_jobs(self, tenant: str, cap: int) -> int:
         """A tenant's queued jobs, counted up to ``cap + 1`` at most (a quota check)."""
-        async with self._connection("counting a tenant's queued jobs") as conn:
-            return await pg_quota.queued_jobs_with_prefix(conn, f"{tenant}:", cap)
+        ops = await self._ops("counting a tenant's queued jobs")
+        return await ops.queued_jobs_with_prefix(f"{tenant}:", cap)
 
     # -- the job queue ----------------------------------------------------------------------
     async def job_stats(self, days: int = 14) -> JobStats:
         """Queued and parked jobs (in total and per kind), LLM usage in total and per day."""
-        async with self._connection("reading job statistics") as conn:
-            counts = await pg_jobs.job_counts(conn)
-            usage = await pg_consolidation.usage_stats(conn)
-            by_kind = await pg_ops.queue_by_kind(conn)
-            daily = await pg_ops.usage_per_day(conn, days)
+        ops = await self._ops("reading job statistics")
+        store = await self._store()
+        counts = await store.job_counts()
+        usage = await store.usage_stats()
+        by_kind = await ops.queue_by_kind()
+        daily = await ops.usage_per_day(days)
         return JobStats(counts["queued"], counts["parked"], usage, by_kind, daily)
 
     async def parked_jobs(self, limit: int = 100) -> list[Job]:
         """Jobs that failed every attempt, oldest first, with their last error."""
-        async with self._connection("listing parked jobs") as conn:
-            return await pg_jobs.list_jobs(conn, "parked", limit)
+        await self._ops("listing parked jobs")  # an operator view, as the others: PostgreSQL
+        return await (await self._store()).list_jobs("parked", limit)
 
     async def retry_parked(self, job_ids: list[int] | None = None) -> int:
         """Queue parked jobs again (all when ``job_ids`` is None); returns how many."""
-        async with self._connection("requeueing parked jobs") as conn:
-            return await pg_jobs.requeue_parked(conn, job_ids)
+        await self._ops("requeueing parked jobs")
+        return await (await self._store()).requeue_parked(job_ids)
 
     async def ping(self) -> None:
         """One round trip to the database; raises :class:`StoreUnavailable` if it is down."""
-        async with self._connection("checking health") as conn:
-            await pg_ops.ping(conn)
+        await (await self._ops("checking health")).ping()

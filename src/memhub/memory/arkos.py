@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memhub.engine.consolidate import TURN_MEMORY
@@ -61,9 +62,9 @@ class ArkosMethods(MemoryCore):
         if not isinstance(message, Message):
             raise UsageError(f"expected a memhub Message, got {type(message).__name__}")
         check_text("message content", message.content, self.limits, allow_empty=True)
-        payload = self._job_payload(True) if self.use_long_term else None
-        if payload is not None:
-            payload["memory_ids"] = [str(uuid.uuid4())]  # written with the turn, as add()'s
+        payload = None
+        if self.use_long_term:  # the turn's memory is written with it, as add()'s
+            payload = replace(self._job_payload(True), memory_ids=(uuid.uuid4(),))
         # ARKOS queues every turn it is given, system messages too ("use_long_term"); the
         # raw-mode rule for system messages is add()'s (Mem0's).
         turns, job = turns_and_job(

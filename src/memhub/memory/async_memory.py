@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from itertools import islice
 from typing import Any
@@ -20,7 +21,6 @@ from memhub.engine.inputs import (
     check_id,
     check_limit,
     check_text,
-    expiry,
     normalize_messages,
     parse_timestamp,
     scope_of,
@@ -135,14 +135,14 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         said_at = parse_timestamp(timestamp)
         retry_key = self._optional_id("idempotency_key", idempotency_key)
         new_id = id_source(scope, retry_key)
-        payload = self._job_payload(infer, new_id("event"), memory_type) | expiry(expiration_date)
+        payload = self._job_payload(infer, new_id("event"), memory_type, expiration_date)
         one_per_turn = not infer or not self.extracts_facts
         roles = long_term_roles(remember_roles, one_per_turn, items)
         kept = [m for m in items if roles is None or m.role in roles]
         # Every long-term turn's memory is written with it, under an id chosen now: with an
         # LLM it is the raw turn, findable until the facts extracted from it replace it.
         memory_ids = [new_id(str(n)) for n in range(len(kept))]
-        payload["memory_ids"] = [str(i) for i in memory_ids]
+        payload = replace(payload, memory_ids=tuple(memory_ids))
         turns, job = turns_and_job(
             items,
             scope,
@@ -151,7 +151,7 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
             created_at=said_at,
             job_payload=payload,
             remember_roles=roles,
-            memory_type=payload.get("memory_type") if one_per_turn else TURN_MEMORY,
+            memory_type=payload.memory_type if one_per_turn else TURN_MEMORY,
         )
         key = None if retry_key is None else idempotency(retry_key, turns, job)
         engine = await self._engine()

@@ -13,7 +13,7 @@ from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
 from memhub.engine.inputs import parse_timestamp
 from memhub.errors import UsageError
 from memhub.messages import Message
-from memhub.store.records import NewJob, Scope
+from memhub.store.records import JobPayload, NewJob, Scope
 
 __all__ = [
     "QUEUED_MESSAGE",
@@ -117,7 +117,7 @@ def queued_facts(event_id: str, turn_ids: list[int]) -> dict[str, Any]:
 def queued_answer(
     job: NewJob | None,
     one_per_turn: bool,
-    payload: Mapping[str, Any],
+    payload: JobPayload,
     memory_ids: Sequence[UUID],
     messages: Sequence[Message],
     turn_ids: list[int],
@@ -126,7 +126,7 @@ def queued_answer(
     if job is None:
         return {"results": [], "status": "DONE", "queued_turn_ids": turn_ids}
     if not one_per_turn:
-        return queued_facts(str(payload["event_id"]), turn_ids)
+        return queued_facts(str(payload.event_id), turn_ids)
     return queued_memories(memory_ids, messages, turn_ids)
 
 

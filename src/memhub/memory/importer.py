@@ -3,7 +3,7 @@
 What ``memhub import`` needs below the command line. A record is checked as ``add()`` checks
 its arguments; a batch of them becomes turns, memories (text first: keyword-searchable when
 the batch commits, embedded by the worker's ingest job), jobs and the input's cursor, in one
-transaction (:mod:`memhub.store.pg_import`).
+transaction (the store's :class:`BulkStore`, which only PostgreSQL's has).
 """
 
 from __future__ import annotations
@@ -31,11 +31,18 @@ from memhub.engine.inputs import (
 from memhub.errors import UsageError
 from memhub.memory.async_memory import AsyncMemory
 from memhub.memory.shared import embedder_from_settings
-from memhub.store import pg_import
-from memhub.store.errors import translate_errors
-from memhub.store.pg_import import ImportBatch, ImportCursor
-from memhub.store.postgres import PostgresStore
-from memhub.store.records import NewJob, NewMemory, NewTurn, Scope, Turn
+from memhub.store import open_store
+from memhub.store.protocol import BulkStore, Store
+from memhub.store.records import (
+    ImportBatch,
+    ImportCursor,
+    JobPayload,
+    NewJob,
+    NewMemory,
+    NewTurn,
+    Scope,
+    Turn,
+)
 
 __all__ = ["CheckedItem", "ImportRecord", "Importer", "source_identity"]
 
@@ -69,7 +76,7 @@ class CheckedItem:
     scope: Scope
     turns: list[NewTurn]
     one_per_turn: bool  # else an LLM extracts facts from the turns (one job per item)
-    payload: dict[str, Any]
+    payload: JobPayload
 
 
 def source_identity(path: str | Path) -> ImportCursor:
@@ -98,31 +105,41 @@ class Importer:
         self.settings = settings
         self.infer = infer
         self.limits = Limits.from_settings(settings)
-        self._store: PostgresStore | None = None
+        self._store: Store | None = None
+        self._bulk: BulkStore | None = None
 
     async def __aenter__(self) -> Importer:
-        store = await PostgresStore.open(self.settings)
+        store = await open_store(self.settings)
         try:
+            if not isinstance(store, BulkStore):
+                raise UsageError("memhub import writes to PostgreSQL; this store has no bulk path")
             # Refuse an embedder the database does not record now, not at the first job.
             embedder = embedder_from_settings(self.settings)
             await store.ensure_embedding_space(embedder.model_name, embedder.dimension)
         except BaseException:
             await store.aclose()
             raise
-        self._store = store
+        self._store, self._bulk = store, store
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        store, self._store = self._store, None
+        store, self._store, self._bulk = self._store, None, None
         if store is not None:
             await store.aclose()
 
     @property
-    def store(self) -> PostgresStore:
+    def store(self) -> Store:
         """The open store (inside ``async with``)."""
         if self._store is None:
             raise RuntimeError("Importer is used outside `async with`")
         return self._store
+
+    @property
+    def bulk(self) -> BulkStore:
+        """The open store's bulk writes (inside ``async with``)."""
+        if self._bulk is None:
+            raise RuntimeError("Importer is used outside `async with`")
+        return self._bulk
 
     def check(self, record: ImportRecord) -> CheckedItem:
         """Check ``record`` as ``add()`` checks its arguments.
@@ -136,9 +153,8 @@ class Importer:
         said_at = parse_timestamp(record.timestamp)
         infer = self.infer if record.infer is None else record.infer
         one_per_turn = not infer or not self.settings.llm_configured
-        payload: dict[str, Any] = {"infer": not one_per_turn}
-        if self.settings.custom_instructions and not one_per_turn:
-            payload["instructions"] = self.settings.custom_instructions
+        instructions = None if one_per_turn else self.settings.custom_instructions or None
+        payload = JobPayload(infer=not one_per_turn, instructions=instructions)
         turns, _ = turns_and_job(
             messages,
             scope,
@@ -151,24 +167,17 @@ class Importer:
 
     async def cursor(self, source: ImportCursor) -> ImportCursor | None:
         """Where an earlier import of ``source`` stopped (None: never started)."""
-        async with self.store.database.connection() as conn:
-            with translate_errors("reading the import cursor"):
-                return await pg_import.read_cursor(conn, source.source)
+        return await self.bulk.import_cursor(source.source)
 
     async def forget(self, source: ImportCursor) -> None:
         """Drop ``source``'s cursor: the next import of it starts from the first item."""
-        async with self.store.database.connection() as conn:
-            with translate_errors("resetting the import cursor"):
-                await pg_import.reset_cursor(conn, source.source)
+        await self.bulk.reset_import_cursor(source.source)
 
     async def write(self, items: Sequence[CheckedItem], cursor: ImportCursor | None) -> int:
         """Store ``items`` and move ``cursor`` in one transaction; returns the turns written."""
         count = sum(len(item.turns) for item in items)
-        async with self.store.database.connection() as conn:
-            with translate_errors("importing a batch"):
-                ids = await pg_import.reserve_turn_ids(conn, count) if count else []
-                batch = _batch(items, ids, cursor)
-                await pg_import.write_batch(conn, batch)
+        ids = await self.bulk.reserve_turn_ids(count) if count else []
+        await self.bulk.write_import(_batch(items, ids, cursor))
         return count
 
     async def pending_jobs(self) -> int:
@@ -211,8 +220,10 @@ def _batch(
         stored = [(next(next_id), turn) for turn in item.turns]
         turns += stored
         if not item.one_per_turn:  # as add() queues them: the LLM sees one item's turns
-            payload = {**item.payload, "event_id": str(uuid.uuid4())}
-            payload["turn_ids"] = [turn_id for turn_id, _ in stored]
+            turn_ids = tuple(turn_id for turn_id, _ in stored)
+            payload = dataclasses.replace(
+                item.payload, event_id=str(uuid.uuid4()), turn_ids=turn_ids
+            )
             jobs.append(NewJob(INGEST_JOB, item.scope, payload))
             continue
         for turn_id, turn in stored:
@@ -226,12 +237,12 @@ def _batch(
     for scope, pairs in pending.items():
         for start in range(0, len(pairs), _TURNS_PER_JOB):
             part = pairs[start : start + _TURNS_PER_JOB]
-            payload = {
-                "infer": False,
-                "event_id": str(uuid.uuid4()),
-                "turn_ids": [turn_id for turn_id, _ in part],
-                "memory_ids": [str(memory_id) for _, memory_id in part],
-            }
+            payload = JobPayload(
+                infer=False,
+                event_id=str(uuid.uuid4()),
+                turn_ids=tuple(turn_id for turn_id, _ in part),
+                memory_ids=tuple(memory_id for _, memory_id in part),
+            )
             jobs.append(NewJob(INGEST_JOB, scope, payload))
     stamped = [(turn_id, _stamped(turn, now)) for turn_id, turn in turns]
     return ImportBatch(turns=stamped, memories=memories, jobs=jobs, cursor=cursor)

@@ -1,8 +1,8 @@
 """Re-embedding every memory with the configured embedder: the steps of ``memhub reembed``.
 
-The SQL is in :mod:`memhub.store.pg_reembed`; this module orders the steps, asks for
-confirmation through a callback and reports through another, so the command line only
-draws them.
+The store does each step (its :class:`BulkStore`, which only PostgreSQL's has); this module
+orders them, asks for confirmation through a callback and reports through another, so the
+command line only draws them.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from collections.abc import Callable
 from memhub.config import MemhubSettings
 from memhub.errors import UsageError
 from memhub.memory.shared import embedder_from_settings
-from memhub.store import pg_reembed
-from memhub.store.database import AsyncConn, acquire_database, release_database
-from memhub.store.errors import translate_errors
-from memhub.store.pg_space import ensure_embedding_space
+from memhub.store import open_store
+from memhub.store.protocol import BulkStore, Embed
+from memhub.store.records import EmbeddingSpace
 
 __all__ = ["ReembedProgress", "reembed"]
 
@@ -59,54 +58,52 @@ async def reembed(
     """
     report = progress or ReembedProgress()
     embedder = embedder_from_settings(settings)
-    database = await acquire_database(settings)
+    store = await open_store(settings)
     try:
+        if not isinstance(store, BulkStore):
+            raise UsageError("memhub reembed works on PostgreSQL; memory:// has no stored vectors")
         dimension = int((await embedder.embed(["dimension probe"])).shape[1])
         model = embedder.model_name
-        async with database.connection() as conn:
-            with translate_errors("re-embedding memories"):
-                old = await pg_reembed.recorded_space(conn)
-                if old.model is None:
-                    await ensure_embedding_space(conn, model, dimension)
-                    report.say(f"no embeddings recorded yet; the database now uses {model}")
-                    return 0
-                if old == pg_reembed.EmbeddingSpace(model, dimension) and not force:
-                    report.say(f"memories are already embedded with {model} ({dimension})")
-                    return 0
-                await _confirm(conn, confirm, old, pg_reembed.EmbeddingSpace(model, dimension))
-                if await pg_reembed.prepare(conn, model, dimension):
-                    report.say("resuming an interrupted re-embedding")
-                done = await _fill(conn, embedder.embed, batch, report)
-                report.say("building the vector index...")
-                await pg_reembed.build_index(conn)
-                done += await pg_reembed.swap(conn, model, dimension, embedder.embed)
+        old = await store.embedding_space()
+        if old.model is None:
+            await store.ensure_embedding_space(model, dimension)
+            report.say(f"no embeddings recorded yet; the database now uses {model}")
+            return 0
+        if old == EmbeddingSpace(model, dimension) and not force:
+            report.say(f"memories are already embedded with {model} ({dimension})")
+            return 0
+        await _confirm(store, confirm, old, EmbeddingSpace(model, dimension))
+        if await store.prepare_reembed(model, dimension):
+            report.say("resuming an interrupted re-embedding")
+        done = await _fill(store, embedder.embed, batch, report)
+        report.say("building the vector index...")
+        await store.build_reembed_index()
+        done += await store.swap_embeddings(model, dimension, embedder.embed)
         report.say(f"re-embedded {done} memories; the database now uses {model} ({dimension})")
         return done
     finally:
-        await release_database(database)
+        await store.aclose()
         await embedder.aclose()
 
 
 async def _confirm(
-    conn: AsyncConn,
+    store: BulkStore,
     confirm: Callable[[str], bool] | None,
-    old: pg_reembed.EmbeddingSpace,
-    new: pg_reembed.EmbeddingSpace,
+    old: EmbeddingSpace,
+    new: EmbeddingSpace,
 ) -> None:
     if confirm is None:
         return
     question = (
-        f"re-embed {await pg_reembed.count_memories(conn)} memories from {old.model} "
+        f"re-embed {await store.count_memories()} memories from {old.model} "
         f"({old.dimension} dimensions) to {new.model} ({new.dimension} dimensions)?"
     )
     if not confirm(question):
         raise UsageError("reembed cancelled; nothing was changed")
 
 
-async def _fill(
-    conn: AsyncConn, embed: pg_reembed.Embed, batch: int, report: ReembedProgress
-) -> int:
-    report.start(await pg_reembed.count_pending(conn))
-    done = await pg_reembed.catch_up(conn, embed, batch, report.update)
+async def _fill(store: BulkStore, embed: Embed, batch: int, report: ReembedProgress) -> int:
+    report.start(await store.reembed_pending())
+    done = await store.reembed_pass(embed, batch, report.update)
     report.finish()
     return done

@@ -29,8 +29,7 @@ from memhub.engine.prompts import reply_tokens
 from memhub.engine.worker import Worker, WorkerConfig
 from memhub.errors import StoreUnavailable
 from memhub.llm import LLM, create_llm
-from memhub.store.inmemory import InMemoryStore
-from memhub.store.postgres import PostgresStore
+from memhub.store import close_all_stores, open_store
 from memhub.store.protocol import Store
 from memhub.store.records import Scope
 
@@ -40,7 +39,6 @@ __all__ = [
     "close_all_engines",
     "embedder_from_settings",
     "finish_all_engines",
-    "open_store",
     "release_engine",
     "settings_fingerprint",
 ]
@@ -225,22 +223,13 @@ async def _finish_when_cancelled() -> None:
         await loop.create_future()
     except asyncio.CancelledError:
         if _engines.count():
-            from memhub.store.database import close_all_databases
-
             await finish_all_engines()
             with contextlib.suppress(Exception):
-                await close_all_databases()
+                await close_all_stores()
         raise
     finally:
         if _guards.get(loop) is asyncio.current_task():
             del _guards[loop]  # the task holds the loop: keep no finished one
-
-
-async def open_store(settings: MemhubSettings) -> Store:
-    """The store the settings name: ``memory://`` in-process, PostgreSQL otherwise."""
-    if (settings.database_url or "").startswith("memory://"):
-        return await InMemoryStore.open(settings)
-    return await PostgresStore.open(settings)
 
 
 async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> Engine:

@@ -29,6 +29,7 @@ from memhub.store.inmemory_tables import Tables
 from memhub.store.protocol import QueryVector, Vector, query_vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
+    JOB_TURN_IDS,
     Candidate,
     HistoryEvent,
     IdempotencyKey,
@@ -114,7 +115,7 @@ class InMemoryStore(InMemoryKeys):
         if job is not None:
             check_text(action, 255, **job.scope.as_dict())
             check_text(action, kind=job.kind)
-            payload = jsonb(job.payload, action)
+            payload = jsonb(job.payload.to_json(), action)
         now = utc_now()
         async with self.lock:
             if idempotency is not None:
@@ -135,7 +136,7 @@ class InMemoryStore(InMemoryKeys):
                 )
             if job is not None:
                 wanted = [i for i, t in zip(ids, turns, strict=True) if t.long_term]
-                self.jobs.add(job, {**payload, "turn_ids": wanted}, now)
+                self.jobs.add(job, {**payload, JOB_TURN_IDS: wanted}, now)
                 for turn_id, t in zip(ids, turns, strict=True):
                     if t.memory is not None:
                         self.tables.add_pending(job.scope, self._turns[turn_id], t.memory, now)

@@ -80,7 +80,7 @@ class InMemoryBatch:
         await self._run(lambda: self.progressed.__setitem__(job_id, done))
 
     async def enqueue(self, job: NewJob, run_after: datetime | None, join_window: bool) -> None:
-        payload = jsonb(job.payload, "queueing a job")
+        payload = jsonb(job.payload.to_json(), "queueing a job")
         when = None if run_after is None else as_utc(run_after, run_after)
         await self._run(lambda: self.enqueued.append((job, payload, when, join_window)))
 

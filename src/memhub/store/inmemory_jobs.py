@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from memhub.store.records import Job, Lane, Lease, NewJob, Scope
+from memhub.store.records import JOB_DONE, JOB_TURN_IDS, Job, Lane, Lease, NewJob, Scope
 
 __all__ = ["JobQueue", "ScopeLocks"]
 
@@ -43,7 +43,7 @@ class _Row:
         return self.scope.owner
 
     def job(self) -> Job:
-        return Job(
+        return Job.stored(
             id=self.id,
             kind=self.kind,
             scope=self.scope,
@@ -210,7 +210,7 @@ class JobQueue:
     def set_progress(self, job_id: int, done: int, until: datetime) -> None:
         row = self._rows.get(job_id)
         if row is not None:
-            row.payload["done"] = done
+            row.payload[JOB_DONE] = done
             row.lease_until = max(row.lease_until or until, until)
 
     def pending_for_turns(
@@ -223,7 +223,7 @@ class JobQueue:
             if row.status == "queued"
             and row.owner == scope.owner
             and (kinds is None or row.kind in kinds)
-            and wanted.intersection(row.payload.get("turn_ids", []))
+            and wanted.intersection(row.payload.get(JOB_TURN_IDS, []))
         )
 
     def pending(self, scope: Scope | None) -> int:

@@ -19,7 +19,7 @@ from memhub.store.database import AsyncConn, Database
 from memhub.store.errors import translate_errors
 from memhub.store.pg_consolidation import PgConsolidationWrites, batch_step
 from memhub.store.pg_jobs import lock_scopes
-from memhub.store.records import Job, NewJob
+from memhub.store.records import JOB_DONE, Job, NewJob
 
 __all__ = ["PgJobBatch", "apply_jobs"]
 
@@ -39,9 +39,9 @@ class PgJobBatch(PgConsolidationWrites):
     async def progress(self, job_id: int, done: int) -> None:
         """Record that the first ``done`` turns of a job are stored (large jobs go in parts)."""
         await self.conn.execute(
-            "UPDATE memory_jobs SET payload = jsonb_set(payload, '{done}', to_jsonb(%s::int)),"
+            "UPDATE memory_jobs SET payload = jsonb_set(payload, %s::text[], to_jsonb(%s::int)),"
             " lease_until = greatest(lease_until, now() + interval '30 seconds') WHERE id = %s",
-            (done, job_id),
+            ([JOB_DONE], done, job_id),
         )
 
     @batch_step
@@ -64,7 +64,7 @@ class PgJobBatch(PgConsolidationWrites):
                 "u": job.scope.user_id,
                 "a": job.scope.agent_id,
                 "r": job.scope.run_id,
-                "payload": Jsonb(job.payload),
+                "payload": Jsonb(job.payload.to_json()),
                 "join": join_window,
                 "owner": job.scope.owner,
                 "at": run_after,

@@ -11,7 +11,7 @@ from psycopg.types.json import Jsonb
 
 from memhub.errors import UsageError
 from memhub.store.database import AsyncConn
-from memhub.store.records import IdempotencyKey, NewJob, NewTurn, Turn
+from memhub.store.records import JOB_TURN_IDS, IdempotencyKey, NewJob, NewTurn, Turn
 
 __all__ = ["append_turns", "recent_turns", "turns_by_ids"]
 
@@ -70,7 +70,7 @@ _INSERT_JOB = (
     ", job AS ("
     " INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
     " SELECT %(kind)s, %(job_user_id)s, %(job_agent_id)s, %(job_run_id)s,"
-    "  %(payload)s::jsonb || jsonb_build_object('turn_ids',"
+    "  %(payload)s::jsonb || jsonb_build_object(%(turn_ids_key)s::text,"
     "  coalesce(jsonb_agg(t.id ORDER BY t.id) FILTER (WHERE new.long_term), '[]'::jsonb))"
     " FROM turns t JOIN new USING (ord))"
 )
@@ -122,7 +122,8 @@ def _job_values(job: NewJob) -> dict[str, Any]:
         "job_user_id": job.scope.user_id,
         "job_agent_id": job.scope.agent_id,
         "job_run_id": job.scope.run_id,
-        "payload": Jsonb(job.payload),
+        "payload": Jsonb(job.payload.to_json()),
+        "turn_ids_key": JOB_TURN_IDS,
     }
 
 

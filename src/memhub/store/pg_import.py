@@ -8,7 +8,6 @@ input's cursor together, so a batch is all there or not at all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,38 +15,14 @@ from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 from memhub.store.database import AsyncConn
-from memhub.store.records import NewJob, NewMemory, NewTurn
+from memhub.store.records import ImportBatch, ImportCursor, NewMemory
 
 __all__ = [
-    "ImportBatch",
-    "ImportCursor",
     "read_cursor",
     "reserve_turn_ids",
     "reset_cursor",
     "write_batch",
 ]
-
-
-@dataclass(frozen=True)
-class ImportCursor:
-    """How far the input ``source`` got: ``position`` items done (committed or skipped),
-    whose content hashes to ``digest``."""
-
-    source: str
-    path: str
-    position: int
-    digest: str = ""
-    finished: bool = False
-
-
-@dataclass(frozen=True)
-class ImportBatch:
-    """Rows one transaction writes: turns under reserved ids, memories, jobs, the cursor."""
-
-    turns: Sequence[tuple[int, NewTurn]]
-    memories: Sequence[NewMemory]
-    jobs: Sequence[NewJob]
-    cursor: ImportCursor | None
 
 
 async def reserve_turn_ids(conn: AsyncConn, count: int) -> list[int]:
@@ -98,7 +73,11 @@ async def write_batch(conn: AsyncConn, batch: ImportBatch) -> None:
                 "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
                 " VALUES (%s, %s, %s, %s, %s)",
                 [
-                    (j.kind, j.scope.user_id, j.scope.agent_id, j.scope.run_id, Jsonb(j.payload))
+                    (
+                        j.kind,
+                        *(j.scope.user_id, j.scope.agent_id, j.scope.run_id),
+                        Jsonb(j.payload.to_json()),
+                    )
                     for j in batch.jobs
                 ],
             )

@@ -9,12 +9,13 @@ short transaction that first takes the scope's lock and checks the lease and the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from memhub.store.database import AsyncConn, Database
 from memhub.store.errors import translate_errors
-from memhub.store.records import Job, Lane, Lease, Scope
+from memhub.store.records import JOB_TURN_IDS, Job, Lane, Lease, Scope
 
 __all__ = [
     "claim_jobs",
@@ -32,7 +33,7 @@ __all__ = [
 
 
 def _job(row: Sequence[Any]) -> Job:
-    return Job(
+    return Job.stored(
         id=row[0],
         kind=row[1],
         scope=Scope(user_id=row[2], agent_id=row[3], run_id=row[4]),
@@ -191,11 +192,7 @@ async def _lease(conn: AsyncConn, jobs: Sequence[Job], lease: Lease) -> list[Job
         (lease.owner, lease.seconds, [job.id for job in jobs]),
     )
     leased = {int(row[0]) for row in await cur.fetchall()}
-    return [
-        Job(j.id, j.kind, j.scope, j.payload, j.attempts + 1, j.created_at, j.status, j.last_error)
-        for j in jobs
-        if j.id in leased
-    ]
+    return [replace(j, attempts=j.attempts + 1) for j in jobs if j.id in leased]
 
 
 async def _lock_owners(conn: AsyncConn, owners: Sequence[str], lane: Lane) -> list[str]:
@@ -332,8 +329,8 @@ async def pending_turn_jobs(
         " AND coalesce(user_id, agent_id, run_id, '') = %s"
         " AND (%s::text[] IS NULL OR kind = ANY(%s)) AND EXISTS ("
         "  SELECT 1 FROM unnest(%s::bigint[]) AS t(id)"
-        "  WHERE payload->'turn_ids' @> to_jsonb(ARRAY[t.id]))",
-        (owner, kinds and list(kinds), kinds and list(kinds), list(turn_ids)),
+        "  WHERE payload -> %s::text @> to_jsonb(ARRAY[t.id]))",
+        (owner, kinds and list(kinds), kinds and list(kinds), list(turn_ids), JOB_TURN_IDS),
     )
     row = await cur.fetchone()
     return int(row[0]) if row else 0

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date
-
 from memhub.store.database import AsyncConn
+from memhub.store.records import DailyUsage
 
-__all__ = ["DailyUsage", "ping", "queue_by_kind", "usage_per_day"]
-
-
-@dataclass(frozen=True)
-class DailyUsage:
-    day: date
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
+__all__ = ["ping", "queue_by_kind", "usage_per_day"]
 
 
 async def queue_by_kind(conn: AsyncConn) -> dict[str, dict[str, int]]:

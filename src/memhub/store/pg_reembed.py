@@ -8,7 +8,7 @@ transaction replaces the column and its index. An interrupted run resumes (same 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -22,9 +22,10 @@ from memhub.store.pg_bind import vector_type_modifier
 # Shared with ensure_embedding_space: an engine opening during the swap waits for it, then
 # reads the new model. The constant is private to pg_memories; it must be the same lock.
 from memhub.store.pg_space import SPACE_LOCK_ID
+from memhub.store.protocol import Embed
+from memhub.store.records import EmbeddingSpace
 
 __all__ = [
-    "EmbeddingSpace",
     "PendingRow",
     "build_index",
     "catch_up",
@@ -54,16 +55,6 @@ _INVALIDATE_TRIGGER = (
     " FOR EACH ROW EXECUTE FUNCTION memhub_reembed_invalidate()"
 )
 _DROP_TRIGGER = "DROP TRIGGER IF EXISTS memhub_reembed_invalidate ON memories"
-
-Embed = Callable[[list[str]], Awaitable[npt.NDArray[np.float32]]]
-
-
-@dataclass(frozen=True)
-class EmbeddingSpace:
-    """The embedding model and dimension a database records (None: not recorded yet)."""
-
-    model: str | None
-    dimension: int | None
 
 
 @dataclass(frozen=True)

@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from uuid import UUID
 
 from psycopg import sql
 
 from memhub.store.database import AsyncConn
+from memhub.store.records import ScopeRow, UserRow
 
 __all__ = [
-    "ScopeRow",
-    "UserRow",
     "list_scopes",
     "list_users",
     "memory_owner",
     "prefix_range",
     "users_page",
 ]
-
-
-@dataclass(frozen=True)
-class UserRow:
-    """A user with current memories or conversation turns, and how many of each."""
-
-    user_id: str
-    memories: int
-    turns: int
-    last_activity: datetime | None
 
 
 # The page's ids come from indexes in byte order (migration 0015): each branch stops after
@@ -114,17 +101,6 @@ async def list_users(
         UserRow(user_id=str(u), memories=int(m), turns=int(t), last_activity=last)
         for u, m, t, last in await cur.fetchall()
     ]
-
-
-@dataclass(frozen=True)
-class ScopeRow:
-    """A scope (its user, agent and run ids; any may be None) with current memories."""
-
-    user_id: str | None
-    agent_id: str | None
-    run_id: str | None
-    memories: int
-    last_activity: datetime | None
 
 
 # Every scope kind: a user's, an agent's (LangGraph's default, Mem0's agent memories), a run's,

@@ -1,4 +1,8 @@
-"""The PostgreSQL store: every SQL module behind one object, errors translated at its edge."""
+"""The PostgreSQL store: every SQL module behind one object, errors translated at its edge.
+
+It meets :class:`Store` and, beside it, :class:`OpsStore` (operator views) and
+:class:`BulkStore` (``memhub import`` and ``memhub reembed``), which ``memory://`` lacks.
+"""
 
 from __future__ import annotations
 
@@ -15,24 +19,33 @@ from memhub.store import (
     pg_consolidation,
     pg_conversations,
     pg_erase,
+    pg_import,
     pg_jobs,
     pg_key_listener,
     pg_keys,
     pg_memories,
+    pg_ops,
+    pg_quota,
+    pg_reembed,
     pg_retire,
     pg_search,
     pg_space,
+    pg_users,
 )
 from memhub.store.api_keys import ApiKey
 from memhub.store.database import AsyncConn, Database, acquire_database, release_database
 from memhub.store.errors import translate_errors
 from memhub.store.pg_apply import PgJobBatch, apply_jobs
-from memhub.store.protocol import QueryVector, Vector, query_vector
+from memhub.store.protocol import Embed, QueryVector, Vector, query_vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     Candidate,
+    DailyUsage,
+    EmbeddingSpace,
     HistoryEvent,
     IdempotencyKey,
+    ImportBatch,
+    ImportCursor,
     Job,
     Lane,
     Lease,
@@ -41,8 +54,10 @@ from memhub.store.records import (
     NewTurn,
     RetiredMemory,
     Scope,
+    ScopeRow,
     TextRanking,
     Turn,
+    UserRow,
 )
 from memhub.store.replicas import ReadRouter
 
@@ -338,6 +353,86 @@ class PostgresStore:
         # memories, cold); autovacuum would only notice a minute or more later.
         async with self._connect("refreshing planner statistics") as conn:
             await conn.execute("ANALYZE memories")
+
+    # -- operator views (OpsStore) --------------------------------------------------------
+    async def list_users(
+        self, *, prefix: str | None, after: str | None, limit: int, offset: int = 0
+    ) -> list[UserRow]:
+        async with self._connect("listing users") as conn:
+            return await pg_users.list_users(
+                conn, prefix=prefix, after=after, limit=limit, offset=offset
+            )
+
+    async def list_scopes(self, *, prefix: str | None, limit: int) -> list[ScopeRow]:
+        async with self._connect("listing scopes") as conn:
+            return await pg_users.list_scopes(conn, prefix=prefix, limit=limit)
+
+    async def memory_owner(self, memory_id: UUID) -> dict[str, str | None] | None:
+        async with self._connect("finding a memory's owner") as conn:
+            return await pg_users.memory_owner(conn, memory_id)
+
+    async def queued_jobs_with_prefix(self, prefix: str, cap: int) -> int:
+        async with self._connect("counting a tenant's queued jobs") as conn:
+            return await pg_quota.queued_jobs_with_prefix(conn, prefix, cap)
+
+    async def queue_by_kind(self) -> dict[str, dict[str, int]]:
+        async with self._connect("reading job statistics") as conn:
+            return await pg_ops.queue_by_kind(conn)
+
+    async def usage_per_day(self, days: int) -> list[DailyUsage]:
+        async with self._connect("reading job statistics") as conn:
+            return await pg_ops.usage_per_day(conn, days)
+
+    async def ping(self) -> None:
+        async with self._connect("checking health") as conn:
+            await pg_ops.ping(conn)
+
+    # -- bulk work (BulkStore) ------------------------------------------------------------
+    async def reserve_turn_ids(self, count: int) -> list[int]:
+        async with self._connect("importing a batch") as conn:
+            return await pg_import.reserve_turn_ids(conn, count)
+
+    async def write_import(self, batch: ImportBatch) -> None:
+        async with self._connect("importing a batch") as conn:
+            await pg_import.write_batch(conn, batch)
+
+    async def import_cursor(self, source: str) -> ImportCursor | None:
+        async with self._connect("reading the import cursor") as conn:
+            return await pg_import.read_cursor(conn, source)
+
+    async def reset_import_cursor(self, source: str) -> None:
+        async with self._connect("resetting the import cursor") as conn:
+            await pg_import.reset_cursor(conn, source)
+
+    async def embedding_space(self) -> EmbeddingSpace:
+        async with self._connect("re-embedding memories") as conn:
+            return await pg_reembed.recorded_space(conn)
+
+    async def count_memories(self) -> int:
+        async with self._connect("re-embedding memories") as conn:
+            return await pg_reembed.count_memories(conn)
+
+    async def prepare_reembed(self, model: str, dimension: int) -> bool:
+        async with self._connect("re-embedding memories") as conn:
+            return await pg_reembed.prepare(conn, model, dimension)
+
+    async def reembed_pending(self) -> int:
+        async with self._connect("re-embedding memories") as conn:
+            return await pg_reembed.count_pending(conn)
+
+    async def reembed_pass(
+        self, embed: Embed, batch: int, on_batch: Callable[[int], None] | None = None
+    ) -> int:
+        async with self._connect("re-embedding memories") as conn:
+            return await pg_reembed.catch_up(conn, embed, batch, on_batch)
+
+    async def build_reembed_index(self) -> None:
+        async with self._connect("re-embedding memories") as conn:
+            await pg_reembed.build_index(conn)
+
+    async def swap_embeddings(self, model: str, dimension: int, embed: Embed) -> int:
+        async with self._connect("re-embedding memories") as conn:
+            return await pg_reembed.swap(conn, model, dimension, embed)
 
     # -- API keys -------------------------------------------------------------------------
     async def create_key(self, name: str, tenant: str | None, is_admin: bool) -> tuple[ApiKey, str]:

@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
 import numpy as np
@@ -22,8 +22,12 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     FORGET_REASON,
     Candidate,
+    DailyUsage,
+    EmbeddingSpace,
     HistoryEvent,
     IdempotencyKey,
+    ImportBatch,
+    ImportCursor,
     Job,
     Lane,
     Lease,
@@ -33,16 +37,21 @@ from memhub.store.records import (
     NewTurn,
     RetiredMemory,
     Scope,
+    ScopeRow,
     TextRanking,
     Turn,
+    UserRow,
 )
 
 __all__ = [
+    "BulkStore",
     "ConsolidationWrites",
+    "Embed",
     "JobBatch",
     "JobStore",
     "KeyStore",
     "MemoryStore",
+    "OpsStore",
     "QueryVector",
     "Store",
     "TurnStore",
@@ -54,6 +63,8 @@ Vector = npt.NDArray[np.float32]
 #: A query's vector, or an awaitable of it still being computed: a store may start the work
 #: that does not need the vector (PostgreSQL's full-text statement) before awaiting it.
 QueryVector = Vector | Awaitable[Vector]
+#: An embedder's batch call: texts in, one row per text out (``Embedder.embed``).
+Embed = Callable[[list[str]], Awaitable[Vector]]
 
 
 async def query_vector(vector: QueryVector) -> Vector:
@@ -407,4 +418,103 @@ class Store(TurnStore, MemoryStore, JobStore, KeyStore, Protocol):
 
     async def usage_stats(self) -> dict[str, float]:
         """LLM calls and tokens of consolidation, in total and per turn."""
+        ...
+
+
+@runtime_checkable
+class OpsStore(Protocol):
+    """Operator views across every scope: who has data, the queue per kind, LLM usage per day,
+    a tenant's backlog (quotas), a liveness ping.
+
+    Not part of :class:`Store`: a back end may lack them (``memory://`` does), and
+    ``isinstance(store, OpsStore)`` tells which.
+    """
+
+    async def list_users(
+        self, *, prefix: str | None, after: str | None, limit: int, offset: int = 0
+    ) -> list[UserRow]:
+        """Users whose id sorts after ``after`` (in byte order), starting with ``prefix``."""
+        ...
+
+    async def list_scopes(self, *, prefix: str | None, limit: int) -> list[ScopeRow]:
+        """Up to ``limit`` scopes with current memories, by user, agent, then run id."""
+        ...
+
+    async def memory_owner(self, memory_id: UUID) -> dict[str, str | None] | None:
+        """A memory's stored scope ids (through its history once deleted); None if neither."""
+        ...
+
+    async def queued_jobs_with_prefix(self, prefix: str, cap: int) -> int:
+        """Queued jobs whose owner id starts with ``prefix``, counted up to ``cap + 1``."""
+        ...
+
+    async def queue_by_kind(self) -> dict[str, dict[str, int]]:
+        """``{kind: {"queued", "running", "parked", "oldest_queued_seconds"}}``."""
+        ...
+
+    async def usage_per_day(self, days: int) -> list[DailyUsage]:
+        """LLM calls and tokens per UTC day over the last ``days`` days, newest first."""
+        ...
+
+    async def ping(self) -> None:
+        """One round trip; raises :class:`StoreUnavailable` if the database does not answer."""
+        ...
+
+
+@runtime_checkable
+class BulkStore(Protocol):
+    """Work on a whole database beside the per-call API: ``memhub import`` (a batch of thousands
+    of turns per transaction, with a resumable cursor) and ``memhub reembed`` (every vector
+    moved to a new model while the old one serves).
+
+    Not part of :class:`Store`: ``memory://`` ends with its process, so it has none.
+    """
+
+    async def reserve_turn_ids(self, count: int) -> list[int]:
+        """``count`` new turn ids, in order, for a batch to be written under."""
+        ...
+
+    async def write_import(self, batch: ImportBatch) -> None:
+        """Write a batch's turns, memories, history, jobs and cursor in one transaction."""
+        ...
+
+    async def import_cursor(self, source: str) -> ImportCursor | None:
+        """The cursor of ``source``, if an import of it ever committed a batch."""
+        ...
+
+    async def reset_import_cursor(self, source: str) -> None:
+        """Forget ``source``'s cursor: the next import of it starts from its first item."""
+        ...
+
+    async def embedding_space(self) -> EmbeddingSpace:
+        """The embedding model and dimension the database records."""
+        ...
+
+    async def count_memories(self) -> int:
+        """Every memory of the database, current or superseded."""
+        ...
+
+    async def prepare_reembed(self, model: str, dimension: int) -> bool:
+        """Make room for vectors of ``model`` beside the current ones; True when an
+        interrupted run for the same model resumes."""
+        ...
+
+    async def reembed_pending(self) -> int:
+        """Memories without a vector of the new model yet."""
+        ...
+
+    async def reembed_pass(
+        self, embed: Embed, batch: int, on_batch: Callable[[int], None] | None = None
+    ) -> int:
+        """Embed, ``batch`` at a time, every memory still without a new vector; returns how
+        many (``on_batch`` is told the running count)."""
+        ...
+
+    async def build_reembed_index(self) -> None:
+        """Build the new vectors' index without blocking writers."""
+        ...
+
+    async def swap_embeddings(self, model: str, dimension: int, embed: Embed) -> int:
+        """Catch up on what changed meanwhile, then make the new vectors the ones searched and
+        record ``model``; returns how many memories the catch-up embedded."""
         ...

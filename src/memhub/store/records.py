@@ -1,20 +1,33 @@
-"""Plain records passed between the store and the engine (no I/O, no validation logic)."""
+"""Plain records passed between the store and the engine (no I/O).
+
+The one record that validates is :class:`JobPayload`: a queued job's JSON is read into it once,
+when the store hands the job out (:meth:`Job.stored`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import date, datetime
+from typing import Any, Final, Literal
 from uuid import UUID
 
 __all__ = [
     "DEFAULT_TEXT_RANKING",
     "FORGET_REASON",
+    "JOB_DONE",
+    "JOB_TURN_IDS",
     "OWN_METADATA_KEYS",
     "Candidate",
+    "DailyUsage",
+    "EmbeddingSpace",
     "HistoryEvent",
     "IdempotencyKey",
+    "ImportBatch",
+    "ImportCursor",
     "Job",
+    "JobPayload",
     "Lane",
     "Lease",
     "MemoryRecord",
@@ -24,8 +37,10 @@ __all__ = [
     "PendingMemory",
     "RetiredMemory",
     "Scope",
+    "ScopeRow",
     "TextRanking",
     "Turn",
+    "UserRow",
     "updated_metadata",
     "usage_summary",
 ]
@@ -146,27 +161,169 @@ class IdempotencyKey:
     fingerprint: str
 
 
+JOB_TURN_IDS: Final = "turn_ids"
+"""The payload key of a job's turns, which the store's SQL writes (appending turns with their
+job) and reads (waiting for turns): spelled here only, and a :class:`JobPayload` field."""
+JOB_DONE: Final = "done"
+"""The payload key of a large job's progress, which the apply's SQL sets (a field too)."""
+
+
+def _of_type(kind: type, name: str) -> Callable[[str, object], Any]:
+    def read(key: str, value: object) -> Any:
+        if type(value) is not kind:  # a bool is no integer here, nor an integer a bool
+            raise TypeError(f"payload {key} must be {name}")
+        return value
+
+    return read
+
+
+def _int_list(key: str, value: object) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(type(i) is int for i in value):
+        raise TypeError(f"payload {key} must be a list of integers")
+    return tuple(value)
+
+
+def _uuid_list(key: str, value: object) -> tuple[UUID, ...]:
+    if isinstance(value, list) and all(isinstance(i, str) for i in value):
+        with contextlib.suppress(ValueError):
+            return tuple(UUID(i) for i in value)
+    raise TypeError(f"payload {key} must be a list of UUIDs")
+
+
+def _timestamp(key: str, value: object) -> datetime:
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return datetime.fromisoformat(value)
+    raise TypeError(f"payload {key} must be an ISO 8601 timestamp")
+
+
+def _json(
+    read: Callable[[str, object], Any], write: Callable[[Any], Any] = lambda v: v
+) -> dict[str, Any]:
+    """A field's JSON form: how it is read (raising TypeError) and written; key = its name."""
+    return {"json": (read, write)}
+
+
+@dataclass(frozen=True)
+class JobPayload:
+    """What a queued job says, typed. Written by ``add()``, ARKOS's ``add_turn``, the importer
+    and the worker's follow-up; read by the worker and consolidation.
+
+    Its JSON keys are the field names; a field that is None is not in the JSON, so
+    ``JobPayload.from_json(j).to_json() == j`` for every payload memhub writes.
+
+    Attributes:
+        turn_ids: The job's turns (the store adds them when it stores them with the job).
+        infer: Let the LLM extract facts from the turns (None: not said, as in a follow-up).
+        event_id: The id ``add()`` returned for the facts to come.
+        instructions: The settings' ``custom_instructions`` when the turns were added.
+        memory_type: ``add(memory_type=...)`` (``"procedural_memory"``).
+        expires_at: ``add(expiration_date=...)``.
+        memory_ids: The memory ids ``add()`` returned, paired in order with ``turn_ids``.
+        done: How many of ``turn_ids`` a large job has applied (its saved progress).
+        extra: Keys this version does not know (a newer one wrote them), carried untouched.
+    """
+
+    turn_ids: tuple[int, ...] | None = field(default=None, metadata=_json(_int_list, list))
+    infer: bool | None = field(default=None, metadata=_json(_of_type(bool, "true or false")))
+    event_id: str | None = field(default=None, metadata=_json(_of_type(str, "a string")))
+    instructions: str | None = field(default=None, metadata=_json(_of_type(str, "a string")))
+    memory_type: str | None = field(default=None, metadata=_json(_of_type(str, "a string")))
+    expires_at: datetime | None = field(
+        default=None, metadata=_json(_timestamp, datetime.isoformat)
+    )
+    memory_ids: tuple[UUID, ...] | None = field(
+        default=None, metadata=_json(_uuid_list, lambda ids: [str(i) for i in ids])
+    )
+    done: int | None = field(default=None, metadata=_json(_of_type(int, "an integer")))
+    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def turns(self) -> tuple[int, ...]:
+        """``turn_ids``, empty when there are none."""
+        return self.turn_ids or ()
+
+    @property
+    def progress(self) -> int:
+        """``done``, 0 when nothing is applied yet."""
+        return self.done or 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object stored in the queue."""
+        out = dict(self.extra)
+        for f in _PAYLOAD_FIELDS:
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = f.metadata["json"][1](value)
+        return out
+
+    @classmethod
+    def from_json(cls, raw: object) -> JobPayload:
+        """Read a stored payload; a key of the wrong type raises :class:`TypeError` naming it.
+
+        A JSON ``null`` reads as absent.
+        """
+        if not isinstance(raw, Mapping):
+            raise TypeError("payload must be a JSON object")
+        known = {f.name: f for f in _PAYLOAD_FIELDS}
+        values = {
+            name: known[name].metadata["json"][0](name, value)
+            for name, value in raw.items()
+            if name in known and value is not None
+        }
+        extra = {str(k): v for k, v in raw.items() if k not in known}
+        return cls(**values, extra=extra)
+
+
+_PAYLOAD_FIELDS = tuple(f for f in fields(JobPayload) if "json" in f.metadata)
+
+
 @dataclass(frozen=True)
 class NewJob:
     """Background work queued with the turns it is about; the store adds their ids."""
 
     kind: str
     scope: Scope
-    payload: dict[str, Any] = field(default_factory=dict)
+    payload: JobPayload = field(default_factory=JobPayload)
 
 
 @dataclass(frozen=True)
 class Job:
-    """A claimed job."""
+    """A claimed (or listed) job.
+
+    ``payload_error`` says why the stored payload did not read as a :class:`JobPayload` (its
+    ``payload`` is then empty): the worker fails such a job like any failed attempt, so it
+    is retried with backoff, then parked with that reason.
+    """
 
     id: int
     kind: str
     scope: Scope
-    payload: dict[str, Any]
+    payload: JobPayload
     attempts: int
     created_at: datetime
     status: str = "queued"  # queued | parked
     last_error: str | None = None
+    payload_error: str | None = None
+
+    @classmethod
+    def stored(
+        cls,
+        id: int,
+        kind: str,
+        scope: Scope,
+        payload: object,
+        attempts: int,
+        created_at: datetime,
+        status: str = "queued",
+        last_error: str | None = None,
+    ) -> Job:
+        """A job as the queue holds it, its JSON payload read (and validated) once, here."""
+        try:
+            typed, error = JobPayload.from_json(payload), None
+        except TypeError as exc:
+            typed, error = JobPayload(), f"job {id}: {exc}"
+        return cls(id, kind, scope, typed, attempts, created_at, status, last_error, error)
 
     @property
     def owner(self) -> str:
@@ -344,3 +501,70 @@ def usage_summary(calls: int, prompt: int, completion: int, turns: int) -> dict[
         "calls_per_turn": calls / per_turn,
         "tokens_per_turn": (prompt + completion) / per_turn,
     }
+
+
+# -- operator views (OpsStore) -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserRow:
+    """A user with current memories or conversation turns, and how many of each."""
+
+    user_id: str
+    memories: int
+    turns: int
+    last_activity: datetime | None
+
+
+@dataclass(frozen=True)
+class ScopeRow:
+    """A scope (its user, agent and run ids; any may be None) with current memories."""
+
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    memories: int
+    last_activity: datetime | None
+
+
+@dataclass(frozen=True)
+class DailyUsage:
+    """Consolidation's LLM calls and tokens of one UTC day."""
+
+    day: date
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+# -- bulk work (BulkStore) -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportCursor:
+    """How far the input ``source`` got: ``position`` items done (committed or skipped),
+    whose content hashes to ``digest``."""
+
+    source: str
+    path: str
+    position: int
+    digest: str = ""
+    finished: bool = False
+
+
+@dataclass(frozen=True)
+class ImportBatch:
+    """Rows one transaction writes: turns under reserved ids, memories, jobs, the cursor."""
+
+    turns: Sequence[tuple[int, NewTurn]]
+    memories: Sequence[NewMemory]
+    jobs: Sequence[NewJob]
+    cursor: ImportCursor | None
+
+
+@dataclass(frozen=True)
+class EmbeddingSpace:
+    """The embedding model and dimension a database records (None: not recorded yet)."""
+
+    model: str | None
+    dimension: int | None
