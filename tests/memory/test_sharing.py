@@ -43,6 +43,23 @@ def test_two_asyncio_runs_in_a_row(settings: MemhubSettings) -> None:
     assert second is not first
 
 
+async def test_a_memory_opened_after_another_closed_on_the_same_loop_still_works(
+    settings: MemhubSettings,
+) -> None:
+    # The first close() released the loop's exit guard; a release by cancellation landed
+    # only after the second memory had opened, and "finished" (closed) its new engine: its
+    # adds from the second on stayed PENDING and wait_idle() never returned.
+    # On memory:// the second engine opens without waiting on I/O, before the cancelled
+    # guard ran: the order in which it happened every time (on PostgreSQL, only sometimes).
+    quick = settings.model_copy(update={"wait_timeout": 10.0, "database_url": "memory://"})
+    for user in ("first", "second"):
+        async with AsyncMemory(settings=quick) as memory:
+            for i in range(3):
+                added = await memory.add(f"{user} fact {i}", user_id=user, infer=False, wait=True)
+                assert added["status"] == "DONE", (user, i)
+            await asyncio.wait_for(memory.wait_idle(), 10)
+
+
 def test_a_new_loop_never_inherits_an_unclosed_engine(settings: MemhubSettings) -> None:
     async def leave_open() -> object:
         return await acquire_engine(settings)  # never released: its loop dies with it

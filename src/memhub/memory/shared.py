@@ -203,24 +203,32 @@ async def acquire_engine(settings: MemhubSettings, embedder: Embedder | None = N
 
 
 # Per event loop (not the sync API's, which its own exit hook covers): a task that waits
-# for nothing, so that asyncio.run() ending cancels it, and which then finishes and closes
-# the loop's engines a script never closed, while the loop and its executor still run.
-_guards: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = (
-    weakref.WeakKeyDictionary()
-)
+# until the loop's last engine is closed, so that asyncio.run() ending first cancels it, and
+# which then finishes and closes the loop's engines a script never closed, while the loop and
+# its executor still run. A proper close() releases it (no cancellation): a cancellation
+# lands later, when an engine opened meanwhile on the same loop would be finished by mistake.
+@dataclass(frozen=True)
+class _Guard:
+    task: asyncio.Task[None]
+    released: asyncio.Future[None]
+
+
+_guards: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Guard] = weakref.WeakKeyDictionary()
 
 
 def _guard_loop() -> None:
     loop = asyncio.get_running_loop()
     guard = _guards.get(loop)
-    if (guard is None or guard.done()) and not is_portal_loop(loop):
-        _guards[loop] = loop.create_task(_finish_when_cancelled(), name="memhub-exit")
+    if (guard is None or guard.task.done()) and not is_portal_loop(loop):
+        released: asyncio.Future[None] = loop.create_future()
+        task = loop.create_task(_finish_when_cancelled(released), name="memhub-exit")
+        _guards[loop] = _Guard(task, released)
 
 
-async def _finish_when_cancelled() -> None:
+async def _finish_when_cancelled(released: asyncio.Future[None]) -> None:
     loop = asyncio.get_running_loop()
     try:
-        await loop.create_future()
+        await released
     except asyncio.CancelledError:
         if _engines.count():
             await finish_all_engines()
@@ -228,7 +236,8 @@ async def _finish_when_cancelled() -> None:
                 await close_all_stores()
         raise
     finally:
-        if _guards.get(loop) is asyncio.current_task():
+        guard = _guards.get(loop)
+        if guard is not None and guard.task is asyncio.current_task():
             del _guards[loop]  # the task holds the loop: keep no finished one
 
 
@@ -278,8 +287,8 @@ async def release_engine(engine: Engine) -> None:
         await engine.close()
         if not _engines.count():  # closed properly: nothing left for the exit guard
             guard = _guards.pop(asyncio.get_running_loop(), None)
-            if guard is not None:
-                guard.cancel()
+            if guard is not None and not guard.released.done():
+                guard.released.set_result(None)
 
 
 async def close_all_engines() -> None:
