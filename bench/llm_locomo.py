@@ -278,7 +278,9 @@ async def run_one(
     }
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Both modes, each in an event loop of its own (a second ``AsyncMemory`` in the loop of
+    a closed one leaves its jobs unrun: see docs/llm.md), the result written after each."""
     conversation = load_locomo(args.locomo)[args.conversation]
     all_sessions = sorted({t.session for t in conversation.turns})
     questions = questions_in(conversation, args.sessions)
@@ -288,23 +290,31 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         f"{len(questions)} questions",
         flush=True,
     )
+    result: dict[str, Any] = {
+        "label": args.label,
+        "conversation": conversation.sample_id,
+        "machine": f"{platform.processor() or platform.machine()}, {args.machine}",
+        "runs": [],
+    }
+
+    def record(sessions: int) -> None:
+        result["sessions"] = f"{sessions} of {len(all_sessions)}"
+        result["questions"] = len(questions_in(conversation, sessions))
+        if args.out:
+            args.out.write_text(json.dumps(result, indent=1))
+
     # the model first: the raw turns then take the sessions it had the time for
-    results = []
     sessions = args.sessions
     if args.only != "raw":
         budget = None if args.budget_minutes is None else args.budget_minutes * 60.0
-        results.append(await run_one(args, conversation, True, sessions, budget))
-        sessions = results[-1]["sessions_added"]
+        facts = asyncio.run(run_one(args, conversation, True, sessions, budget))
+        result["runs"].append(facts)
+        sessions = facts["sessions_added"]
+        record(sessions)
     if args.only != "facts":
-        results.append(await run_one(args, conversation, False, sessions, None))
-    return {
-        "label": args.label,
-        "conversation": conversation.sample_id,
-        "sessions": f"{sessions} of {len(all_sessions)}",
-        "questions": len(questions_in(conversation, sessions)),
-        "machine": f"{platform.processor() or platform.machine()}, {args.machine}",
-        "runs": results,
-    }
+        result["runs"].append(asyncio.run(run_one(args, conversation, False, sessions, None)))
+        record(sessions)
+    return result
 
 
 def main() -> None:
@@ -328,12 +338,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.only != "raw" and not args.url:
         parser.error("--url is needed to run consolidation (or pass --only raw)")
-    result = asyncio.run(run(args))
+    result = run(args)
     for r in result["runs"]:
         shown = {k: v for k, v in r.items() if k not in ("facts", "per_question", "sessions")}
         print(json.dumps(shown, indent=1))
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
