@@ -110,3 +110,18 @@ def test_a_lookup_that_raced_a_revocation_is_not_cached() -> None:
     assert cache.get("digest") == key
     cache.clear()  # after a lost listening session
     assert cache.get("digest") is None
+
+
+async def test_start_returns_once_the_watch_listens(settings: MemhubSettings) -> None:
+    # start(wait=...) once waited for the watch to end too (asyncio.wait's ALL_COMPLETED),
+    # so every `memhub serve` and MCP HTTP start stalled its whole wait: here 60 s, caught by
+    # the 30 s bound below, while the session listens within a fraction of a second.
+    from memhub.memory.access import Access, AccessSettings
+
+    async with AsyncMemory(settings=settings) as memory:
+        access = Access(AsyncAdmin(memory), AccessSettings())
+        try:
+            await asyncio.wait_for(access.start(wait=60.0), 30.0)
+            assert access._watching.is_set()
+        finally:
+            await access.aclose()

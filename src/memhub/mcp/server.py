@@ -127,11 +127,13 @@ async def serve(
             "required" if options.require_key else "NOT required",
         )
         config_ = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
+        from memhub.mcp.auth import KeyAuth
+
         try:
+            if isinstance(app, KeyAuth):  # follow revocations before the first request, as REST
+                await app.access.start(wait=memory.settings.connect_timeout)
             await uvicorn.Server(config_).serve()
         finally:
-            from memhub.mcp.auth import KeyAuth
-
             if isinstance(app, KeyAuth):  # the key check's session listening for revocations
                 await app.access.aclose()
 

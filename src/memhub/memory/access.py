@@ -210,7 +210,10 @@ class Access:
             self._watch = asyncio.create_task(self._follow(), name="memhub key changes")
         if wait > 0 and not self._watching.is_set():
             watching = asyncio.ensure_future(self._watching.wait())
-            await asyncio.wait({watching, self._watch}, timeout=wait)
+            # Whichever comes first: listening, or a watch that ended (nothing to watch).
+            await asyncio.wait(
+                {watching, self._watch}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+            )
             watching.cancel()
 
     async def aclose(self) -> None:
