@@ -42,11 +42,14 @@ def otel() -> tuple[InMemorySpanExporter, InMemoryMetricReader]:
 
 
 def points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
-    """Every data point collected now, by metric name."""
+    """Every data point memhub's meter collected now, by metric name (not those of other
+    library that records through the same global provider: http.server.active_requests)."""
     found: dict[str, list[Any]] = {}
     data = reader.get_metrics_data()
     for resource in data.resource_metrics if data else []:
         for scope in resource.scope_metrics:
+            if scope.scope.name != "memhub":
+                continue
             for metric in scope.metrics:
                 found.setdefault(metric.name, []).extend(metric.data.data_points)
     return found
