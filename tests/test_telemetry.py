@@ -42,8 +42,8 @@ def otel() -> tuple[InMemorySpanExporter, InMemoryMetricReader]:
 
 
 def points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
-    """Every data point memhub's meter collected now, by metric name (not those of other
-    library that records through the same global provider: http.server.active_requests)."""
+    """Every data point memhub's meter collected now, by metric name (not those of another
+    library recording through the same global provider, such as http.server.active_requests)."""
     found: dict[str, list[Any]] = {}
     data = reader.get_metrics_data()
     for resource in data.resource_metrics if data else []:

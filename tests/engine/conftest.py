@@ -6,10 +6,12 @@ server (a real socket, the real ``openai`` client) scripted turn by turn.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
+from memhub import AsyncMemory, MemhubSettings
 from memhub.testing import ScriptedOpenAIServer
 
 
@@ -18,3 +20,31 @@ def llm() -> Iterator[ScriptedOpenAIServer]:
     """A scripted OpenAI-compatible chat server, stopped after the test."""
     with ScriptedOpenAIServer() as server:
         yield server
+
+
+def scripted(settings: MemhubSettings, llm: ScriptedOpenAIServer, **changes: Any) -> MemhubSettings:
+    """``settings`` on ``llm`` with an in-process worker that polls fast and retries at once."""
+    return settings.model_copy(
+        update={
+            "llm_base_url": llm.base_url,
+            "llm_model": "scripted-model",
+            "llm_timeout": 2.0,
+            "llm_max_retries": 0,
+            "worker": "thread",
+            "worker_poll_interval": 0.05,
+            "consolidation_delay": 0.0,
+            "job_retry_base_seconds": 0.01,
+            **changes,
+        }
+    )
+
+
+@pytest.fixture
+def llm_settings(settings: MemhubSettings, llm: ScriptedOpenAIServer) -> MemhubSettings:
+    return scripted(settings, llm, job_max_attempts=2)
+
+
+@pytest.fixture
+async def memory(llm_settings: MemhubSettings) -> AsyncIterator[AsyncMemory]:
+    async with AsyncMemory(settings=llm_settings) as m:
+        yield m

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -30,29 +29,6 @@ def fact_number(request: dict[str, Any], text: str) -> str:
     match = re.search(r"\[(\d+)\] \(since [^)]*\) " + re.escape(json.dumps(text)), prompt)
     assert match, f"{text!r} not shown in the prompt:\n{prompt}"
     return match.group(1)
-
-
-@pytest.fixture
-def llm_settings(settings: MemhubSettings, llm: ScriptedOpenAIServer) -> MemhubSettings:
-    return settings.model_copy(
-        update={
-            "llm_base_url": llm.base_url,
-            "llm_model": "scripted-model",
-            "llm_timeout": 2.0,
-            "llm_max_retries": 0,
-            "worker": "thread",
-            "worker_poll_interval": 0.05,
-            "consolidation_delay": 0.0,
-            "job_retry_base_seconds": 0.01,
-            "job_max_attempts": 2,
-        }
-    )
-
-
-@pytest.fixture
-async def memory(llm_settings: MemhubSettings) -> AsyncIterator[AsyncMemory]:
-    async with AsyncMemory(settings=llm_settings) as m:
-        yield m
 
 
 async def facts(memory: AsyncMemory, user: str = "ada", **kw: Any) -> list[str]:

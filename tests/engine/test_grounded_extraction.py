@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
-import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.testing import ScriptedOpenAIServer
@@ -21,29 +19,6 @@ from memhub.testing import ScriptedOpenAIServer
 
 def ops(*operations: dict[str, Any]) -> str:
     return json.dumps({"operations": list(operations)})
-
-
-@pytest.fixture
-def llm_settings(settings: MemhubSettings, llm: ScriptedOpenAIServer) -> MemhubSettings:
-    return settings.model_copy(
-        update={
-            "llm_base_url": llm.base_url,
-            "llm_model": "scripted-model",
-            "llm_timeout": 2.0,
-            "llm_max_retries": 0,
-            "worker": "thread",
-            "worker_poll_interval": 0.05,
-            "consolidation_delay": 0.0,
-            "job_retry_base_seconds": 0.01,
-            "job_max_attempts": 2,
-        }
-    )
-
-
-@pytest.fixture
-async def memory(llm_settings: MemhubSettings) -> AsyncIterator[AsyncMemory]:
-    async with AsyncMemory(settings=llm_settings) as m:
-        yield m
 
 
 async def memories(memory: AsyncMemory, user: str = "ada") -> list[tuple[str, str | None]]:

@@ -21,6 +21,7 @@ import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.testing import ScriptedOpenAIServer
+from tests.engine.conftest import scripted
 from tests.test_telemetry import otel, points  # noqa: F401 (the fixture, shared)
 
 FACTS = (
@@ -155,18 +156,7 @@ def llm() -> Any:
 
 @pytest.fixture
 def llm_settings(settings: MemhubSettings, llm: ScriptedOpenAIServer) -> MemhubSettings:
-    return settings.model_copy(
-        update={
-            "llm_base_url": llm.base_url,
-            "llm_model": "scripted-model",
-            "llm_timeout": 10.0,
-            "llm_max_retries": 0,
-            "worker": "thread",
-            "worker_poll_interval": 0.05,
-            "consolidation_delay": 0.0,
-            "job_retry_base_seconds": 0.01,
-        }
-    )
+    return scripted(settings, llm, llm_timeout=10.0)
 
 
 def obeying(plans: dict[str, Any]) -> Any:

@@ -20,6 +20,7 @@ import pytest
 from memhub import AsyncMemory, MemhubSettings
 from memhub.messages import UserMessage
 from memhub.testing import ScriptedOpenAIServer
+from tests.engine.conftest import scripted
 
 N = 3  # job_max_attempts in these tests
 
@@ -43,19 +44,7 @@ def fact_number(request: dict[str, Any], text: str) -> str:
 
 @pytest.fixture
 def llm_settings(settings: MemhubSettings, llm: ScriptedOpenAIServer) -> MemhubSettings:
-    return settings.model_copy(
-        update={
-            "llm_base_url": llm.base_url,
-            "llm_model": "scripted-model",
-            "llm_timeout": 5.0,
-            "llm_max_retries": 0,
-            "worker": "thread",
-            "worker_poll_interval": 0.05,
-            "consolidation_delay": 0.0,
-            "job_retry_base_seconds": 0.01,
-            "job_max_attempts": N,
-        }
-    )
+    return scripted(settings, llm, llm_timeout=5.0, job_max_attempts=N)
 
 
 async def count(db_url: str, query: str, *args: object) -> int:
