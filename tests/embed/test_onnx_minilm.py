@@ -234,12 +234,14 @@ def test_inference_failure_is_a_provider_error(monkeypatch: pytest.MonkeyPatch) 
     fresh = MiniLMEmbedder()
     fresh.embed_sync(["load"])
     # Token ids past the vocabulary make onnxruntime's Gather fail inside the session.
-    monkeypatch.setattr(onnx_encoder, "_pad", lambda batch, pad_id: _out_of_vocabulary(len(batch)))
+    monkeypatch.setattr(
+        onnx_encoder, "model_inputs", lambda batch, pad_id, names: _out_of_vocabulary(len(batch))
+    )
 
     with pytest.raises(ProviderError, match="onnxruntime failed"):
         fresh.embed_sync(["x"])
 
 
-def _out_of_vocabulary(rows: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def _out_of_vocabulary(rows: int) -> dict[str, np.ndarray[Any, Any]]:
     ids = np.full((rows, 4), 10**6, dtype=np.int64)
-    return ids, np.ones_like(ids)
+    return {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}

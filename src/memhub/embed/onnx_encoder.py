@@ -173,10 +173,8 @@ class OnnxEncoder:
         raise NotImplementedError
 
     def _run(self, runtime: _Runtime, batch: list[Encoding]) -> npt.NDArray[np.float32]:
-        ids, mask = _pad(batch, self._spec.pad_id)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in runtime.input_names:
-            feeds["token_type_ids"] = np.zeros_like(ids)
+        feeds = model_inputs(batch, self._spec.pad_id, runtime.input_names)
+        mask = feeds["attention_mask"]
         try:
             (output,) = runtime.session.run([runtime.output], feeds)
         except runtime.errors as exc:
@@ -244,15 +242,23 @@ def batches(lengths: Sequence[int], batch_size: int) -> list[tuple[int, int]]:
     return runs
 
 
-def _pad(batch: list[Encoding], pad_id: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Right-pad a batch to its longest member: input ids and attention mask."""
+def model_inputs(
+    batch: Sequence[Encoding], pad_id: int, input_names: frozenset[str]
+) -> dict[str, npt.NDArray[np.int64]]:
+    """A batch right-padded to its longest member: input ids, attention mask and, where the
+    model takes them, token type ids (all 0 for one text; 1 for a pair's second)."""
     width = max(len(encoding.ids) for encoding in batch)
     ids = np.full((len(batch), width), pad_id, dtype=np.int64)
     mask = np.zeros((len(batch), width), dtype=np.int64)
+    types = np.zeros((len(batch), width), dtype=np.int64)
     for row, encoding in enumerate(batch):
         ids[row, : len(encoding.ids)] = encoding.ids
         mask[row, : len(encoding.ids)] = 1
-    return ids, mask
+        types[row, : len(encoding.ids)] = encoding.type_ids
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in input_names:
+        feeds["token_type_ids"] = types
+    return feeds
 
 
 def pool(

@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 
 from memhub.config import MemhubSettings
-from memhub.embed.onnx_encoder import batches, load_session, load_tokenizer, onnxruntime_errors
+from memhub.embed.onnx_encoder import (
+    batches,
+    load_session,
+    load_tokenizer,
+    model_inputs,
+    onnxruntime_errors,
+)
 from memhub.engine.fusion import ScoredCandidate
 from memhub.errors import (
     ConfigurationError,
@@ -230,18 +236,7 @@ class CrossEncoderReranker:
         lengths = [len(encodings[i].ids) for i in order]
         for start, stop in batches(lengths, self._batch_size):
             rows = order[start:stop]
-            width = max(lengths[start:stop])
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            types = np.zeros_like(ids)
-            mask = np.zeros_like(ids)
-            for row, index in enumerate(rows):
-                encoding = encodings[index]
-                ids[row, : len(encoding.ids)] = encoding.ids
-                types[row, : len(encoding.ids)] = encoding.type_ids
-                mask[row, : len(encoding.ids)] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in loaded.inputs:
-                feeds["token_type_ids"] = types
+            feeds = model_inputs([encodings[i] for i in rows], 0, loaded.inputs)
             try:
                 (logits,) = loaded.session.run([loaded.output], feeds)
             except loaded.errors as exc:
