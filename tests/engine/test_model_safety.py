@@ -297,3 +297,33 @@ async def test_a_cap_bounds_removals_per_call(
         await _settle(memory, "capped")
         assert len(await _facts(memory, "capped")) == 1
         assert len((await memory.retired(user_id="capped"))["results"]) == 3
+
+
+async def test_restore_undoes_a_manipulated_rewording(
+    llm_settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    """An UPDATE only refines, so no guard stands in its way: a manipulated model can reword
+    a fact into its opposite. The earlier wording is kept, named in the history, and restore
+    brings it back in place of the rewording."""
+    fact, turn = "Ada is allergic to peanuts.", "I had a peanut-free lunch today."
+
+    def reword(req: dict[str, Any]) -> str:
+        update = {"op": "UPDATE", "id": fact_number(req, fact), "text": "Ada loves peanuts."}
+        return ops({**update, "turns": [1]})
+
+    llm.default = obeying({turn: reword})
+    async with AsyncMemory(settings=llm_settings) as memory:
+        added = await memory.add(fact, user_id="reworded", infer=False, wait=True)
+        fact_id = added["results"][0]["id"]
+        await memory.add(turn, user_id="reworded")
+        await _settle(memory, "reworded")
+        assert await _facts(memory, "reworded") == ["Ada loves peanuts."]
+        update = (await memory.history(fact_id, user_id="reworded"))[-1]
+        assert (update["event"], update["old_memory"]) == ("UPDATE", fact)
+        earlier = update["metadata"]["previous_version"]
+        await memory.restore(earlier, user_id="reworded")
+        assert await _facts(memory, "reworded") == [fact]
+        hits = (await memory.search("peanut allergy", user_id="reworded"))["results"]
+        assert hits[0]["memory"] == fact
+        (retired,) = (await memory.retired(user_id="reworded"))["results"]
+        assert (retired["id"], retired["memory"]) == (fact_id, "Ada loves peanuts.")

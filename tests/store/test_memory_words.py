@@ -63,13 +63,14 @@ async def test_every_write_keeps_the_copy_exact(store: PostgresStore) -> None:
         await batch.forget(U, c, [3])
         assert await batch.retire_turn_memories(U, [1]) == 1
     assert new is not None
-    # tea, Paris (closed), Rome, chess (retired by forget, restorable), the cat
-    assert await differences(store) == (0, 0, 5)
+    # tea and its earlier wording (closed), Paris (closed), Rome, chess (retired by forget,
+    # restorable), the cat
+    assert await differences(store) == (0, 0, 6)
 
     await store.delete_memory(U, new, actor="u")
-    assert await differences(store) == (0, 0, 4)
+    assert await differences(store) == (0, 0, 5)
     assert await store.delete_all(Scope(user_id=V.user_id)) == 1
-    assert await differences(store) == (0, 0, 3)
+    assert await differences(store) == (0, 0, 4)
     await store.reset()
     assert await differences(store) == (0, 0, 0)
 

@@ -4,13 +4,16 @@ retired (out of every read, restorable), purged after the retention, erased by t
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from uuid import UUID
 
 import numpy as np
 import pytest
 
 from memhub.errors import MemoryNotFound, NotRestorable
+from memhub.filters import Filter, parse_filters
+from memhub.memory.compat import as_of_filters
 from memhub.store.protocol import Store
-from tests.store.contract import U, V, X, insert, mem
+from tests.store.contract import U, V, X, Y, insert, mem
 
 
 async def _visible(store: Store) -> set[str]:
@@ -20,6 +23,11 @@ async def _visible(store: Store) -> set[str]:
         U, "tea", np.asarray(X, np.float32), 10, None, include_superseded=True
     )
     return {r.memory for r in listed} | {c.record.memory for c in found}
+
+
+def _valid_at(moment: datetime) -> Filter:
+    """The filter ``search(as_of=moment)`` applies."""
+    return parse_filters(as_of_filters(moment, None))
 
 
 async def test_retire_hides_restore_brings_back_with_history(store: Store) -> None:
@@ -69,6 +77,68 @@ async def test_restoring_a_superseded_fact_retires_its_successor(store: Store) -
     (retired,) = await store.retired_memories(U, 10)
     assert retired.record.id == oslo and retired.reason == f"restored {paris}"
     assert (await store.history(U, paris))[-1].metadata == {"retired": str(oslo)}
+
+
+async def test_restore_undoes_a_models_rewording(store: Store) -> None:
+    """A model's UPDATE keeps the id and the earlier wording, as a version restore brings back."""
+    said = datetime.now(UTC) - timedelta(hours=1)
+    (allergy,) = await insert(
+        store, mem("allergic to peanuts", source_turn_ids=(1,), valid_from=said)
+    )
+    assert allergy is not None
+    vector = np.asarray(Y, np.float32)
+    async with store.apply_jobs([], "t", {}) as batch:
+        assert await batch.refine(U, allergy, "loves peanuts", "loves peanuts", vector, [2])
+    event = (await store.history(U, allergy))[-1]
+    assert (event.event, event.old_memory, event.new_memory) == (
+        "UPDATE",
+        "allergic to peanuts",
+        "loves peanuts",
+    )
+    version = UUID(event.metadata["previous_version"])
+    # the earlier wording reads nowhere: not current, and valid at no moment (as_of)
+    assert {r.memory for r in await store.list_memories(U, None, 10, False)} == {"loves peanuts"}
+    at_the_time = await store.search_candidates(
+        U,
+        "peanuts",
+        np.asarray(X, np.float32),
+        10,
+        _valid_at(said + timedelta(minutes=1)),
+        include_superseded=True,
+    )
+    assert [c.record.memory for c in at_the_time] == ["loves peanuts"]
+    kept = await store.get_memory(U, version)
+    assert kept is not None and kept.superseded_by == allergy
+    with pytest.raises(MemoryNotFound):
+        await store.restore_memory(V, version, "user")
+
+    restored = await store.restore_memory(U, version, "user")
+    assert (restored.memory, restored.source_turn_ids) == ("allergic to peanuts", (1,))
+    current = await store.list_memories(U, None, 10, False)
+    assert [(r.id, r.memory) for r in current] == [(version, "allergic to peanuts")]
+    (found,) = await store.search_candidates(
+        U, "unrelated", np.asarray(X, np.float32), 10, None, False
+    )
+    assert found.record.id == version and found.vector_rank == 1  # its vector came along
+    (retired,) = await store.retired_memories(U, 10)
+    assert (retired.record.id, retired.reason) == (allergy, f"restored {version}")
+
+
+async def test_the_users_delete_takes_a_facts_earlier_wordings_along(store: Store) -> None:
+    paris, tea = await insert(store, mem("lives in Paris"), mem("likes tea"))
+    assert paris is not None and tea is not None
+    vector = np.asarray(Y, np.float32)
+    async with store.apply_jobs([], "t", {}) as batch:
+        rome = await batch.supersede(U, paris, mem("lives in Rome"), datetime.now(UTC))
+        assert await batch.refine(U, rome, "lives in Rome, Italy", "rome-italy", vector, [2])
+        assert await batch.refine(U, tea, "likes green tea", "green-tea", vector, [3])
+    wording = UUID((await store.history(U, rome))[-1].metadata["previous_version"])
+    await store.delete_memory(U, rome, "user")
+    assert await store.get_memory(U, wording) is None
+    kept = await store.get_memory(U, paris)  # another fact, superseded: it stays, closed
+    assert kept is not None and kept.valid_to is not None
+    listed = {r.memory for r in await store.list_memories(U, None, 10, True)}
+    assert listed == {"lives in Paris", "likes tea", "likes green tea"}
 
 
 async def test_erased_memories_cannot_be_restored(store: Store) -> None:

@@ -148,6 +148,9 @@ export interface MemoryHistoryEntry {
   turnIds: number[];
   createdAt: string;
   isDeleted: boolean;
+  /** What the event linked: `superseded_by`, `previous_version` (a consolidation UPDATE's
+   * earlier wording, restorable), `retired`; a RETIRE's `reason`. */
+  metadata: Record<string, unknown>;
   [extra: string]: unknown;
 }
 

@@ -41,6 +41,9 @@ class HistoryItem(TypedDict):
     turn_ids: list[int]
     created_at: str
     is_deleted: bool
+    # memhub's: the links an event made (``superseded_by``, ``previous_version``, ``retired``)
+    # and a RETIRE's ``reason``
+    metadata: dict[str, Any]
 
 
 def memory_item(record: MemoryRecord, score: float | None = None) -> MemoryItem:
@@ -84,4 +87,5 @@ def history_item(event: HistoryEvent) -> HistoryItem:
         turn_ids=list(event.turn_ids),
         created_at=event.created_at.isoformat(),
         is_deleted=event.event == "DELETE",
+        metadata=dict(event.metadata),
     )

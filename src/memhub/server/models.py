@@ -225,6 +225,11 @@ class HistoryOut(BaseModel):
     turn_ids: list[int]
     created_at: str
     is_deleted: bool
+    metadata: dict[str, Any] = Field(
+        description="What the event linked: superseded_by (SUPERSEDE), previous_version"
+        " (a consolidation UPDATE: the earlier wording, restorable), retired (RESTORE);"
+        " a RETIRE's reason."
+    )
 
 
 class UserOut(BaseModel):

@@ -270,7 +270,13 @@ class InMemoryStore(InMemoryKeys):
     async def delete_memory(self, scope: Scope | None, memory_id: UUID, actor: str) -> None:
         async with self.lock:
             mem = self.tables.located(scope, memory_id)
-            self.tables.detach(mem, None)
+            versions = [
+                m
+                for m in self.tables.memories.values()
+                if m.superseded_by == memory_id and m.valid_to == m.valid_from
+            ]
+            for gone in (mem, *versions):
+                self.tables.detach(gone, None)
             self.tables.event(mem, "DELETE", mem.memory, None, actor, utc_now(), None)
 
     async def set_expiry(

@@ -97,11 +97,21 @@ class InMemoryBatch:
             tables = self._tables
             mem = tables.located(scope, memory_id)
             old_text, old_turns = mem.memory, mem.source_turn_ids
+            version = tables.version_of(mem, self.now)
             if not tables.rewrite(mem, text, hash_, vector, self.now, self.undo):
                 return False  # PostgreSQL's unique violation, caught in a savepoint
+            tables.attach(version, self.undo)
             tables.change(mem, self.undo, source_turn_ids=old_turns + tuple(turn_ids))
             tables.event(
-                mem, "UPDATE", old_text, text, "consolidation", self.now, self.undo, turn_ids
+                mem,
+                "UPDATE",
+                old_text,
+                text,
+                "consolidation",
+                self.now,
+                self.undo,
+                turn_ids,
+                {"previous_version": str(version.id)},
             )
             return True
 

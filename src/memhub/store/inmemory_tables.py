@@ -7,6 +7,10 @@ batch back runs it in reverse. The rules follow :mod:`memhub.store.pg_memories` 
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -243,6 +247,22 @@ class Tables:
         self.change(mem, undo, memory=text, hash=hash_, terms=terms(text), updated_at=now)
         self.set_vector(mem, unit, undo)
         return True
+
+    def version_of(self, mem: MemoryRow, now: datetime) -> MemoryRow:
+        """A copy of ``mem`` as it reads now, superseded by it and closed where it opened (see
+        ``pg_consolidation._KEEP_VERSION``); the caller attaches it."""
+        unit = mem.unit if mem.row is None else self.vectors.get(mem.row)
+        return dataclasses.replace(
+            mem,
+            id=uuid.uuid4(),
+            metadata=copy.deepcopy(mem.metadata),
+            terms=Counter(mem.terms),
+            unit=unit,
+            row=None,
+            valid_to=mem.valid_from,
+            superseded_by=mem.id,
+            updated_at=now,
+        )
 
     def supersede(
         self,

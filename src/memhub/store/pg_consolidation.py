@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,6 +32,17 @@ from memhub.store.records import FORGET_REASON, NewMemory, Scope, usage_summary
 __all__ = ["PgConsolidationWrites", "batch_step", "usage_stats"]
 
 log = logging.getLogger("memhub.consolidation")
+
+# A model's UPDATE first copies the row it rewrites: superseded by it, and closed where it
+# opened (valid_to = valid_from), so no ``as_of`` moment sees the two wordings of one fact.
+_KEEP_VERSION = (
+    "INSERT INTO memories (id, user_id, agent_id, run_id, memory, hash, metadata, memory_type,"
+    " valid_from, valid_to, superseded_by, source_turn_ids, created_at, updated_at, role,"
+    " previous_turn_id, expires_at, embedding)"
+    " SELECT %s, user_id, agent_id, run_id, memory, hash, metadata, memory_type, valid_from,"
+    " valid_from, id, source_turn_ids, created_at, now(), role, previous_turn_id, expires_at,"
+    " embedding FROM memories WHERE id = %s"
+)
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -78,10 +90,17 @@ class PgConsolidationWrites:
         vector: Any,
         turn_ids: Sequence[int],
     ) -> bool:
-        """UPDATE: the same fact, said better. False if the new text already exists as a fact."""
+        """UPDATE: the same fact, said better. False if the new text already exists as a fact.
+
+        The id stays (as Mem0's UPDATE keeps it); the earlier wording is kept as a version
+        superseded by it (:data:`_KEEP_VERSION`), named in the UPDATE event, so that
+        ``restore`` undoes a model's rewording like any supersession.
+        """
         old = await lock_memory(self.conn, scope, memory_id)
+        version = uuid.uuid4()
         try:
             async with self.conn.transaction():
+                await self.conn.execute(_KEEP_VERSION, (version, memory_id))
                 await self.conn.execute(
                     "UPDATE memories SET memory = %s, hash = %s, embedding = %s,"
                     " updated_at = now(), source_turn_ids = source_turn_ids || %s::bigint[]"
@@ -91,7 +110,16 @@ class PgConsolidationWrites:
         except psycopg.errors.UniqueViolation:
             log.info("UPDATE of %s skipped: the refined text is already stored", memory_id)
             return False
-        await history_event(self.conn, old, "UPDATE", old.memory, text, "consolidation", turn_ids)
+        await history_event(
+            self.conn,
+            old,
+            "UPDATE",
+            old.memory,
+            text,
+            "consolidation",
+            turn_ids,
+            {"previous_version": str(version)},
+        )
         return True
 
     @batch_step

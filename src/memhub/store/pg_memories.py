@@ -385,7 +385,12 @@ async def history_event(
 async def delete_memory(conn: AsyncConn, scope: Scope | None, memory_id: UUID, actor: str) -> None:
     async with conn.transaction():
         old = await lock_memory(conn, scope, memory_id)
-        await conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
+        # Its earlier wordings (pg_consolidation._KEEP_VERSION) go with it; a fact it
+        # superseded is another fact and stays, closed.
+        await conn.execute(
+            "DELETE FROM memories WHERE id = %s OR (superseded_by = %s AND valid_to = valid_from)",
+            (memory_id, memory_id),
+        )
         await history_event(conn, old, "DELETE", old.memory, None, actor)
 
 
