@@ -21,7 +21,7 @@ from bench.locomo import CATEGORY_NAMES, RECALL_CATEGORIES, Conversation, load_l
 from bench.metrics import QuestionResult, aggregate
 from bench.recall import TOP_N, ingest
 from memhub.engine.fusion import PRESETS, FusionConfig, fuse
-from memhub.store.pg_search import search_candidates
+from memhub.store.postgres.search import search_candidates
 from memhub.store.records import DEFAULT_TEXT_RANKING, Scope, TextRanking
 
 

@@ -28,7 +28,7 @@ from bench.hotpath import HotpathSpec, _adder, _fill, _timed_calls
 from bench.metrics import latency_summary
 from bench.systems import MemhubSystem
 from memhub import AsyncMemory, MemhubSettings, Memory
-from memhub.store.embedded import embedded_database_url
+from memhub.store.postgres.embedded import embedded_database_url
 
 CLIENTS = 8
 

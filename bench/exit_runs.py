@@ -134,7 +134,7 @@ def _burn(stop_at: float) -> None:
 
 
 def _series(home: Path, runs: int, adds: int, label: str) -> dict[str, object]:
-    from memhub.store.embedded import embedded_database_url, stop_embedded_server
+    from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
 
     env = {"MEMHUB_DATA_DIR": str(home)}  # each script starts (and stops) the server itself
     outcomes, left_running = [], 0

@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-embedder", action="store_true")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "ingest.json")
     args = parser.parse_args(argv)
-    from memhub.store.embedded import embedded_database_url, stop_embedded_server
+    from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
 
     home = Path(tempfile.mkdtemp(prefix="memhub-ingest-"))
     home.chmod(0o755)

@@ -127,7 +127,7 @@ async def _candidates(
     import psycopg
     from pgvector.psycopg import register_vector_async
 
-    from memhub.store.pg_search import search_candidates
+    from memhub.store.postgres.search import search_candidates
 
     found = []
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:

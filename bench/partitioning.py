@@ -23,7 +23,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from memhub.store.embedded import embedded_database_url, stop_embedded_server
+from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
 
 DIM = 384
 

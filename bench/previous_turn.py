@@ -22,8 +22,8 @@ from bench.metrics import summary
 from bench.profile_search import USER
 from bench.search_timeline import on_query_database
 from memhub import AsyncMemory
-from memhub.store import pg_search
-from memhub.store.pg_memories import previous_turn
+from memhub.store.postgres import search as pg_search
+from memhub.store.postgres.memories import previous_turn
 
 VARIANTS = {
     "stored": pg_search._PREVIOUS_TURN,

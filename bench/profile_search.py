@@ -25,7 +25,7 @@ from memhub.embed import create_embedder
 from memhub.engine.fusion import FusionConfig
 from memhub.engine.text import memory_hash
 from memhub.memory.shared import Engine
-from memhub.store.postgres import PostgresStore
+from memhub.store.postgres.store import PostgresStore
 from memhub.store.records import Scope
 
 USER = "hot-u0"

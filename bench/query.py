@@ -30,7 +30,7 @@ from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.fusion import fuse
 from memhub.memory.results import memory_item
 from memhub.memory.shared import Engine
-from memhub.store import pg_search
+from memhub.store.postgres import search as pg_search
 from memhub.store.records import Scope
 
 LIMIT = 10

@@ -24,8 +24,8 @@ from pathlib import Path
 import psycopg
 
 from memhub.config import MemhubSettings
-from memhub.store.embedded import embedded_database_url, stop_embedded_server
-from memhub.store.postgres import PostgresStore
+from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
+from memhub.store.postgres.store import PostgresStore
 from memhub.store.records import Lane, Lease
 
 UNORDERED = Lane(("consolidate",), exclude=True, ordered=False)

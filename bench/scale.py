@@ -115,7 +115,7 @@ def _partition(url: str, partitions: int) -> None:
 
 
 def _migration(name: str) -> str:
-    return (resources.files("memhub.store.migrations") / name).read_text("utf-8")
+    return (resources.files("memhub.store.postgres.migrations") / name).read_text("utf-8")
 
 
 def _plain_index_definitions(conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
@@ -416,7 +416,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def _set_shared_buffers(url: str, data: Path, database: str, size: str) -> str:
     """ALTER SYSTEM shared_buffers and restart the embedded server if it changed; new URL."""
-    from memhub.store.embedded import embedded_database_url, stop_embedded_server
+    from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
 
     with psycopg.connect(url, autocommit=True) as conn:
         before = conn.execute("SHOW shared_buffers").fetchone()
@@ -446,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     """Load once (if needed), then measure; writes ``scale-<database>.json``."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     args = _parse_args(argv)
-    from memhub.store.embedded import embedded_database_url
+    from memhub.store.postgres.embedded import embedded_database_url
 
     layout = scale_data.Layout(rows=args.rows, users=args.users, big_rows=args.big)
     database = f"scale_{args.rows}" + (f"_p{args.partitioned}" if args.partitioned else "")

@@ -23,7 +23,7 @@ from bench.metrics import summary
 from bench.profile_search import USER
 from memhub import AsyncMemory, MemhubSettings
 from memhub.memory import async_memory
-from memhub.store import pg_search
+from memhub.store.postgres import search as pg_search
 
 #: The rows of the report, in order (milliseconds, p50 and p95 over the queries).
 STEPS = (

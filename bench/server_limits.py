@@ -48,7 +48,7 @@ def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = _port()
     url = os.environ.get("MEMHUB_DATABASE_URL")
     if not url:  # started here, so this process can stop it at the end
-        from memhub.store.embedded import embedded_database_url
+        from memhub.store.postgres.embedded import embedded_database_url
 
         url = embedded_database_url(home)
     env = {
@@ -274,7 +274,7 @@ def main() -> int:
         finally:
             process.terminate()
             process.wait(30)
-            from memhub.store.embedded import stop_embedded_server
+            from memhub.store.postgres.embedded import stop_embedded_server
 
             stop_embedded_server(Path(tmp))
     return 0

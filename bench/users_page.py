@@ -18,9 +18,9 @@ from typing import Any
 
 import psycopg
 
-from memhub.store import pg_users
-from memhub.store.embedded import embedded_database_url, stop_embedded_server
-from memhub.store.migrate import apply_migrations
+from memhub.store.postgres import users as pg_users
+from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
+from memhub.store.postgres.migrate import apply_migrations
 
 # The listing server/queries.py ran before issue 15, kept here to compare against.
 OLD = """

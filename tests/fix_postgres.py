@@ -18,8 +18,8 @@ import pytest
 from psycopg import sql
 
 from memhub.config import MemhubSettings
-from memhub.store.embedded import embedded_database_url, stop_embedded_server
-from memhub.store.migrate import apply_migrations
+from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
+from memhub.store.postgres.migrate import apply_migrations
 
 TEMPLATE = "memhub_test_template"
 _counter = itertools.count()
@@ -44,7 +44,7 @@ def _close_sync_memories() -> Iterator[None]:
     yield
     from memhub._portal import run_sync
     from memhub.memory.shared import close_all_engines
-    from memhub.store.database import close_all_databases
+    from memhub.store.postgres.database import close_all_databases
 
     async def close() -> None:
         await close_all_engines()

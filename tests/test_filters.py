@@ -26,7 +26,7 @@ from memhub.filters import (
     Or,
     parse_filters,
 )
-from memhub.store.inmemory_filters import matches
+from memhub.store.inmemory.filters import matches
 
 # -- the shared table: rows and cases (tests/store/test_pg_filters.py runs it on PostgreSQL) --
 BASE = datetime(2024, 1, 1, tzinfo=UTC)

@@ -63,10 +63,13 @@ _SQL = re.compile(
 KNOWN_SQL_OUTSIDE_STORE: dict[str, int] = {}
 
 
-# The PostgreSQL back end's own modules. Above store/ the data is reached through the protocol
-# (store/protocol.py: Store, OpsStore, BulkStore), its records and the factory
-# (memhub.store.open_store); nothing names a back end, in an import or a module-name string.
-BACKEND_MODULE = re.compile(r"memhub\.store\.(pg_\w+|postgres)(?=\.\w|$)")
+# The back ends' packages (store/postgres/, store/inmemory/). Above store/ the data is reached
+# through the protocol (store/protocol.py: Store, OpsStore, BulkStore), its records and the
+# factory (memhub.store.open_store); nothing names a back end, in an import or a module-name
+# string.
+BACKEND_MODULE = re.compile(r"memhub\.store\.(postgres|inmemory)(?=\.\w|$)")
+# ``memhub db`` starts and stops the embedded PostgreSQL server itself: a process, not data.
+EMBEDDED_SERVER = {"cli/db.py": "memhub.store.postgres.embedded"}
 
 
 # Entry points that reach the data only through the facade or its admin API (memory/), never
@@ -151,7 +154,7 @@ def facade_bypasses(root: Path) -> list[str]:
 
 def imported_names(path: Path, root: Path) -> set[str]:
     """:func:`imported_modules`, plus ``package.name`` for every ``from package import name``
-    (the name may be a module: ``from memhub.store import pg_jobs``)."""
+    (the name may be a module: ``from memhub.store.postgres import jobs``)."""
     relative = path.relative_to(root)
     package = ("memhub", *relative.parts[:-1])
     found = imported_modules(path, root)
@@ -178,10 +181,11 @@ def backend_outside_store(root: Path) -> list[str]:
             and isinstance(node.value, str)
             and id(node) not in skip
         }
+        allowed = EMBEDDED_SERVER.get(relative.as_posix(), "<none>")
         named = {
             m[0]
             for name in imported_names(path, root) | strings
-            if (m := BACKEND_MODULE.match(name))
+            if (m := BACKEND_MODULE.match(name)) and not name.startswith(allowed)
         }
         found += [f"{relative} names {module}" for module in sorted(named)]
     return found
@@ -304,14 +308,14 @@ def test_the_checker_finds_a_server_reaching_around_the_facade(tmp_path: Path) -
         tmp_path,
         {
             "server/ok.py": "from memhub.memory.admin import AsyncAdmin\n",
-            "server/bad.py": "from memhub.store import pg_keys\n",
+            "server/bad.py": "from memhub.store.postgres import keys\n",
             "mcp/bad.py": "def late():\n    from memhub import store\n",
-            "cli/fine.py": "from memhub.store import pg_keys\n",  # not (yet) held to it
+            "cli/fine.py": "from memhub.store.postgres import keys\n",  # not (yet) held to it
         },
     )
     assert facade_bypasses(root) == [
         "mcp/bad.py imports memhub.store",
-        "server/bad.py imports memhub.store",
+        "server/bad.py imports memhub.store.postgres",
     ]
 
 
@@ -319,15 +323,16 @@ def test_the_checker_finds_a_server_reaching_around_the_facade(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("planted", "named"),
     [
-        ("from memhub.store import pg_import\n", "memhub.store.pg_import"),
-        ("from memhub.store.postgres import PostgresStore\n", "memhub.store.postgres"),
-        ("import memhub.store.pg_jobs as jobs\n", "memhub.store.pg_jobs"),
+        ("from memhub.store.postgres import bulk_import\n", "memhub.store.postgres"),
+        ("from memhub.store.postgres.store import PostgresStore\n", "memhub.store.postgres"),
+        ("import memhub.store.postgres.jobs as jobs\n", "memhub.store.postgres"),
         ("from ..store import postgres\n", "memhub.store.postgres"),
-        ("from ..store.pg_reembed import swap\n", "memhub.store.pg_reembed"),
-        ("def late():\n    from memhub.store import pg_users\n", "memhub.store.pg_users"),
-        ("from memhub.store import open_store, pg_ops\n", "memhub.store.pg_ops"),
+        ("from ..store.postgres.reembed import swap\n", "memhub.store.postgres"),
+        ("def late():\n    from memhub.store.postgres import users\n", "memhub.store.postgres"),
+        ("from memhub.store import open_store, inmemory\n", "memhub.store.inmemory"),
+        ("from memhub.store.inmemory.store import InMemoryStore\n", "memhub.store.inmemory"),
         (
-            "import importlib\nM = importlib.import_module('memhub.store.postgres')\n",
+            "import importlib\nM = importlib.import_module('memhub.store.postgres.store')\n",
             "memhub.store.postgres",
         ),
     ],
@@ -344,13 +349,30 @@ def test_the_checker_lets_store_name_its_back_end_and_others_the_protocol(tmp_pa
         tmp_path,
         {
             "store/__init__.py": "def open_store():\n    from memhub.store.postgres import P\n",
-            "store/postgres.py": "from memhub.store import pg_jobs, pg_import\n",
-            "memory/ok.py": '"""Over :mod:`memhub.store.pg_import`\'s bulk path."""\n'
+            "store/postgres/store.py": "from memhub.store.postgres import jobs, bulk_import\n",
+            "memory/ok.py": '"""Over :mod:`memhub.store.postgres.bulk_import`\'s bulk path."""\n'
             "from memhub.store import open_store\n"
             "from memhub.store.protocol import BulkStore, OpsStore\n"
             "from memhub.store.records import ImportCursor\n"
             "from memhub.store.api_keys import ApiKey\n"
-            "NOTE = 'the pg_import module, memhub.store.pg_'\n",
+            "NOTE = 'the postgres back end, memhub.store.postgresql, memhub.store.'\n",
         },
     )
     assert backend_outside_store(root) == []
+
+
+def test_only_memhub_db_names_the_embedded_server(tmp_path: Path) -> None:
+    planted = "from memhub.store.postgres.embedded import embedded_status\n"
+    root = _tree(
+        tmp_path,
+        {
+            "cli/__init__.py": "",
+            "cli/db.py": planted,
+            "cli/other.py": planted,
+            "cli/store.py": "from memhub.store.postgres.store import PostgresStore\n",
+        },
+    )
+    assert backend_outside_store(root) == [
+        "cli/other.py names memhub.store.postgres",
+        "cli/store.py names memhub.store.postgres",
+    ]

@@ -1,4 +1,4 @@
-"""Print or write ``src/memhub/store/schema.sql``: the schema every migration together produces.
+"""Print or write ``src/memhub/store/postgres/schema.sql``: the schema all migrations produce.
 
 Run ``.venv/bin/python tools/schema.py`` to print it, ``--write`` to regenerate the file after
 adding a migration (``tests/store/test_schema_file.py`` fails until the two agree).
@@ -22,21 +22,22 @@ from pathlib import Path
 import psycopg
 
 from memhub.embed.onnx_minilm import DIMENSION, MODEL_NAME
-from memhub.store.embedded import embedded_database_url, stop_embedded_server
-from memhub.store.migrate import apply_migrations
-from memhub.store.pg_space import ensure_embedding_space
+from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
+from memhub.store.postgres.migrate import apply_migrations
+from memhub.store.postgres.space import ensure_embedding_space
 
 ROOT = Path(__file__).resolve().parents[1]
-NAME = "src/memhub/store/schema.sql"
+NAME = "src/memhub/store/postgres/schema.sql"
 TARGET = ROOT / NAME
 COMMAND = ".venv/bin/python tools/schema.py --write"
 SCHEMA = "public"
 
 HEADER = f"""\
--- The current memhub schema: what store/migrate.py and every file of store/migrations/
--- produce, applied in order to an empty database, plus the embedding column and its HNSW
--- index that store/pg_space.py's ensure_embedding_space adds at run time, shown here for the
--- default embedder ({MODEL_NAME}, {DIMENSION} dimensions; another embedder changes vector(N)).
+-- The current memhub schema: what store/postgres/migrate.py and every file of
+-- store/postgres/migrations/ produce, applied in order to an empty database, plus the
+-- embedding column and its HNSW index that store/postgres/space.py's ensure_embedding_space
+-- adds at run time, shown here for the default embedder ({MODEL_NAME}, {DIMENSION}
+-- dimensions; another embedder changes vector(N)).
 --
 -- GENERATED from the catalog by tools/schema.py: do not edit. Read it, don't run it: the
 -- migrations are what builds a database. After adding a migration, run

@@ -1,6 +1,6 @@
 """Mem0-style filters: parsed once into a small tree, then evaluated or compiled to SQL.
 
-:mod:`memhub.store.inmemory_filters` (the in-process store) and :mod:`memhub.store.pg_filters`
+:mod:`memhub.store.inmemory.filters` (the in-process store) and :mod:`memhub.store.postgres.filters`
 (PostgreSQL) give the same answer on every record; a shared table of cases tests both.
 
 Fields

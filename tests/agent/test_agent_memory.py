@@ -19,7 +19,7 @@ from memhub import AsyncMemory, MemhubSettings
 from memhub.agent import Agent, AgentMemoryConfig, OpenAIChatModel
 from memhub.agent.memory_flow import MEMORY_BLOCK_OPEN
 from memhub.errors import ConfigurationError, ProviderError
-from memhub.store.embedded import stop_embedded_server
+from memhub.store.postgres.embedded import stop_embedded_server
 from memhub.testing import RawReply, ScriptedOpenAIServer, tool_call
 
 USER = "customer-42"

@@ -12,7 +12,7 @@ import pytest
 from memhub import AsyncMemory, MemhubSettings, UsageError
 from memhub.agent import Agent, AgentMemoryConfig, OpenAIChatModel, create_runtime
 from memhub.errors import ProviderError
-from memhub.store.postgres import PostgresStore
+from memhub.store.postgres.store import PostgresStore
 from memhub.testing import HTTPErrorReply, ScriptedOpenAIServer
 
 

@@ -4,7 +4,7 @@ from bench.profile_search import USER
 
 from bench import previous_turn
 from memhub import AsyncMemory, MemhubSettings
-from memhub.store import pg_search
+from memhub.store.postgres import search as pg_search
 
 
 async def test_stored_and_looked_up_previous_turns_give_the_same_results(

@@ -5,7 +5,7 @@ from bench.profile_search import USER
 from bench import search_timeline
 from memhub import AsyncMemory, MemhubSettings
 from memhub.memory import async_memory
-from memhub.store import pg_search
+from memhub.store.postgres import search as pg_search
 
 
 def test_the_text_statement_counts_only_when_it_ends_after_the_embedding() -> None:

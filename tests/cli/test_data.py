@@ -240,8 +240,8 @@ async def test_reembed_moves_the_database_to_a_new_embedder(
 async def test_reembed_resumes_an_interrupted_run(
     settings: MemhubSettings, embedding_server: ScriptedOpenAIServer
 ) -> None:
-    from memhub.store import pg_reembed
-    from memhub.store.database import acquire_database, release_database
+    from memhub.store.postgres import reembed as pg_reembed
+    from memhub.store.postgres.database import acquire_database, release_database
 
     await seed(settings)
     scripted = settings.model_copy(

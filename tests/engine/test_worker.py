@@ -110,7 +110,7 @@ async def test_failing_embedder_retries_then_parks_and_keeps_the_turn(
         assert await _count(db_url, "SELECT count(*) FROM conversation_context") == 2
 
         embedder.error = None
-        from memhub.store.postgres import PostgresStore
+        from memhub.store.postgres.store import PostgresStore
 
         store = await PostgresStore.open(quick)
         assert await store.job_counts() == {"queued": 0, "parked": 2}
@@ -322,7 +322,7 @@ async def test_hand_back_ends_a_lease_whose_claim_the_worker_never_saw(
     # leased to this worker, but no task knows of them. Before this, an exit's drain waited
     # its whole budget for them and left them leased until the lease expired.
     from memhub.engine.worker import Worker, WorkerConfig
-    from memhub.store.postgres import PostgresStore
+    from memhub.store.postgres.store import PostgresStore
     from memhub.store.records import Lane, Lease, NewJob, NewTurn, Scope
 
     store = await PostgresStore.open(settings)

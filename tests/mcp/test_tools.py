@@ -169,7 +169,7 @@ async def test_stdio_subprocess_serves_the_tools(db_url: str, tmp_path: Any) -> 
 async def _tenant_key(db_url: str, tenant: str) -> str:
     import psycopg
 
-    from memhub.store import pg_keys
+    from memhub.store.postgres import keys as pg_keys
 
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         _, secret = await pg_keys.create_key(conn, f"mcp {tenant}", tenant, False)

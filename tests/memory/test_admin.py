@@ -159,7 +159,7 @@ async def test_the_user_page_reads_only_its_users(
     """No aggregate over every memory and turn: the ids come from byte-order indexes."""
     from psycopg import sql
 
-    from memhub.store import pg_users
+    from memhub.store.postgres import users as pg_users
 
     await _say(memory, *[f"user{n:03d}" for n in range(30)])
     await aconn.execute("ANALYZE")

@@ -15,8 +15,8 @@ from psycopg import sql
 from memhub import AsyncMemory, MemhubSettings
 from memhub.embed import Embedder, create_embedder
 from memhub.memory.shared import acquire_engine, release_engine
-from memhub.store.database import acquire_database, release_database
-from memhub.store.embedded import embedded_database_url
+from memhub.store.postgres.database import acquire_database, release_database
+from memhub.store.postgres.embedded import embedded_database_url
 
 
 async def _add_and_list(memory: AsyncMemory, user: str, n: int) -> list[str]:

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from memhub.config import MemhubSettings
-from memhub.store.inmemory import InMemoryStore
-from memhub.store.postgres import PostgresStore
+from memhub.store.inmemory.store import InMemoryStore
+from memhub.store.postgres.store import PostgresStore
 from memhub.store.protocol import Store
 
 

@@ -13,8 +13,10 @@ import pytest
 from pgvector.psycopg import register_vector_async
 
 from memhub.filters import parse_filters
-from memhub.store import pg_memories, pg_search, pg_space
-from memhub.store.pg_bind import Params, scope_where, vector_type_modifier
+from memhub.store.postgres import memories as pg_memories
+from memhub.store.postgres import search as pg_search
+from memhub.store.postgres import space as pg_space
+from memhub.store.postgres.bind import Params, scope_where, vector_type_modifier
 from memhub.store.records import NewMemory, Scope
 from tests.memory.test_awkward_values import AWKWARD
 

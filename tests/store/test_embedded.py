@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 
 from memhub import MemhubSettings, Memory, UserMessage
-from memhub.store.embedded import embedded_database_url, stop_embedded_server
+from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
 
 CHILD = textwrap.dedent(
     """
@@ -80,7 +80,7 @@ def test_database_down_then_back(tmp_path: Path) -> None:
 def test_a_postmaster_pid_is_watched_until_it_exits_then_forgotten() -> None:
     # The per-checkout check polls a pidfd; once the process has exited it is dropped, so a
     # restarted postmaster that gets the same pid back is watched afresh.
-    from memhub.store import embedded
+    from memhub.store.postgres import embedded
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -14,8 +14,8 @@ import time
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.errors import StatementTimeout, StoreUnavailable
-from memhub.store import embedded
-from memhub.store.embedded import embedded_database_url, stop_embedded_server
+from memhub.store.postgres import embedded
+from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
 from memhub.testing import FakeEmbedder
 from tests.ops.procs import postmaster_pid, private_home, wait_gone
 

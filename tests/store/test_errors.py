@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from memhub.errors import StatementTimeout, StoreError, StoreUnavailable
-from memhub.store.errors import translate_errors
+from memhub.store.postgres.errors import translate_errors
 
 
 async def test_a_statement_timeout_is_a_failure_not_an_outage(

@@ -9,8 +9,8 @@ import pytest
 
 from memhub.config import MemhubSettings
 from memhub.errors import StoreError
-from memhub.store.inmemory import InMemoryStore
-from memhub.store.inmemory_text import bm25_scores, stem, terms
+from memhub.store.inmemory.store import InMemoryStore
+from memhub.store.inmemory.text import bm25_scores, stem, terms
 from memhub.store.protocol import Store
 from memhub.store.records import JobPayload, Lane, NewJob, NewTurn, Scope
 from tests.store.contract import INGEST, LEASE, U, V, X, Y, Z, insert, mem, queue

@@ -11,9 +11,10 @@ import psycopg
 import pytest
 
 from memhub.config import MemhubSettings
-from memhub.store import pg_key_listener, pg_keys
-from memhub.store.inmemory import InMemoryStore
-from memhub.store.postgres import PostgresStore
+from memhub.store.inmemory.store import InMemoryStore
+from memhub.store.postgres import key_listener as pg_key_listener
+from memhub.store.postgres import keys as pg_keys
+from memhub.store.postgres.store import PostgresStore
 
 Conn = psycopg.AsyncConnection[tuple[object, ...]]
 

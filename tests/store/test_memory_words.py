@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memhub.store.postgres import PostgresStore
+from memhub.store.postgres.store import PostgresStore
 from memhub.store.records import Scope
 from tests.store.contract import U, V, X, Y, insert, mem
 
@@ -89,7 +89,7 @@ async def test_filling_in_a_vector_leaves_the_copy_alone(store: PostgresStore) -
 
 async def test_the_migration_copies_memories_stored_before_it(store: PostgresStore) -> None:
     await insert(store, mem("likes tea"), mem("lives in Paris"), mem("owns a cat", scope=V))
-    migration = resources.files("memhub.store.migrations") / "0019_memory_words.sql"
+    migration = resources.files("memhub.store.postgres.migrations") / "0019_memory_words.sql"
     async with store.database.connection() as conn:
         await conn.execute("DELETE FROM memory_words")  # as before the migration ran
         assert await differences(store) == (3, 0, 0)

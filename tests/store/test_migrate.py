@@ -7,13 +7,13 @@ import asyncio
 import psycopg
 
 from memhub import AsyncMemory, MemhubSettings
-from memhub.store.migrate import (
+from memhub.store.postgres.migrate import (
     MIGRATION_LOCK_ID,
     Migration,
     apply_migrations,
     available_migrations,
 )
-from memhub.store.pg_space import SPACE_LOCK_ID
+from memhub.store.postgres.space import SPACE_LOCK_ID
 
 
 async def test_concurrent_migrators_apply_each_version_once(pg_admin_url: str) -> None:

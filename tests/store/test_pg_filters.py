@@ -15,8 +15,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from memhub.filters import And, Filter, Not, Or, parse_filters
-from memhub.store.pg_bind import Params
-from memhub.store.pg_filters import compile_filter
+from memhub.store.postgres.bind import Params
+from memhub.store.postgres.filters import compile_filter
 from tests.fix_postgres import TEMPLATE, database_url
 from tests.test_filters import (
     ALL,

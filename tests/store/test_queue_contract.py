@@ -15,8 +15,8 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from memhub.errors import Conflict
-from memhub.store.inmemory import InMemoryStore
-from memhub.store.postgres import PostgresStore
+from memhub.store.inmemory.store import InMemoryStore
+from memhub.store.postgres.store import PostgresStore
 from memhub.store.protocol import Store
 from memhub.store.records import JobPayload, Lane, Lease, NewJob, NewMemory, NewTurn, Scope
 

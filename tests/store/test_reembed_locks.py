@@ -12,8 +12,8 @@ import psycopg
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.embed import create_embedder
-from memhub.store import pg_reembed
-from memhub.store.database import acquire_database, release_database
+from memhub.store.postgres import reembed as pg_reembed
+from memhub.store.postgres.database import acquire_database, release_database
 
 Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 

@@ -3,7 +3,7 @@ tests/ops/test_replicas.py)."""
 
 from __future__ import annotations
 
-from memhub.store.replicas import lsn_value
+from memhub.store.postgres.replicas import lsn_value
 
 
 def test_lsn_values_order_as_postgresql_orders_them() -> None:

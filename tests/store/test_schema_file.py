@@ -1,4 +1,4 @@
-"""``store/schema.sql`` is the schema a freshly migrated database has (tools/schema.py)."""
+"""``store/postgres/schema.sql`` is the schema a freshly migrated database has (tools/schema.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import ModuleType
 
 import psycopg
 
-from memhub.store.migrate import available_migrations
+from memhub.store.postgres.migrate import available_migrations
 
 TOOL = Path(__file__).parents[2] / "tools/schema.py"
 

@@ -13,8 +13,9 @@ import pytest
 from memhub import MemhubSettings
 from memhub.engine.fusion import PRESETS, fuse
 from memhub.filters import parse_filters
-from memhub.store import pg_memories, pg_search
-from memhub.store.postgres import PostgresStore
+from memhub.store.postgres import memories as pg_memories
+from memhub.store.postgres import search as pg_search
+from memhub.store.postgres.store import PostgresStore
 from memhub.store.records import NewMemory, Scope, TextRanking
 from tests.store.contract import U, turns_and_their_memories
 

@@ -7,8 +7,8 @@ import asyncio
 import numpy as np
 import pytest
 
-from memhub.store import pg_search
-from memhub.store.postgres import PostgresStore
+from memhub.store.postgres import search as pg_search
+from memhub.store.postgres.store import PostgresStore
 from tests.store.contract import U, X, insert, mem
 
 # conftest's store, PostgreSQL only: these tests look at its tables.

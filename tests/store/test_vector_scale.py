@@ -14,7 +14,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from memhub import MemhubSettings
-from memhub.store.postgres import PostgresStore
+from memhub.store.postgres.store import PostgresStore
 from memhub.store.records import Scope
 
 USERS, PER_USER, DIM, K = 10, 2000, 64, 50

@@ -16,7 +16,7 @@ NOT_RUNNING = 3  # pg_ctl's exit status for "no server running"
 
 def run_db(args: argparse.Namespace, settings: MemhubSettings) -> int:
     """Run one ``memhub db`` action; returns the exit status."""
-    from memhub.store.embedded import (
+    from memhub.store.postgres.embedded import (
         embedded_database_url,
         embedded_status,
         pin_embedded_server,

@@ -23,16 +23,16 @@ async def open_store(settings: MemhubSettings) -> Store:
     :class:`~memhub.store.protocol.BulkStore`; ask with ``isinstance``.
     """
     if (settings.database_url or "").startswith("memory://"):
-        from memhub.store.inmemory import InMemoryStore
+        from memhub.store.inmemory.store import InMemoryStore
 
         return await InMemoryStore.open(settings)
-    from memhub.store.postgres import PostgresStore
+    from memhub.store.postgres.store import PostgresStore
 
     return await PostgresStore.open(settings)
 
 
 async def close_all_stores() -> None:
     """Close every database pool opened on the running loop (interpreter exit)."""
-    from memhub.store.database import close_all_databases
+    from memhub.store.postgres.database import close_all_databases
 
     await close_all_databases()

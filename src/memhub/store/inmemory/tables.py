@@ -1,0 +1,380 @@
+"""The in-process store's ``memories`` and ``memory_history``: synchronous, I/O-free operations.
+
+Every write can record its inverse in an undo list: a job batch passes one, and rolling the
+batch back runs it in reverse. The rules follow :mod:`memhub.store.postgres.memories` and
+:mod:`memhub.store.postgres.consolidation`.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+
+from memhub.errors import MemoryNotFound, StoreError
+from memhub.filters import Filter
+from memhub.store.inmemory.filters import matches
+from memhub.store.inmemory.rows import (
+    Key,
+    MemoryRow,
+    VectorMatrix,
+    as_utc,
+    check_text,
+    in_scope,
+    jsonb,
+    utc_now,
+)
+from memhub.store.inmemory.text import bm25_scores, terms
+from memhub.store.protocol import Vector
+from memhub.store.records import (
+    DEFAULT_TEXT_RANKING,
+    Candidate,
+    HistoryEvent,
+    NewMemory,
+    PendingMemory,
+    Scope,
+    TextRanking,
+    Turn,
+)
+
+__all__ = ["Tables", "Undo"]
+
+Undo = list[Callable[[], None]] | None  # where a write records its inverse (None: no rollback)
+
+
+class Tables:
+    """Memories (with their vectors and the current-hash index) and their history."""
+
+    def __init__(self) -> None:
+        self.vectors = VectorMatrix()
+        self.clear()
+
+    def clear(self) -> None:
+        self.memories: dict[UUID, MemoryRow] = {}
+        self._current: dict[Key, UUID] = {}  # see holder()
+        self.history: list[tuple[Scope, HistoryEvent]] = []
+        self._added: set[UUID] = set()  # ids with an ADD event in ``history``
+        self._next_event = 1
+        self.vectors.clear()
+
+    # -- primitives ---------------------------------------------------------------------------
+    def holder(self, key: Key) -> UUID | None:
+        """The current fact with this key (the partial unique index ``memories_current_fact_hash``).
+
+        Checked on read, so a memory whose ``valid_to`` is set no longer counts. Turn memories
+        (with a role) are outside the index, as in PostgreSQL.
+        """
+        held = self._current.get(key)
+        mem = None if held is None else self.memories.get(held)
+        return None if mem is None or mem.valid_to is not None else mem.id
+
+    def current_hash(self, memory_id: UUID) -> str | None:
+        """The hash of a current memory; None if it is gone or superseded."""
+        mem = self.memories.get(memory_id)
+        return None if mem is None or mem.valid_to is not None else mem.hash
+
+    def located(self, scope: Scope | None, memory_id: UUID) -> MemoryRow:
+        mem = self.memories.get(memory_id)
+        if mem is None or not in_scope(scope, mem.scope):
+            raise MemoryNotFound(f"no memory {memory_id} in this scope")
+        return mem
+
+    def attach(self, mem: MemoryRow, undo: Undo) -> None:
+        if mem.unit is not None:
+            mem.row, mem.unit = self.vectors.add(mem.unit), None
+        self.memories[mem.id] = mem
+        if mem.valid_to is None and mem.role is None:
+            self._current[mem.key] = mem.id
+        if undo is not None:
+            undo.append(lambda: self.detach(mem, None))
+
+    def detach(self, mem: MemoryRow, undo: Undo) -> None:
+        if self.memories.get(mem.id) is not mem:
+            return
+        del self.memories[mem.id]
+        if self._current.get(mem.key) == mem.id:
+            del self._current[mem.key]
+        if mem.row is not None:
+            mem.unit = self.vectors.get(mem.row)  # kept so that an undo can attach it again
+            self.vectors.free(mem.row)
+            mem.row = None
+        if undo is not None:
+            undo.append(lambda: self.attach(mem, None))
+
+    def change(self, mem: MemoryRow, undo: Undo, **fields: Any) -> None:
+        """Set columns of a stored memory, keeping the current-hash index right."""
+        before = {name: getattr(mem, name) for name in fields}
+        if self._current.get(mem.key) == mem.id:
+            del self._current[mem.key]
+        for name, value in fields.items():
+            setattr(mem, name, value)
+        if mem.valid_to is None and mem.role is None and self.memories.get(mem.id) is mem:
+            self._current[mem.key] = mem.id
+        if undo is not None:
+            undo.append(lambda: self.change(mem, None, **before))
+
+    def set_vector(self, mem: MemoryRow, unit: Vector, undo: Undo) -> None:
+        if mem.row is None:
+            mem.row = self.vectors.add(unit)
+            previous = None
+        else:
+            previous = self.vectors.get(mem.row)
+            self.vectors.set(mem.row, unit)
+        if undo is not None:
+            undo.append(lambda: self._restore_vector(mem, previous))
+
+    def _restore_vector(self, mem: MemoryRow, previous: Vector | None) -> None:
+        if mem.row is None:
+            return
+        if previous is None:
+            self.vectors.free(mem.row)
+            mem.row = None
+        else:
+            self.vectors.set(mem.row, previous)
+
+    def event(
+        self,
+        mem: MemoryRow,
+        kind: str,
+        old: str | None,
+        new: str | None,
+        actor: str,
+        now: datetime,
+        undo: Undo,
+        turn_ids: Sequence[int] = (),
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        event = HistoryEvent(
+            self._next_event, mem.id, kind, old, new, actor, tuple(turn_ids), metadata or {}, now
+        )
+        entry = (mem.scope, event)
+        self.history.append(entry)
+        self._next_event += 1
+        if undo is not None:
+            undo.append(lambda: self.history.remove(entry) if entry in self.history else None)
+
+    # -- operations -----------------------------------------------------------------------------
+    def new_row(self, new: NewMemory, now: datetime) -> MemoryRow:
+        action = "inserting a memory"
+        check_text(action, 255, **new.scope.as_dict())
+        check_text(action, memory=new.memory, hash=new.hash, memory_type=new.memory_type)
+        if new.scope.is_empty():
+            raise StoreError(
+                f'{action}: new row for relation "memories" violates check constraint'
+                ' "memories_scoped"'
+            )
+        unit = None if new.embedding is None else self.vectors.unit(new.embedding, action)
+        return MemoryRow(
+            id=new.id,
+            scope=new.scope,
+            memory=new.memory,
+            hash=new.hash,
+            metadata=jsonb(new.metadata, action),
+            memory_type=new.memory_type,
+            valid_from=as_utc(new.valid_from, now),
+            created_at=as_utc(new.created_at, now),
+            source_turn_ids=tuple(new.source_turn_ids),
+            terms=terms(new.memory),
+            unit=unit,
+            role=new.role,
+            expires_at=None if new.expires_at is None else as_utc(new.expires_at, now),
+        )
+
+    def add_pending(self, scope: Scope, turn: Turn, pending: PendingMemory, now: datetime) -> None:
+        """A turn's memory as ``append_turns`` writes it: text and ADD event, no vector yet."""
+        said_at = turn.created_at.replace(tzinfo=UTC) if turn.created_at else now
+        new = NewMemory(
+            id=pending.id,
+            scope=scope,
+            memory=pending.memory,
+            hash=pending.hash,
+            embedding=None,
+            metadata=dict(turn.metadata or {}),
+            memory_type=pending.memory_type,
+            valid_from=said_at,
+            source_turn_ids=(turn.id,),
+            created_at=said_at,
+            role=turn.role,
+            expires_at=pending.expires_at,
+        )
+        self.insert(new, "add", now, None)
+
+    def insert(self, new: NewMemory, actor: str, now: datetime, undo: Undo) -> UUID | None:
+        """INSERT ... ON CONFLICT DO NOTHING, with its ADD event; None for a duplicate.
+
+        As in PostgreSQL, an id with a history already was written ahead (by ``add()``
+        with its turn): this fills in its vector if it has none yet (a text ``update()``
+        set one of its own), and a memory deleted meanwhile stays deleted (None).
+        """
+        if new.id in self._added:
+            held = self.memories.get(new.id)
+            if held is None:
+                return None
+            if held.row is None and new.embedding is not None:
+                self.set_vector(held, self.vectors.unit(new.embedding, "filling a vector"), undo)
+            return held.id
+        mem = self.new_row(new, now)
+        if mem.id in self.memories:
+            raise StoreError(
+                'inserting a memory: duplicate key value violates unique constraint "memories_pkey"'
+            )
+        if mem.role is None and self.holder(mem.key) is not None:
+            return None
+        self.attach(mem, undo)
+        self.event(mem, "ADD", None, mem.memory, actor, now, undo, mem.source_turn_ids)
+        self._added.add(mem.id)
+        if undo is not None:
+            undo.append(lambda: self._added.discard(mem.id))
+        return mem.id
+
+    def rewrite(
+        self, mem: MemoryRow, text: str, hash_: str, vector: Any, now: datetime, undo: Undo
+    ) -> bool:
+        """New text, hash and vector; False (nothing changed) if another current fact has them."""
+        action = "updating a memory"
+        check_text(action, memory=text, hash=hash_)
+        unit = self.vectors.unit(vector, action)
+        new_key = (*mem.key[:3], hash_)
+        if mem.valid_to is None and mem.role is None and self.holder(new_key) not in (None, mem.id):
+            return False
+        self.change(mem, undo, memory=text, hash=hash_, terms=terms(text), updated_at=now)
+        self.set_vector(mem, unit, undo)
+        return True
+
+    def version_of(self, mem: MemoryRow, now: datetime) -> MemoryRow:
+        """A copy of ``mem`` as it reads now, superseded by it and closed where it opened (see
+        ``postgres.consolidation._KEEP_VERSION``); the caller attaches it."""
+        unit = mem.unit if mem.row is None else self.vectors.get(mem.row)
+        return dataclasses.replace(
+            mem,
+            id=uuid.uuid4(),
+            metadata=copy.deepcopy(mem.metadata),
+            terms=Counter(mem.terms),
+            unit=unit,
+            row=None,
+            valid_to=mem.valid_from,
+            superseded_by=mem.id,
+            updated_at=now,
+        )
+
+    def supersede(
+        self,
+        scope: Scope,
+        old_id: UUID,
+        new: NewMemory,
+        closed_at: datetime,
+        now: datetime,
+        undo: Undo,
+    ) -> UUID:
+        """Close the old fact, write its SUPERSEDE event first (history reads in the order
+        things happened), then add the successor or link to the equal fact already stored."""
+        old = self.located(scope, old_id)
+        self.change(old, undo, valid_to=as_utc(closed_at, now), updated_at=now)
+        s = new.scope
+        key = (s.user_id or "", s.agent_id or "", s.run_id or "", new.hash)
+        existing = self.holder(key)
+        self.event(
+            old,
+            "SUPERSEDE",
+            old.memory,
+            new.memory,
+            "consolidation",
+            now,
+            undo,
+            new.source_turn_ids,
+            {"superseded_by": str(existing or new.id)},
+        )
+        successor = self.insert(new, "consolidation", now, undo) or existing
+        assert successor is not None
+        self.change(old, undo, superseded_by=successor)
+        return successor
+
+    def eligible(
+        self, scope: Scope, filters: Filter | None, include_superseded: bool
+    ) -> list[MemoryRow]:
+        now = utc_now()
+        return [
+            m
+            for m in self.memories.values()
+            if in_scope(scope, m.scope)
+            and (
+                (m.valid_to is None and not m.expired(now))
+                if not include_superseded
+                else m.retired_at is None
+            )
+            and (filters is None or matches(filters, m.columns()))
+        ]
+
+    def search(
+        self,
+        scope: Scope,
+        text_query: str,
+        vector: Any,
+        k: int,
+        filters: Filter | None,
+        include_superseded: bool,
+        ranking: TextRanking = DEFAULT_TEXT_RANKING,
+    ) -> list[Candidate]:
+        """The ``k`` nearest by cosine and the ``k`` best by BM25, each scored on both signals.
+
+        As PostgreSQL's default ranking (``score_all``): every candidate carries its cosine
+        similarity (when it has a vector) and its text score (when it shares a word), and the
+        ranks order the candidates by each signal.
+        """
+        query = self.vectors.unit(vector, "searching memories")
+        if k <= 0:
+            return []
+        # Ordered by hash, so ties rank the same whatever order the memories were added in.
+        eligible = sorted(self.eligible(scope, filters, include_superseded), key=_by_hash)
+        sims: dict[UUID, float] = {}
+        nearest: list[MemoryRow] = []
+        embedded = [(m, m.row) for m in eligible if m.row is not None]
+        if embedded:
+            values = self.vectors.similarities([row for _, row in embedded], query)
+            sims = {m.id: float(v) for (m, _), v in zip(embedded, values, strict=True)}
+            # stable on the hash order above
+            nearest = [embedded[i][0] for i in np.argsort(-values, kind="stable")[:k]]
+        bm25 = bm25_scores([m.terms for m in eligible], terms(text_query), ranking.k1, ranking.b)
+        scores = {m.id: s for m, s in zip(eligible, bm25, strict=True) if s is not None}
+        best = sorted((m for m in eligible if m.id in scores), key=lambda m: -scores[m.id])[:k]
+        chosen = {m.id: m for m in nearest + best}
+        vec_rank = _ranks([i for i in chosen if i in sims], sims)
+        txt_rank = _ranks([i for i in chosen if i in scores], scores)
+        return [
+            Candidate(mem.record(), sims.get(i), vec_rank.get(i), scores.get(i), txt_rank.get(i))
+            for i, mem in chosen.items()
+        ]
+
+    def chain_history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
+        """The memory's events, preceded by those of the facts it superseded."""
+        chain = {memory_id}
+        grew = True
+        while grew:
+            more = {m.id for m in self.memories.values() if m.superseded_by in chain} - chain
+            chain |= more
+            grew = bool(more)
+        return [e for s, e in self.history if e.memory_id in chain and in_scope(scope, s)]
+
+    def delete_scope(self, scope: Scope) -> int:
+        removed = [m for m in self.memories.values() if in_scope(scope, m.scope)]
+        for mem in removed:
+            self.detach(mem, None)
+        self.history = [(s, e) for s, e in self.history if not in_scope(scope, s)]
+        self._added = {e.memory_id for _, e in self.history if e.event == "ADD"}
+        return len(removed)
+
+
+def _by_hash(memory: MemoryRow) -> str:
+    return memory.hash
+
+
+def _ranks(ids: list[UUID], values: dict[UUID, float]) -> dict[UUID, int]:
+    ordered = sorted(ids, key=lambda i: -values[i])
+    return {i: rank for rank, i in enumerate(ordered, start=1)}

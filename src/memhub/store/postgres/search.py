@@ -1,0 +1,376 @@
+"""SQL for hybrid search of one scope: a full-text (BM25) statement and a vector statement.
+
+The full-text statement needs no vector, so :class:`~memhub.store.postgres.store.PostgresStore`
+runs it while the query is being embedded; the vector statement then adds the nearest memories
+and scores every candidate on both signals. The full-text statement probes ``memory_words``,
+the narrow copy of each memory's words kept by triggers (migration 0019), whose pages hold ten
+times more rows than memories' (those carry the vectors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from psycopg import sql
+
+from memhub.filters import Filter
+from memhub.store.postgres.bind import Params
+from memhub.store.postgres.database import AsyncConn
+from memhub.store.postgres.filters import compile_filter
+from memhub.store.postgres.memories import (
+    COLUMNS,
+    N_COLUMNS,
+    memories_where,
+    previous_turn,
+    record_from_row,
+)
+from memhub.store.records import DEFAULT_TEXT_RANKING, Candidate, Scope, TextRanking
+
+__all__ = [
+    "TextHits",
+    "search_candidates",
+    "text_hits",
+    "text_statement",
+    "vector_candidates",
+    "vector_statement",
+]
+
+
+@dataclass(frozen=True)
+class TextHits:
+    """What the full-text statement found, handed to the vector statement.
+
+    Attributes:
+        ids: The best ``k`` memories by full text.
+        scores: Their text scores (used as they are unless every candidate is rescored).
+        lexemes: The query's lexemes that match anything in the scope...
+        weights: ...and each one's BM25 weight (its IDF).
+        avgdl: The average length, in lexemes, of the rare lexemes' matches.
+    """
+
+    ids: list[UUID]
+    scores: list[float]
+    lexemes: list[str]
+    weights: list[float]
+    avgdl: float
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> TextHits:
+        """The hits from the full-text statement's one row."""
+        ids, scores, lexemes, weights, avgdl = row
+        return cls(
+            ids=list(ids),
+            scores=[float(s) for s in scores],
+            lexemes=list(lexemes),
+            weights=[float(w) for w in weights],
+            avgdl=float(avgdl) if avgdl is not None else 1.0,
+        )
+
+
+def _text_query() -> sql.SQL:
+    # plainto_tsquery ANDs every word; a question rarely shares all of them with its answer,
+    # so the words are OR-ed and the ranking rewards documents matching more of them.
+    return sql.SQL("replace(plainto_tsquery('english', {q})::text, ' & ', ' | ')::tsquery")
+
+
+# A lexeme as a one-lexeme tsquery, quoted so that any lexeme parses.
+_LEXEME_QUERY = "(('''' || replace(replace({0}, '\\', '\\\\'), '''', '''''') || '''')::tsquery)"
+
+
+@dataclass(frozen=True)
+class _Words:
+    """Where the full-text statement finds a scope's words: ``FROM {source} WHERE {where}``.
+
+    ``w`` is ``memory_words``; with filters, each match is joined to its memories row ``m``,
+    since filters may read any column.
+    """
+
+    source: sql.Composable
+    where: sql.Composable
+
+
+def _words(
+    scope: Scope, filters: Filter | None, include_superseded: bool, params: Params
+) -> _Words:
+    where = memories_where(scope, None, include_superseded, params, alias="w", retired_column=False)
+    if filters is None:
+        return _Words(sql.SQL("memory_words w"), where)
+    return _Words(
+        sql.SQL("memory_words w JOIN memories m ON m.id = w.id"),
+        sql.SQL("{} AND {}").format(where, compile_filter(filters, params, "m")),
+    )
+
+
+def _ts_rank_ctes(words: _Words) -> sql.Composable:
+    return sql.SQL(
+        "q AS (SELECT {tsq} AS tsq),"
+        " txt_all AS ("
+        "  SELECT w.id, w.hash, ts_rank(w.tsv, q.tsq) AS score FROM {source}, q"
+        "  WHERE {words} AND w.tsv @@ q.tsq"
+        "), idf AS (SELECT NULL::text AS lexeme, NULL::float8 AS w WHERE FALSE),"
+        " avgdl AS (SELECT 1::float8 AS a)"
+    ).format(
+        tsq=_text_query().format(q=sql.Placeholder("q")), source=words.source, words=words.where
+    )
+
+
+def _bm25_ctes(words: _Words, where: sql.Composable) -> sql.Composable:
+    # The query's lexemes come from the same to_tsvector() that built tsv (stop words out,
+    # stemmed, deduplicated). Per lexeme, a LIMITed GIN probe of term_cap + 1 rows tells
+    # whether the lexeme is rare (all its matches fit under term_cap: they are all scored) or
+    # common. A common lexeme's sample depends on the rows' physical order, so it never finds
+    # candidates: it only adds its weight to the candidates found otherwise (the vector
+    # statement checks every candidate against every lexeme). That keeps the result
+    # independent of insertion order with bounded work.
+    # BM25 with tf = 1 is sum(idf) * (k1 + 1) / (1 + k1 * (1 - b + b * dl / avgdl)), where dl
+    # is the memory's lexeme count and avgdl is averaged over the rare lexemes' matches.
+    return sql.SQL(
+        "terms AS ("
+        "  SELECT t.lexeme, {tq} AS tq FROM unnest(to_tsvector('english', {q})) t"
+        "), probe AS ("
+        "  SELECT t.lexeme, h.id, h.hash, h.dl FROM terms t CROSS JOIN LATERAL ("
+        "   SELECT w.id, w.hash, length(w.tsv) AS dl FROM {source}"
+        "   WHERE {words} AND w.tsv @@ t.tq LIMIT {term_cap} + 1) h"
+        "), n AS ("
+        "  SELECT count(*)::float8 AS n FROM (SELECT 1 FROM memories m WHERE {where}"
+        "   LIMIT {scope_cap}) s"
+        "), idf AS ("
+        "  SELECT p.lexeme, count(*) > {term_cap} AS common,"
+        "   ln(1 + (greatest(max(n.n), count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS w"
+        "  FROM probe p, n GROUP BY p.lexeme"
+        "), hits AS ("
+        "  SELECT p.lexeme, p.id, p.hash, p.dl, idf.w FROM probe p JOIN idf USING (lexeme)"
+        "  WHERE NOT idf.common"
+        "), avgdl AS (SELECT greatest(avg(dl), 1)::float8 AS a FROM hits),"
+        " txt_all AS ("
+        "  SELECT h.id, h.hash, sum(h.w) * ({k1} + 1)"
+        "   / (1 + {k1} * (1 - {b} + {b} * max(h.dl) / max(avgdl.a))) AS score"
+        "  FROM hits h, avgdl GROUP BY h.id, h.hash"
+        ")"
+    ).format(
+        tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("t.lexeme")),
+        q=sql.Placeholder("q"),
+        source=words.source,
+        words=words.where,
+        where=where,
+        term_cap=sql.Placeholder("term_cap"),
+        scope_cap=sql.Placeholder("scope_cap"),
+        k1=sql.Placeholder("k1"),
+        b=sql.Placeholder("b"),
+    )
+
+
+# BM25 sums float weights in whatever order the aggregate sees them, so equal scores can
+# differ in the last bits; rounding before ordering (and ordering ties by the text's hash,
+# which does not depend on when it was added) makes the ranking a function of the data.
+_TEXT_ORDER = "round(score::numeric, 9) DESC, hash"
+_SCORE_DIGITS = 9
+
+
+def text_statement(
+    scope: Scope,
+    text_query: str,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The full-text statement and its parameters: one row that makes a :class:`TextHits`."""
+    params = Params()
+    where = memories_where(scope, filters, include_superseded, params)
+    words = _words(scope, filters, include_superseded, params)
+    ctes = _bm25_ctes(words, where) if ranking.method == "bm25" else _ts_rank_ctes(words)
+    query = sql.SQL(
+        "WITH {ctes}, txt AS (SELECT id, score FROM txt_all ORDER BY {order} LIMIT {k})"
+        " SELECT ARRAY(SELECT id FROM txt), ARRAY(SELECT score FROM txt),"
+        " ARRAY(SELECT lexeme FROM idf ORDER BY lexeme), ARRAY(SELECT w FROM idf ORDER BY lexeme),"
+        " (SELECT a FROM avgdl)"
+    ).format(ctes=ctes, order=sql.SQL(_TEXT_ORDER), k=sql.Placeholder("k"))
+    values = {
+        "k": k,
+        "q": text_query,
+        "term_cap": ranking.term_cap,
+        "scope_cap": ranking.scope_cap,
+        "k1": ranking.k1,
+        "b": ranking.b,
+        **params.values,
+    }
+    return query, values
+
+
+# The turn before the memory's first source turn in its session: stored with the memory when
+# it was added (0: none), looked up for memories stored before migration 0018 or imported.
+_PREVIOUS_TURN = sql.SQL(
+    "CASE WHEN m.previous_turn_id IS NOT NULL THEN nullif(m.previous_turn_id, 0) ELSE {lookup} END"
+).format(lookup=previous_turn(sql.SQL("m.source_turn_ids[1]")))
+
+
+def _bm25_score() -> sql.Composable:
+    # Every candidate's full BM25 score: the weight of each query lexeme it contains, rare or
+    # common, length-normalised against the rare lexemes' average length.
+    return sql.SQL(
+        "(SELECT CASE WHEN sum(t.w) > 0 THEN sum(t.w) * ({k1} + 1)"
+        "  / (1 + {k1} * (1 - {b} + {b} * length(m.tsv) / {avgdl})) END"
+        " FROM unnest({lexemes}::text[], {weights}::float8[]) t(lexeme, w)"
+        " WHERE m.tsv @@ {tq})"
+    ).format(
+        k1=sql.Placeholder("k1"),
+        b=sql.Placeholder("b"),
+        avgdl=sql.Placeholder("avgdl"),
+        lexemes=sql.Placeholder("lexemes"),
+        weights=sql.Placeholder("weights"),
+        tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("t.lexeme")),
+    )
+
+
+# Without rescoring, a candidate has the signals of the retrievers that found it.
+_GIVEN_SCORE = sql.SQL(
+    "(SELECT x.score FROM unnest({txt_ids}::uuid[], {txt_scores}::float8[]) x(id, score)"
+    " WHERE x.id = m.id)"
+).format(txt_ids=sql.Placeholder("txt_ids"), txt_scores=sql.Placeholder("txt_scores"))
+_VECTOR_ONLY_SIM = sql.SQL(
+    "CASE WHEN m.id IN (SELECT id FROM vec) THEN 1 - (m.embedding <=> {v}) END"
+).format(v=sql.Placeholder("v"))
+
+
+def vector_statement(
+    scope: Scope,
+    vector: Any,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    hits: TextHits,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The vector statement and its parameters: the ``k`` nearest plus ``hits``, scored."""
+    params = Params()
+    where = memories_where(scope, filters, include_superseded, params)
+    rescore = ranking.method == "bm25" and ranking.score_all
+    query = sql.SQL(
+        "WITH vec AS ("
+        "  SELECT m.id FROM memories m"
+        "  WHERE {where} AND m.embedding IS NOT NULL ORDER BY m.embedding <=> {v} LIMIT {k}"
+        ")"
+        # The text hits are checked against the scope again: a memory may have been deleted
+        # or superseded between the two statements.
+        " SELECT {cols}, {sim}, {text_score}, {previous} FROM memories m"
+        " JOIN (SELECT id FROM vec UNION SELECT unnest({txt_ids}::uuid[])) ids ON ids.id = m.id"
+        " WHERE {where}"
+    ).format(
+        where=where,
+        v=sql.Placeholder("v"),
+        k=sql.Placeholder("k"),
+        cols=COLUMNS,
+        sim=sql.SQL("1 - (m.embedding <=> {v})").format(v=sql.Placeholder("v"))
+        if ranking.score_all
+        else _VECTOR_ONLY_SIM,
+        text_score=_bm25_score() if rescore else _GIVEN_SCORE,
+        previous=_PREVIOUS_TURN,
+        txt_ids=sql.Placeholder("txt_ids"),
+    )
+    values = {
+        "v": np.asarray(vector, dtype=np.float32),
+        "k": k,
+        "txt_ids": hits.ids,
+        "txt_scores": hits.scores,
+        "lexemes": hits.lexemes,
+        "weights": hits.weights,
+        "avgdl": hits.avgdl,
+        "k1": ranking.k1,
+        "b": ranking.b,
+        **params.values,
+    }
+    return query, values
+
+
+async def text_hits(
+    conn: AsyncConn,
+    scope: Scope,
+    text_query: str,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> TextHits:
+    """Run the full-text statement (it needs no vector: run it while the query is embedded)."""
+    query, values = text_statement(scope, text_query, k, filters, include_superseded, ranking)
+    # Not prepared: a generic plan cannot tell a scope of 80 memories from one of 200,000, and
+    # the probes' best index differs between them (measured: docs/retrieval.md, section 5).
+    cur = await conn.execute(query, values, prepare=False)
+    row = await cur.fetchone()
+    assert row is not None  # an aggregate-only SELECT returns exactly one row
+    return TextHits.from_row(row)
+
+
+async def vector_candidates(
+    conn: AsyncConn,
+    scope: Scope,
+    vector: Any,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    hits: TextHits,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> list[Candidate]:
+    """Run the vector statement: the candidates with both signals; ranks are computed here.
+
+    The result depends only on the stored texts and vectors, not on the order they were added
+    or on the plan PostgreSQL picks (ties are broken by the text's hash).
+    """
+    query, values = vector_statement(scope, vector, k, filters, include_superseded, hits, ranking)
+    # Not prepared, as text_hits: an exact scan suits a small scope, the HNSW index a big one.
+    cur = await conn.execute(query, values, prepare=False)
+    return _candidates(await cur.fetchall())
+
+
+async def search_candidates(
+    conn: AsyncConn,
+    scope: Scope,
+    text_query: str,
+    vector: Any,
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    *,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> list[Candidate]:
+    """Both statements, one after the other, on one connection (the store overlaps them)."""
+    hits = await text_hits(conn, scope, text_query, k, filters, include_superseded, ranking)
+    return await vector_candidates(
+        conn, scope, vector, k, filters, include_superseded, hits, ranking
+    )
+
+
+def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
+    sim, txt, previous, hash_ = N_COLUMNS, N_COLUMNS + 1, N_COLUMNS + 2, 5
+    # Ordered by hash first, so equal scores rank in an order that only depends on the texts.
+    cleaned = sorted(
+        (
+            (*r[:sim], None if r[sim] is None else float(r[sim]), _rounded(r[txt]), r[previous])
+            for r in rows
+        ),
+        key=lambda r: str(r[hash_]),
+    )
+    by_vec = sorted((r for r in cleaned if r[sim] is not None), key=lambda r: -r[sim])
+    by_txt = sorted((r for r in cleaned if r[txt] is not None), key=lambda r: -r[txt])
+    vec_rank = {r[0]: n for n, r in enumerate(by_vec, start=1)}
+    txt_rank = {r[0]: n for n, r in enumerate(by_txt, start=1)}
+    return [
+        Candidate(
+            record=record_from_row(r),
+            vector_similarity=r[sim],
+            vector_rank=vec_rank.get(r[0]),
+            text_score=r[txt],
+            text_rank=txt_rank.get(r[0]),
+            previous_turn_id=r[previous],
+        )
+        for r in cleaned
+    ]
+
+
+def _rounded(score: Any) -> float | None:
+    return None if score is None else round(float(score), _SCORE_DIGITS)
