@@ -98,6 +98,8 @@ DIFFERENCES: dict[str, str] = {
     "update: result": "memhub also returns the updated memory.",
     "history: [].actor": "memhub records who made the change (`user`, `worker`, `consolidation`).",
     "history: [].actor_id": "Mem0 repeats the message's `name`; memhub's events record `actor`.",
+    "history: [].metadata": "what the event linked (`superseded_by`, `previous_version`,"
+    " `retired`) and a RETIRE's `reason`.",
     "history: [].role": "the role is on the memory (`get()`), not repeated on each event.",
     "history: [].turn_ids": "memhub links each change to the conversation turns that caused it.",
     "history: [].updated_at": "memhub's events are never changed: `created_at` only.",
