@@ -6,7 +6,9 @@ Prints RSS before, peak and after, and tenant B's latency while tenant A is rate
 (``--flood-only``: only the latter; ``--search``: with it, B and 8 flooding processes call
 search instead of ``/v1/me``; ``--concurrent``: only the peak RSS of 8 maximum-size
 requests at once; ``--pin``: the flooding client on CPU 1 and the server
-on CPU 0, as if the flood came from another machine).
+on CPU 0, as if the flood came from another machine; ``--nice``: the flooding and the
+CPU-burning processes at nice 19, so their own CPU yields to the server and B, which is what a
+flood from another machine costs B).
 """
 
 from __future__ import annotations
@@ -151,6 +153,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 SEARCH = "--search" in sys.argv[1:]  # B and the flood call search, not /v1/me
+NICE = "--nice" in sys.argv[1:]  # the load processes at nice 19
 _QUERY = {"query": "where does the user live", "user_id": "u", "limit": 5}
 
 
@@ -164,11 +167,17 @@ def _call(client: httpx.Client) -> httpx.Response:
     return client.get("/v1/me")
 
 
+def _as_load(cpus: set[int] | None) -> None:
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    if NICE:
+        os.nice(19)
+
+
 def _flood(base: str, key: str, refused: Any, cpus: set[int] | None, stop: Any) -> None:
     # A process of its own: flooding threads in the sampler's process would make B wait for
     # the GIL, not for the server.
-    if cpus:
-        os.sched_setaffinity(0, cpus)
+    _as_load(cpus)
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as a:
         while not stop.is_set():
             if _call(a).status_code == 429:
@@ -178,8 +187,7 @@ def _flood(base: str, key: str, refused: Any, cpus: set[int] | None, stop: Any) 
 
 def _spin(cpus: set[int] | None, stop: Any) -> None:
     # The control: as much CPU as a flooding client, none of it spent on the server.
-    if cpus:
-        os.sched_setaffinity(0, cpus)
+    _as_load(cpus)
     while not stop.is_set():
         sum(range(10_000))
 
