@@ -188,6 +188,11 @@ class MemhubSettings(EnvSettings):
         description="The model's context window: each consolidation prompt and its reply fit"
         " in it; turns that would not are sent in several calls.",
     )
+    llm_check_replacements: bool = Field(
+        default=True,
+        description="Ask the model, for each new fact, whether it replaces the closest stored"
+        " fact (one short call each); a yes supersedes it, under the same guard.",
+    )
     custom_instructions: str | None = Field(
         default=None, description="What to remember and what never to store (consolidation)."
     )

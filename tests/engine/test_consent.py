@@ -71,3 +71,13 @@ def test_a_change_needs_a_user_turn_that_says_it() -> None:
     assert not supports_change(
         ["Olives are tasty."], "Ada likes olives.", "Ada does not like olives."
     )
+
+
+def test_the_persons_name_alone_does_not_tie_a_change_to_a_fact() -> None:
+    """Every fact about Ada names her: the new fact sharing only "Ada" with the old one is not
+    about it, whatever the turn says."""
+    dog = (["We adopted a puppy called Rex."], "Ada lives in Paris.", "Ada has a dog named Rex.")
+    assert supports_change(*dog)  # without the names, "Ada" ties the two
+    assert not supports_change(*dog, names=["ada"])
+    moved = (["I moved to Berlin."], "Ada lives in Paris.", "Ada lives in Berlin.")
+    assert supports_change(*moved, names=["ada"])

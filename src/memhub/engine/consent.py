@@ -173,8 +173,8 @@ def _asks(sentence: str) -> bool:
 _OTHER_STEMS = content_words(" ".join(_OTHER_WORDS))  # stemmed once, not per call
 
 
-def _words(text: str) -> frozenset[str]:
-    return content_words(text) - _OTHER_STEMS
+def _words(text: str, names: Iterable[str] = ()) -> frozenset[str]:
+    return content_words(text, names) - _OTHER_STEMS
 
 
 def forget_request(turn: str, fact: str) -> bool:
@@ -198,21 +198,23 @@ _NEGATION = re.compile(
 )
 
 
-def supports_change(turns: Iterable[str], old: str, new: str) -> bool:
+def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[str] = ()) -> bool:
     """Does one of the user's ``turns`` support replacing ``old`` by ``new``?
 
     The turn must carry what is new (a content word of ``new`` that ``old`` lacks; when only
     a negation differs, a negation), and be about the old fact: share a content word with
     it, or the new fact shares one with the old ("I moved to Berlin" replaces "Ada lives in
-    Paris" by "Ada lives in Berlin").
+    Paris" by "Ada lives in Berlin"). The person's ``names`` do not count: every fact about
+    Ada names her, so sharing "Ada" says nothing about which fact is meant.
     """
-    old_words, new_words = _words(old), _words(new)
+    names = tuple(names)
+    old_words, new_words = _words(old, names), _words(new, names)
     news = new_words - old_words
     flips = bool(_NEGATION.search(new)) != bool(_NEGATION.search(old))
     same_subject = bool(old_words & new_words)
     for turn in turns:
         text = _unquoted(turn)
-        said = _words(text)
+        said = _words(text, names)
         if not (said & old_words or same_subject):
             continue
         if said & news or (not news and flips and _NEGATION.search(text)):

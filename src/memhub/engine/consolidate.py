@@ -31,14 +31,16 @@ from memhub.engine.prompts import (
     ExistingFact,
     ProceduralReply,
     PromptTurn,
+    ReplacementReply,
     consolidation_messages,
     procedural_messages,
     prompt_tokens,
+    replacement_messages,
     reply_tokens,
     turn_windows,
 )
 from memhub.engine.text import memory_hash, turn_text
-from memhub.errors import ProviderOutputError
+from memhub.errors import ProviderError, ProviderOutputError
 from memhub.filters import parse_filters
 from memhub.llm import LLM
 from memhub.llm.base import UnusableAnswerError, Usage
@@ -117,7 +119,8 @@ def _refusal(kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn]) 
         if any(forget_request(said, target.memory) for said in users):
             return None
         return "no cited user turn asks to forget this fact"
-    if supports_change(users, target.memory, text):
+    names = {t.user_id for t in cited if t.user_id}
+    if supports_change(users, target.memory, text, names):
         return None
     return "no cited user turn is about this fact and says what replaces it"
 
@@ -252,12 +255,14 @@ class Consolidator:
         related_k: int = 20,
         max_removals: int = MAX_REMOVALS,
         context_tokens: int = 4096,
+        check_replacements: bool = True,
     ) -> None:
         self.llm = llm
         self.embedder = embedder
         self.related_k = related_k
         self.max_removals = max_removals
         self.context_tokens = context_tokens
+        self.check_replacements = check_replacements
 
     async def prepare(self, store: Store, jobs: Sequence[Job]) -> Plan:
         """The work phase: read, embed and ask the model; nothing is held open meanwhile."""
@@ -330,12 +335,63 @@ class Consolidator:
                 if op.target is not None:
                     touched.add(op.target.id)
                 plan.ops.append(op)
+        texts_to_embed = [op.text for op in plan.ops if op.text]
+        plan.vectors = list(await self.embedder.embed(texts_to_embed)) if texts_to_embed else []
+        if self.check_replacements and facts:
+            usage += await self._replacements(store, plan, facts, touched)
         for reason, count in plan.refused.items():
             for _ in range(count):
                 record_refused_operation(self.llm.model_name, reason)
         plan.usage = _usage(self.llm.model_name, usage)
-        texts_to_embed = [op.text for op in plan.ops if op.text]
-        plan.vectors = list(await self.embedder.embed(texts_to_embed)) if texts_to_embed else []
+
+    async def _replacements(
+        self, store: Store, plan: Plan, facts: Sequence[MemoryRecord], touched: set[UUID]
+    ) -> Usage:
+        """ADDs that replace the closest stored fact become SUPERSEDEs, guarded as any is.
+
+        Small models ADD "lives in Berlin" beside "lives in Paris" (issue 25's quality table)
+        but judge one pair of facts better: each ADD's closest fact shown in the prompt is put
+        to the model as one yes-or-no question. A yes is then held to the SUPERSEDE guard and
+        cap; a mistake that passes is a closed fact, which ``restore`` reopens. An unusable
+        answer leaves the ADD as it was.
+        """
+        shown = {f.id for f in facts}
+        removals = sum(op.kind in ("DELETE", "SUPERSEDE") for op in plan.ops)
+        usage = Usage()
+        with_text = [i for i, op in enumerate(plan.ops) if op.text]
+        for i, vector in zip(with_text, plan.vectors, strict=True):
+            op = plan.ops[i]
+            if op.kind != "ADD" or op.text is None:
+                continue
+            found = await store.search_candidates(plan.scope, op.text, vector, 5, _NOT_RAW, False)
+            closest = next(
+                (
+                    c.record
+                    for c in sorted(found, key=_best_rank)
+                    if c.record.id in shown and c.record.id not in touched
+                ),
+                None,
+            )
+            if closest is None:
+                continue
+            messages = replacement_messages(closest.memory, op.text)
+            try:
+                answer = await self.llm.generate_structured(messages, ReplacementReply)
+            except ProviderError as exc:  # unusable or failed: the ADD stands
+                log.info("replacement check of %r skipped: %s", op.text, exc)
+                if isinstance(exc, UnusableAnswerError):
+                    usage += exc.usage
+                continue
+            usage += answer.usage
+            if not answer.value.replaces:
+                continue
+            cap_spent = removals >= self.max_removals
+            if _removal_refused("SUPERSEDE", closest, op.text, op.turns, cap_spent):
+                continue
+            plan.ops[i] = replace(op, kind="SUPERSEDE", target=closest)
+            touched.add(closest.id)
+            removals += 1
+        return usage
 
     async def _window(
         self,

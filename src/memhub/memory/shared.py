@@ -266,7 +266,12 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
         ),
         consolidator=None
         if llm is None
-        else Consolidator(llm, chosen, context_tokens=settings.llm_context_tokens),
+        else Consolidator(
+            llm,
+            chosen,
+            context_tokens=settings.llm_context_tokens,
+            check_replacements=settings.llm_check_replacements,
+        ),
     )
     engine = Engine(
         store=store,

@@ -1,0 +1,106 @@
+"""The replacement check: a new fact that replaces the closest stored one supersedes it.
+
+Small models ADD "lives in Berlin" beside "lives in Paris"; memhub then asks, for each ADD,
+whether it replaces the closest stored fact shown in the prompt. The LLM is the scripted
+OpenAI-compatible server (memhub.testing.ScriptedOpenAIServer): the real models that run here
+do not answer deterministically. It plays a model that ADDs instead of superseding, and
+answers the replacement question as each test needs. Real PostgreSQL, real embedder.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memhub import AsyncMemory, MemhubSettings
+from memhub.testing import ScriptedOpenAIServer
+from tests.engine.conftest import scripted
+
+
+def prompt_of(request: dict[str, Any]) -> str:
+    return "\n".join(str(m["content"]) for m in request["messages"])
+
+
+def model(adds: dict[str, str], replaces: bool | str) -> Any:
+    """ADDs ``adds[turn]`` for a prompt showing that turn; answers the replacement question
+    with ``replaces`` (a string: an unusable answer)."""
+
+    def answer(request: dict[str, Any]) -> str:
+        prompt = prompt_of(request)
+        if "<stored_fact>" in prompt:
+            return replaces if isinstance(replaces, str) else json.dumps({"replaces": replaces})
+        for turn, fact in adds.items():
+            if json.dumps(turn) in prompt:
+                return json.dumps({"operations": [{"op": "ADD", "text": fact, "turns": [1]}]})
+        return json.dumps({"operations": [{"op": "NONE"}]})
+
+    return answer
+
+
+async def current(memory: AsyncMemory, user: str) -> list[str]:
+    found = await memory.get_all(user_id=user, filters={"memory_type": {"ne": "turn"}})
+    return sorted(r["memory"] for r in found["results"])
+
+
+def replacement_questions(llm: ScriptedOpenAIServer) -> list[str]:
+    return [prompt_of(r.json) for r in llm.chat_requests if "<stored_fact>" in prompt_of(r.json)]
+
+
+MOVE = {"I moved to Berlin last week.": "Eli lives in Berlin."}
+
+
+async def test_an_add_that_replaces_the_closest_fact_supersedes_it(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    llm.default = model(MOVE, replaces=True)
+    added = await memory.add("Eli lives in Paris.", user_id="eli", infer=False, wait=True)
+    paris = added["results"][0]["id"]
+    await memory.add("I moved to Berlin last week.", user_id="eli")
+    await memory.wait_idle()
+    assert await current(memory, "eli") == ["Eli lives in Berlin."]
+    (question,) = replacement_questions(llm)
+    assert '"Eli lives in Paris."' in question and '"Eli lives in Berlin."' in question
+    events = [e["event"] for e in await memory.history(paris, user_id="eli")]
+    assert events == ["ADD", "SUPERSEDE"]
+    await memory.restore(paris, user_id="eli")  # a wrong yes is undone like any supersession
+    assert await current(memory, "eli") == ["Eli lives in Paris."]
+
+
+async def test_a_no_or_an_unusable_answer_leaves_the_add(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    hobbies = {"I took up chess this spring.": "Eli plays chess."}
+    for user, replaces in (("no", False), ("garbled", "I think so, maybe")):
+        llm.default = model(hobbies, replaces=replaces)
+        await memory.add("Eli plays the violin.", user_id=user, infer=False, wait=True)
+        await memory.add("I took up chess this spring.", user_id=user)
+        await memory.wait_idle()
+        assert await current(memory, user) == ["Eli plays chess.", "Eli plays the violin."]
+    parked = await memory.get_all(user_id="garbled", filters={"memory_type": "turn"})
+    assert parked["results"] == []  # the call completed (its raw turn replaced): not parked
+
+
+async def test_a_yes_the_cited_turn_does_not_support_is_refused(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    """A manipulated yes: the user's turn is about a dog, not about where Eli lives."""
+    dog = {"We adopted a puppy called Rex.": "Eli has a dog named Rex."}
+    llm.default = model(dog, replaces=True)
+    await memory.add("Eli lives in Paris.", user_id="eli", infer=False, wait=True)
+    await memory.add("We adopted a puppy called Rex.", user_id="eli")
+    await memory.wait_idle()
+    assert len(replacement_questions(llm)) == 1
+    assert await current(memory, "eli") == ["Eli has a dog named Rex.", "Eli lives in Paris."]
+
+
+async def test_the_check_can_be_turned_off(
+    settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    llm.default = model(MOVE, replaces=True)
+    off = scripted(settings, llm, llm_check_replacements=False)
+    async with AsyncMemory(settings=off) as memory:
+        await memory.add("Eli lives in Paris.", user_id="eli", infer=False, wait=True)
+        await memory.add("I moved to Berlin last week.", user_id="eli")
+        await memory.wait_idle()
+        assert await current(memory, "eli") == ["Eli lives in Berlin.", "Eli lives in Paris."]
+    assert replacement_questions(llm) == []
