@@ -19,7 +19,7 @@ import pytest
 from memhub import AsyncMemory
 from memhub.agent import Agent, AgentMemoryConfig, OpenAIChatModel
 from memhub.agent.text_tool_calls import looks_like_tool_call_start, tool_calls_in_text
-from memhub.testing import ScriptedOpenAIServer
+from memhub.testing import ScriptedOpenAIServer, tool_call
 
 USER = "customer-42"
 META = {"userId": USER}
@@ -104,6 +104,67 @@ async def test_a_streamed_tool_call_in_text_is_never_streamed_to_the_user(
         if chunk.kind == "text"
     ]
     assert "".join(shown) == "Reset your session."
+
+
+async def test_an_empty_answer_is_asked_again_with_the_tools_withheld(
+    llm: ScriptedOpenAIServer, model: OpenAIChatModel, memory: AsyncMemory
+) -> None:
+    # Qwen2.5-Coder-1.5B through llama.cpp's server answered a tool round with nothing.
+    for streaming in (False, True):
+        llm.enqueue(tool_call("search_memory", {"query": "dashboard"}), "", "Reset your session.")
+        before = len(llm.chat_requests)
+        agent = support_agent(model, memory)
+        if streaming:
+            chunks = [
+                c async for c in agent.stream(messages=[QUESTION], metadata=META, thread_id="t")
+            ]
+            shown = "".join(c.text for c in chunks if c.kind == "text")
+            result = chunks[-1].result
+            assert shown == "Reset your session."
+        else:
+            result = await agent.generate(messages=[QUESTION], metadata=META, thread_id="t")
+        assert result is not None
+        assert (result.text, result.steps) == ("Reset your session.", 3)
+        sent = [r.json for r in llm.chat_requests[before:]]
+        assert ["tools" in r for r in sent] == [True, True, False]
+        assert [m.content for m in result.messages if m.role == "assistant"][-1] == result.text
+
+
+ECHO = (
+    '\n\n<memhub:memories thread="t">\nMemories about this user...\n'
+    '<memory id="2a23" date="2026-12-01">I can\'t log into my dashboard again.</memory>\n'
+    "</memhub:memories>"
+)
+
+
+async def test_an_echoed_memory_block_never_reaches_the_user(
+    llm: ScriptedOpenAIServer, model: OpenAIChatModel, memory: AsyncMemory
+) -> None:
+    # What Qwen2.5-Coder-1.5B answered the second ticket of examples/support_agent.py with.
+    call = '{{"name": "search_memory", "arguments": {"query": "dashboard login"}}}'
+    llm.enqueue(call + ECHO, "It works again?" + ECHO[:60])
+    result = await support_agent(model, memory).generate(
+        messages=[QUESTION], metadata=META, thread_id="t"
+    )
+    assert result.text == "It works again?"  # the call was run; the block (even cut off) gone
+    assert [m.role for m in result.messages].count("tool") == 1
+
+
+async def test_the_last_step_offers_no_tools(
+    llm: ScriptedOpenAIServer, model: OpenAIChatModel, memory: AsyncMemory
+) -> None:
+    """A model that calls tools at every step still answers: the last step cannot call."""
+    llm.enqueue(tool_call("search_memory", {"query": "a"}), "Here is what I found.")
+    agent = Agent(
+        "support",
+        "You are a support agent.",
+        model,
+        memory=AgentMemoryConfig(client=memory, long_term_roles=("user", "assistant")),
+        max_steps=2,
+    )
+    result = await agent.generate(messages=[QUESTION], metadata=META, thread_id="t")
+    assert (result.text, result.steps, result.finish_reason) == ("Here is what I found.", 2, "stop")
+    assert ["tools" in r.json for r in llm.chat_requests] == [True, False]
 
 
 async def test_tools_off_sends_no_tools(llm: ScriptedOpenAIServer, memory: AsyncMemory) -> None:

@@ -282,8 +282,11 @@ class Agent:
     async def _loop(self, call: _Call, streaming: bool) -> AsyncGenerator[AgentChunk, None]:
         specs = [t.spec for t in call.tools.values()]
         response = ModelResponse()
+        offered = specs
         for _ in range(self.max_steps):
             call.steps += 1
+            if call.steps == self.max_steps:
+                offered = []  # the last step must answer: a call now could not be answered
             call.said.append("")
             attributes: dict[str, str | int] = {
                 "memhub.agent": self.name,
@@ -293,7 +296,7 @@ class Agent:
             with telemetry.operation("agent.model", attributes, activate=False):
                 if streaming:
                     held = ""  # text that may be a tool call written as text: not shown yet
-                    async for chunk in self.model.stream(call.prompt, specs):
+                    async for chunk in self.model.stream(call.prompt, offered):
                         if chunk.text:
                             held += chunk.text
                             # only an answer's beginning can be a call: then show as it comes
@@ -307,9 +310,16 @@ class Agent:
                         call.said[-1] += held
                         yield AgentChunk("text", text=held)
                 else:
-                    response = await self.model.complete(call.prompt, specs)
+                    response = await self.model.complete(call.prompt, offered)
                     call.said[-1] = response.content
             call.usage += response.usage
+            empty = not response.tool_calls and not response.content.strip()
+            if empty and offered and call.steps < self.max_steps:
+                # Small models answer a tool round with nothing (Qwen2.5-Coder-1.5B through
+                # llama.cpp, issue 25): once, ask again with the tools withheld, so the user
+                # gets an answer written from what the tools returned.
+                offered = []
+                continue
             message = response.as_message()
             call.prompt.append(message)
             call.new.append(message)

@@ -7,6 +7,7 @@ so that a transcript passed in again is recognised: the old block is replaced, n
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
@@ -26,6 +27,7 @@ __all__ = [
     "new_turn",
     "recall_query",
     "strip_memories",
+    "without_memory_blocks",
 ]
 
 MEMORY_BLOCK_OPEN = "<memhub:memories"
@@ -85,6 +87,23 @@ def is_memory_block(message: Message | Mapping[str, Any]) -> bool:
     role = message.role if isinstance(message, Message) else message.get("role")
     content = message.content if isinstance(message, Message) else message.get("content")
     return role == "system" and isinstance(content, str) and content.startswith(MEMORY_BLOCK_OPEN)
+
+
+_ECHOED_BLOCK = re.compile(
+    re.escape(MEMORY_BLOCK_OPEN) + r".*?(?:" + re.escape(MEMORY_BLOCK_CLOSE) + r"|\Z)", re.DOTALL
+)
+
+
+def without_memory_blocks(answer: str) -> str:
+    """A model's ``answer`` without any copy of the injected memory block.
+
+    Small models echo it (Qwen2.5-Coder-1.5B wrote a tool call, then the block, as its
+    answer): it is memhub's framing, ids included, never meant for the user. A block cut off
+    at the end of the answer goes too.
+    """
+    if MEMORY_BLOCK_OPEN not in answer:
+        return answer
+    return _ECHOED_BLOCK.sub("", answer).strip()
 
 
 def strip_memories(messages: Sequence[Message]) -> list[Message]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import openai
 
+from memhub.agent.memory_flow import without_memory_blocks
 from memhub.agent.model import ModelChunk, ModelResponse, ToolCall, ToolSpec, Usage
 from memhub.agent.text_tool_calls import tool_calls_in_text
 from memhub.errors import ProviderHTTPError, ProviderOutputError
@@ -111,7 +112,7 @@ class OpenAIChatModel:
             if c.type == "function"
         )
         usage = response.usage
-        content = choice.message.content or ""
+        content = without_memory_blocks(choice.message.content or "")
         if not calls:
             calls = tool_calls_in_text(content)
             content = "" if calls else content
@@ -151,7 +152,7 @@ class OpenAIChatModel:
         tool_calls = tuple(
             ToolCall(c["id"], c["name"], c["arguments"] or "{}") for _, c in sorted(calls.items())
         )
-        content = "".join(text)
+        content = without_memory_blocks("".join(text))
         if not tool_calls and finish != "interrupted":
             tool_calls = tool_calls_in_text(content)
             content = "" if tool_calls else content
