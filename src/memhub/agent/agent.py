@@ -17,7 +17,7 @@ from memhub import telemetry
 from memhub.agent.config import AgentMemoryConfig, CallContext, memory_switched_on, resolve
 from memhub.agent.memory_flow import inject_memories, new_turn, strip_memories
 from memhub.agent.memory_session import MemorySession
-from memhub.agent.model import ChatModel, ModelResponse, ToolCall, Usage
+from memhub.agent.model import ChatModel, ModelResponse, ToolCall, ToolSpec, Usage
 from memhub.agent.runtime import Runtime, create_runtime
 from memhub.agent.text_tool_calls import looks_like_tool_call_start
 from memhub.agent.tools import Tool, ToolContext, ToolError
@@ -280,38 +280,17 @@ class Agent:
         )
 
     async def _loop(self, call: _Call, streaming: bool) -> AsyncGenerator[AgentChunk, None]:
-        specs = [t.spec for t in call.tools.values()]
         response = ModelResponse()
-        offered = specs
+        offered = [t.spec for t in call.tools.values()]
         for _ in range(self.max_steps):
             call.steps += 1
             if call.steps == self.max_steps:
                 offered = []  # the last step must answer: a call now could not be answered
-            call.said.append("")
-            attributes: dict[str, str | int] = {
-                "memhub.agent": self.name,
-                "memhub.step": call.steps,
-            }
-            # Not activated: the span stays open across yields to the caller (see telemetry).
-            with telemetry.operation("agent.model", attributes, activate=False):
-                if streaming:
-                    held = ""  # text that may be a tool call written as text: not shown yet
-                    async for chunk in self.model.stream(call.prompt, offered):
-                        if chunk.text:
-                            held += chunk.text
-                            # only an answer's beginning can be a call: then show as it comes
-                            if call.said[-1] or not looks_like_tool_call_start(held):
-                                call.said[-1] += held
-                                yield AgentChunk("text", text=held)
-                                held = ""
-                        if chunk.response is not None:
-                            response = chunk.response
-                    if held and not response.tool_calls:
-                        call.said[-1] += held
-                        yield AgentChunk("text", text=held)
+            async for event in self._ask(call, offered, streaming):
+                if isinstance(event, ModelResponse):
+                    response = event
                 else:
-                    response = await self.model.complete(call.prompt, offered)
-                    call.said[-1] = response.content
+                    yield event
             call.usage += response.usage
             empty = not response.tool_calls and not response.content.strip()
             if empty and offered and call.steps < self.max_steps:
@@ -333,6 +312,35 @@ class Agent:
                 call.new.append(result)
                 yield AgentChunk("tool_result", text=output, tool_call=tool_call)
         yield AgentChunk("done", text=response.content, result=await self._finish(call, response))
+
+    async def _ask(
+        self, call: _Call, offered: Sequence[ToolSpec], streaming: bool
+    ) -> AsyncGenerator[AgentChunk | ModelResponse, None]:
+        """One model call: its text as chunks when streaming, then its response."""
+        call.said.append("")
+        response = ModelResponse()
+        attributes: dict[str, str | int] = {"memhub.agent": self.name, "memhub.step": call.steps}
+        # Not activated: the span stays open across yields to the caller (see telemetry).
+        with telemetry.operation("agent.model", attributes, activate=False):
+            if streaming:
+                held = ""  # text that may be a tool call written as text: not shown yet
+                async for chunk in self.model.stream(call.prompt, offered):
+                    if chunk.text:
+                        held += chunk.text
+                        # only an answer's beginning can be a call: then show as it comes
+                        if call.said[-1] or not looks_like_tool_call_start(held):
+                            call.said[-1] += held
+                            yield AgentChunk("text", text=held)
+                            held = ""
+                    if chunk.response is not None:
+                        response = chunk.response
+                if held and not response.tool_calls:
+                    call.said[-1] += held
+                    yield AgentChunk("text", text=held)
+            else:
+                response = await self.model.complete(call.prompt, offered)
+                call.said[-1] = response.content
+        yield response
 
     async def _finish(self, call: _Call, response: ModelResponse) -> AgentResult:
         finish = response.finish_reason
