@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import psycopg
+
 from memhub import AsyncMemory, MemhubSettings
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import scripted
@@ -50,7 +52,7 @@ MOVE = {"I moved to Berlin last week.": "Eli lives in Berlin."}
 
 
 async def test_an_add_that_replaces_the_closest_fact_supersedes_it(
-    memory: AsyncMemory, llm: ScriptedOpenAIServer
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
     llm.default = model(MOVE, replaces=True)
     added = await memory.add("Eli lives in Paris.", user_id="eli", infer=False, wait=True)
@@ -59,6 +61,9 @@ async def test_an_add_that_replaces_the_closest_fact_supersedes_it(
     await memory.wait_idle()
     assert await current(memory, "eli") == ["Eli lives in Berlin."]
     (question,) = replacement_questions(llm)
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute("SELECT sum(calls) FROM memory_llm_usage WHERE user_id = 'eli'")
+        assert await cur.fetchone() == (2,)  # the extraction and the question, both counted
     assert '"Eli lives in Paris."' in question and '"Eli lives in Berlin."' in question
     events = [e["event"] for e in await memory.history(paris, user_id="eli")]
     assert events == ["ADD", "SUPERSEDE"]
@@ -72,9 +77,11 @@ async def test_a_no_or_an_unusable_answer_leaves_the_add(
     hobbies = {"I took up chess this spring.": "Eli plays chess."}
     for user, replaces in (("no", False), ("garbled", "I think so, maybe")):
         llm.default = model(hobbies, replaces=replaces)
+        asked = len(replacement_questions(llm))
         await memory.add("Eli plays the violin.", user_id=user, infer=False, wait=True)
         await memory.add("I took up chess this spring.", user_id=user)
         await memory.wait_idle()
+        assert len(replacement_questions(llm)) > asked  # the question was put, and answered
         assert await current(memory, user) == ["Eli plays chess.", "Eli plays the violin."]
     parked = await memory.get_all(user_id="garbled", filters={"memory_type": "turn"})
     assert parked["results"] == []  # the call completed (its raw turn replaced): not parked

@@ -119,6 +119,7 @@ CREATE UNIQUE INDEX memories_pkey ON public.memories USING btree (id);
 CREATE INDEX memories_retired ON public.memories USING btree (retired_at) WHERE (retired_at IS NOT NULL);
 CREATE INDEX memories_run ON public.memories USING btree (run_id) WHERE (run_id IS NOT NULL);
 CREATE INDEX memories_source_turn_ids ON public.memories USING gin (source_turn_ids) WITH (fastupdate=off);
+CREATE INDEX memories_superseded_by ON public.memories USING btree (superseded_by) WHERE (superseded_by IS NOT NULL);
 CREATE INDEX memories_user ON public.memories USING btree (user_id, created_at) WHERE (user_id IS NOT NULL);
 CREATE TRIGGER memory_words_added AFTER INSERT ON public.memories REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memhub_memory_words_added();
 CREATE TRIGGER memory_words_changed AFTER UPDATE OF user_id, agent_id, run_id, memory, hash, valid_to ON public.memories FOR EACH ROW WHEN ((((((((old.user_id)::text IS DISTINCT FROM (new.user_id)::text) OR ((old.agent_id)::text IS DISTINCT FROM (new.agent_id)::text)) OR ((old.run_id)::text IS DISTINCT FROM (new.run_id)::text)) OR (old.memory IS DISTINCT FROM new.memory)) OR (old.hash IS DISTINCT FROM new.hash)) OR (old.valid_to IS DISTINCT FROM new.valid_to))) EXECUTE FUNCTION memhub_memory_words_changed();
