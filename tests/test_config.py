@@ -8,7 +8,7 @@ import pytest
 
 from memhub.config import MemhubSettings
 from memhub.server.settings import ServerSettings
-from tests.fix_env import memhub_variables
+from tests.fix_env import TEST_ENVIRONMENT, memhub_variables
 
 
 def test_explicit_settings_ignore_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,9 +43,9 @@ def test_api_keys_are_secret_in_repr() -> None:
     assert settings.llm_api_key.get_secret_value() == "sk-llm-secret"
 
 
-def test_the_test_environment_holds_no_memhub_variables() -> None:
-    # tests/fix_env.py strips them before every test.
-    assert memhub_variables(os.environ) == []
+def test_the_test_environment_holds_no_memhub_variables_but_its_embedder() -> None:
+    # tests/fix_env.py strips them before every test, then sets its one.
+    assert memhub_variables(os.environ) == list(TEST_ENVIRONMENT)
 
 
 def test_arkos_memory_reads_the_environment_explicit_settings_do_not(

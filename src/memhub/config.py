@@ -151,7 +151,10 @@ class MemhubSettings(EnvSettings):
     )
 
     # -- embedder ----------------------------------------------------------------------
-    embedder: str = Field(default="minilm", description="minilm | openai | vllm | ollama | tei")
+    embedder: str = Field(
+        default="default",
+        description="default (all-mpnet-base-v2 int8) | minilm | openai | vllm | ollama | tei",
+    )
     embedder_model: str | None = None
     embedder_base_url: str | None = None
     embedder_api_key: SecretStr | None = None

@@ -5,21 +5,43 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import memhub.embed
+import memhub.embed.packaged
 from memhub.embed import Embedder, MiniLMEmbedder, OpenAIEmbedder, create_embedder
+from memhub.embed.factory import DEFAULT_MODEL
+from memhub.embed.packaged import PackagedModel
 from memhub.errors import ConfigurationError
 
 
-@pytest.mark.parametrize("provider", ["minilm", "onnx", "default", "Default "])
-def test_local_names_give_minilm(provider: str) -> None:
+@pytest.mark.parametrize("provider", ["minilm", "onnx", "MiniLM "])
+def test_minilm_names_give_minilm(provider: str) -> None:
     embedder = create_embedder(provider, threads=2, batch_size=16)
 
     assert isinstance(embedder, MiniLMEmbedder)
     assert isinstance(embedder, Embedder)
+
+
+@pytest.mark.parametrize("provider", ["default", "local", "Default "])
+def test_default_names_give_the_default_model(
+    provider: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Building the real default is tests/embed/test_default_model.py's; here only the choice.
+    asked: list[str] = []
+
+    def prepare(model: PackagedModel, models_dir: Path) -> Path:
+        asked.append(model.name)
+        raise ConfigurationError("stop here")
+
+    monkeypatch.setattr(memhub.embed.packaged, "prepare", prepare)
+    with pytest.raises(ConfigurationError, match="stop here"):
+        create_embedder(provider, models_dir=tmp_path)
+
+    assert asked == [DEFAULT_MODEL] == ["all-mpnet-base-v2-int8"]
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.fix_env import TEST_ENVIRONMENT
+
 MEMHUB = [sys.executable, "-m", "memhub.cli"]
 ADMIN_KEY = "ops-test-admin-key-0123456789"
 
@@ -32,7 +34,7 @@ def memhub_env(**variables: str) -> dict[str, str]:
         for key, value in os.environ.items()
         if not key.startswith(("MEMHUB_", "MEM0_")) and key != "DB_URL"
     }
-    return {**env, "MEMHUB_ADMIN_KEY": ADMIN_KEY, **variables}
+    return {**env, **TEST_ENVIRONMENT, "MEMHUB_ADMIN_KEY": ADMIN_KEY, **variables}
 
 
 # Every process started here, so a failed test's teardown can end them (tests/ops/conftest.py).

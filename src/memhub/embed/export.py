@@ -1,7 +1,9 @@
 """Export a Hugging Face model directory to ONNX once, and quantise it to int8 weights.
 
-Needs the ``export`` extra (``pip install 'memhub[export]'``: torch, transformers, onnx);
-nothing else in memhub imports this module. Run it by hand with
+BERT and MPNet models (all-MiniLM-L6-v2, all-mpnet-base-v2 and their many fine-tunes) need
+only the ``onnx`` package: :mod:`memhub.embed.graph` writes their graph from the safetensors
+weights. Other architectures need the ``export`` extra (``pip install 'memhub[export]'``:
+torch, transformers) for torch's exporter. Run it by hand with
 ``python -m memhub.embed.export MODEL_DIR [--int8]``, or let
 :class:`~memhub.embed.local_model.LocalModelEmbedder` call it the first time it meets a
 directory that holds only PyTorch weights.
@@ -10,6 +12,7 @@ directory that holds only PyTorch weights.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import re
@@ -17,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from memhub.embed.graph import build_encoder, can_build
 from memhub.errors import ConfigurationError, install_hint
 
 __all__ = ["export_onnx", "quantize_int8"]
@@ -37,11 +41,15 @@ def export_onnx(model_dir: Path, out_dir: Path) -> Path:
     ``last_hidden_state``; pooling stays in memhub. An existing export is reused.
 
     Raises:
-        ConfigurationError: torch or transformers is missing, or the export failed.
+        ConfigurationError: torch or transformers is missing (for an architecture
+            :mod:`memhub.embed.graph` does not write), or the export failed.
     """
     target = out_dir / "model.onnx"
     if target.is_file():
         return target
+    if can_build(_config(model_dir)) and (model_dir / "model.safetensors").is_file():
+        logger.info("writing the ONNX graph of %s (once)", model_dir)
+        return build_encoder(model_dir, target)
     try:
         import torch
         from transformers import AutoModel
@@ -124,6 +132,14 @@ def quantize_int8(fp32: Path, out: Path) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     return out
+
+
+def _config(model_dir: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def _hidden_states(model: Any) -> Any:

@@ -19,7 +19,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from memhub.errors import ConfigurationError, install_hint
+from memhub.errors import ConfigurationError
 
 __all__ = ["PACKAGED_MODELS", "PackagedModel", "assemble", "prepare"]
 
@@ -66,7 +66,7 @@ def prepare(model: PackagedModel, models_dir: Path) -> Path:
     """The ONNX file to run: assembled, exported and quantised on first use, then reused.
 
     Raises:
-        ConfigurationError: A piece is missing, or the export tools are (``memhub[mpnet]``).
+        ConfigurationError: A piece is missing or broken.
     """
     root = assemble(model, models_dir)
     onnx = root / model.onnx
@@ -121,7 +121,7 @@ def _piece(model: PackagedModel, position: int) -> Path:
     except importlib.metadata.PackageNotFoundError as exc:
         raise ConfigurationError(
             f"{model.name} is not installed ({name} is missing); install it with: "
-            f"{model.install}, and the export tools: {install_hint('mpnet')}"
+            f"{model.install} (`make run` and `make test` install them)"
         ) from exc
     path = Path(str(distribution.locate_file(relative)))
     if not path.is_file():

@@ -30,7 +30,7 @@ from memhub.engine.inputs import (
 )
 from memhub.errors import UsageError
 from memhub.memory.async_memory import AsyncMemory
-from memhub.memory.shared import embedder_from_settings
+from memhub.memory.shared import embedder_for_store
 from memhub.store import open_store
 from memhub.store.protocol import BulkStore, Store
 from memhub.store.records import (
@@ -114,7 +114,7 @@ class Importer:
             if not isinstance(store, BulkStore):
                 raise UsageError("memhub import writes to PostgreSQL; this store has no bulk path")
             # Refuse an embedder the database does not record now, not at the first job.
-            embedder = embedder_from_settings(self.settings)
+            embedder = await embedder_for_store(self.settings, store)
             await store.ensure_embedding_space(embedder.model_name, embedder.dimension)
         except BaseException:
             await store.aclose()

@@ -23,6 +23,8 @@ from memhub._loops import LoopShared
 from memhub._portal import is_portal_loop
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder, create_embedder
+from memhub.embed.factory import DEFAULT_MODEL
+from memhub.embed.packaged import PACKAGED_MODELS
 from memhub.engine.consolidate import Consolidator
 from memhub.engine.ingest import INGEST_JOB
 from memhub.engine.prompts import reply_tokens
@@ -30,13 +32,14 @@ from memhub.engine.worker import Worker, WorkerConfig
 from memhub.errors import StoreUnavailable
 from memhub.llm import LLM, create_llm
 from memhub.store import close_all_stores, open_store
-from memhub.store.protocol import Store
+from memhub.store.protocol import BulkStore, Store
 from memhub.store.records import Scope
 
 __all__ = [
     "Engine",
     "acquire_engine",
     "close_all_engines",
+    "embedder_for_store",
     "embedder_from_settings",
     "finish_all_engines",
     "release_engine",
@@ -44,6 +47,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("memhub")
+#: The in-process models a database's recorded name is enough to open again.
+_ADOPTABLE = frozenset({"all-MiniLM-L6-v2", *PACKAGED_MODELS})
 
 
 def llm_from_settings(settings: MemhubSettings) -> LLM | None:
@@ -70,6 +75,24 @@ def _secret(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+async def embedder_for_store(settings: MemhubSettings, store: Store) -> Embedder:
+    """The settings' embedder; when they name no model, the in-process model the database
+    already records, so a database made with an earlier default keeps working (reembed moves
+    it: docs/embedders.md)."""
+    unset = settings.embedder in ("default", "local") and settings.embedder_model is None
+    if unset and isinstance(store, BulkStore):
+        recorded = (await store.embedding_space()).model
+        if recorded is not None and recorded != DEFAULT_MODEL and recorded in _ADOPTABLE:
+            log.info(
+                "this database holds vectors of %s: embedding with it (set "
+                "MEMHUB_EMBEDDER_MODEL and run `memhub reembed` to move it to another model)",
+                recorded,
+            )
+            adopted = settings.model_copy(update={"embedder_model": recorded})
+            return embedder_from_settings(adopted)
+    return embedder_from_settings(settings)
+
+
 def embedder_from_settings(settings: MemhubSettings) -> Embedder:
     """The embedder the settings name (nothing is loaded until first use)."""
     if settings.embedder in ("minilm", "onnx", "default", "local"):
@@ -78,7 +101,7 @@ def embedder_from_settings(settings: MemhubSettings) -> Embedder:
             threads=settings.embedder_threads,
             model=settings.embedder_model,
             dimension=settings.embedder_dimension,
-            models_dir=None if settings.embedder_model is None else settings.data_dir / "models",
+            models_dir=settings.data_dir / "models",
         )
     return create_embedder(
         settings.embedder,
@@ -244,7 +267,7 @@ async def _finish_when_cancelled(released: asyncio.Future[None]) -> None:
 async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> Engine:
     store = await open_store(settings)
     try:
-        chosen = embedder or embedder_from_settings(settings)
+        chosen = embedder or await embedder_for_store(settings, store)
         await store.ensure_embedding_space(chosen.model_name, chosen.dimension)
     except BaseException:
         await store.aclose()
