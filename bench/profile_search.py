@@ -1,7 +1,7 @@
 """Where one search's time goes at scale: the query embedding, the SQL round trip, the rest.
 
 Builds (once) a database of N synthetic memories for one user on its own embedded server,
-with real MiniLM vectors, then times ``search()`` and its two parts over synthetic queries.
+with real vectors of the settings' embedder, then times ``search()`` and its two parts over synthetic queries.
 
     python -m bench.profile_search --memories 100000 --home /tmp/memhub-profile
 """
@@ -34,7 +34,9 @@ USER = "hot-u0"
 async def build(settings: MemhubSettings, n: int) -> None:
     """Fill the database with ``n`` memories through COPY (much faster than the worker)."""
     store = await PostgresStore.open(settings)
-    embedder = create_embedder("minilm", threads=2)
+    embedder = create_embedder(
+        settings.embedder, threads=2, models_dir=settings.data_dir / "models"
+    )
     await store.ensure_embedding_space(embedder.model_name, embedder.dimension)
     url = store.database.url
     await store.aclose()

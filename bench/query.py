@@ -292,10 +292,13 @@ def main() -> None:
     parser.add_argument("--home", type=Path, default=DEFAULT_HOME)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--docs", type=Path, default=None, help="write the section here")
+    parser.add_argument(
+        "--embedder", default="default", help="default (all-mpnet-base-v2 int8) or minilm"
+    )
     args = parser.parse_args()
-    settings = MemhubSettings(data_dir=args.home, worker="off")
+    settings = MemhubSettings(data_dir=args.home, worker="off", embedder=args.embedder)
     asyncio.run(build(settings, args.memories))
-    result = {"memories": args.memories, "cpu": cpu_name()}
+    result = {"memories": args.memories, "cpu": cpu_name(), "embedder": args.embedder}
     result.update(asyncio.run(run(settings, args.queries)))
     print(json.dumps(result, indent=2))
     if args.json is not None:

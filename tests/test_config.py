@@ -61,5 +61,5 @@ def test_arkos_memory_reads_the_environment_explicit_settings_do_not(
     assert arkos.settings.llm_model == "qwen2.5:7b"
     given = AsyncMemory("user-1", "session-1", "postgresql://given/db", True)
     assert given.settings.database_url == "postgresql://given/db"  # an explicit db_url wins
-    explicit = AsyncMemory("user-1", settings=MemhubSettings(worker="off"))
+    explicit = AsyncMemory("user-1", settings=MemhubSettings(embedder="minilm", worker="off"))
     assert explicit.settings.database_url is None and explicit.settings.llm_model is None

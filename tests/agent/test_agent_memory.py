@@ -212,7 +212,9 @@ async def test_database_down_the_call_succeeds_and_the_error_is_counted(
     llm: ScriptedOpenAIServer, model: OpenAIChatModel, tmp_path: Path
 ) -> None:
     data_dir = tmp_path / "x"
-    memory = AsyncMemory(settings=MemhubSettings(data_dir=data_dir, connect_timeout=1.0))
+    memory = AsyncMemory(
+        settings=MemhubSettings(embedder="minilm", data_dir=data_dir, connect_timeout=1.0)
+    )
     try:
         agent = support_agent(model, memory)
         llm.enqueue("Up and running.", "Still answering.")

@@ -200,7 +200,7 @@ def test_raw_mode_keeps_only_the_users_words_long_term(tmp_path: Path) -> None:
     from memhub.agent.config import AgentMemoryConfig
     from memhub.agent.memory_session import MemorySession
 
-    plain = MemhubSettings(database_url="memory://", data_dir=tmp_path)
+    plain = MemhubSettings(embedder="minilm", database_url="memory://", data_dir=tmp_path)
     with_llm = plain.model_copy(update={"llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "m"})
 
     def roles(settings: MemhubSettings, **options: Any) -> dict[str, Any]:

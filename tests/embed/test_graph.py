@@ -173,3 +173,18 @@ def test_a_missing_tensor_names_it(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigurationError, match=r"encoder\.layer\.1\.output\.dense\.weight"):
         _embed(root, ["x"])
+
+
+def test_a_dynamic_int8_model_embeds_each_text_alone(tmp_path: Path) -> None:
+    from memhub.embed.export import quantize_int8
+
+    root = _model_dir(tmp_path / "q", "bert")
+    _embed(root, ["x"])  # writes onnx/model.onnx
+    int8 = quantize_int8(root / "onnx" / "model.onnx", root / "onnx" / "model_qint8.onnx")
+    text = "my sister lives in paris"
+    embedder = create_embedder("local", model=str(int8))
+    alone = embedder.embed_sync([text])[0]  # type: ignore[attr-defined]
+    # Companions of the same length share its batch; their activations would set its scale.
+    for companion in ["cats like dogs and jazz", "i like hiking the city"]:
+        batched = embedder.embed_sync([text, companion])[0]  # type: ignore[attr-defined]
+        np.testing.assert_array_equal(batched, alone)

@@ -111,7 +111,9 @@ def test_two_database_names_each_get_their_own_writes(pg_home: Path, tmp_path: P
     async def run() -> None:
         memories = [
             AsyncMemory(
-                settings=MemhubSettings(data_dir=pg_home, database_name=name, connect_timeout=10)
+                settings=MemhubSettings(
+                    embedder="minilm", data_dir=pg_home, database_name=name, connect_timeout=10
+                )
             )
             for name in names
         ]

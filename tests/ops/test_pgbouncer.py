@@ -55,6 +55,7 @@ async def test_migrations_run_on_the_direct_url_only(
     empty_database: str, pgbouncer_url: Callable[[str], str], tmp_path: Path
 ) -> None:
     through = MemhubSettings(
+        embedder="minilm",
         database_url=pgbouncer_url(empty_database),
         pgbouncer=True,
         data_dir=tmp_path,

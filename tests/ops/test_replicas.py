@@ -43,7 +43,9 @@ async def test_reads_go_to_the_replica_and_see_their_own_writes(
 ) -> None:
     primary_url, replica = primary_and_replica
     replica_url = replica.url()
-    base = MemhubSettings(database_url=primary_url, data_dir=tmp_path, connect_timeout=2.0)
+    base = MemhubSettings(
+        embedder="minilm", database_url=primary_url, data_dir=tmp_path, connect_timeout=2.0
+    )
     routed = base.model_copy(
         update={"read_database_url": replica_url, "read_your_writes_wait": WAIT}
     )

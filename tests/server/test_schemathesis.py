@@ -62,6 +62,7 @@ def fuzzed_app(pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> I
             )
         )
     settings = MemhubSettings(
+        embedder="minilm",
         database_url=database_url(pg_admin_url, name),
         data_dir=tmp_path_factory.mktemp("schemathesis"),
         connect_timeout=3.0,

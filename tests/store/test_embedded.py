@@ -57,7 +57,7 @@ def test_two_processes_start_one_server_on_a_fresh_directory(tmp_path: Path) -> 
 
 def test_database_down_then_back(tmp_path: Path) -> None:
     home = tmp_path / "restart"
-    settings = MemhubSettings(data_dir=home, connect_timeout=1.0)
+    settings = MemhubSettings(embedder="minilm", data_dir=home, connect_timeout=1.0)
     memory = Memory(user_id="u", session_id="s", settings=settings, use_long_term=False)
     assert memory.add_memory(UserMessage(content="before"))
 

@@ -71,7 +71,7 @@ def test_two_threads_with_their_own_loops_survive_a_postmaster_restart() -> None
     home = private_home()
     # No worker here, so no search wait for one (search_wait_timeout): each call is quick.
     settings = MemhubSettings(
-        data_dir=home, connect_timeout=2.0, worker="off", search_wait_timeout=0.0
+        embedder="minilm", data_dir=home, connect_timeout=2.0, worker="off", search_wait_timeout=0.0
     )
     try:
         embedded_database_url(home)  # started and migrated before the clock runs

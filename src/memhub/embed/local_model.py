@@ -185,6 +185,13 @@ class LocalModelEmbedder(OnnxEncoder):
 
             assert self.directory.weights is not None  # read() refuses a directory with neither
             onnx = export_onnx(self.directory.root, self.directory.root / "onnx")
+        if _quantises_activations(onnx):
+            # Dynamic int8 quantises each run's activations with one scale for the whole
+            # batch, so a text's vector would depend on what it was batched with (measured:
+            # up to 0.02 per dimension on all-mpnet-base-v2 int8), and ranking on how the
+            # worker happened to batch. One text per run keeps every vector a function of its
+            # text alone; it cost a quarter of the texts per CPU-second (docs/embedders.md).
+            self._batch_size = 1
         return load_session(onnx, threads)
 
 
@@ -286,3 +293,14 @@ def _max_positions(config: dict[str, Any]) -> int:
     if config.get("model_type") in ("roberta", "mpnet", "xlm-roberta", "camembert"):
         positions -= 2
     return max(positions, 2)
+
+
+def _quantises_activations(path: Path) -> bool:
+    """Whether the network quantises activations at run time (onnxruntime's dynamic int8)."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    return any(node.op_type in _DYNAMIC_QUANTISATION for node in graph.node)
+
+
+_DYNAMIC_QUANTISATION = frozenset({"DynamicQuantizeLinear", "DynamicQuantizeMatMul"})

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from memhub._portal import portal_loop, run_sync
 from memhub.config import MemhubSettings
 from memhub.embed.base import check_texts, empty_matrix, normalise_rows
+from memhub.embed.factory import DEFAULT_MODEL
 from memhub.errors import ConfigurationError, UsageError, install_hint
 from memhub.memory import AsyncMemory, Memory
 from memhub.memory.results import MemoryItem
@@ -54,13 +55,22 @@ _OPERATORS = {"$eq": "eq", "$ne": "ne", "$gt": "gt", "$gte": "gte", "$lt": "lt",
 _MAX_LISTED = 10_000  # list_namespaces reads at most this many items
 _TTL_KEYS = frozenset({"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"})
 _INDEX_KEYS = frozenset({"dims", "embed", "fields", "distance_type", "ann_index_config"})
-# Names LangGraph users give memhub's bundled model (LangChain's "provider:model" form too).
-_BUNDLED_NAMES = frozenset(
+# Names LangGraph users give memhub's in-process models (LangChain's "provider:model" form too).
+_MINILM_NAMES = frozenset(
     {
         "all-minilm-l6-v2",
         "sentence-transformers/all-minilm-l6-v2",
         "huggingface:sentence-transformers/all-minilm-l6-v2",
         "huggingface:all-minilm-l6-v2",
+    }
+)
+_DEFAULT_NAMES = frozenset(
+    {
+        DEFAULT_MODEL,
+        "all-mpnet-base-v2",
+        "sentence-transformers/all-mpnet-base-v2",
+        "huggingface:sentence-transformers/all-mpnet-base-v2",
+        "huggingface:all-mpnet-base-v2",
     }
 )
 
@@ -333,16 +343,19 @@ def _check_model_name(name: str, settings: MemhubSettings) -> None:
     """``embed="provider:model"`` is honoured when it names the model memhub embeds with."""
     wanted = name.strip().lower()
     configured = (settings.embedder_model or "").lower()
-    if settings.embedder in ("minilm", "onnx", "default") and wanted in _BUNDLED_NAMES:
+    if not configured and settings.embedder in ("minilm", "onnx"):
+        configured, known = "all-MiniLM-L6-v2", _MINILM_NAMES
+    elif not configured and settings.embedder in ("default", "local"):
+        configured, known = DEFAULT_MODEL, _DEFAULT_NAMES
+    else:
+        known = frozenset()
+    if wanted in known or (configured and wanted.split(":", 1)[-1] == configured.lower()):
         return
-    if configured and wanted.split(":", 1)[-1] == configured:
-        return
-    current = settings.embedder_model or "all-MiniLM-L6-v2 (bundled)"
     raise ConfigurationError(
-        f"index['embed']={name!r}: memhub embeds with its configured model, {current}. "
-        "Pass embed='all-MiniLM-L6-v2' (or leave it out), a function or a LangChain Embeddings "
-        "instance, or configure that model: MEMHUB_EMBEDDER=openai MEMHUB_EMBEDDER_MODEL=... "
-        "(docs/embedders.md)"
+        f"index['embed']={name!r}: memhub embeds with its configured model, "
+        f"{configured or settings.embedder}. Pass embed={configured or 'MODEL'!r} (or leave it "
+        "out), a function or a LangChain Embeddings instance, or configure that model: "
+        "MEMHUB_EMBEDDER_MODEL=... (docs/embedders.md)"
     )
 
 
