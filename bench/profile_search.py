@@ -1,7 +1,8 @@
 """Where one search's time goes at scale: the query embedding, the SQL round trip, the rest.
 
 Builds (once) a database of N synthetic memories for one user on its own embedded server,
-with real vectors of the settings' embedder, then times ``search()`` and its two parts over synthetic queries.
+with real vectors of the settings' embedder, then times ``search()`` and its two parts over
+synthetic queries.
 
     python -m bench.profile_search --memories 100000 --home /tmp/memhub-profile
 """
