@@ -35,6 +35,7 @@ from memhub.store.inmemory.text import bm25_scores, terms
 from memhub.store.protocol import Vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
+    TEXT_SCORE_DIGITS,
     HistoryEvent,
     NewMemory,
     PendingMemory,
@@ -335,7 +336,11 @@ class Tables:
         eligible = self._by_hash(scope, filters, include_superseded)
         lexemes = sorted(terms(text_query))
         scores = _text_scores(eligible, lexemes, ranking)
-        best = sorted((m for m in eligible if m.id in scores), key=lambda m: -scores[m.id])[:k]
+        # As the SQL picks its k: rounded scores, ties in hash order (the sort is stable).
+        best = sorted(
+            (m for m in eligible if m.id in scores),
+            key=lambda m: -round(scores[m.id], TEXT_SCORE_DIGITS),
+        )[:k]
         # The query's terms go along: the vector step scores every candidate on them.
         return TextHits([m.id for m in best], [scores[m.id] for m in best], lexemes)
 
