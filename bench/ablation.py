@@ -21,6 +21,7 @@ from bench.locomo import CATEGORY_NAMES, RECALL_CATEGORIES, Conversation, load_l
 from bench.metrics import QuestionResult, aggregate
 from bench.recall import TOP_N, ingest
 from memhub.engine.fusion import PRESETS, FusionConfig, fuse
+from memhub.engine.retrieve import rank
 from memhub.store.postgres.search import search_candidates
 from memhub.store.records import DEFAULT_TEXT_RANKING, Scope, TextRanking
 
@@ -126,7 +127,7 @@ async def _evaluate(
             started = time.perf_counter()
             for (user_id, question), vector in zip(asked, vectors, strict=True):
                 k = max(TOP_N, variant.fusion.candidates)
-                candidates = await search_candidates(
+                found = await search_candidates(
                     conn,
                     Scope(user_id=user_id),
                     question.question,
@@ -136,7 +137,7 @@ async def _evaluate(
                     False,
                     ranking=variant.ranking,
                 )
-                scored = fuse(candidates, variant.fusion, now)[:TOP_N]
+                scored = fuse(rank(found), variant.fusion, now)[:TOP_N]
                 assert all(0.0 <= s.score <= 1.0 for s in scored)
                 ranked = tuple(str(s.candidate.record.metadata.get("dia_id", "")) for s in scored)
                 tokens = sum(count_tokens(s.candidate.record.memory) for s in scored[:10])

@@ -135,6 +135,7 @@ async def _candidates(
     import psycopg
     from pgvector.psycopg import register_vector_async
 
+    from memhub.engine.retrieve import rank
     from memhub.store.postgres.search import search_candidates
 
     found = []
@@ -143,15 +144,17 @@ async def _candidates(
         await conn.execute("SET hnsw.iterative_scan = relaxed_order")
         for (user_id, question), vector in zip(asked, vectors, strict=True):
             found.append(
-                await search_candidates(
-                    conn,
-                    Scope(user_id=user_id),
-                    question.question,
-                    vector,
-                    FIT_CANDIDATES,
-                    None,
-                    False,
-                    ranking=ranking,
+                rank(
+                    await search_candidates(
+                        conn,
+                        Scope(user_id=user_id),
+                        question.question,
+                        vector,
+                        FIT_CANDIDATES,
+                        None,
+                        False,
+                        ranking=ranking,
+                    )
                 )
             )
     return found

@@ -23,6 +23,7 @@ from pgvector.psycopg import register_vector
 from bench import synth
 from memhub import AsyncMemory, MemhubSettings
 from memhub.embed import create_embedder
+from memhub.engine import retrieve
 from memhub.engine.fusion import FusionConfig
 from memhub.engine.text import memory_hash
 from memhub.memory.shared import Engine
@@ -119,8 +120,15 @@ PREVIOUS = replace(FusionConfig(), candidates=20, previous_turn_weight=0.0, next
 
 async def _sql(memory: AsyncMemory, engine: Engine, q: str, vector: object) -> float:
     t0 = time.perf_counter()
-    await engine.store.search_candidates(
-        Scope(user_id=USER), q, vector, memory.fusion.candidates, None, False, memory.fusion.text
+    await retrieve.candidates(
+        engine.store,
+        Scope(user_id=USER),
+        q,
+        vector,
+        memory.fusion.candidates,
+        None,
+        False,
+        memory.fusion.text,
     )
     return (time.perf_counter() - t0) * 1000
 

@@ -28,6 +28,7 @@ from bench.metrics import summary
 from bench.profile_search import USER, build
 from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.fusion import fuse
+from memhub.engine.retrieve import rank
 from memhub.memory.results import memory_item
 from memhub.memory.shared import Engine
 from memhub.store.postgres import search as pg_search
@@ -80,7 +81,7 @@ async def sequential(memory: AsyncMemory, engine: Engine, queries: list[str]) ->
             )
         times["vector statement"].append((time.perf_counter() - began) * 1000)
         began = time.perf_counter()
-        scored = fuse(candidates, memory.fusion, datetime.now(UTC))
+        scored = fuse(rank(candidates), memory.fusion, datetime.now(UTC))
         [memory_item(s.candidate.record, s.score) for s in scored[:LIMIT]]
         times["fusion + results"].append((time.perf_counter() - began) * 1000)
         times["search"].append(await _ms(lambda q=q: memory.search(q, user_id=USER, limit=LIMIT)))
@@ -160,7 +161,7 @@ def explain(url: str, memory: AsyncMemory, vectors: list[tuple[str, Any]]) -> di
             cur = conn.execute(*pg_search.text_statement(scope, q, k, None, False, ranking))
             row = cur.fetchone()
             assert row is not None
-            hits = pg_search.TextHits.from_row(row)
+            hits = pg_search.text_hits_from_row(row)
             statement = pg_search.vector_statement(scope, vector, k, None, False, hits, ranking)
             analyse(conn, "vector", statement)
     return {name: statistics.median(values) for name, values in parts.items()}

@@ -22,7 +22,7 @@ from bench import synth
 from bench.metrics import summary
 from bench.profile_search import USER
 from memhub import AsyncMemory, MemhubSettings
-from memhub.memory import async_memory
+from memhub.engine import retrieve
 from memhub.store.postgres import search as pg_search
 
 #: The rows of the report, in order (milliseconds, p50 and p95 over the queries).
@@ -40,7 +40,7 @@ STEPS = (
 def _marked(marks: dict[str, float]) -> Iterator[None]:
     """Record when the embedding and both statements start and end, for every search."""
     real_text, real_vector = pg_search.text_hits, pg_search.vector_candidates
-    real_embed = getattr(async_memory, "embed_one")  # noqa: B009 - the name search() calls
+    real_embed = getattr(retrieve, "embed_one")  # noqa: B009 - the name a search calls
 
     def timed(name: str, call: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -56,12 +56,12 @@ def _marked(marks: dict[str, float]) -> Iterator[None]:
 
     pg_search.text_hits = timed("text", real_text)  # type: ignore[assignment]
     pg_search.vector_candidates = timed("vector", real_vector)  # type: ignore[assignment]
-    setattr(async_memory, "embed_one", embed)  # noqa: B010
+    setattr(retrieve, "embed_one", embed)  # noqa: B010
     try:
         yield
     finally:
         pg_search.text_hits, pg_search.vector_candidates = real_text, real_vector
-        setattr(async_memory, "embed_one", real_embed)  # noqa: B010
+        setattr(retrieve, "embed_one", real_embed)  # noqa: B010
 
 
 async def measure(memory: AsyncMemory, queries: list[str]) -> dict[str, Any]:

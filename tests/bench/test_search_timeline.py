@@ -4,7 +4,7 @@ from bench.profile_search import USER
 
 from bench import search_timeline
 from memhub import AsyncMemory, MemhubSettings
-from memhub.memory import async_memory
+from memhub.engine import retrieve
 from memhub.store.postgres import search as pg_search
 
 
@@ -28,7 +28,7 @@ def test_the_text_statement_counts_only_when_it_ends_after_the_embedding() -> No
 async def test_a_real_search_is_timed_in_place_and_the_wrappers_are_undone(
     settings: MemhubSettings,
 ) -> None:
-    originals = (pg_search.text_hits, pg_search.vector_candidates, async_memory.embed_one)  # type: ignore[attr-defined]
+    originals = (pg_search.text_hits, pg_search.vector_candidates, retrieve.embed_one)  # type: ignore[attr-defined]
     async with AsyncMemory(settings=settings) as memory:
         for text in ("tea with lemon", "a walk in the park", "lemon cake recipe"):
             await memory.add(text, user_id=USER, infer=False, wait=True)
@@ -40,5 +40,5 @@ async def test_a_real_search_is_timed_in_place_and_the_wrappers_are_undone(
     assert 0 < steps["vector statement"]["p50"] < steps["search"]["p95"]
     assert 0 < steps["embedding, beside the text statement"]["p50"] < steps["search"]["p95"]
     assert 0.0 <= result["text_last_share"] <= 1.0
-    assert (pg_search.text_hits, pg_search.vector_candidates, async_memory.embed_one) == originals  # type: ignore[attr-defined]
+    assert (pg_search.text_hits, pg_search.vector_candidates, retrieve.embed_one) == originals  # type: ignore[attr-defined]
     assert "| vector statement |" in "\n".join(search_timeline.markdown(result))

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from memhub.engine import retrieve
 from memhub.errors import MemoryNotFound, StoreError, UsageError
 from memhub.store.protocol import Store
 from memhub.store.records import JobPayload, Lane, NewJob, Scope
@@ -148,7 +149,7 @@ async def test_rollback_undoes_every_consolidation_write(store: Store) -> None:
     after = {r.id: r for r in await store.list_memories(U, None, 10, True)}
     assert after == before
     assert {i: await store.history(U, i) for i in before} == histories
-    found = await store.search_candidates(U, "a", np.asarray(X, np.float32), 1, None, False)
+    found = await retrieve.candidates(store, U, "a", np.asarray(X, np.float32), 1, None, False)
     assert found[0].record.id == a and found[0].vector_similarity == pytest.approx(1.0)
     (again,) = await insert(store, mem("b2", vector=Z))  # the successor's hash is free
     assert again is not None

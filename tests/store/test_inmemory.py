@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memhub.config import MemhubSettings
+from memhub.engine import retrieve
 from memhub.errors import StoreError
 from memhub.store.inmemory.store import InMemoryStore
 from memhub.store.inmemory.text import bm25_scores, stem, terms
@@ -60,7 +61,7 @@ async def test_text_search_ranks_like_ts_rank(store: InMemoryStore) -> None:
         mem("nothing relevant", vector=Z),
     )
     query = np.asarray(X, np.float32)
-    found = await store.search_candidates(U, "Alice's hike with Bob", query, 10, None, False)
+    found = await retrieve.candidates(store, U, "Alice's hike with Bob", query, 10, None, False)
     by_text = sorted((c for c in found if c.text_rank), key=lambda c: c.text_rank or 0)
     assert [c.record.memory for c in by_text] == [
         "Alice likes hiking with Bob",  # all three query terms
@@ -71,7 +72,7 @@ async def test_text_search_ranks_like_ts_rank(store: InMemoryStore) -> None:
     assert by_text[0].text_score is not None and by_text[1].text_score is not None
     assert by_text[0].text_score > by_text[1].text_score
     # only stop words: no text query at all
-    only_stop = await store.search_candidates(U, "the and of", query, 10, None, False)
+    only_stop = await retrieve.candidates(store, U, "the and of", query, 10, None, False)
     assert all(c.text_rank is None for c in only_stop)
 
 
@@ -169,7 +170,7 @@ def test_bm25_matches_the_sql_formula() -> None:
 
 async def test_every_candidate_carries_both_signals(store: InMemoryStore) -> None:
     await insert(store, mem("coffee black", vector=X), mem("green tea", vector=Y))
-    found = await store.search_candidates(U, "tea", np.asarray(X, np.float32), 1, None, False)
+    found = await retrieve.candidates(store, U, "tea", np.asarray(X, np.float32), 1, None, False)
     signals = {c.record.memory: (c.vector_rank, c.text_rank) for c in found}
     assert signals == {"coffee black": (1, None), "green tea": (2, 1)}
     tea = next(c for c in found if c.record.memory == "green tea")

@@ -13,6 +13,7 @@ from uuid import uuid4
 import numpy as np
 import pytest
 
+from memhub.engine import retrieve
 from memhub.errors import (
     ConfigurationError,
     Conflict,
@@ -41,7 +42,7 @@ async def test_vectors_of_another_dimension_are_refused(store: Store) -> None:
         await insert(store, mem("a", vector=[1.0, 0.0]))
     await insert(store, mem("a"))
     with pytest.raises(UsageError, match="dimensions"):
-        await store.search_candidates(U, "a", np.ones(4, np.float32), 5, None, False)
+        await retrieve.candidates(store, U, "a", np.ones(4, np.float32), 5, None, False)
 
 
 async def test_insert_skips_duplicates_of_current_memories_in_the_same_scope(
@@ -134,13 +135,13 @@ async def test_vector_search_ranks_by_cosine(store: Store) -> None:
         mem("no vector", vector=None),
         mem("other user", V, vector=X),
     )
-    found = await store.search_candidates(U, "zzz", np.asarray(X, np.float32), 2, None, False)
+    found = await retrieve.candidates(store, U, "zzz", np.asarray(X, np.float32), 2, None, False)
     assert [(c.record.memory, c.vector_rank) for c in found] == [("east", 1), ("north east", 2)]
     assert found[0].vector_similarity == pytest.approx(1.0)
     assert found[1].vector_similarity == pytest.approx(2**-0.5, abs=1e-6)
     assert all(c.text_rank is None and c.text_score is None for c in found)
-    everything = await store.search_candidates(
-        U, "zzz", -np.asarray(X, np.float32), 10, None, False
+    everything = await retrieve.candidates(
+        store, U, "zzz", -np.asarray(X, np.float32), 10, None, False
     )
     ranked = sorted(everything, key=lambda c: c.vector_rank or 0)  # the list's order is free
     assert [c.record.memory for c in ranked] == ["north", "north east", "east"]
@@ -149,7 +150,9 @@ async def test_vector_search_ranks_by_cosine(store: Store) -> None:
 
 async def test_search_merges_both_lists_without_duplicates(store: Store) -> None:
     await insert(store, mem("tea with lemon", vector=X), mem("coffee", vector=Y))
-    found = await store.search_candidates(U, "lemon tea", np.asarray(X, np.float32), 5, None, False)
+    found = await retrieve.candidates(
+        store, U, "lemon tea", np.asarray(X, np.float32), 5, None, False
+    )
     assert len({c.record.id for c in found}) == len(found) == 2
     tea = next(c for c in found if c.record.memory == "tea with lemon")
     assert (tea.vector_rank, tea.text_rank) == (1, 1)
@@ -164,7 +167,7 @@ async def test_filters_apply_before_ranking(store: Store) -> None:
         mem("good tea", vector=[1.0, 1.0, 0.0], metadata={"keep": True}),
     )
     keep = parse_filters({"keep": True})
-    found = await store.search_candidates(U, "tea", np.asarray(X, np.float32), 1, keep, False)
+    found = await retrieve.candidates(store, U, "tea", np.asarray(X, np.float32), 1, keep, False)
     assert [(c.record.memory, c.vector_rank, c.text_rank) for c in found] == [("good tea", 1, 1)]
 
 
@@ -175,9 +178,9 @@ async def test_superseded_memories_only_when_asked(store: Store) -> None:
         new = await batch.supersede(U, old, mem("lives in Rome"), datetime(2024, 1, 1, tzinfo=UTC))
     query = np.asarray(X, np.float32)
     assert [
-        c.record.id for c in await store.search_candidates(U, "lives", query, 5, None, False)
+        c.record.id for c in await retrieve.candidates(store, U, "lives", query, 5, None, False)
     ] == [new]
-    assert len(await store.search_candidates(U, "lives", query, 5, None, True)) == 2
+    assert len(await retrieve.candidates(store, U, "lives", query, 5, None, True)) == 2
     assert [r.id for r in await store.list_memories(U, None, 5, False)] == [new]
     assert len(await store.list_memories(U, None, 5, True)) == 2
     (again,) = await insert(store, mem("lives in Paris"))  # only current ones are duplicates
@@ -202,7 +205,7 @@ async def test_update_changes_text_vector_and_metadata_with_history(store: Store
         ("UPDATE", "likes tea", "likes green tea"),
         ("UPDATE", "likes green tea", "likes oolong"),
     ]
-    found = await store.search_candidates(U, "oolong", np.asarray(Y, np.float32), 5, None, False)
+    found = await retrieve.candidates(store, U, "oolong", np.asarray(Y, np.float32), 5, None, False)
     assert found[0].vector_similarity == pytest.approx(1.0) and found[0].text_rank == 1
     (dup,) = await insert(store, mem("likes tea", hash_="likes tea"))  # old hash is free again
     assert dup is not None
@@ -243,7 +246,7 @@ async def test_delete_keeps_history_and_frees_the_hash(store: Store) -> None:
     )
     assert await store.history(V, mid) == []
     (again,) = await insert(store, mem("x", vector=Y))
-    found = await store.search_candidates(U, "x", np.asarray(Y, np.float32), 5, None, False)
+    found = await retrieve.candidates(store, U, "x", np.asarray(Y, np.float32), 5, None, False)
     assert [c.record.id for c in found] == [again]
 
 
@@ -278,8 +281,10 @@ async def test_search_takes_a_vector_still_being_computed(store: Store) -> None:
         await asyncio.sleep(0)
         return np.asarray(X, np.float32)
 
-    given = await store.search_candidates(U, "lemon tea", np.asarray(X, np.float32), 5, None, False)
-    awaited = await store.search_candidates(U, "lemon tea", later(), 5, None, False)
+    given = await retrieve.candidates(
+        store, U, "lemon tea", np.asarray(X, np.float32), 5, None, False
+    )
+    awaited = await retrieve.candidates(store, U, "lemon tea", later(), 5, None, False)
     assert awaited == given
 
 
@@ -292,14 +297,14 @@ async def test_a_failed_query_vector_fails_the_search_and_leaves_it_usable(store
 
     for _ in range(30):  # more than any pool: a leaked connection would exhaust it
         with pytest.raises(ProviderError, match="embedder is down"):
-            await store.search_candidates(U, "lemon", broken(), 5, None, False)
-    found = await store.search_candidates(U, "lemon", np.asarray(X, np.float32), 5, None, False)
+            await retrieve.candidates(store, U, "lemon", broken(), 5, None, False)
+    found = await retrieve.candidates(store, U, "lemon", np.asarray(X, np.float32), 5, None, False)
     assert [c.record.memory for c in found] == ["tea with lemon"]
 
 
 async def test_a_candidate_knows_the_turn_said_before_its_first_source_turn(store: Store) -> None:
     first, _, _ = await turns_and_their_memories(store)
-    found = await store.search_candidates(U, "tea", np.asarray(X, np.float32), 10, None, False)
+    found = await retrieve.candidates(store, U, "tea", np.asarray(X, np.float32), 10, None, False)
     assert {c.record.memory: c.previous_turn_id for c in found} == {
         "tea first": None,  # the first turn of its session
         "tea second": first[0],

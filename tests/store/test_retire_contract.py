@@ -9,6 +9,7 @@ from uuid import UUID
 import numpy as np
 import pytest
 
+from memhub.engine import retrieve
 from memhub.errors import MemoryNotFound, NotRestorable
 from memhub.filters import Filter, parse_filters
 from memhub.memory.compat import as_of_filters
@@ -19,8 +20,8 @@ from tests.store.contract import U, V, X, Y, insert, mem
 async def _visible(store: Store) -> set[str]:
     """Every memory any read returns: current, superseded, by text or vector search."""
     listed = await store.list_memories(U, None, 100, True)
-    found = await store.search_candidates(
-        U, "tea", np.asarray(X, np.float32), 10, None, include_superseded=True
+    found = await retrieve.candidates(
+        store, U, "tea", np.asarray(X, np.float32), 10, None, include_superseded=True
     )
     return {r.memory for r in listed} | {c.record.memory for c in found}
 
@@ -98,7 +99,8 @@ async def test_restore_undoes_a_models_rewording(store: Store) -> None:
     version = UUID(event.metadata["previous_version"])
     # the earlier wording reads nowhere: not current, and valid at no moment (as_of)
     assert {r.memory for r in await store.list_memories(U, None, 10, False)} == {"loves peanuts"}
-    at_the_time = await store.search_candidates(
+    at_the_time = await retrieve.candidates(
+        store,
         U,
         "peanuts",
         np.asarray(X, np.float32),
@@ -116,8 +118,8 @@ async def test_restore_undoes_a_models_rewording(store: Store) -> None:
     assert (restored.memory, restored.source_turn_ids) == ("allergic to peanuts", (1,))
     current = await store.list_memories(U, None, 10, False)
     assert [(r.id, r.memory) for r in current] == [(version, "allergic to peanuts")]
-    (found,) = await store.search_candidates(
-        U, "unrelated", np.asarray(X, np.float32), 10, None, False
+    (found,) = await retrieve.candidates(
+        store, U, "unrelated", np.asarray(X, np.float32), 10, None, False
     )
     assert found.record.id == version and found.vector_rank == 1  # its vector came along
     (retired,) = await store.retired_memories(U, 10)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from memhub import MemhubSettings
+from memhub.engine import retrieve
 from memhub.engine.fusion import PRESETS, fuse
 from memhub.filters import parse_filters
 from memhub.store.postgres import memories as pg_memories
@@ -57,7 +58,7 @@ async def _insert(
 
 async def _text_hits(store: PostgresStore, query: str, **kwargs: object) -> list[str]:
     scope = Scope(user_id=str(kwargs.pop("user_id", "u")))
-    candidates = await store.search_candidates(scope, query, _vector(99), 20, None, False)
+    candidates = await retrieve.candidates(store, scope, query, _vector(99), 20, None, False)
     hits = sorted(
         (c for c in candidates if c.text_rank is not None), key=lambda c: c.text_rank or 0
     )
@@ -85,8 +86,8 @@ async def test_every_candidate_gets_both_signals_and_fused_scores_stay_in_range(
     store: PostgresStore,
 ) -> None:
     await _insert(store, [f"note {n} about gardening" for n in range(30)])
-    candidates = await store.search_candidates(
-        Scope(user_id="u"), "gardening", _vector(3), 5, None, False
+    candidates = await retrieve.candidates(
+        store, Scope(user_id="u"), "gardening", _vector(3), 5, None, False
     )
     assert all(c.vector_similarity is not None for c in candidates)
     assert all(c.text_score is not None and c.text_score > 0 for c in candidates)
@@ -101,8 +102,8 @@ async def test_every_candidate_gets_both_signals_and_fused_scores_stay_in_range(
 )
 async def test_odd_queries_neither_fail_nor_match_wrongly(store: PostgresStore, query: str) -> None:
     await _insert(store, ["o'neil's back\\slash is 'quoted'", "日本語のテキスト", "plain words"])
-    candidates = await store.search_candidates(
-        Scope(user_id="u"), query, _vector(1), 10, None, False
+    candidates = await retrieve.candidates(
+        store, Scope(user_id="u"), query, _vector(1), 10, None, False
     )
     assert len(candidates) == 3  # the vector side always finds all three
 
@@ -119,12 +120,12 @@ async def test_scope_filters_and_superseded_rows_bound_the_text_side(
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         await conn.execute("UPDATE memories SET valid_to = now() WHERE id = %s", (old[0],))
     scope = Scope(user_id="u")
-    found = await store.search_candidates(scope, "tennis", _vector(5), 10, None, False)
+    found = await retrieve.candidates(store, scope, "tennis", _vector(5), 10, None, False)
     assert {c.record.memory for c in found} == {"tennis with anna", "tennis elbow again"}
-    with_old = await store.search_candidates(scope, "tennis", _vector(5), 10, None, True)
+    with_old = await retrieve.candidates(store, scope, "tennis", _vector(5), 10, None, True)
     assert "tennis lessons cancelled" in {c.record.memory for c in with_old}
-    only_sport = await store.search_candidates(
-        scope, "tennis", _vector(5), 10, parse_filters({"kind": "sport"}), False
+    only_sport = await retrieve.candidates(
+        store, scope, "tennis", _vector(5), 10, parse_filters({"kind": "sport"}), False
     )
     assert [c.record.memory for c in only_sport] == ["tennis with anna"]
 
@@ -136,7 +137,7 @@ async def test_ts_rank_ranking_stays_available(store: PostgresStore, db_url: str
 
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         await register_vector_async(conn)
-        found = await pg_search.search_candidates(
+        raw = await pg_search.search_candidates(
             conn,
             Scope(user_id="u"),
             "violin",
@@ -146,6 +147,7 @@ async def test_ts_rank_ranking_stays_available(store: PostgresStore, db_url: str
             False,
             ranking=TextRanking(method="ts_rank", score_all=False),
         )
+    found = retrieve.rank(raw)
     assert [c.record.memory for c in found if c.text_rank == 1] == ["violin lesson"]
 
 
@@ -166,7 +168,7 @@ async def test_the_previous_turn_is_stored_once_and_still_looked_up_for_older_me
         "tea later": first[1],
         "tea without turns": 0,
     }
-    found = await store.search_candidates(U, "tea", _vector(1), 10, None, False)
+    found = await retrieve.candidates(store, U, "tea", _vector(1), 10, None, False)
     assert {c.record.memory: c.previous_turn_id for c in found} == {
         "tea first": None,
         "tea second": first[0],

@@ -7,6 +7,7 @@ import asyncio
 import numpy as np
 import pytest
 
+from memhub.engine import retrieve
 from memhub.store.postgres import search as pg_search
 from memhub.store.postgres.store import PostgresStore
 from tests.store.contract import U, X, insert, mem
@@ -35,7 +36,7 @@ async def test_the_text_statement_finishes_before_the_vector_is_needed(
         await asyncio.wait_for(text_done.wait(), timeout=30)
         return np.asarray(X, np.float32)
 
-    found = await store.search_candidates(U, "lemon", vector_after_text(), 5, None, False)
+    found = await retrieve.candidates(store, U, "lemon", vector_after_text(), 5, None, False)
     assert [(c.record.memory, c.text_rank, c.vector_rank) for c in found] == [
         ("tea with lemon", 1, 1)
     ]

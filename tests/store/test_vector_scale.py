@@ -14,6 +14,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from memhub import MemhubSettings
+from memhub.engine import retrieve
 from memhub.store.postgres.store import PostgresStore
 from memhub.store.records import Scope
 
@@ -52,8 +53,8 @@ async def test_scoped_search_returns_k_hits_through_the_index(
         query = vectors[3] + 0.1 * rng.standard_normal(DIM).astype(np.float32)
         query /= np.linalg.norm(query)
 
-        candidates = await store.search_candidates(
-            Scope(user_id="u3"), "zzzz", query, K, None, False
+        candidates = await retrieve.candidates(
+            store, Scope(user_id="u3"), "zzzz", query, K, None, False
         )
         hits = [c for c in candidates if c.vector_rank is not None]
         assert len(hits) == K

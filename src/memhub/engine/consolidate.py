@@ -23,6 +23,7 @@ from uuid import UUID
 import numpy as np
 
 from memhub.embed.base import Embedder
+from memhub.engine import retrieve
 from memhub.engine.consent import forget_request, supports_change
 from memhub.engine.grounding import support
 from memhub.engine.prompts import (
@@ -295,7 +296,7 @@ class Consolidator:
         vectors = await self.embedder.embed(texts)
         each = max(3, -(-self.related_k // len(turns)))
         lists = [
-            await store.search_candidates(scope, text, vector, each, _NOT_RAW, False)
+            await retrieve.candidates(store, scope, text, vector, each, _NOT_RAW, False)
             for text, vector in zip(texts, vectors, strict=True)
         ]
         ranked = [sorted(c, key=_best_rank) for c in lists]
@@ -363,7 +364,9 @@ class Consolidator:
             op = plan.ops[i]
             if op.kind != "ADD" or op.text is None:
                 continue
-            found = await store.search_candidates(plan.scope, op.text, vector, 5, _NOT_RAW, False)
+            found = await retrieve.candidates(
+                store, plan.scope, op.text, vector, 5, _NOT_RAW, False
+            )
             closest = next(
                 (
                     c.record

@@ -7,15 +7,13 @@ come from :mod:`memhub.memory.arkos`, the shared state from :mod:`memhub.memory.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, date, datetime
-from itertools import islice
+from datetime import date, datetime
+from functools import partial
 from typing import Any
 
-from memhub.embed.base import embed_one
 from memhub.engine.consolidate import TURN_MEMORY, fact_scope
-from memhub.engine.fusion import ScoredCandidate, fuse
 from memhub.engine.ingest import idempotency, long_term_roles, turns_and_job
 from memhub.engine.inputs import (
     check_id,
@@ -25,8 +23,9 @@ from memhub.engine.inputs import (
     parse_timestamp,
     scope_of,
 )
-from memhub.engine.rerank import chosen_reranker, rerank_scored
-from memhub.engine.text import memory_hash, within_budget
+from memhub.engine.rerank import chosen_reranker
+from memhub.engine.retrieve import Search, retrieve
+from memhub.engine.text import memory_hash
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
 from memhub.memory.arkos import ArkosMethods
@@ -43,7 +42,6 @@ from memhub.memory.retirement import RetirementMethods
 from memhub.memory.shared import Engine
 from memhub.messages import Message
 from memhub.messages import deserialize as _deserialize
-from memhub.store.protocol import QueryVector, query_vector
 from memhub.store.records import Scope
 from memhub.telemetry import operation
 
@@ -238,27 +236,24 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         if as_of is not None:
             rest, include_superseded = as_of_filters(as_of, rest), True
         parsed = parse_filters(rest, self.limits.filters)
-        _check_cut_offs(threshold, max_tokens)
+        search = Search(query, scope, limit, parsed, include_superseded, threshold, max_tokens)
         reranker = chosen_reranker(rerank, self.settings)
         engine = await self._engine()
-        with operation("search"):
-            # Not awaited here: the store's full-text part runs while the query is embedded.
-            vector: QueryVector = embed_one(engine.embedder, query)
-            k = max(limit, self.fusion.candidates)
-            if self._unsettled_in(scope):
-                # Read your own writes by meaning: what this object added here is found by
-                # its words at once; wait (briefly) for its vectors too. The wait starts once
-                # the query is embedded: a process's first search loads the model (the
-                # worker's too), and must not spend its wait on that.
-                vector = await query_vector(vector)
-                await self._settle(engine, scope, self.settings.search_wait_timeout)
-            candidates = await engine.store.search_candidates(
-                scope, query, vector, k, parsed, include_superseded, self.fusion.text
-            )
-        # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
-        scored = fuse(candidates, self.fusion, datetime.now(UTC), cut_off=threshold is None)
-        scored = await rerank_scored(reranker, query, scored, self.settings.rerank_candidates)
-        return {"results": _kept(scored, threshold, max_tokens, limit)}
+        settle: Callable[[], Awaitable[bool]] | None = None
+        if self._unsettled_in(scope):
+            # Read your own writes by meaning: what this object added here is found by its
+            # words at once; wait (briefly) for its vectors too.
+            settle = partial(self._settle, engine, scope, self.settings.search_wait_timeout)
+        scored = await retrieve(
+            engine.store,
+            engine.embedder,
+            search,
+            self.fusion,
+            reranker=reranker,
+            rerank_candidates=self.settings.rerank_candidates,
+            settle=settle,
+        )
+        return {"results": [memory_item(s.candidate.record, s.score) for s in scored]}
 
     async def get(
         self,
@@ -415,25 +410,3 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         """Delete all data of every user. Irreversible."""
         engine = await self._engine()
         await engine.store.reset()
-
-
-def _check_cut_offs(threshold: float | None, max_tokens: int | None) -> None:
-    """search()'s threshold and token budget, refused before anything runs if invalid."""
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise UsageError(f"threshold must be between 0 and 1, got {threshold}")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
-        raise UsageError(f"max_tokens must be a positive integer, got {max_tokens!r}")
-
-
-def _kept(
-    scored: Iterable[ScoredCandidate], threshold: float | None, max_tokens: int | None, limit: int
-) -> list[MemoryItem]:
-    """What search() returns of the ranked candidates: over the threshold, within the budget."""
-    # Compared as returned (memory_item rounds to 6 decimals), so a threshold equal to a
-    # returned score keeps that result.
-    kept: Iterable[ScoredCandidate] = (
-        s for s in scored if threshold is None or round(s.score, 6) >= threshold
-    )
-    if max_tokens is not None:
-        kept = within_budget(((s.candidate.record.memory, s) for s in kept), max_tokens)
-    return [memory_item(s.candidate.record, s.score) for s in islice(kept, limit)]

@@ -6,7 +6,6 @@ argument narrows by each of its ids that is set, and no method reaches outside i
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -21,7 +20,6 @@ from memhub.store.api_keys import ApiKey
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     FORGET_REASON,
-    Candidate,
     DailyUsage,
     EmbeddingSpace,
     HistoryEvent,
@@ -35,9 +33,11 @@ from memhub.store.records import (
     NewJob,
     NewMemory,
     NewTurn,
+    RawCandidate,
     RetiredMemory,
     Scope,
     ScopeRow,
+    TextHits,
     TextRanking,
     Turn,
     UserRow,
@@ -52,24 +52,14 @@ __all__ = [
     "KeyStore",
     "MemoryStore",
     "OpsStore",
-    "QueryVector",
     "Store",
     "TurnStore",
     "Vector",
-    "query_vector",
 ]
 
 Vector = npt.NDArray[np.float32]
-#: A query's vector, or an awaitable of it still being computed: a store may start the work
-#: that does not need the vector (PostgreSQL's full-text statement) before awaiting it.
-QueryVector = Vector | Awaitable[Vector]
 #: An embedder's batch call: texts in, one row per text out (``Embedder.embed``).
 Embed = Callable[[list[str]], Awaitable[Vector]]
-
-
-async def query_vector(vector: QueryVector) -> Vector:
-    """The vector itself, awaited if it is still being computed."""
-    return await vector if inspect.isawaitable(vector) else vector
 
 
 class ConsolidationWrites(Protocol):
@@ -178,21 +168,37 @@ class TurnStore(Protocol):
 class MemoryStore(Protocol):
     """Long-term memories: hybrid search, CRUD with a history event for every change."""
 
-    async def search_candidates(
+    async def text_hits(
         self,
         scope: Scope,
         text_query: str,
-        vector: QueryVector,
         k: int,
         filters: Filter | None,
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
-    ) -> list[Candidate]:
-        """Up to ``k`` nearest memories by vector and up to ``k`` best by full text, merged.
+    ) -> TextHits:
+        """Up to ``k`` best memories by full text: a search's first step.
 
-        ``vector`` may still be computing (an awaitable): the store awaits it when it needs it,
-        after starting what does not (PostgreSQL runs the full-text statement meanwhile). If
-        awaiting it fails, the search fails with that error and leaves nothing running.
+        It needs no vector, so a search runs it while the query is being embedded
+        (:mod:`memhub.engine.retrieve`), then hands it to :meth:`vector_candidates`.
+        """
+        ...
+
+    async def vector_candidates(
+        self,
+        scope: Scope,
+        vector: Vector,
+        k: int,
+        filters: Filter | None,
+        include_superseded: bool,
+        hits: TextHits,
+        ranking: TextRanking = DEFAULT_TEXT_RANKING,
+    ) -> list[RawCandidate]:
+        """Up to ``k`` nearest memories by vector and the memories of ``hits``, merged.
+
+        Each with the signals it has, unranked, in any order: the engine ranks them
+        (:func:`memhub.engine.retrieve.rank`). A text hit no longer in the scope (deleted or
+        superseded since :meth:`text_hits`) is left out.
         """
         ...
 

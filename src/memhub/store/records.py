@@ -19,6 +19,7 @@ __all__ = [
     "JOB_DONE",
     "JOB_TURN_IDS",
     "OWN_METADATA_KEYS",
+    "TEXT_SCORE_DIGITS",
     "Candidate",
     "DailyUsage",
     "EmbeddingSpace",
@@ -35,9 +36,11 @@ __all__ = [
     "NewMemory",
     "NewTurn",
     "PendingMemory",
+    "RawCandidate",
     "RetiredMemory",
     "Scope",
     "ScopeRow",
+    "TextHits",
     "TextRanking",
     "Turn",
     "UserRow",
@@ -385,9 +388,49 @@ class RetiredMemory:
     turn_ids: tuple[int, ...]  # the turns cited for it
 
 
+#: The decimals a text score keeps before it is compared, in SQL (to pick a statement's best
+#: ``k``) and in the engine (to rank): see :func:`memhub.engine.retrieve.rank`.
+TEXT_SCORE_DIGITS: Final = 9
+
+
+@dataclass(frozen=True)
+class TextHits:
+    """What a search's full-text probe found, handed to its vector step.
+
+    Attributes:
+        ids: The best ``k`` memories by full text.
+        scores: Their text scores (used as they are unless every candidate is rescored).
+        lexemes: The query's lexemes (PostgreSQL's: those that match anything in the scope)...
+        weights: ...and each one's BM25 weight (its IDF), so that the vector step scores every
+            candidate on the same terms (``memory://`` recomputes the weights: no weights).
+        avgdl: The average length, in lexemes, of the rare lexemes' matches (PostgreSQL's).
+    """
+
+    ids: list[UUID]
+    scores: list[float]
+    lexemes: list[str] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+    avgdl: float = 1.0
+
+
+@dataclass(frozen=True)
+class RawCandidate:
+    """A memory a back end's search found, with its signals as computed: no ranks.
+
+    :func:`memhub.engine.retrieve.rank` rounds, breaks ties and ranks them, the same way for
+    every back end, into :class:`Candidate`.
+    """
+
+    record: MemoryRecord
+    vector_similarity: float | None  # cosine similarity in [-1, 1], None if not scored
+    text_score: float | None  # BM25 (or ts_rank), None if no query word matches
+    # The turn said just before this memory's first source turn in the same session.
+    previous_turn_id: int | None = None
+
+
 @dataclass(frozen=True)
 class Candidate:
-    """A search candidate with the raw signals the engine fuses into one score."""
+    """A ranked search candidate: the signals the engine fuses into one score."""
 
     record: MemoryRecord
     vector_similarity: float | None  # cosine similarity in [-1, 1], None if not a vector hit

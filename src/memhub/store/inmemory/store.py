@@ -26,11 +26,10 @@ from memhub.store.inmemory.jobs import JobQueue, ScopeLocks
 from memhub.store.inmemory.keys import InMemoryKeys
 from memhub.store.inmemory.rows import as_utc, check_text, in_scope, jsonb, utc_now
 from memhub.store.inmemory.tables import Tables
-from memhub.store.protocol import QueryVector, Vector, query_vector
+from memhub.store.protocol import Vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     JOB_TURN_IDS,
-    Candidate,
     HistoryEvent,
     IdempotencyKey,
     Job,
@@ -39,8 +38,10 @@ from memhub.store.records import (
     MemoryRecord,
     NewJob,
     NewTurn,
+    RawCandidate,
     RetiredMemory,
     Scope,
+    TextHits,
     TextRanking,
     Turn,
     updated_metadata,
@@ -161,25 +162,36 @@ class InMemoryStore(InMemoryKeys):
         return [_copy_turn(self._turns[i]) for i in sorted(set(ids)) if i in self._turns]
 
     # -- memories -------------------------------------------------------------------------
-    async def search_candidates(
+    async def text_hits(
         self,
         scope: Scope,
         text_query: str,
-        vector: QueryVector,
         k: int,
         filters: Filter | None,
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
-    ) -> list[Candidate]:
-        # Exact scoring over the scope: the PostgreSQL work caps of ``ranking`` do not apply.
-        query = await query_vector(vector)
+    ) -> TextHits:
         async with self.lock:
-            found = self.tables.search(
-                scope, text_query, query, k, filters, include_superseded, ranking
+            return self.tables.text_hits(scope, text_query, k, filters, include_superseded, ranking)
+
+    async def vector_candidates(
+        self,
+        scope: Scope,
+        vector: Vector,
+        k: int,
+        filters: Filter | None,
+        include_superseded: bool,
+        hits: TextHits,
+        ranking: TextRanking = DEFAULT_TEXT_RANKING,
+    ) -> list[RawCandidate]:
+        # Exact scoring over the scope: the PostgreSQL work caps of ``ranking`` do not apply.
+        async with self.lock:
+            found = self.tables.vector_candidates(
+                scope, vector, k, filters, include_superseded, hits, ranking
             )
             return self._with_previous_turns(found)
 
-    def _with_previous_turns(self, found: list[Candidate]) -> list[Candidate]:
+    def _with_previous_turns(self, found: list[RawCandidate]) -> list[RawCandidate]:
         """Each candidate with the turn said before its first source turn in that session.
 
         One pass over the stored turns per search (call under the lock).

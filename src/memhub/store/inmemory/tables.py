@@ -35,11 +35,13 @@ from memhub.store.inmemory.text import bm25_scores, terms
 from memhub.store.protocol import Vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
-    Candidate,
+    TEXT_SCORE_DIGITS,
     HistoryEvent,
     NewMemory,
     PendingMemory,
+    RawCandidate,
     Scope,
+    TextHits,
     TextRanking,
     Turn,
 )
@@ -312,45 +314,68 @@ class Tables:
             and (filters is None or matches(filters, m.columns()))
         ]
 
-    def search(
+    def _by_hash(
+        self, scope: Scope, filters: Filter | None, include_superseded: bool
+    ) -> list[MemoryRow]:
+        """What a search may find, ordered by hash: equal scores then pick the same memories
+        whatever order they were added in."""
+        return sorted(self.eligible(scope, filters, include_superseded), key=lambda m: m.hash)
+
+    def text_hits(
         self,
         scope: Scope,
         text_query: str,
-        vector: Any,
         k: int,
         filters: Filter | None,
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
-    ) -> list[Candidate]:
-        """The ``k`` nearest by cosine and the ``k`` best by BM25, each scored on both signals.
+    ) -> TextHits:
+        """The ``k`` best by BM25 (exact: the PostgreSQL work caps of ``ranking`` do not apply)."""
+        if k <= 0:
+            return TextHits([], [])
+        eligible = self._by_hash(scope, filters, include_superseded)
+        lexemes = sorted(terms(text_query))
+        scores = _text_scores(eligible, lexemes, ranking)
+        # As the SQL picks its k: rounded scores, ties in hash order (the sort is stable).
+        best = sorted(
+            (m for m in eligible if m.id in scores),
+            key=lambda m: -round(scores[m.id], TEXT_SCORE_DIGITS),
+        )[:k]
+        # The query's terms go along: the vector step scores every candidate on them.
+        return TextHits([m.id for m in best], [scores[m.id] for m in best], lexemes)
+
+    def vector_candidates(
+        self,
+        scope: Scope,
+        vector: Any,
+        k: int,
+        filters: Filter | None,
+        include_superseded: bool,
+        hits: TextHits,
+        ranking: TextRanking = DEFAULT_TEXT_RANKING,
+    ) -> list[RawCandidate]:
+        """The ``k`` nearest by cosine and the text hits still eligible, scored on both signals.
 
         As PostgreSQL's default ranking (``score_all``): every candidate carries its cosine
-        similarity (when it has a vector) and its text score (when it shares a word), and the
-        ranks order the candidates by each signal.
+        similarity (when it has a vector) and its text score (when it shares a word).
         """
         query = self.vectors.unit(vector, "searching memories")
         if k <= 0:
             return []
-        # Ordered by hash, so ties rank the same whatever order the memories were added in.
-        eligible = sorted(self.eligible(scope, filters, include_superseded), key=_by_hash)
+        eligible = self._by_hash(scope, filters, include_superseded)
         sims: dict[UUID, float] = {}
         nearest: list[MemoryRow] = []
         embedded = [(m, m.row) for m in eligible if m.row is not None]
         if embedded:
             values = self.vectors.similarities([row for _, row in embedded], query)
             sims = {m.id: float(v) for (m, _), v in zip(embedded, values, strict=True)}
-            # stable on the hash order above
+            # stable on the hash order: which of equal neighbours make the k does not depend
+            # on when they were added
             nearest = [embedded[i][0] for i in np.argsort(-values, kind="stable")[:k]]
-        bm25 = bm25_scores([m.terms for m in eligible], terms(text_query), ranking.k1, ranking.b)
-        scores = {m.id: s for m, s in zip(eligible, bm25, strict=True) if s is not None}
-        best = sorted((m for m in eligible if m.id in scores), key=lambda m: -scores[m.id])[:k]
-        chosen = {m.id: m for m in nearest + best}
-        vec_rank = _ranks([i for i in chosen if i in sims], sims)
-        txt_rank = _ranks([i for i in chosen if i in scores], scores)
-        return [
-            Candidate(mem.record(), sims.get(i), vec_rank.get(i), scores.get(i), txt_rank.get(i))
-            for i, mem in chosen.items()
-        ]
+        scores = _text_scores(eligible, hits.lexemes, ranking)
+        found = set(hits.ids)
+        chosen = {m.id: m for m in nearest + [m for m in eligible if m.id in found]}
+        return [RawCandidate(mem.record(), sims.get(i), scores.get(i)) for i, mem in chosen.items()]
 
     def chain_history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
         """The memory's events, preceded by those of the facts it superseded."""
@@ -371,10 +396,9 @@ class Tables:
         return len(removed)
 
 
-def _by_hash(memory: MemoryRow) -> str:
-    return memory.hash
-
-
-def _ranks(ids: list[UUID], values: dict[UUID, float]) -> dict[UUID, int]:
-    ordered = sorted(ids, key=lambda i: -values[i])
-    return {i: rank for rank, i in enumerate(ordered, start=1)}
+def _text_scores(
+    eligible: Sequence[MemoryRow], lexemes: Sequence[str], ranking: TextRanking
+) -> dict[UUID, float]:
+    """BM25 of every eligible memory sharing a term with the query (N: all of them)."""
+    bm25 = bm25_scores([m.terms for m in eligible], lexemes, ranking.k1, ranking.b)
+    return {m.id: s for m, s in zip(eligible, bm25, strict=True) if s is not None}

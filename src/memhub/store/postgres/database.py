@@ -53,7 +53,7 @@ async def _check_stale(conn: AsyncConn) -> None:
 async def _configure_pooled_connection(conn: AsyncConn) -> None:
     # Behind PgBouncer in transaction mode, a session setting lands on whichever server
     # connection ran it; TimeZone is one of the few PgBouncer tracks and re-applies per
-    # client. hnsw.iterative_scan is set per search instead (PostgresStore.search_candidates).
+    # client. hnsw.iterative_scan is set per search instead (PostgresStore.vector_candidates).
     await register_vector_async(conn)
     await conn.execute("SET timezone TO 'UTC'")
 

@@ -1,10 +1,10 @@
 """SQL for hybrid search of one scope: a full-text (BM25) statement and a vector statement.
 
-The full-text statement needs no vector, so :class:`~memhub.store.postgres.store.PostgresStore`
-runs it while the query is being embedded; the vector statement then adds the nearest memories
-and scores every candidate on both signals. The full-text statement probes ``memory_words``,
-the narrow copy of each memory's words kept by triggers (migration 0019), whose pages hold ten
-times more rows than memories' (those carry the vectors).
+The full-text statement needs no vector, so a search (:mod:`memhub.engine.retrieve`) runs it
+while the query is being embedded; the vector statement then adds the nearest memories and
+scores every candidate on both signals; ranking them is the engine's. The full-text statement
+probes ``memory_words``, the narrow copy of each memory's words kept by triggers (migration
+0019), whose pages hold ten times more rows than memories' (those carry the vectors).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
 
 import numpy as np
 from psycopg import sql
@@ -28,47 +27,36 @@ from memhub.store.postgres.memories import (
     previous_turn,
     record_from_row,
 )
-from memhub.store.records import DEFAULT_TEXT_RANKING, Candidate, Scope, TextRanking
+from memhub.store.records import (
+    DEFAULT_TEXT_RANKING,
+    TEXT_SCORE_DIGITS,
+    RawCandidate,
+    Scope,
+    TextHits,
+    TextRanking,
+)
 
 __all__ = [
     "TextHits",
     "search_candidates",
     "text_hits",
+    "text_hits_from_row",
     "text_statement",
     "vector_candidates",
     "vector_statement",
 ]
 
 
-@dataclass(frozen=True)
-class TextHits:
-    """What the full-text statement found, handed to the vector statement.
-
-    Attributes:
-        ids: The best ``k`` memories by full text.
-        scores: Their text scores (used as they are unless every candidate is rescored).
-        lexemes: The query's lexemes that match anything in the scope...
-        weights: ...and each one's BM25 weight (its IDF).
-        avgdl: The average length, in lexemes, of the rare lexemes' matches.
-    """
-
-    ids: list[UUID]
-    scores: list[float]
-    lexemes: list[str]
-    weights: list[float]
-    avgdl: float
-
-    @classmethod
-    def from_row(cls, row: Sequence[Any]) -> TextHits:
-        """The hits from the full-text statement's one row."""
-        ids, scores, lexemes, weights, avgdl = row
-        return cls(
-            ids=list(ids),
-            scores=[float(s) for s in scores],
-            lexemes=list(lexemes),
-            weights=[float(w) for w in weights],
-            avgdl=float(avgdl) if avgdl is not None else 1.0,
-        )
+def text_hits_from_row(row: Sequence[Any]) -> TextHits:
+    """The hits from the full-text statement's one row."""
+    ids, scores, lexemes, weights, avgdl = row
+    return TextHits(
+        ids=list(ids),
+        scores=[float(s) for s in scores],
+        lexemes=list(lexemes),
+        weights=[float(w) for w in weights],
+        avgdl=float(avgdl) if avgdl is not None else 1.0,
+    )
 
 
 def _text_query() -> sql.SQL:
@@ -166,9 +154,11 @@ def _bm25_ctes(words: _Words, where: sql.Composable) -> sql.Composable:
 
 # BM25 sums float weights in whatever order the aggregate sees them, so equal scores can
 # differ in the last bits; rounding before ordering (and ordering ties by the text's hash,
-# which does not depend on when it was added) makes the ranking a function of the data.
-_TEXT_ORDER = "round(score::numeric, 9) DESC, hash"
-_SCORE_DIGITS = 9
+# which does not depend on when it was added) makes the choice of the best k a function of
+# the data. The engine ranks what the statements return by the same rule (retrieve.rank).
+_TEXT_ORDER = sql.SQL("round(score::numeric, {digits}) DESC, hash").format(
+    digits=sql.Placeholder("digits")
+)
 
 
 def text_statement(
@@ -189,10 +179,11 @@ def text_statement(
         " SELECT ARRAY(SELECT id FROM txt), ARRAY(SELECT score FROM txt),"
         " ARRAY(SELECT lexeme FROM idf ORDER BY lexeme), ARRAY(SELECT w FROM idf ORDER BY lexeme),"
         " (SELECT a FROM avgdl)"
-    ).format(ctes=ctes, order=sql.SQL(_TEXT_ORDER), k=sql.Placeholder("k"))
+    ).format(ctes=ctes, order=_TEXT_ORDER, k=sql.Placeholder("k"))
     values = {
         "k": k,
         "q": text_query,
+        "digits": TEXT_SCORE_DIGITS,
         "term_cap": ranking.term_cap,
         "scope_cap": ranking.scope_cap,
         "k1": ranking.k1,
@@ -303,7 +294,7 @@ async def text_hits(
     cur = await conn.execute(query, values, prepare=False)
     row = await cur.fetchone()
     assert row is not None  # an aggregate-only SELECT returns exactly one row
-    return TextHits.from_row(row)
+    return text_hits_from_row(row)
 
 
 async def vector_candidates(
@@ -315,16 +306,12 @@ async def vector_candidates(
     include_superseded: bool,
     hits: TextHits,
     ranking: TextRanking = DEFAULT_TEXT_RANKING,
-) -> list[Candidate]:
-    """Run the vector statement: the candidates with both signals; ranks are computed here.
-
-    The result depends only on the stored texts and vectors, not on the order they were added
-    or on the plan PostgreSQL picks (ties are broken by the text's hash).
-    """
+) -> list[RawCandidate]:
+    """Run the vector statement: the candidates with both signals, unranked (the engine ranks)."""
     query, values = vector_statement(scope, vector, k, filters, include_superseded, hits, ranking)
     # Not prepared, as text_hits: an exact scan suits a small scope, the HNSW index a big one.
     cur = await conn.execute(query, values, prepare=False)
-    return _candidates(await cur.fetchall())
+    return [_candidate(row) for row in await cur.fetchall()]
 
 
 async def search_candidates(
@@ -337,40 +324,19 @@ async def search_candidates(
     include_superseded: bool,
     *,
     ranking: TextRanking = DEFAULT_TEXT_RANKING,
-) -> list[Candidate]:
-    """Both statements, one after the other, on one connection (the store overlaps them)."""
+) -> list[RawCandidate]:
+    """Both statements, one after the other, on one connection (benchmarks, tests)."""
     hits = await text_hits(conn, scope, text_query, k, filters, include_superseded, ranking)
     return await vector_candidates(
         conn, scope, vector, k, filters, include_superseded, hits, ranking
     )
 
 
-def _candidates(rows: Sequence[Sequence[Any]]) -> list[Candidate]:
-    sim, txt, previous, hash_ = N_COLUMNS, N_COLUMNS + 1, N_COLUMNS + 2, 5
-    # Ordered by hash first, so equal scores rank in an order that only depends on the texts.
-    cleaned = sorted(
-        (
-            (*r[:sim], None if r[sim] is None else float(r[sim]), _rounded(r[txt]), r[previous])
-            for r in rows
-        ),
-        key=lambda r: str(r[hash_]),
+def _candidate(row: Sequence[Any]) -> RawCandidate:
+    sim, txt, previous = row[N_COLUMNS], row[N_COLUMNS + 1], row[N_COLUMNS + 2]
+    return RawCandidate(
+        record=record_from_row(row),
+        vector_similarity=None if sim is None else float(sim),
+        text_score=None if txt is None else float(txt),
+        previous_turn_id=previous,
     )
-    by_vec = sorted((r for r in cleaned if r[sim] is not None), key=lambda r: -r[sim])
-    by_txt = sorted((r for r in cleaned if r[txt] is not None), key=lambda r: -r[txt])
-    vec_rank = {r[0]: n for n, r in enumerate(by_vec, start=1)}
-    txt_rank = {r[0]: n for n, r in enumerate(by_txt, start=1)}
-    return [
-        Candidate(
-            record=record_from_row(r),
-            vector_similarity=r[sim],
-            vector_rank=vec_rank.get(r[0]),
-            text_score=r[txt],
-            text_rank=txt_rank.get(r[0]),
-            previous_turn_id=r[previous],
-        )
-        for r in cleaned
-    ]
-
-
-def _rounded(score: Any) -> float | None:
-    return None if score is None else round(float(score), _SCORE_DIGITS)

@@ -6,7 +6,6 @@ It meets :class:`Store` and, beside it, :class:`OpsStore` (operator views) and
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
@@ -65,10 +64,9 @@ from memhub.store.postgres.apply import PgJobBatch, apply_jobs
 from memhub.store.postgres.database import AsyncConn, Database, acquire_database, release_database
 from memhub.store.postgres.errors import translate_errors
 from memhub.store.postgres.replicas import ReadRouter
-from memhub.store.protocol import Embed, QueryVector, Vector, query_vector
+from memhub.store.protocol import Embed, Vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
-    Candidate,
     DailyUsage,
     EmbeddingSpace,
     HistoryEvent,
@@ -81,9 +79,11 @@ from memhub.store.records import (
     MemoryRecord,
     NewJob,
     NewTurn,
+    RawCandidate,
     RetiredMemory,
     Scope,
     ScopeRow,
+    TextHits,
     TextRanking,
     Turn,
     UserRow,
@@ -173,37 +173,39 @@ class PostgresStore:
             return await pg_conversations.recent_turns(conn, user_id, session_id, limit)
 
     # -- memories -------------------------------------------------------------------------
-    async def search_candidates(
+    async def text_hits(
         self,
         scope: Scope,
         text_query: str,
-        vector: QueryVector,
         k: int,
         filters: Filter | None,
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
-    ) -> list[Candidate]:
-        # The full-text statement needs no vector: it runs on its own pooled connection while
-        # the query is still being embedded, and hands its hits to the vector statement.
-        def text(conn: AsyncConn) -> Awaitable[pg_search.TextHits]:
+    ) -> TextHits:
+        # On its own pooled connection: it runs while the query is still being embedded.
+        def text(conn: AsyncConn) -> Awaitable[TextHits]:
             return pg_search.text_hits(
                 conn, scope, text_query, k, filters, include_superseded, ranking
             )
 
-        text_task = asyncio.ensure_future(self._read("searching memories", scope, text))
-        try:
-            query = await query_vector(vector)
-        except BaseException:
-            text_task.cancel()
-            await asyncio.gather(text_task, return_exceptions=True)
-            raise
-        hits = await text_task
+        return await self._read("searching memories", scope, text)
+
+    async def vector_candidates(
+        self,
+        scope: Scope,
+        vector: Vector,
+        k: int,
+        filters: Filter | None,
+        include_superseded: bool,
+        hits: TextHits,
+        ranking: TextRanking = DEFAULT_TEXT_RANKING,
+    ) -> list[RawCandidate]:
         pooled = self.database.settings.pgbouncer
 
-        async def search(conn: AsyncConn) -> list[Candidate]:
+        async def search(conn: AsyncConn) -> list[RawCandidate]:
             async with _search_settings(conn, pooled):
                 return await pg_search.vector_candidates(
-                    conn, scope, query, k, filters, include_superseded, hits, ranking
+                    conn, scope, vector, k, filters, include_superseded, hits, ranking
                 )
 
         return await self._read("searching memories", scope, search)

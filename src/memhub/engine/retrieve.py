@@ -1,0 +1,198 @@
+"""A search's retrieval: the full-text probe beside the query's embedding, the vector step,
+one ranking, fusion, then the caller's cut-offs (threshold, token budget, limit).
+
+The back ends return what they found with its raw scores; everything that orders candidates
+(rounding, ties, ranks, fusion) is computed here, once, the same way for every back end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import islice
+
+from memhub.embed.base import Embedder, embed_one
+from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
+from memhub.engine.rerank import Reranker, rerank_scored
+from memhub.engine.text import within_budget
+from memhub.errors import UsageError
+from memhub.filters import Filter
+from memhub.store.protocol import MemoryStore, Vector
+from memhub.store.records import (
+    DEFAULT_TEXT_RANKING,
+    TEXT_SCORE_DIGITS,
+    Candidate,
+    RawCandidate,
+    Scope,
+    TextRanking,
+)
+from memhub.telemetry import operation
+
+__all__ = ["Search", "candidates", "rank", "retrieve"]
+
+
+@dataclass(frozen=True)
+class Search:
+    """One search, its arguments checked by the caller except the cut-offs, checked here.
+
+    Attributes:
+        query: What to look for.
+        scope: Whose memories.
+        limit: Most results.
+        filters: Narrow the memories searched.
+        include_superseded: Also search facts that were replaced.
+        threshold: Smallest score kept, in [0, 1]; given, it replaces the cut-off relative to
+            the best score (``FusionConfig.min_score_ratio``).
+        max_tokens: Cap on the results' total length, estimated at four characters a token.
+    """
+
+    query: str
+    scope: Scope
+    limit: int
+    filters: Filter | None = None
+    include_superseded: bool = False
+    threshold: float | None = None
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        # Refused before anything runs.
+        if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
+            raise UsageError(f"threshold must be between 0 and 1, got {self.threshold}")
+        tokens = self.max_tokens
+        if tokens is not None and (isinstance(tokens, bool) or tokens < 1):
+            raise UsageError(f"max_tokens must be a positive integer, got {tokens!r}")
+
+
+async def retrieve(
+    store: MemoryStore,
+    embedder: Embedder,
+    search: Search,
+    fusion: FusionConfig,
+    *,
+    reranker: Reranker | None = None,
+    rerank_candidates: int = 20,
+    settle: Callable[[], Awaitable[object]] | None = None,
+) -> list[ScoredCandidate]:
+    """The memories relevant to ``search.query``, best first, with their scores in [0, 1].
+
+    ``settle``, when given, is awaited once the query is embedded and before the store is
+    read: the caller's wait for its own writes to be searchable by meaning.
+    """
+    with operation("search"):
+        # Not awaited here: the store's full-text probe runs while the query is embedded.
+        embedding = embed_one(embedder, search.query)
+        vector: Vector | Awaitable[Vector] = embedding
+        if settle is not None:
+            # The wait starts once the query is embedded: a process's first search loads the
+            # model (the worker's too), and must not spend its wait on that.
+            vector = await embedding
+            await settle()
+        k = max(search.limit, fusion.candidates)
+        found = await candidates(
+            store,
+            search.scope,
+            search.query,
+            vector,
+            k,
+            search.filters,
+            search.include_superseded,
+            fusion.text,
+        )
+    # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
+    scored = fuse(found, fusion, datetime.now(UTC), cut_off=search.threshold is None)
+    scored = await rerank_scored(reranker, search.query, scored, rerank_candidates)
+    return _kept(scored, search)
+
+
+async def candidates(
+    store: MemoryStore,
+    scope: Scope,
+    text_query: str,
+    vector: Vector | Awaitable[Vector],
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    ranking: TextRanking = DEFAULT_TEXT_RANKING,
+) -> list[Candidate]:
+    """Up to ``k`` nearest memories by vector and up to ``k`` best by full text, ranked.
+
+    ``vector`` may still be computing (an awaitable): the full-text probe, which needs no
+    vector, runs meanwhile (PostgreSQL: its own statement on its own connection), a measured
+    latency win (``python -m bench.search_timeline``). If the vector fails, the probe is
+    cancelled and the search fails with the vector's error, leaving nothing running.
+    """
+    if isinstance(vector, Awaitable):
+        probe = asyncio.ensure_future(
+            store.text_hits(scope, text_query, k, filters, include_superseded, ranking)
+        )
+        try:
+            query = await vector
+        except BaseException:
+            probe.cancel()
+            await asyncio.gather(probe, return_exceptions=True)
+            raise
+        hits = await probe
+    else:
+        query = vector
+        hits = await store.text_hits(scope, text_query, k, filters, include_superseded, ranking)
+    found = await store.vector_candidates(
+        scope, query, k, filters, include_superseded, hits, ranking
+    )
+    return rank(found)
+
+
+def rank(found: Iterable[RawCandidate]) -> list[Candidate]:
+    """Rank what a back end found by each signal, ties broken by the memories' texts.
+
+    The candidates come back ordered by their texts' hashes, an order fusion keeps among equal
+    scores: the result depends only on the stored texts and vectors, not on the order they
+    were added, the back end, or the plan PostgreSQL picks.
+    """
+    # Ordered by hash first, so equal signals rank in an order that depends only on the texts
+    # (the id settles two versions of one text).
+    ordered = sorted(found, key=lambda f: (f.record.hash, str(f.record.id)))
+    # BM25 sums float weights in whatever order it meets them (an SQL aggregate, a Python
+    # set), so equal scores can differ in the last bits: rounded, they tie, and the hash
+    # order decides. The SQL picks its best k by the same rule.
+    text = [_rounded(f.text_score) for f in ordered]
+    vector_ranks = _ranks([f.vector_similarity for f in ordered])
+    text_ranks = _ranks(text)
+    return [
+        Candidate(
+            record=f.record,
+            vector_similarity=f.vector_similarity,
+            vector_rank=vector_ranks[n],
+            text_score=text[n],
+            text_rank=text_ranks[n],
+            previous_turn_id=f.previous_turn_id,
+        )
+        for n, f in enumerate(ordered)
+    ]
+
+
+def _rounded(score: float | None) -> float | None:
+    return None if score is None else round(score, TEXT_SCORE_DIGITS)
+
+
+def _ranks(values: Sequence[float | None]) -> list[int | None]:
+    """Each value's 1-based rank, largest first (None: unranked); ties keep the list order."""
+    present = sorted(((v, n) for n, v in enumerate(values) if v is not None), key=lambda p: -p[0])
+    ranks: list[int | None] = [None] * len(values)
+    for rank_, (_, n) in enumerate(present, start=1):
+        ranks[n] = rank_
+    return ranks
+
+
+def _kept(scored: Iterable[ScoredCandidate], search: Search) -> list[ScoredCandidate]:
+    """What a search returns of the ranked candidates: over the threshold, within the budget."""
+    threshold = search.threshold
+    # Compared as returned (memory.results.memory_item rounds to 6 decimals), so a threshold
+    # equal to a returned score keeps that result.
+    kept: Iterable[ScoredCandidate] = (
+        s for s in scored if threshold is None or round(s.score, 6) >= threshold
+    )
+    if search.max_tokens is not None:
+        kept = within_budget(((s.candidate.record.memory, s) for s in kept), search.max_tokens)
+    return list(islice(kept, search.limit))
