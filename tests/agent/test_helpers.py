@@ -148,7 +148,13 @@ async def test_tool_loop_streams_and_respects_the_step_limit() -> None:
 
 
 def test_build_config_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("MEMHUB_DATABASE_URL", "DB_URL", "MEM0__PG_URI", "MEMHUB_LLM_MODEL"):
+    for name in (
+        "MEMHUB_DATABASE_URL",
+        "DB_URL",
+        "MEM0__PG_URI",
+        "MEMHUB_LLM_MODEL",
+        "MEMHUB_EMBEDDER",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MEM0__PROVIDER", "pgvector")
     monkeypatch.setenv("MEM0__PG_HOST", "db.internal")
