@@ -298,8 +298,12 @@ def _max_positions(config: dict[str, Any]) -> int:
 def _quantises_activations(path: Path) -> bool:
     """Whether the network quantises activations at run time (onnxruntime's dynamic int8)."""
     import onnx
+    from google.protobuf.message import Error as ProtobufError
 
-    graph = onnx.load(str(path), load_external_data=False).graph
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except (OSError, ProtobufError):
+        return False  # not a readable model: loading it gives the one clear error
     return any(node.op_type in _DYNAMIC_QUANTISATION for node in graph.node)
 
 
