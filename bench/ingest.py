@@ -91,7 +91,8 @@ def _bar(before: dict[str, Any], texts: list[str]) -> dict[str, Any]:
 def _queue(url: str, turns: int) -> None:
     from memhub import MemhubSettings, Memory
 
-    memory = Memory(settings=MemhubSettings(database_url=url, worker="off"))
+    # from_env: MEMHUB_EMBEDDER chooses the model, as it does for the worker below.
+    memory = Memory(settings=MemhubSettings.from_env(database_url=url, worker="off"))
     try:
         for turn in synth.memories(0, turns, users=100, prefix="ing"):
             memory.add(turn.text, user_id=turn.user_id, infer=False, timestamp=turn.timestamp)
