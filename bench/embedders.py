@@ -7,8 +7,8 @@ with ``threads=1``: the first ``--texts`` LoCoMo dev turns embedded in batches o
 CPU's vector extensions, which decide int8 speed (AVX-512 VNNI runs int8 MatMuls several
 times faster than AVX2).
 
-MODEL is anything ``MEMHUB_EMBEDDER_MODEL`` accepts: ``default`` (all-MiniLM-L6-v2 int8),
-``all-mpnet-base-v2``, ``all-mpnet-base-v2-int8``, or a model directory.
+MODEL is ``default`` (all-mpnet-base-v2 int8), ``minilm`` (all-MiniLM-L6-v2), or anything
+``MEMHUB_EMBEDDER_MODEL`` accepts: ``all-mpnet-base-v2`` (fp32), a model directory.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ QUERY = "When did Caroline go to the LGBTQ support group?"
 async def _measure(model: str, n_texts: int, batch: int, queries: int) -> dict[str, object]:
     from memhub.embed.factory import create_embedder
 
-    provider = "default" if model == "default" else "local"
+    provider = model if model in ("default", "minilm") else "local"
     config: dict[str, object] = {"threads": 1, "batch_size": batch}
-    if provider != "default":
+    if provider == "local":
         config["model"] = model
     embedder = create_embedder(provider, **config)
     texts = [t.text for c in load_locomo() for t in c.turns][:n_texts]

@@ -115,7 +115,11 @@ def worker_drain(url: str, turns: int, env: dict[str, str] | None = None) -> dic
             while count < turns:
                 if worker.poll() is not None:
                     raise RuntimeError(f"memhub worker exited with {worker.returncode}")
-                row = conn.execute("SELECT count(*) FROM memories").fetchone()
+                # add() writes each memory's row at once (issue 23); the worker fills its
+                # vector, so a memory counts when it has one.
+                row = conn.execute(
+                    "SELECT count(*) FROM memories WHERE embedding IS NOT NULL"
+                ).fetchone()
                 count = int(row[0]) if row else 0
                 if count and not first_at:
                     first_at, first_count = time.perf_counter(), count
