@@ -8,7 +8,8 @@ search instead of ``/v1/me``; ``--concurrent``: only the peak RSS of 8 maximum-s
 requests at once; ``--pin``: the flooding client on CPU 1 and the server
 on CPU 0, as if the flood came from another machine; ``--nice``: the flooding and the
 CPU-burning processes at nice 19, so their own CPU yields to the server and B, which is what a
-flood from another machine costs B).
+flood from another machine costs B; ``--no-hold``: ``MEMHUB_FLOOD_HOLD_SECONDS=0``, so every
+refusal is answered at once, the control for the hold).
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def _port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start(
+    home: Path, extra_env: dict[str, str] | None = None, python_args: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``memhub serve`` on a free port (``python_args`` go before ``-m memhub.cli``)."""
     port = _port()
     url = os.environ.get("MEMHUB_DATABASE_URL")
     if not url:  # started here, so this process can stop it at the end
@@ -61,9 +65,12 @@ def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
         "MEMHUB_PORT": str(port),
         "MEMHUB_RATE_LIMIT": "20",
         "MEMHUB_RATE_BURST": "40",
+        **(extra_env or {}),
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "memhub.cli", "serve"], env=env, stdout=subprocess.DEVNULL
+        [sys.executable, *python_args, "-m", "memhub.cli", "serve"],
+        env=env,
+        stdout=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
     for _ in range(1200):
@@ -154,6 +161,8 @@ def _cpu_seconds(pid: int) -> float:
 
 SEARCH = "--search" in sys.argv[1:]  # B and the flood call search, not /v1/me
 NICE = "--nice" in sys.argv[1:]  # the load processes at nice 19
+# --no-hold: MEMHUB_FLOOD_HOLD_SECONDS=0, every refusal answered at once (the hold's control)
+NO_HOLD = {"MEMHUB_FLOOD_HOLD_SECONDS": "0"} if "--no-hold" in sys.argv[1:] else {}
 _QUERY = {"query": "where does the user live", "user_id": "u", "limit": 5}
 
 
@@ -256,7 +265,7 @@ def main() -> int:
     # from another machine (unpinned, A's client processes take CPU from the server and B).
     pin = "--pin" in sys.argv[1:] and len(os.sched_getaffinity(0)) >= 2
     with tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
-        process, base = _start(Path(tmp))
+        process, base = _start(Path(tmp), NO_HOLD)
         if pin:  # B's client and the server on CPU 0, A's flooding client on CPU 1
             os.sched_setaffinity(process.pid, {0})
             os.sched_setaffinity(0, {0})
