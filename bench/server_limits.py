@@ -9,7 +9,9 @@ requests at once; ``--pin``: the flooding client on CPU 1 and the server
 on CPU 0, as if the flood came from another machine; ``--nice``: the flooding and the
 CPU-burning processes at nice 19, so their own CPU yields to the server and B, which is what a
 flood from another machine costs B; ``--no-hold``: ``MEMHUB_FLOOD_HOLD_SECONDS=0``, so every
-refusal is answered at once, the control for the hold).
+refusal is answered at once, the control for the hold; ``--rounds N``: the quiet, flood and
+CPU-burn phases taken N times in turn with the samples pooled, so that load beside the bench
+falls on all three alike).
 """
 
 from __future__ import annotations
@@ -218,33 +220,54 @@ def _with_load(target: Any, args: tuple[Any, ...], sample: Any) -> tuple[list[fl
     return samples, elapsed
 
 
+def _rounds() -> int:
+    """``--rounds N``: quiet, flood and CPU-burn phases taken N times in turn, samples pooled.
+
+    On a machine shared with other work, the load beside the bench changes from minute to
+    minute: alternating the phases exposes each to the same mix, where one long phase each
+    would compare different minutes.
+    """
+    argv = sys.argv[1:]
+    return int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 1
+
+
 def flood_latency(
     base: str, admin: httpx.Client, pid: int, cpus: set[int] | None
 ) -> dict[str, float]:
     """B's latency quiet, while A floods, and while as many processes only burn CPU."""
     keys = [admin.post("/v1/keys", json={"name": t, "tenant": t}).json()["key"] for t in ("a", "b")]
     refused = multiprocessing.Value("i", 0)
+    rounds = _rounds()
+    headers = {"Authorization": f"Bearer {keys[1]}"}
+    if SEARCH:  # something to find
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as b:
+            for n in range(20):
+                note = {"messages": f"fact {n}: the user lives in Paris", "user_id": "u"}
+                b.post("/v1/memories", json={**note, "infer": False, "wait": True})
+        time.sleep(3)  # B's bucket refills
 
     def sample() -> list[float]:
         times = []
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys[1]}"}) as b:
-            if SEARCH:  # something to find
-                for n in range(20):
-                    note = {"messages": f"fact {n}: the user lives in Paris", "user_id": "u"}
-                    b.post("/v1/memories", json={**note, "infer": False, "wait": True})
-                time.sleep(3)  # B's bucket refills
-            for _ in range(SAMPLES):
+        with httpx.Client(base_url=base, headers=headers) as b:
+            for _ in range(SAMPLES // rounds):
                 start = time.perf_counter()
                 assert _call(b).status_code == 200
                 times.append((time.perf_counter() - start) * 1000)
                 time.sleep(0.06)  # within b's own 20/s
         return times
 
-    quiet = sample()
-    cpu = _cpu_seconds(pid)
-    loud, elapsed = _with_load(_flood, (base, keys[0], refused, cpus), sample)
-    cpu = _cpu_seconds(pid) - cpu
-    spun, _ = _with_load(_spin, (cpus,), sample)
+    quiet: list[float] = []
+    loud: list[float] = []
+    spun: list[float] = []
+    cpu = elapsed = 0.0
+    for _ in range(rounds):
+        quiet += sample()
+        before = _cpu_seconds(pid)
+        samples, seconds = _with_load(_flood, (base, keys[0], refused, cpus), sample)
+        cpu += _cpu_seconds(pid) - before
+        loud += samples
+        elapsed += seconds
+        spun += _with_load(_spin, (cpus,), sample)[0]
     p = lambda xs, q: statistics.quantiles(xs, n=100)[q - 1]  # noqa: E731
     return {
         "b_p50_quiet_ms": p(quiet, 50),
@@ -253,6 +276,8 @@ def flood_latency(
         "b_p95_flood_ms": p(loud, 95),
         "b_p50_cpu_burn_ms": p(spun, 50),
         "b_p95_cpu_burn_ms": p(spun, 95),
+        "p95_flood_over_quiet": p(loud, 95) / p(quiet, 95),
+        "p95_cpu_burn_over_quiet": p(spun, 95) / p(quiet, 95),
         "a_refused_429_per_s": refused.value / elapsed,
         "server_cpu_share_in_flood": cpu / elapsed,
         "server_cpu_us_per_request": cpu / (refused.value + len(loud)) * 1e6,

@@ -1,6 +1,6 @@
 """The gate in front of the whole application: a refused request never enters Starlette's
 middleware stack, and a key refused past FLOOD_REFUSALS times in a second has its further
-429s held (MEMHUB_FLOOD_HOLD_SECONDS), the same answer sent later."""
+429s held (MEMHUB_FLOOD_HOLD_SECONDS), the same answer sent later, until it goes quiet."""
 
 from __future__ import annotations
 
@@ -86,13 +86,19 @@ async def test_a_flooding_key_has_its_refusals_held(
         assert (await client.get("/v1/me")).status_code == 200
 
 
-def test_a_flood_window_lasts_a_second() -> None:
+def test_a_flooding_key_stays_held_until_it_goes_quiet() -> None:
     floods = Floods()
-    assert not any(floods.flooding(1, 10.0) for _ in range(FLOOD_REFUSALS))
-    assert floods.flooding(1, 10.5)
-    assert not floods.flooding(2, 10.5)  # per key
-    assert not floods.flooding(1, 11.0)  # a new second starts the count again
+    assert not any(floods.flooding(1, 10.0, 1.0) for _ in range(FLOOD_REFUSALS))
+    assert floods.flooding(1, 10.5, 1.0)
+    assert not floods.flooding(2, 10.5, 1.0)  # per key
+    # Its held requests come back a hold later: still flooding, held again (no new burst).
+    assert floods.flooding(1, 11.6, 1.0)
+    assert floods.flooding(1, 13.5, 1.0)
+    assert not floods.flooding(1, 15.6, 1.0)  # quiet for more than hold + 1 s: forgiven
+    # A key under the threshold starts each second afresh.
+    assert not any(floods.flooding(3, 20.0, 1.0) for _ in range(FLOOD_REFUSALS))
+    assert not any(floods.flooding(3, 21.0, 1.0) for _ in range(FLOOD_REFUSALS))
     small = Floods(max_keys=2)
     for key in range(5):  # bounded: old windows are forgotten
-        small.flooding(key, 0.0)
+        small.flooding(key, 0.0, 1.0)
     assert len(small.windows) <= 2

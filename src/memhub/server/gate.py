@@ -76,7 +76,7 @@ class TenantGate:
         if refused is not None:
             start, body = _refusal(*refused)
             hold = state.server.flood_hold_seconds
-            if hold > 0 and self.floods.flooding(key.id, time.monotonic()):
+            if hold > 0 and self.floods.flooding(key.id, time.monotonic(), hold):
                 # A client that waits for each answer (a retry loop, a pooled connection)
                 # now sends at most one request a `hold` per connection, instead of as many
                 # as the server can refuse: the refusals' CPU would be taken from the others.
@@ -97,22 +97,25 @@ FLOOD_REFUSALS = 50
 
 @dataclass
 class Floods:
-    """How many times each key was refused in its current one-second window.
+    """Which keys are flooding: refused more than FLOOD_REFUSALS times within a second.
 
+    A flooding key stays so until it has had no refusal for ``hold + 1`` seconds: its held
+    requests come back after ``hold`` and are held again, so a steady flood meets the hold
+    on every request, not a fresh burst of FLOOD_REFUSALS quick refusals each second.
     In-process, like the quotas: each server process holds the floods it sees.
     """
 
-    windows: dict[int, tuple[float, int]] = field(default_factory=dict)
+    windows: dict[int, tuple[float, int, float]] = field(default_factory=dict)
     max_keys: int = 100_000
 
-    def flooding(self, key_id: int, now: float) -> bool:
-        """Count one more refusal of ``key_id``: is it past FLOOD_REFUSALS within a second?"""
-        start, count = self.windows.get(key_id, (now, 0))
-        if now - start >= 1.0:
-            start, count = now, 0
+    def flooding(self, key_id: int, now: float, hold: float) -> bool:
+        """Count one more refusal of ``key_id`` at ``now``: is the key flooding?"""
+        start, count, last = self.windows.get(key_id, (now, 0, now))
+        if now - last > hold + 1.0 or (count <= FLOOD_REFUSALS and now - start >= 1.0):
+            start, count = now, 0  # quiet long enough, or a new second of a key not flooding
         if len(self.windows) >= self.max_keys and key_id not in self.windows:
             self.windows.clear()  # a bound on memory; forgetting only shortens holds
-        self.windows[key_id] = (start, count + 1)
+        self.windows[key_id] = (start, count + 1, now)
         return count >= FLOOD_REFUSALS
 
 

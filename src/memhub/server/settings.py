@@ -39,8 +39,9 @@ class ServerSettings(AccessSettings):
         max_queued_jobs: Adds of one tenant waiting for the worker; more are refused with 429
             so one tenant cannot bury the queue. 0 disables.
         flood_hold_seconds: Past 50 refusals of one tenant key within a second, its further
-            429s are sent after this delay, so a client that waits for each answer floods at
-            one request per delay and connection. 0 disables.
+            429s are sent after this delay (until it has had none for the delay plus 1 s), so
+            a client that waits for each answer floods at one request per delay and
+            connection. 0 disables.
     """
 
     # admin_key, rate_limit, rate_burst, max_in_flight_per_key and key_cache_seconds are
