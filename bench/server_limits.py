@@ -259,9 +259,12 @@ def flood_latency(
     quiet: list[float] = []
     loud: list[float] = []
     spun: list[float] = []
-    cpu = elapsed = 0.0
+    cpu = elapsed = quiet_cpu = quiet_elapsed = 0.0
     for _ in range(rounds):
+        before, started = _cpu_seconds(pid), time.monotonic()
         quiet += sample()
+        quiet_cpu += _cpu_seconds(pid) - before
+        quiet_elapsed += time.monotonic() - started
         before = _cpu_seconds(pid)
         samples, seconds = _with_load(_flood, (base, keys[0], refused, cpus), sample)
         cpu += _cpu_seconds(pid) - before
@@ -279,6 +282,7 @@ def flood_latency(
         "p95_flood_over_quiet": p(loud, 95) / p(quiet, 95),
         "p95_cpu_burn_over_quiet": p(spun, 95) / p(quiet, 95),
         "a_refused_429_per_s": refused.value / elapsed,
+        "server_cpu_share_quiet": quiet_cpu / quiet_elapsed,
         "server_cpu_share_in_flood": cpu / elapsed,
         "server_cpu_us_per_request": cpu / (refused.value + len(loud)) * 1e6,
     }
