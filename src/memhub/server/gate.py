@@ -130,17 +130,20 @@ def _cached_tenant_key(state: ServerState, scope: Scope) -> ApiKey | None:
     return found if found is not None and found.tenant is not None else None
 
 
-@functools.lru_cache(maxsize=64)
 def _refusal(error: str, seconds: int) -> tuple[Message, Message]:
-    """The two ASGI messages of a 429 (few distinct ones: built once, sent many times)."""
-    body = json.dumps({"error": error, "type": "TooManyRequests"}).encode()
-    start: Message = {
-        "type": "http.response.start",
-        "status": 429,
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"retry-after", str(seconds).encode()),
-        ],
-    }
+    """The two ASGI messages of a 429, fresh each time (a server may keep or change them)."""
+    body, headers = _refusal_bytes(error, seconds)
+    start: Message = {"type": "http.response.start", "status": 429, "headers": list(headers)}
     return start, {"type": "http.response.body", "body": body}
+
+
+@functools.lru_cache(maxsize=64)
+def _refusal_bytes(error: str, seconds: int) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+    # Few distinct refusals (the message names the setting and the seconds): encoded once.
+    body = json.dumps({"error": error, "type": "TooManyRequests"}).encode()
+    headers = (
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(seconds).encode()),
+    )
+    return body, headers
