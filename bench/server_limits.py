@@ -8,7 +8,10 @@ search instead of ``/v1/me``; ``--concurrent``: only the peak RSS of 8 maximum-s
 requests at once; ``--pin``: the flooding client on CPU 1 and the server
 on CPU 0, as if the flood came from another machine; ``--nice``: the flooding and the
 CPU-burning processes at nice 19, so their own CPU yields to the server and B, which is what a
-flood from another machine costs B).
+flood from another machine costs B; ``--no-hold``: ``MEMHUB_FLOOD_HOLD_SECONDS=0``, so every
+refusal is answered at once, the control for the hold; ``--rounds N``: the quiet, flood and
+CPU-burn phases taken N times in turn with the samples pooled, so that load beside the bench
+falls on all three alike).
 """
 
 from __future__ import annotations
@@ -46,7 +49,10 @@ def _port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start(
+    home: Path, extra_env: dict[str, str] | None = None, python_args: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``memhub serve`` on a free port (``python_args`` go before ``-m memhub.cli``)."""
     port = _port()
     url = os.environ.get("MEMHUB_DATABASE_URL")
     if not url:  # started here, so this process can stop it at the end
@@ -61,9 +67,12 @@ def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
         "MEMHUB_PORT": str(port),
         "MEMHUB_RATE_LIMIT": "20",
         "MEMHUB_RATE_BURST": "40",
+        **(extra_env or {}),
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "memhub.cli", "serve"], env=env, stdout=subprocess.DEVNULL
+        [sys.executable, *python_args, "-m", "memhub.cli", "serve"],
+        env=env,
+        stdout=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
     for _ in range(1200):
@@ -154,6 +163,8 @@ def _cpu_seconds(pid: int) -> float:
 
 SEARCH = "--search" in sys.argv[1:]  # B and the flood call search, not /v1/me
 NICE = "--nice" in sys.argv[1:]  # the load processes at nice 19
+# --no-hold: MEMHUB_FLOOD_HOLD_SECONDS=0, every refusal answered at once (the hold's control)
+NO_HOLD = {"MEMHUB_FLOOD_HOLD_SECONDS": "0"} if "--no-hold" in sys.argv[1:] else {}
 _QUERY = {"query": "where does the user live", "user_id": "u", "limit": 5}
 
 
@@ -209,33 +220,57 @@ def _with_load(target: Any, args: tuple[Any, ...], sample: Any) -> tuple[list[fl
     return samples, elapsed
 
 
+def _rounds() -> int:
+    """``--rounds N``: quiet, flood and CPU-burn phases taken N times in turn, samples pooled.
+
+    On a machine shared with other work, the load beside the bench changes from minute to
+    minute: alternating the phases exposes each to the same mix, where one long phase each
+    would compare different minutes.
+    """
+    argv = sys.argv[1:]
+    return int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 1
+
+
 def flood_latency(
     base: str, admin: httpx.Client, pid: int, cpus: set[int] | None
 ) -> dict[str, float]:
     """B's latency quiet, while A floods, and while as many processes only burn CPU."""
     keys = [admin.post("/v1/keys", json={"name": t, "tenant": t}).json()["key"] for t in ("a", "b")]
     refused = multiprocessing.Value("i", 0)
+    rounds = _rounds()
+    headers = {"Authorization": f"Bearer {keys[1]}"}
+    if SEARCH:  # something to find
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as b:
+            for n in range(20):
+                note = {"messages": f"fact {n}: the user lives in Paris", "user_id": "u"}
+                b.post("/v1/memories", json={**note, "infer": False, "wait": True})
+        time.sleep(3)  # B's bucket refills
 
     def sample() -> list[float]:
         times = []
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys[1]}"}) as b:
-            if SEARCH:  # something to find
-                for n in range(20):
-                    note = {"messages": f"fact {n}: the user lives in Paris", "user_id": "u"}
-                    b.post("/v1/memories", json={**note, "infer": False, "wait": True})
-                time.sleep(3)  # B's bucket refills
-            for _ in range(SAMPLES):
+        with httpx.Client(base_url=base, headers=headers) as b:
+            for _ in range(SAMPLES // rounds):
                 start = time.perf_counter()
                 assert _call(b).status_code == 200
                 times.append((time.perf_counter() - start) * 1000)
                 time.sleep(0.06)  # within b's own 20/s
         return times
 
-    quiet = sample()
-    cpu = _cpu_seconds(pid)
-    loud, elapsed = _with_load(_flood, (base, keys[0], refused, cpus), sample)
-    cpu = _cpu_seconds(pid) - cpu
-    spun, _ = _with_load(_spin, (cpus,), sample)
+    quiet: list[float] = []
+    loud: list[float] = []
+    spun: list[float] = []
+    cpu = elapsed = quiet_cpu = quiet_elapsed = 0.0
+    for _ in range(rounds):
+        before, started = _cpu_seconds(pid), time.monotonic()
+        quiet += sample()
+        quiet_cpu += _cpu_seconds(pid) - before
+        quiet_elapsed += time.monotonic() - started
+        before = _cpu_seconds(pid)
+        samples, seconds = _with_load(_flood, (base, keys[0], refused, cpus), sample)
+        cpu += _cpu_seconds(pid) - before
+        loud += samples
+        elapsed += seconds
+        spun += _with_load(_spin, (cpus,), sample)[0]
     p = lambda xs, q: statistics.quantiles(xs, n=100)[q - 1]  # noqa: E731
     return {
         "b_p50_quiet_ms": p(quiet, 50),
@@ -244,7 +279,10 @@ def flood_latency(
         "b_p95_flood_ms": p(loud, 95),
         "b_p50_cpu_burn_ms": p(spun, 50),
         "b_p95_cpu_burn_ms": p(spun, 95),
+        "p95_flood_over_quiet": p(loud, 95) / p(quiet, 95),
+        "p95_cpu_burn_over_quiet": p(spun, 95) / p(quiet, 95),
         "a_refused_429_per_s": refused.value / elapsed,
+        "server_cpu_share_quiet": quiet_cpu / quiet_elapsed,
         "server_cpu_share_in_flood": cpu / elapsed,
         "server_cpu_us_per_request": cpu / (refused.value + len(loud)) * 1e6,
     }
@@ -256,7 +294,7 @@ def main() -> int:
     # from another machine (unpinned, A's client processes take CPU from the server and B).
     pin = "--pin" in sys.argv[1:] and len(os.sched_getaffinity(0)) >= 2
     with tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
-        process, base = _start(Path(tmp))
+        process, base = _start(Path(tmp), NO_HOLD)
         if pin:  # B's client and the server on CPU 0, A's flooding client on CPU 1
             os.sched_setaffinity(process.pid, {0})
             os.sched_setaffinity(0, {0})

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -72,6 +74,24 @@ class _TrailingSlashes:
         await self.app(scope, receive, send)
 
 
+class _GatedApp(FastAPI):
+    """The FastAPI application with the tenant gate in front of all of it.
+
+    Starlette's middleware run inside its own error handler and FastAPI's layers; the gate
+    runs before them, so a request over its key's quota costs the HTTP parse and the gate.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._gate = TenantGate(functools.partial(FastAPI.__call__, self), self._state)
+
+    def _state(self) -> ServerState | None:
+        return getattr(self.state, "memhub", None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._gate(scope, receive, send)
+
+
 def _lifespan(
     settings: MemhubSettings | None, memory: AsyncMemory | None, server: ServerSettings
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
@@ -120,7 +140,7 @@ def create_app(
     """
 
     server_settings = server or ServerSettings.from_env()
-    app = FastAPI(
+    app = _GatedApp(
         title="memhub",
         summary="Memory for LLM agents on PostgreSQL + pgvector, Mem0-style.",
         version="1",
@@ -132,10 +152,9 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(_TrailingSlashes)
-    # An oversized body is refused before routing, parsing or authentication ...
+    # An oversized body is refused before routing, parsing or authentication (and a tenant
+    # over its quota before that, by _GatedApp, before its body is even read).
     app.add_middleware(BodyLimit, max_bytes=server_settings.max_body_bytes)
-    # ... and outermost, a tenant over its quota before its body is even read.
-    app.add_middleware(TenantGate)
     app.include_router(routes_memories.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_admin.health_router)

@@ -1,19 +1,38 @@
 """The tenant gate: a tenant over its quota is refused before routing, parsing or the database.
 
 Keys verified a moment ago are cached, so a flooding key's requests are answered 429 from
-memory (a hash and a dict lookup) and cannot take CPU or pooled connections from other
-tenants: bench/server_limits.py measures the effect.
+memory (a hash and a dict lookup) and cannot take pooled connections from other tenants. The
+gate wraps the whole application, so a refusal costs no more than uvicorn's HTTP parse and
+the gate; a key refused more than FLOOD_REFUSALS times in a second has its further refusals
+held (MEMHUB_FLOOD_HOLD_SECONDS), so that a client waiting for each answer cannot take the
+server's CPU from other tenants either. bench/server_limits.py and
+bench/server_limits_refusal.py measure both.
 """
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+import asyncio
+import functools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memhub.memory.access import KeyCache, Quotas
 from memhub.memory.admin import ApiKey
-from memhub.server.limits import answer
+from memhub.server.state import ServerState
 
-__all__ = ["GATED_KEY", "KeyCache", "Quotas", "TenantGate", "presented_key"]
+__all__ = [
+    "FLOOD_REFUSALS",
+    "GATED_KEY",
+    "Floods",
+    "KeyCache",
+    "Quotas",
+    "TenantGate",
+    "presented_key",
+]
 
 GATED_KEY = "memhub.gated_key"
 """The scope entry holding the key the gate admitted (its quota already spent)."""
@@ -32,25 +51,38 @@ def presented_key(header: str | None) -> str | None:
 
 
 class TenantGate:
-    """ASGI middleware applying a cached tenant key's quotas before anything else runs.
+    """The tenant gate around the whole application: quotas of a cached tenant key first.
 
-    Requests with an unknown (uncached) key pass through: authentication looks the key up,
-    caches it and applies the same quotas there.
+    Wraps the ASGI application itself (``create_app`` returns a FastAPI whose ``__call__``
+    goes through it), so a refusal runs before Starlette's middleware stack, FastAPI's
+    layers, routing and the body limit: one header read, a hash, two dictionary lookups and
+    a prepared answer. Requests with an unknown (uncached) key pass through: authentication
+    looks the key up, caches it and applies the same quotas there.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, state: Callable[[], ServerState | None]) -> None:
         self.app = app
+        self.state = state
+        self.floods = Floods()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        key = self._cached_tenant_key(scope)
-        if key is None:
+        state = self.state() if scope["type"] == "http" else None
+        key = _cached_tenant_key(state, scope) if state is not None else None
+        if key is None or state is None:
             await self.app(scope, receive, send)
             return
-        quotas: Quotas = scope["app"].state.memhub.quotas
+        quotas = state.quotas
         refused = quotas.refusal(key.id)
         if refused is not None:
-            error, seconds = refused
-            await answer(send, 429, error, "TooManyRequests", {"Retry-After": str(seconds)})
+            start, body = _refusal(*refused)
+            hold = state.server.flood_hold_seconds
+            if hold > 0 and self.floods.flooding(key.id, time.monotonic(), hold):
+                # A client that waits for each answer (a retry loop, a pooled connection)
+                # now sends at most one request a `hold` per connection, instead of as many
+                # as the server can refuse: the refusals' CPU would be taken from the others.
+                await asyncio.sleep(hold)
+            await send(start)
+            await send(body)
             return
         quotas.enter(key.id)
         try:
@@ -58,16 +90,60 @@ class TenantGate:
         finally:
             quotas.leave(key.id)
 
-    @staticmethod
-    def _cached_tenant_key(scope: Scope) -> ApiKey | None:
-        if scope["type"] != "http":
-            return None
-        state = getattr(scope["app"].state, "memhub", None)
-        if state is None or state.server.auth != "on":
-            return None
-        header = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), None)
-        key = presented_key(header.decode("latin-1") if header is not None else None)
-        if key is None:
-            return None
-        found = state.access.cached(key)
-        return found if found is not None and found.tenant is not None else None
+
+FLOOD_REFUSALS = 50
+"""Refusals of one key within a second past which its further refusals are held."""
+
+
+@dataclass
+class Floods:
+    """Which keys are flooding: refused more than FLOOD_REFUSALS times within a second.
+
+    A flooding key stays so until it has had no refusal for ``hold + 1`` seconds: its held
+    requests come back after ``hold`` and are held again, so a steady flood meets the hold
+    on every request, not a fresh burst of FLOOD_REFUSALS quick refusals each second.
+    In-process, like the quotas: each server process holds the floods it sees.
+    """
+
+    windows: dict[int, tuple[float, int, float]] = field(default_factory=dict)
+    max_keys: int = 100_000
+
+    def flooding(self, key_id: int, now: float, hold: float) -> bool:
+        """Count one more refusal of ``key_id`` at ``now``: is the key flooding?"""
+        start, count, last = self.windows.get(key_id, (now, 0, now))
+        if now - last > hold + 1.0 or (count <= FLOOD_REFUSALS and now - start >= 1.0):
+            start, count = now, 0  # quiet long enough, or a new second of a key not flooding
+        if len(self.windows) >= self.max_keys and key_id not in self.windows:
+            self.windows.clear()  # a bound on memory; forgetting only shortens holds
+        self.windows[key_id] = (start, count + 1, now)
+        return count >= FLOOD_REFUSALS
+
+
+def _cached_tenant_key(state: ServerState, scope: Scope) -> ApiKey | None:
+    if state.server.auth != "on":
+        return None
+    header = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), None)
+    key = presented_key(header.decode("latin-1") if header is not None else None)
+    if key is None:
+        return None
+    found = state.access.cached(key)
+    return found if found is not None and found.tenant is not None else None
+
+
+def _refusal(error: str, seconds: int) -> tuple[Message, Message]:
+    """The two ASGI messages of a 429, fresh each time (a server may keep or change them)."""
+    body, headers = _refusal_bytes(error, seconds)
+    start: Message = {"type": "http.response.start", "status": 429, "headers": list(headers)}
+    return start, {"type": "http.response.body", "body": body}
+
+
+@functools.lru_cache(maxsize=64)
+def _refusal_bytes(error: str, seconds: int) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+    # Few distinct refusals (the message names the setting and the seconds): encoded once.
+    body = json.dumps({"error": error, "type": "TooManyRequests"}).encode()
+    headers = (
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(seconds).encode()),
+    )
+    return body, headers

@@ -38,6 +38,10 @@ class ServerSettings(AccessSettings):
             session lost, PgBouncer without a direct URL). 0 disables.
         max_queued_jobs: Adds of one tenant waiting for the worker; more are refused with 429
             so one tenant cannot bury the queue. 0 disables.
+        flood_hold_seconds: Past 50 refusals of one tenant key within a second, its further
+            429s are sent after this delay (until it has had none for the delay plus 1 s), so
+            a client that waits for each answer floods at one request per delay and
+            connection. 0 disables.
     """
 
     # admin_key, rate_limit, rate_burst, max_in_flight_per_key and key_cache_seconds are
@@ -54,3 +58,4 @@ class ServerSettings(AccessSettings):
     turn_rate_limit: float = Field(default=50.0, ge=0)
     turn_burst: float = Field(default=200.0, ge=1)
     max_queued_jobs: int = Field(default=1_000, ge=0)
+    flood_hold_seconds: float = Field(default=1.0, ge=0, le=30)
