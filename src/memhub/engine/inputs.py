@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from memhub.engine.ingest import AddRequest
 from memhub.errors import UsageError
 from memhub.filters import FilterLimits
 
@@ -24,6 +25,7 @@ from memhub.store.records import Scope
 
 __all__ = [
     "Limits",
+    "check_add",
     "check_id",
     "check_limit",
     "check_metadata",
@@ -288,3 +290,38 @@ def parse_expiration(value: object) -> datetime | None:
             raise UsageError("expiration_date must be before 9999-12-31")
         return datetime.combine(value + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
     return parse_timestamp(value)
+
+
+def check_add(
+    limits: Limits,
+    messages: object,
+    *,
+    user_id: object,
+    agent_id: object,
+    run_id: object,
+    metadata: object,
+    timestamp: object,
+    infer: object,
+    memory_type: object = None,
+    expiration_date: object = None,
+    remember_roles: Collection[str] | None = None,
+    idempotency_key: object = None,
+) -> AddRequest:
+    """``add()``'s arguments (and an imported item's) checked, in the order ``add()`` reports."""
+    scope = scope_of(limits, user_id, agent_id, run_id)
+    items = normalize_messages(messages, limits)
+    meta = check_metadata(metadata, limits)
+    said_at = parse_timestamp(timestamp)
+    key = None if idempotency_key is None else check_id("idempotency_key", idempotency_key, limits)
+    kind = None if memory_type is None else check_id("memory_type", memory_type, limits)
+    return AddRequest(
+        scope=scope,
+        messages=tuple(items),
+        metadata=meta,
+        said_at=said_at,
+        infer=bool(infer),
+        memory_type=kind,
+        expires_at=parse_expiration(expiration_date),
+        remember_roles=None if remember_roles is None else frozenset(remember_roles),
+        idempotency_key=key,
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memhub.engine.consolidate import TURN_MEMORY
@@ -17,7 +16,7 @@ from memhub.memory.results import MemoryItem
 from memhub.messages import Message, SystemMessage
 from memhub.messages import deserialize as _deserialize
 from memhub.messages import serialize as _serialize
-from memhub.store.records import Scope
+from memhub.store.records import JobPayload, Scope
 
 __all__ = ["ArkosMethods"]
 
@@ -64,7 +63,12 @@ class ArkosMethods(MemoryCore):
         check_text("message content", message.content, self.limits, allow_empty=True)
         payload = None
         if self.use_long_term:  # the turn's memory is written with it, as add()'s
-            payload = replace(self._job_payload(True), memory_ids=(uuid.uuid4(),))
+            payload = JobPayload(
+                infer=True,
+                event_id=str(uuid.uuid4()),
+                instructions=self.settings.custom_instructions or None,
+                memory_ids=(uuid.uuid4(),),
+            )
         # ARKOS queues every turn it is given, system messages too ("use_long_term"); the
         # raw-mode rule for system messages is add()'s (Mem0's).
         turns, job = turns_and_job(

@@ -8,34 +8,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import date, datetime
 from functools import partial
 from typing import Any
 
-from memhub.engine.consolidate import TURN_MEMORY, fact_scope
-from memhub.engine.ingest import idempotency, long_term_roles, turns_and_job
-from memhub.engine.inputs import (
-    check_id,
-    check_limit,
-    check_text,
-    normalize_messages,
-    parse_timestamp,
-    scope_of,
-)
+from memhub.engine.consolidate import fact_scope
+from memhub.engine.ingest import plan_add
+from memhub.engine.inputs import check_add, check_id, check_limit, check_text, scope_of
 from memhub.engine.rerank import chosen_reranker
 from memhub.engine.retrieve import Search, retrieve
 from memhub.engine.text import memory_hash
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
 from memhub.memory.arkos import ArkosMethods
-from memhub.memory.compat import (
-    as_of_filters,
-    id_source,
-    pick_limit,
-    queued_answer,
-    split_scope,
-)
+from memhub.memory.compat import as_of_filters, pick_limit, queued_answer, split_scope
 from memhub.memory.core import parse_memory_id
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
 from memhub.memory.retirement import RetirementMethods
@@ -127,40 +113,37 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
             ``"timed_out": True`` says the deadline passed first: the results are what is
             searchable so far.
         """
-        scope = scope_of(self.limits, user_id, agent_id, run_id)
-        items = normalize_messages(messages, self.limits)
-        meta = self._check_metadata(metadata)
-        said_at = parse_timestamp(timestamp)
-        retry_key = self._optional_id("idempotency_key", idempotency_key)
-        new_id = id_source(scope, retry_key)
-        payload = self._job_payload(infer, new_id("event"), memory_type, expiration_date)
-        one_per_turn = not infer or not self.extracts_facts
-        roles = long_term_roles(remember_roles, one_per_turn, items)
-        kept = [m for m in items if roles is None or m.role in roles]
-        # Every long-term turn's memory is written with it, under an id chosen now: with an
-        # LLM it is the raw turn, findable until the facts extracted from it replace it.
-        memory_ids = [new_id(str(n)) for n in range(len(kept))]
-        payload = replace(payload, memory_ids=tuple(memory_ids))
-        turns, job = turns_and_job(
-            items,
-            scope,
-            session_id=None,
-            metadata=meta,
-            created_at=said_at,
-            job_payload=payload,
-            remember_roles=roles,
-            memory_type=payload.memory_type if one_per_turn else TURN_MEMORY,
+        request = check_add(
+            self.limits,
+            messages,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            metadata=metadata,
+            timestamp=timestamp,
+            infer=infer,
+            memory_type=memory_type,
+            expiration_date=expiration_date,
+            remember_roles=remember_roles,
+            idempotency_key=idempotency_key,
         )
-        key = None if retry_key is None else idempotency(retry_key, turns, job)
+        plan = plan_add(
+            request,
+            extracts_facts=self.extracts_facts,
+            instructions=self.settings.custom_instructions,
+        )
+        scope = plan.scope
         engine = await self._engine()
-        with operation("add", {"memhub.turns": len(turns)}):
-            turn_ids = await engine.store.append_turns(turns, job, key)
+        with operation("add", {"memhub.turns": len(plan.turns)}):
+            turn_ids = await engine.store.append_turns(plan.turns, plan.job, plan.idempotency)
         engine.worker.wake()
-        if job is not None:
+        if plan.job is not None:
             self._queued(engine, scope, turn_ids)
         if wait:
             return await self._added(engine, scope, turn_ids)
-        return queued_answer(job, one_per_turn, payload, memory_ids, kept, turn_ids)
+        return queued_answer(
+            plan.job, plan.one_per_turn, plan.payload, plan.memory_ids, plan.remembered, turn_ids
+        )
 
     async def _added(self, engine: Engine, scope: Scope, turn_ids: list[int]) -> dict[str, Any]:
         """``add(wait=True)``'s answer: what the turns became once their jobs are done."""

@@ -11,10 +11,10 @@ from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.fusion import FusionConfig
 from memhub.engine.ingest import INGEST_JOB
-from memhub.engine.inputs import Limits, check_id, check_metadata, parse_expiration, scope_of
+from memhub.engine.inputs import Limits, check_id, check_metadata, scope_of
 from memhub.errors import UsageError
 from memhub.memory.shared import Engine, acquire_engine, release_engine
-from memhub.store.records import JobPayload, Scope
+from memhub.store.records import Scope
 
 __all__ = ["MemoryCore", "parse_memory_id"]
 
@@ -100,27 +100,6 @@ class MemoryCore:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-    def _job_payload(
-        self,
-        infer: bool,
-        event_id: uuid.UUID | None = None,
-        memory_type: str | None = None,
-        expiration_date: object = None,
-    ) -> JobPayload:
-        # Instructions travel with the job: the worker may serve many Memory objects.
-        return JobPayload(
-            infer=bool(infer),
-            event_id=str(event_id or uuid.uuid4()),
-            instructions=self.settings.custom_instructions or None,
-            memory_type=None
-            if memory_type is None
-            else check_id("memory_type", memory_type, self.limits),
-            expires_at=parse_expiration(expiration_date),  # checked after memory_type, as ever
-        )
-
-    def _optional_id(self, name: str, value: object) -> str | None:
-        return None if value is None else check_id(name, value, self.limits)
 
     def _check_metadata(self, metadata: object) -> dict[str, Any]:
         return check_metadata(metadata, self.limits)
