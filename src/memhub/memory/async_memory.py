@@ -26,7 +26,7 @@ from memhub.memory.compat import as_of_filters, pick_limit, queued_answer, split
 from memhub.memory.core import parse_memory_id
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
 from memhub.memory.retirement import RetirementMethods
-from memhub.memory.shared import Engine
+from memhub.memory.services import Services
 from memhub.messages import Message, SystemMessage
 from memhub.messages import deserialize as _deserialize
 from memhub.messages import serialize as _serialize
@@ -149,7 +149,7 @@ class AsyncMemory(RetirementMethods):
             plan.job, plan.one_per_turn, plan.payload, plan.memory_ids, plan.remembered, turn_ids
         )
 
-    async def _added(self, engine: Engine, scope: Scope, turn_ids: list[int]) -> dict[str, Any]:
+    async def _added(self, engine: Services, scope: Scope, turn_ids: list[int]) -> dict[str, Any]:
         """``add(wait=True)``'s answer: what the turns became once their jobs are done."""
         settled = await self._wait_for_turns(
             engine, scope, turn_ids, None, self.settings.wait_timeout

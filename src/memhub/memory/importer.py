@@ -24,7 +24,7 @@ from memhub.engine.ingest import INGEST_JOB, AddPlan, memories_from_turns, plan_
 from memhub.engine.inputs import Limits, check_add
 from memhub.errors import UsageError
 from memhub.memory.async_memory import AsyncMemory
-from memhub.memory.shared import embedder_for_store
+from memhub.memory.services import embedder_for_store
 from memhub.store import open_store
 from memhub.store.protocol import BulkStore, Store
 from memhub.store.records import (
