@@ -16,7 +16,6 @@ from typing import Any
 
 from memhub.engine.consolidate import TURN_MEMORY, fact_scope
 from memhub.engine.ingest import plan_add, turns_and_job
-from memhub.engine.inputs import check_add, check_id, check_limit, check_text, scope_of
 from memhub.engine.rerank import chosen_reranker
 from memhub.engine.retrieve import Search, retrieve
 from memhub.engine.text import memory_hash
@@ -24,6 +23,7 @@ from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
 from memhub.memory.compat import as_of_filters, pick_limit, queued_answer, split_scope
 from memhub.memory.core import parse_memory_id
+from memhub.memory.inputs import check_add, check_id, check_limit, check_text, scope_of
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
 from memhub.memory.retirement import RetirementMethods
 from memhub.memory.services import Services

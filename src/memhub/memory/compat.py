@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from memhub.engine.inputs import parse_timestamp
 from memhub.errors import UsageError
+from memhub.memory.inputs import parse_timestamp
 from memhub.messages import Message
 from memhub.store.records import JobPayload, NewJob
 

@@ -11,8 +11,8 @@ from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.fusion import FusionConfig
 from memhub.engine.ingest import INGEST_JOB
-from memhub.engine.inputs import Limits, check_id, check_metadata, scope_of
 from memhub.errors import UsageError
+from memhub.memory.inputs import Limits, check_id, check_metadata, scope_of
 from memhub.memory.services import Services, acquire_services, release_services
 from memhub.store.records import Scope
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from memhub.config import MemhubSettings
 from memhub.engine.ingest import INGEST_JOB, AddPlan, memories_from_turns, plan_add
-from memhub.engine.inputs import Limits, check_add
 from memhub.errors import UsageError
 from memhub.memory.async_memory import AsyncMemory
+from memhub.memory.inputs import Limits, check_add
 from memhub.memory.services import embedder_for_store
 from memhub.store import open_store
 from memhub.store.protocol import BulkStore, Store

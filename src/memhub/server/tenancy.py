@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, TypeVar
 
-from memhub.engine.inputs import Limits, check_id
 from memhub.errors import UsageError
+from memhub.memory.inputs import Limits, check_id
 
 __all__ = ["SCOPE_FIELDS", "Principal", "ScopeIds"]
 

@@ -1,6 +1,8 @@
 """Check and normalise what callers pass in, before anything is written.
 
-Every rejection is a :class:`UsageError` that says what was wrong; nothing here does I/O.
+The facade's checks (and the server's, the importer's): the engine below works on the
+checked values. Every rejection is a :class:`UsageError` that says what was wrong; nothing
+here does I/O.
 """
 
 from __future__ import annotations
