@@ -29,6 +29,7 @@ __all__ = [
     "Limits",
     "check_add",
     "check_id",
+    "check_id_within",
     "check_limit",
     "check_metadata",
     "check_text",
@@ -74,12 +75,21 @@ _SCOPE_KEYS = frozenset({"user_id", "agent_id", "run_id"})
 
 def check_id(name: str, value: object, limits: Limits) -> str:
     """A user/session/agent/run id: a non-empty string within ARKOS's VARCHAR(255)."""
+    return check_id_within(name, value, limits.max_id_length)
+
+
+def check_id_within(name: str, value: object, max_length: int) -> str:
+    """An id of at most ``max_length`` characters, otherwise checked as :func:`check_id` does.
+
+    For an id stored with something before it (a tenant's prefix): ``max_length`` is the room
+    the prefix leaves.
+    """
     if not isinstance(value, str):
         raise UsageError(f"{name} must be a string, got {type(value).__name__}")
     if not value.strip():
         raise UsageError(f"{name} must not be empty")
-    if len(value) > limits.max_id_length:
-        raise UsageError(f"{name} is {len(value)} characters; the limit is {limits.max_id_length}")
+    if len(value) > max_length:
+        raise UsageError(f"{name} is {len(value)} characters; the limit is {max_length}")
     if "\x00" in value:
         raise UsageError(f"{name} must not contain NUL characters")
     _check_encodable(name, value)
