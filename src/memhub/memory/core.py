@@ -16,7 +16,7 @@ from memhub.memory.inputs import Limits, check_id, check_metadata, scope_of
 from memhub.memory.services import Services, acquire_services, release_services
 from memhub.store.records import Scope
 
-__all__ = ["MemoryCore", "parse_memory_id"]
+__all__ = ["MemoryCore", "parse_memory_id", "services_of"]
 
 
 def parse_memory_id(value: object) -> uuid.UUID:
@@ -186,3 +186,14 @@ class MemoryCore:
         if self.user_id is None:
             raise UsageError("this Memory has no user_id; pass Memory(user_id=...)")
         return self.user_id
+
+
+async def services_of(memory: MemoryCore) -> Services:
+    """The services ``memory`` runs on, opened on first use; closed by ``memory``'s owner.
+
+    For what works beside a memory object on the same pool and worker (``AsyncAdmin``, the
+    LangGraph store), so that a process holds one pool: a function, not a public method,
+    so that the sync ``Memory`` (generated from the public methods) does not hand out an
+    async store.
+    """
+    return await memory._engine()
