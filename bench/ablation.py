@@ -106,7 +106,7 @@ async def _evaluate(
 
     import memhub
     from bench.tokens import count_tokens
-    from memhub.memory.shared import embedder_from_settings
+    from memhub.memory.services import embedder_from_settings
 
     asked = [
         (f"locomo-{c.sample_id}", q)

@@ -335,7 +335,7 @@ def _mem0_row(postgres: Any, conversations: Sequence[Conversation]) -> dict[str,
 def _prepare(db_url: str, conversations: Sequence[Conversation]) -> _Data:
     import memhub
     from memhub._portal import run_sync
-    from memhub.memory.shared import embedder_from_settings
+    from memhub.memory.services import embedder_from_settings
 
     asked = [
         (f"locomo-{c.sample_id}", q)

@@ -26,7 +26,7 @@ from memhub.embed import create_embedder
 from memhub.engine import retrieve
 from memhub.engine.fusion import FusionConfig
 from memhub.engine.text import memory_hash
-from memhub.memory.shared import Engine
+from memhub.memory.services import Services
 from memhub.store.postgres.store import PostgresStore
 from memhub.store.records import Scope
 
@@ -118,7 +118,7 @@ def _line(name: str, values: list[float]) -> str:
 PREVIOUS = replace(FusionConfig(), candidates=20, previous_turn_weight=0.0, next_turn_weight=0.0)
 
 
-async def _sql(memory: AsyncMemory, engine: Engine, q: str, vector: object) -> float:
+async def _sql(memory: AsyncMemory, engine: Services, q: str, vector: object) -> float:
     t0 = time.perf_counter()
     await retrieve.candidates(
         engine.store,

@@ -30,7 +30,7 @@ from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.fusion import fuse
 from memhub.engine.retrieve import rank
 from memhub.memory.results import memory_item
-from memhub.memory.shared import Engine
+from memhub.memory.services import Services
 from memhub.store.postgres import search as pg_search
 from memhub.store.records import Scope
 
@@ -60,7 +60,7 @@ async def _checkout(database: Any) -> None:
         pass
 
 
-async def sequential(memory: AsyncMemory, engine: Engine, queries: list[str]) -> dict[str, Any]:
+async def sequential(memory: AsyncMemory, engine: Services, queries: list[str]) -> dict[str, Any]:
     """Embedding alone, each SQL statement alone, search(): one query at a time, interleaved."""
     times: dict[str, list[float]] = {name: [] for name in PARTS}
     k = max(LIMIT, memory.fusion.candidates)

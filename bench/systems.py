@@ -191,7 +191,7 @@ class MemhubSystem(MemorySystem):
 
     def embed_query(self, query: str) -> bool:
         if self._query_embedder is None:
-            from memhub.memory.shared import embedder_from_settings
+            from memhub.memory.services import embedder_from_settings
 
             self._query_embedder = embedder_from_settings(self._settings)  # type: ignore[assignment]
         embed_sync = getattr(self._query_embedder, "embed_sync", None)

@@ -43,11 +43,11 @@ def _close_sync_memories() -> Iterator[None]:
     """Close what sync ``Memory`` objects left open on the portal loop after each test."""
     yield
     from memhub._portal import run_sync
-    from memhub.memory.shared import close_all_engines
+    from memhub.memory.services import close_all_services
     from memhub.store.postgres.database import close_all_databases
 
     async def close() -> None:
-        await close_all_engines()
+        await close_all_services()
         await close_all_databases()
 
     run_sync(close())

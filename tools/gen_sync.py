@@ -24,7 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # Python's method resolution order has it.
 SOURCES = (
     (ROOT / "src/memhub/memory/async_memory.py", "AsyncMemory"),
-    (ROOT / "src/memhub/memory/arkos.py", "ArkosMethods"),
     (ROOT / "src/memhub/memory/retirement.py", "RetirementMethods"),
     (ROOT / "src/memhub/memory/core.py", "MemoryCore"),
 )

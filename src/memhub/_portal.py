@@ -76,11 +76,11 @@ def _stop_portal() -> None:
         loop, _loop = _loop, None
     if loop is None or loop.is_closed():
         return
-    from memhub.memory.shared import finish_all_engines
+    from memhub.memory.services import finish_all_services
     from memhub.store import close_all_stores
 
     async def shutdown() -> None:
-        await finish_all_engines()  # workers first: they use the pools
+        await finish_all_services()  # workers first: they use the pools
         await close_all_stores()
 
     # Bounded (the engines' exit_timeout, then the pools' close); at interpreter exit a

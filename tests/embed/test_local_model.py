@@ -57,7 +57,7 @@ async def test_onnx_file_path_and_async_embed(tmp_path: Path) -> None:
 
 def test_mem0_local_huggingface_config_takes_a_directory(tmp_path: Path) -> None:
     from memhub.memory.mem0_config import settings_from_mem0_config
-    from memhub.memory.shared import embedder_from_settings
+    from memhub.memory.services import embedder_from_settings
 
     build_encoder(tmp_path / "tiny")
     settings = settings_from_mem0_config(

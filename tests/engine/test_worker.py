@@ -308,7 +308,7 @@ async def test_kill_9_mid_llm_call_loses_and_duplicates_nothing(
 def test_standalone_worker_runs_one_batch_per_cpu_unless_configured() -> None:
     from memhub.engine.worker import standalone_concurrency
 
-    # Unset, the in-process worker runs one batch (memory/shared.py) and `memhub worker` one
+    # Unset, the in-process worker runs one batch (memory/services.py) and `memhub worker` one
     # per CPU it may run on, so the embedder keeps every core busy.
     assert MemhubSettings(database_url="memory://").worker_concurrency is None
     assert standalone_concurrency(None) == len(os.sched_getaffinity(0))

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from memhub import AsyncMemory, UsageError
-from memhub.engine.inputs import parse_expiration
+from memhub.memory.inputs import parse_expiration
 
 
 async def test_an_expired_memory_is_not_returned_and_is_purged_later(memory: AsyncMemory) -> None:

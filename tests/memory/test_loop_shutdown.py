@@ -13,7 +13,7 @@ import asyncio
 import pytest
 
 from memhub import MemhubSettings
-from memhub.memory.shared import acquire_engine
+from memhub.memory.services import acquire_services
 
 
 @pytest.mark.parametrize("attempt", range(3))
@@ -24,7 +24,7 @@ def test_cancelling_every_task_of_a_leaked_engine_finishes(
     settings = settings.model_copy(update={"pool_min_size": 10, "pool_max_size": 10})
     loop = asyncio.new_event_loop()
     try:
-        loop.run_until_complete(acquire_engine(settings))  # never released
+        loop.run_until_complete(acquire_services(settings))  # never released
         tasks = asyncio.all_tasks(loop)
         for task in tasks:
             task.cancel()  # what asyncio.run() does to the tasks left when its main returns

@@ -14,7 +14,7 @@ from psycopg import sql
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.embed import Embedder, create_embedder
-from memhub.memory.shared import acquire_engine, release_engine
+from memhub.memory.services import acquire_services, release_services
 from memhub.store.postgres.database import acquire_database, release_database
 from memhub.store.postgres.embedded import embedded_database_url
 
@@ -62,17 +62,17 @@ async def test_a_memory_opened_after_another_closed_on_the_same_loop_still_works
 
 def test_a_new_loop_never_inherits_an_unclosed_engine(settings: MemhubSettings) -> None:
     async def leave_open() -> object:
-        return await acquire_engine(settings)  # never released: its loop dies with it
+        return await acquire_services(settings)  # never released: its loop dies with it
 
     leaked = asyncio.run(leave_open())
 
     async def reopen() -> None:
-        engine = await acquire_engine(settings)
+        engine = await acquire_services(settings)
         try:
             assert engine is not leaked
             assert await engine.store.pending_jobs() == 0  # its pool works on this loop
         finally:
-            await release_engine(engine)
+            await release_services(engine)
 
     asyncio.run(reopen())
 
@@ -147,14 +147,14 @@ async def test_engines_differ_with_any_setting(settings: MemhubSettings) -> None
         settings.model_copy(update={"worker": "off"}),
         settings.model_copy(update={"statement_timeout_ms": 12_345}),
     ]
-    engines = [await acquire_engine(s) for s in variants]
-    again = await acquire_engine(settings.model_copy())
+    engines = [await acquire_services(s) for s in variants]
+    again = await acquire_services(settings.model_copy())
     try:
         assert len({id(e) for e in engines}) == len(variants)
         assert again is engines[0]
     finally:
         for engine in [*engines, again]:
-            await release_engine(engine)
+            await release_services(engine)
 
 
 async def test_pools_differ_with_pool_settings(settings: MemhubSettings) -> None:

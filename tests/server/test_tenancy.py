@@ -9,8 +9,8 @@ import httpx
 import psycopg
 import pytest
 
-from memhub.engine.inputs import Limits
 from memhub.errors import UsageError
+from memhub.memory.inputs import Limits
 from memhub.server.tenancy import Principal
 
 Conn = psycopg.AsyncConnection[tuple[Any, ...]]

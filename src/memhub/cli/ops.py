@@ -17,7 +17,7 @@ from memhub.errors import StoreUnavailable
 from memhub.logs import show_info
 
 if TYPE_CHECKING:
-    from memhub.memory.shared import Engine
+    from memhub.memory.services import Services
 
 __all__ = ["database_label", "demo", "jobs", "migrate", "serve", "worker"]
 
@@ -48,7 +48,7 @@ def demo(settings: MemhubSettings) -> int:
 
 
 async def migrate(settings: MemhubSettings) -> int:
-    """Apply every migration (opening the engine does; its worker stays off)."""
+    """Apply every migration (opening the services does; their worker stays off)."""
     from memhub.memory.async_memory import AsyncMemory
 
     async with AsyncMemory(settings=settings.model_copy(update={"worker": "off"})) as memory:
@@ -63,10 +63,10 @@ async def worker(settings: MemhubSettings, concurrency: int, report_every: float
     Logs one start line, then (every ``report_every`` seconds while there is work) what it
     did: turns per second, jobs queued and parked.
     """
-    from memhub.memory.shared import acquire_engine, release_engine
+    from memhub.memory.services import acquire_services, release_services
 
     show_info()
-    engine = await acquire_engine(settings.model_copy(update={"worker": "off"}))
+    engine = await acquire_services(settings.model_copy(update={"worker": "off"}))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -83,14 +83,14 @@ async def worker(settings: MemhubSettings, concurrency: int, report_every: float
         await asyncio.gather(*(engine.worker.run(stop) for _ in range(concurrency)))
     finally:
         reporter.cancel()
-        await release_engine(engine)
+        await release_services(engine)
     log.info(
         "worker stopped after %s jobs (%s turns)", engine.worker.jobs_done, engine.worker.turns_done
     )
     return 0
 
 
-async def _report_progress(engine: Engine, stop: asyncio.Event, every: float) -> None:
+async def _report_progress(engine: Services, stop: asyncio.Event, every: float) -> None:
     """One INFO line per ``every`` seconds in which the worker worked or jobs waited."""
     worker = engine.worker
     turns, jobs, started = worker.turns_done, worker.jobs_done, time.monotonic()

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from memhub.engine.consolidate import TURN_MEMORY
 from memhub.engine.text import memory_hash, turn_text
 from memhub.messages import Message, serialize
 from memhub.store.records import (
@@ -25,10 +27,14 @@ from memhub.store.records import (
 __all__ = [
     "DEFAULT_SESSION",
     "INGEST_JOB",
+    "AddPlan",
+    "AddRequest",
     "assigned_memory_ids",
+    "id_source",
     "idempotency",
     "long_term_roles",
     "memories_from_turns",
+    "plan_add",
     "turns_and_job",
 ]
 
@@ -37,6 +43,118 @@ INGEST_JOB = "ingest"
 # caller can pass, so erasing a run (its session's turns) never takes these.
 DEFAULT_SESSION = ""
 SYSTEM_ROLE = "system"
+
+
+@dataclass(frozen=True)
+class AddRequest:
+    """An ``add()`` call's arguments once checked (``check_add`` checks them).
+
+    Attributes:
+        scope: Whose memory.
+        messages: The messages, normalised.
+        metadata: Stored with every turn and memory.
+        said_at: When the messages were said; None: now.
+        infer: The caller asks an LLM to extract facts (if one is configured).
+        memory_type: Stored with the memories made from the turns.
+        expires_at: When those memories expire.
+        remember_roles: Only messages of these roles become memories; None: every role.
+        idempotency_key: The caller's key for this call, if any.
+    """
+
+    scope: Scope
+    messages: tuple[Message, ...]
+    metadata: dict[str, Any]
+    said_at: datetime | None
+    infer: bool
+    memory_type: str | None = None
+    expires_at: datetime | None = None
+    remember_roles: frozenset[str] | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class AddPlan:
+    """What an add (or one imported item) writes: its turns, their job, the ids it returns.
+
+    The first four fields are what the importer needs of an item (it batches the jobs of
+    items stored one memory per turn).
+
+    Attributes:
+        scope: Whose memory.
+        turns: Every message's turn; a long-term turn carries the memory it becomes.
+        one_per_turn: Each long-term turn becomes one memory, else an LLM extracts facts.
+        payload: The ingest job's payload (its event id, instructions, memory ids).
+        job: The ingest job; None when no message goes to long-term memory.
+        memory_ids: The ids of the long-term turns' memories, in order.
+        remembered: The messages that go to long-term memory, paired with ``memory_ids``.
+        idempotency: The stored form of the caller's idempotency key, if any.
+    """
+
+    scope: Scope
+    turns: list[NewTurn]
+    one_per_turn: bool
+    payload: JobPayload
+    job: NewJob | None = None
+    memory_ids: tuple[uuid.UUID, ...] = ()
+    remembered: tuple[Message, ...] = ()
+    idempotency: IdempotencyKey | None = None
+
+
+def plan_add(request: AddRequest, *, extracts_facts: bool, instructions: str | None) -> AddPlan:
+    """The turns, job and ids of ``request``; ``add()`` and the importer store what it says.
+
+    ``extracts_facts``: an LLM is configured, so ``infer`` extracts facts instead of keeping
+    each turn; ``instructions`` (the settings' ``custom_instructions``) travel with the job,
+    since the worker may serve many Memory objects.
+    """
+    new_id = id_source(request.scope, request.idempotency_key)
+    one_per_turn = not request.infer or not extracts_facts
+    roles = long_term_roles(request.remember_roles, one_per_turn, request.messages)
+    kept = tuple(m for m in request.messages if roles is None or m.role in roles)
+    # Every long-term turn's memory is written with it, under an id chosen now: with an
+    # LLM it is the raw turn, findable until the facts extracted from it replace it.
+    memory_ids = tuple(new_id(str(n)) for n in range(len(kept)))
+    payload = JobPayload(
+        infer=request.infer,
+        event_id=str(new_id("event")),
+        instructions=instructions or None,
+        memory_type=request.memory_type,
+        expires_at=request.expires_at,
+        memory_ids=memory_ids,
+    )
+    turns, job = turns_and_job(
+        request.messages,
+        request.scope,
+        session_id=None,
+        metadata=request.metadata,
+        created_at=request.said_at,
+        job_payload=payload,
+        remember_roles=roles,
+        memory_type=request.memory_type if one_per_turn else TURN_MEMORY,
+    )
+    key = request.idempotency_key
+    return AddPlan(
+        scope=request.scope,
+        turns=turns,
+        one_per_turn=one_per_turn,
+        payload=payload,
+        job=job,
+        memory_ids=memory_ids,
+        remembered=kept,
+        idempotency=None if key is None else idempotency(key, turns, job),
+    )
+
+
+def id_source(scope: Scope, idempotency_key: str | None) -> Callable[[str], uuid.UUID]:
+    """Where ``add()`` takes the ids it returns before the rows exist.
+
+    Random, except under an idempotency key: then derived from the scope and the key, so a
+    retry of the same call returns (and its job carries) the same ids as the first.
+    """
+    if idempotency_key is None:
+        return lambda _name: uuid.uuid4()
+    seed = json.dumps([scope.user_id, scope.agent_id, scope.run_id, idempotency_key])
+    return lambda name: uuid.uuid5(uuid.NAMESPACE_URL, f"memhub:add:{seed}:{name}")
 
 
 def turns_and_job(

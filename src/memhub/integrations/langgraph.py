@@ -26,6 +26,7 @@ from memhub.embed.base import check_texts, empty_matrix, normalise_rows
 from memhub.embed.factory import DEFAULT_MODEL
 from memhub.errors import ConfigurationError, UsageError, install_hint
 from memhub.memory import AsyncMemory, Memory
+from memhub.memory.core import services_of
 from memhub.memory.results import MemoryItem
 from memhub.store.records import Scope
 
@@ -199,7 +200,7 @@ class MemhubStore(BaseStore):
         return results
 
     async def _check_dimension(self) -> None:
-        engine = await self._memory._engine()  # the embedder is known once the engine is open
+        engine = await services_of(self._memory)  # the embedder is known once they are open
         if engine.embedder.dimension != self._dims:
             raise ConfigurationError(
                 f"index['dims'] is {self._dims}, but memhub's embedder "
@@ -216,7 +217,7 @@ class MemhubStore(BaseStore):
             if isinstance(minutes, int | float):
                 by_ttl.setdefault(float(minutes), []).append(memory["id"])
         if by_ttl:
-            store = (await self._memory._engine()).store
+            store = (await services_of(self._memory)).store
             for minutes, ids in by_ttl.items():
                 await store.set_expiry(
                     self._stored_scope, [uuid.UUID(i) for i in ids], _expiry(minutes)
@@ -251,7 +252,7 @@ class MemhubStore(BaseStore):
         if existing is not None:
             await self._memory.update(existing["id"], text, metadata=metadata, **self._scope)
             if expires is not None or existing["metadata"][_FIELD].get("ttl") is not None:
-                store = (await self._memory._engine()).store
+                store = (await services_of(self._memory)).store
                 await store.set_expiry(self._stored_scope, [uuid.UUID(existing["id"])], expires)
         else:
             await self._memory.add(

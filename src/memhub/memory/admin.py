@@ -1,8 +1,8 @@
 """``AsyncAdmin``: tenants, API keys, users and the job queue, for the server, MCP and CLI.
 
-It runs on the engine of the :class:`AsyncMemory` it is given (one pool per process), over the
-store's protocol: keys through :class:`KeyStore` (every back end), the operator views through
-:class:`OpsStore`, which only PostgreSQL's store has.
+It runs on the services of the :class:`AsyncMemory` it is given (one pool per process), over
+the store's protocol only: keys through :class:`KeyStore` (every back end), the operator
+views through :class:`OpsStore`, which only PostgreSQL's store has.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from memhub.errors import ConfigurationError, UsageError
 from memhub.memory.async_memory import AsyncMemory
+from memhub.memory.core import services_of
 from memhub.store.api_keys import ApiKey
 from memhub.store.protocol import OpsStore, Store
 from memhub.store.records import DailyUsage, Job, ScopeRow, UserRow
@@ -78,21 +79,20 @@ def _check_tenant(tenant: str | None) -> None:
 
 
 class AsyncAdmin:
-    """Operator calls beside the memory API, on the same engine and connection pool.
+    """Operator calls beside the memory API, on the same services and connection pool.
 
     Args:
-        memory: The facade whose engine (and pool) to share; its owner closes it.
+        memory: The facade whose services (and pool) to share; its owner closes it.
     """
 
     def __init__(self, memory: AsyncMemory) -> None:
         self.memory = memory
 
     async def _store(self) -> Store:
-        return (await self.memory._engine()).store
+        return (await services_of(self.memory)).store
 
     async def _ops(self, action: str) -> OpsStore:
-        # Same package as AsyncMemory: the admin API shares its engine rather than opening
-        # a pool of its own.
+        # The operator views are OpsStore's; a back end without them (memory://) refuses here.
         store = await self._store()
         if not isinstance(store, OpsStore):
             raise ConfigurationError(f"{action} needs PostgreSQL (not the memory:// store)")

@@ -1,54 +1,44 @@
 """``AsyncMemory``: the one implementation behind every public memory call.
 
-The Mem0-style methods, which raise typed errors from :mod:`memhub.errors`; ARKOS's methods
-come from :mod:`memhub.memory.arkos`, the shared state from :mod:`memhub.memory.core`.
+The Mem0-style methods, which raise typed errors from :mod:`memhub.errors`, and ARKOS's
+methods over them (the bound user and session, the False / [] / empty-message contract); the
+shared state comes from :mod:`memhub.memory.core`.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import date, datetime
 from functools import partial
 from typing import Any
 
 from memhub.engine.consolidate import TURN_MEMORY, fact_scope
-from memhub.engine.ingest import idempotency, long_term_roles, turns_and_job
-from memhub.engine.inputs import (
-    check_id,
-    check_limit,
-    check_text,
-    normalize_messages,
-    parse_timestamp,
-    scope_of,
-)
+from memhub.engine.ingest import plan_add, turns_and_job
 from memhub.engine.rerank import chosen_reranker
 from memhub.engine.retrieve import Search, retrieve
 from memhub.engine.text import memory_hash
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
-from memhub.memory.arkos import ArkosMethods
-from memhub.memory.compat import (
-    as_of_filters,
-    id_source,
-    pick_limit,
-    queued_answer,
-    split_scope,
-)
+from memhub.memory.compat import as_of_filters, pick_limit, queued_answer, split_scope
 from memhub.memory.core import parse_memory_id
+from memhub.memory.inputs import check_add, check_id, check_limit, check_text, scope_of
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
 from memhub.memory.retirement import RetirementMethods
-from memhub.memory.shared import Engine
-from memhub.messages import Message
+from memhub.memory.services import Services
+from memhub.messages import Message, SystemMessage
 from memhub.messages import deserialize as _deserialize
-from memhub.store.records import Scope
+from memhub.messages import serialize as _serialize
+from memhub.store.records import JobPayload, Scope
 from memhub.telemetry import operation
 
 __all__ = ["AsyncMemory"]
 
+log = logging.getLogger("memhub")
 
-class AsyncMemory(ArkosMethods, RetirementMethods):
+
+class AsyncMemory(RetirementMethods):
     """Short- and long-term memory, optionally bound to one user and session (ARKOS's way).
 
     Args:
@@ -127,42 +117,39 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
             ``"timed_out": True`` says the deadline passed first: the results are what is
             searchable so far.
         """
-        scope = scope_of(self.limits, user_id, agent_id, run_id)
-        items = normalize_messages(messages, self.limits)
-        meta = self._check_metadata(metadata)
-        said_at = parse_timestamp(timestamp)
-        retry_key = self._optional_id("idempotency_key", idempotency_key)
-        new_id = id_source(scope, retry_key)
-        payload = self._job_payload(infer, new_id("event"), memory_type, expiration_date)
-        one_per_turn = not infer or not self.extracts_facts
-        roles = long_term_roles(remember_roles, one_per_turn, items)
-        kept = [m for m in items if roles is None or m.role in roles]
-        # Every long-term turn's memory is written with it, under an id chosen now: with an
-        # LLM it is the raw turn, findable until the facts extracted from it replace it.
-        memory_ids = [new_id(str(n)) for n in range(len(kept))]
-        payload = replace(payload, memory_ids=tuple(memory_ids))
-        turns, job = turns_and_job(
-            items,
-            scope,
-            session_id=None,
-            metadata=meta,
-            created_at=said_at,
-            job_payload=payload,
-            remember_roles=roles,
-            memory_type=payload.memory_type if one_per_turn else TURN_MEMORY,
+        request = check_add(
+            self.limits,
+            messages,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            metadata=metadata,
+            timestamp=timestamp,
+            infer=infer,
+            memory_type=memory_type,
+            expiration_date=expiration_date,
+            remember_roles=remember_roles,
+            idempotency_key=idempotency_key,
         )
-        key = None if retry_key is None else idempotency(retry_key, turns, job)
+        plan = plan_add(
+            request,
+            extracts_facts=self.extracts_facts,
+            instructions=self.settings.custom_instructions,
+        )
+        scope = plan.scope
         engine = await self._engine()
-        with operation("add", {"memhub.turns": len(turns)}):
-            turn_ids = await engine.store.append_turns(turns, job, key)
+        with operation("add", {"memhub.turns": len(plan.turns)}):
+            turn_ids = await engine.store.append_turns(plan.turns, plan.job, plan.idempotency)
         engine.worker.wake()
-        if job is not None:
+        if plan.job is not None:
             self._queued(engine, scope, turn_ids)
         if wait:
             return await self._added(engine, scope, turn_ids)
-        return queued_answer(job, one_per_turn, payload, memory_ids, kept, turn_ids)
+        return queued_answer(
+            plan.job, plan.one_per_turn, plan.payload, plan.memory_ids, plan.remembered, turn_ids
+        )
 
-    async def _added(self, engine: Engine, scope: Scope, turn_ids: list[int]) -> dict[str, Any]:
+    async def _added(self, engine: Services, scope: Scope, turn_ids: list[int]) -> dict[str, Any]:
         """``add(wait=True)``'s answer: what the turns became once their jobs are done."""
         settled = await self._wait_for_turns(
             engine, scope, turn_ids, None, self.settings.wait_timeout
@@ -410,3 +397,109 @@ class AsyncMemory(ArkosMethods, RetirementMethods):
         """Delete all data of every user. Irreversible."""
         engine = await self._engine()
         await engine.store.reset()
+
+    # -- ARKOS's API ------------------------------------------------------------------------
+    # ARKOS's methods keep ARKOS's contract (False / [] / an empty SystemMessage on failure)
+    # and log the cause; each has a twin that raises the typed errors instead.
+
+    def start_new_session(self) -> str:
+        """Begin a new conversation; returns its id."""
+        self.session_id = str(uuid.uuid4())
+        return self.session_id
+
+    @staticmethod
+    def serialize(message: Message) -> str:
+        """ARKOS's stored JSON form of ``message``."""
+        return _serialize(message)
+
+    @staticmethod
+    def deserialize(data: str, role: str | None = None) -> Message:
+        """The message stored as ``data`` in the class of ``role``."""
+        return _deserialize(data, role)
+
+    async def add_turn(self, message: Message) -> int:
+        """Store one message of the current session (typed errors); returns its turn id."""
+        user_id = self._require_user()
+        if not isinstance(message, Message):
+            raise UsageError(f"expected a memhub Message, got {type(message).__name__}")
+        check_text("message content", message.content, self.limits, allow_empty=True)
+        payload = None
+        if self.use_long_term:  # the turn's memory is written with it, as add()'s
+            payload = JobPayload(
+                infer=True,
+                event_id=str(uuid.uuid4()),
+                instructions=self.settings.custom_instructions or None,
+                memory_ids=(uuid.uuid4(),),
+            )
+        # ARKOS queues every turn it is given, system messages too ("use_long_term"); the
+        # raw-mode rule for system messages is add()'s (Mem0's).
+        turns, job = turns_and_job(
+            [message],
+            Scope(user_id=user_id),
+            session_id=self.session_id,
+            metadata=None,
+            created_at=None,
+            job_payload=payload,
+            memory_type=TURN_MEMORY if self.extracts_facts else None,
+        )
+        engine = await self._engine()
+        (turn_id,) = await engine.store.append_turns(turns, job)
+        if job is not None:
+            engine.worker.wake()
+            self._queued(engine, Scope(user_id=user_id), [turn_id])
+        return turn_id
+
+    async def add_memory(self, message: Message) -> bool:
+        """ARKOS: store ``message``; True on success, False (logged) on any error."""
+        try:
+            await self.add_turn(message)
+        except Exception:
+            log.exception("add_memory failed for user %s session %s", self.user_id, self.session_id)
+            return False
+        return True
+
+    async def short_memory(self, turns: int) -> list[Message]:
+        """The last ``turns`` messages of this session, oldest first (typed errors)."""
+        user_id = self._require_user()
+        if isinstance(turns, bool) or not isinstance(turns, int) or turns <= 0:
+            raise UsageError(f"turns must be a positive integer, got {turns!r}")
+        return await self.recent_turns(user_id=user_id, session_id=self.session_id, limit=turns)
+
+    async def retrieve_short_memory(self, turns: int) -> list[Message]:
+        """ARKOS: the last ``turns`` messages of this session, oldest first; [] on error."""
+        try:
+            return await self.short_memory(turns)
+        except Exception:
+            log.exception("retrieve_short_memory failed for user %s", self.user_id)
+            return []
+
+    async def long_memory(
+        self, context: Sequence[Message] | None = None, mem0_limit: int = 10
+    ) -> SystemMessage:
+        """Memories relevant to the last two messages of ``context`` (typed errors)."""
+        user_id = self._require_user()
+        query = "\n".join(m.content for m in list(context or [])[-2:] if m.content.strip())
+        if not query:
+            return SystemMessage(content="")
+        # Read your own writes: ARKOS adds a turn and asks right after. Wait, briefly, for this
+        # object's own turns to be ingested (searchable as raw turns); never for consolidation
+        # (an LLM that is slow or down must not delay recall), never for anyone else's work.
+        engine = await self._engine()
+        await self._settle(engine, Scope(user_id=user_id), self.settings.recall_wait_timeout)
+        found = await self.search(
+            query[-self.limits.max_text_chars :], user_id=user_id, limit=mem0_limit
+        )
+        lines = [f"{hit.get('role', 'user')}: {hit['memory']}" for hit in found["results"]]
+        if not lines:
+            return SystemMessage(content="")
+        return SystemMessage(content="retrieved memories:\n" + "\n".join(lines))
+
+    async def retrieve_long_memory(
+        self, context: Sequence[Message] | None = None, mem0_limit: int = 10
+    ) -> SystemMessage:
+        """ARKOS: ``SystemMessage("retrieved memories:\\n...")``; empty on error or no hits."""
+        try:
+            return await self.long_memory(context, mem0_limit)
+        except Exception:
+            log.exception("retrieve_long_memory failed for user %s", self.user_id)
+            return SystemMessage(content="")

@@ -4,21 +4,19 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
-from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
+from uuid import UUID
 
-from memhub.engine.inputs import parse_timestamp
 from memhub.errors import UsageError
+from memhub.memory.inputs import parse_timestamp
 from memhub.messages import Message
-from memhub.store.records import JobPayload, NewJob, Scope
+from memhub.store.records import JobPayload, NewJob
 
 __all__ = [
     "QUEUED_MESSAGE",
     "as_of_filters",
-    "id_source",
     "pick_limit",
     "queued_answer",
     "queued_facts",
@@ -128,15 +126,3 @@ def queued_answer(
     if not one_per_turn:
         return queued_facts(str(payload.event_id), turn_ids)
     return queued_memories(memory_ids, messages, turn_ids)
-
-
-def id_source(scope: Scope, idempotency_key: str | None) -> Callable[[str], UUID]:
-    """Where ``add()`` takes the ids it returns before the rows exist.
-
-    Random, except under an idempotency key: then derived from the scope and the key, so a
-    retry of the same call returns (and its job carries) the same ids as the first.
-    """
-    if idempotency_key is None:
-        return lambda _name: uuid4()
-    seed = json.dumps([scope.user_id, scope.agent_id, scope.run_id, idempotency_key])
-    return lambda name: uuid5(NAMESPACE_URL, f"memhub:add:{seed}:{name}")

@@ -1,4 +1,4 @@
-"""What every memory method stands on: the checked ids, the shared engine, waiting for jobs."""
+"""What every memory method stands on: the checked ids, the shared services, waiting for jobs."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.fusion import FusionConfig
 from memhub.engine.ingest import INGEST_JOB
-from memhub.engine.inputs import Limits, check_id, check_metadata, parse_expiration, scope_of
 from memhub.errors import UsageError
-from memhub.memory.shared import Engine, acquire_engine, release_engine
-from memhub.store.records import JobPayload, Scope
+from memhub.memory.inputs import Limits, check_id, check_metadata, scope_of
+from memhub.memory.services import Services, acquire_services, release_services
+from memhub.store.records import Scope
 
-__all__ = ["MemoryCore", "parse_memory_id"]
+__all__ = ["MemoryCore", "parse_memory_id", "services_of"]
 
 
 def parse_memory_id(value: object) -> uuid.UUID:
@@ -59,7 +59,7 @@ class MemoryCore:
         self.use_long_term = use_long_term
         self.fusion = fusion or FusionConfig()
         self._embedder = embedder
-        self._engine_ref: Engine | None = None
+        self._engine_ref: Services | None = None
         self._open_lock: asyncio.Lock | None = None
         # Turns this object queued for ingestion, by the job's scope, that a read of the
         # scope waits for (briefly) so that it finds them by meaning too.
@@ -71,13 +71,14 @@ class MemoryCore:
         return self.settings.llm_configured
 
     # -- lifecycle --------------------------------------------------------------------------
-    async def _engine(self) -> Engine:
+    async def _engine(self) -> Services:
+        # The name predates Services (memory/services.py); the methods call it ``engine``.
         if self._engine_ref is None:
             if self._open_lock is None:
                 self._open_lock = asyncio.Lock()
             async with self._open_lock:
                 if self._engine_ref is None:
-                    self._engine_ref = await acquire_engine(self.settings, self._embedder)
+                    self._engine_ref = await acquire_services(self.settings, self._embedder)
         return self._engine_ref
 
     async def open(self) -> None:
@@ -93,7 +94,7 @@ class MemoryCore:
         """Release this object's share of the pool, the embedder and the worker."""
         engine, self._engine_ref = self._engine_ref, None
         if engine is not None:
-            await release_engine(engine)
+            await release_services(engine)
 
     async def __aenter__(self) -> Self:
         return self
@@ -101,33 +102,12 @@ class MemoryCore:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    def _job_payload(
-        self,
-        infer: bool,
-        event_id: uuid.UUID | None = None,
-        memory_type: str | None = None,
-        expiration_date: object = None,
-    ) -> JobPayload:
-        # Instructions travel with the job: the worker may serve many Memory objects.
-        return JobPayload(
-            infer=bool(infer),
-            event_id=str(event_id or uuid.uuid4()),
-            instructions=self.settings.custom_instructions or None,
-            memory_type=None
-            if memory_type is None
-            else check_id("memory_type", memory_type, self.limits),
-            expires_at=parse_expiration(expiration_date),  # checked after memory_type, as ever
-        )
-
-    def _optional_id(self, name: str, value: object) -> str | None:
-        return None if value is None else check_id(name, value, self.limits)
-
     def _check_metadata(self, metadata: object) -> dict[str, Any]:
         return check_metadata(metadata, self.limits)
 
     @staticmethod
     async def _wait_for_turns(
-        engine: Engine,
+        engine: Services,
         scope: Scope,
         turn_ids: Sequence[int],
         kinds: Sequence[str] | None,
@@ -150,9 +130,9 @@ class MemoryCore:
             pause = min(pause * 2, 0.05)
         return True
 
-    def _queued(self, engine: Engine, scope: Scope, turn_ids: Sequence[int]) -> None:
+    def _queued(self, engine: Services, scope: Scope, turn_ids: Sequence[int]) -> None:
         """Remember turns queued for ingestion in ``scope`` (the last 100 scopes, 100 each);
-        the engine remembers them too, for an exit without close()."""
+        the services remember them too, for an exit without close()."""
         engine.note_queued(scope, turn_ids)
         held = self._unsettled.pop(scope, [])
         self._unsettled[scope] = [*held, *turn_ids][-100:]
@@ -168,7 +148,7 @@ class MemoryCore:
             if all(getattr(s, name) == value for name, value in wanted.items())
         ]
 
-    async def _settle(self, engine: Engine, scope: Scope, deadline: float) -> bool:
+    async def _settle(self, engine: Services, scope: Scope, deadline: float) -> bool:
         """Wait (up to ``deadline`` s in all) for this object's own queued turns ``scope``
         sees to be ingested, so a read right after an add finds them by meaning too.
 
@@ -189,7 +169,7 @@ class MemoryCore:
                 settled = await self._wait_for_turns(engine, s, turn_ids, [INGEST_JOB], left)
         return settled
 
-    async def _drain(self, engine: Engine, scope: Scope) -> None:
+    async def _drain(self, engine: Services, scope: Scope) -> None:
         # wait_idle's drain: runs the queue itself (tests, benchmarks and imports use it).
         # Jobs in retry backoff keep this waiting until they succeed or are parked (bounded
         # by job_max_attempts); callers that need a deadline wrap it in asyncio.timeout().
@@ -206,3 +186,14 @@ class MemoryCore:
         if self.user_id is None:
             raise UsageError("this Memory has no user_id; pass Memory(user_id=...)")
         return self.user_id
+
+
+async def services_of(memory: MemoryCore) -> Services:
+    """The services ``memory`` runs on, opened on first use; closed by ``memory``'s owner.
+
+    For what works beside a memory object on the same pool and worker (``AsyncAdmin``, the
+    LangGraph store), so that a process holds one pool: a function, not a public method,
+    so that the sync ``Memory`` (generated from the public methods) does not hand out an
+    async store.
+    """
+    return await memory._engine()

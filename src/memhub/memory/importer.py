@@ -20,17 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from memhub.config import MemhubSettings
-from memhub.engine.ingest import INGEST_JOB, memories_from_turns, turns_and_job
-from memhub.engine.inputs import (
-    Limits,
-    check_metadata,
-    normalize_messages,
-    parse_timestamp,
-    scope_of,
-)
+from memhub.engine.ingest import INGEST_JOB, AddPlan, memories_from_turns, plan_add
 from memhub.errors import UsageError
 from memhub.memory.async_memory import AsyncMemory
-from memhub.memory.shared import embedder_for_store
+from memhub.memory.inputs import Limits, check_add
+from memhub.memory.services import embedder_for_store
 from memhub.store import open_store
 from memhub.store.protocol import BulkStore, Store
 from memhub.store.records import (
@@ -69,14 +63,9 @@ class ImportRecord:
     superseded: bool = False
 
 
-@dataclass(frozen=True)
-class CheckedItem:
-    """A record that passed every check: its turns, and whether each becomes a memory."""
-
-    scope: Scope
-    turns: list[NewTurn]
-    one_per_turn: bool  # else an LLM extracts facts from the turns (one job per item)
-    payload: JobPayload
+# An item that passed every check, planned as add() plans a call: its turns (a long-term
+# one carrying the memory it becomes), its payload, whether each turn becomes one memory.
+CheckedItem = AddPlan
 
 
 def source_identity(path: str | Path) -> ImportCursor:
@@ -142,28 +131,27 @@ class Importer:
         return self._bulk
 
     def check(self, record: ImportRecord) -> CheckedItem:
-        """Check ``record`` as ``add()`` checks its arguments.
+        """Check ``record`` as ``add()`` checks its arguments, and plan it as ``add()`` would.
 
         Raises:
             UsageError: The record cannot be stored; the message says why.
         """
-        scope = scope_of(self.limits, record.user_id, record.agent_id, record.run_id)
-        messages = normalize_messages(record.messages, self.limits)
-        metadata = check_metadata(record.metadata, self.limits)
-        said_at = parse_timestamp(record.timestamp)
         infer = self.infer if record.infer is None else record.infer
-        one_per_turn = not infer or not self.settings.llm_configured
-        instructions = None if one_per_turn else self.settings.custom_instructions or None
-        payload = JobPayload(infer=not one_per_turn, instructions=instructions)
-        turns, _ = turns_and_job(
-            messages,
-            scope,
-            session_id=None,
-            metadata=metadata,
-            created_at=said_at,
-            job_payload=None,
+        request = check_add(
+            self.limits,
+            record.messages,
+            user_id=record.user_id,
+            agent_id=record.agent_id,
+            run_id=record.run_id,
+            metadata=record.metadata,
+            timestamp=record.timestamp,
+            infer=infer,
         )
-        return CheckedItem(scope, turns, one_per_turn, payload)
+        return plan_add(
+            request,
+            extracts_facts=self.settings.llm_configured,
+            instructions=self.settings.custom_instructions,
+        )
 
     async def cursor(self, source: ImportCursor) -> ImportCursor | None:
         """Where an earlier import of ``source`` stopped (None: never started)."""
@@ -219,21 +207,25 @@ def _batch(
     for item in items:
         stored = [(next(next_id), turn) for turn in item.turns]
         turns += stored
+        long_term = tuple(turn_id for turn_id, turn in stored if turn.long_term)
         if not item.one_per_turn:  # as add() queues them: the LLM sees one item's turns
-            turn_ids = tuple(turn_id for turn_id, _ in stored)
-            payload = dataclasses.replace(
-                item.payload, event_id=str(uuid.uuid4()), turn_ids=turn_ids
-            )
-            jobs.append(NewJob(INGEST_JOB, item.scope, payload))
+            if long_term:
+                payload = dataclasses.replace(item.payload, turn_ids=long_term)
+                jobs.append(NewJob(INGEST_JOB, item.scope, payload))
             continue
         for turn_id, turn in stored:
-            memory_id = uuid.uuid4()
+            if turn.memory is None:  # a blank text, or a system message (as add() has it)
+                continue
+            memory_id = turn.memory.id
             (memory,) = memories_from_turns(
-                [_as_stored(turn_id, turn, now)], item.scope, [None], None, {turn_id: memory_id}
+                [_as_stored(turn_id, turn, now)],
+                item.scope,
+                [None],
+                turn.memory.memory_type,
+                {turn_id: memory_id},
             )
-            if memory.memory.strip():  # the worker makes no memory of a blank text either
-                memories.append(memory)
-                pending.setdefault(item.scope, []).append((turn_id, memory_id))
+            memories.append(memory)
+            pending.setdefault(item.scope, []).append((turn_id, memory_id))
     for scope, pairs in pending.items():
         for start in range(0, len(pairs), _TURNS_PER_JOB):
             part = pairs[start : start + _TURNS_PER_JOB]

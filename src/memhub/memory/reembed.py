@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from memhub.config import MemhubSettings
 from memhub.errors import UsageError
-from memhub.memory.shared import embedder_from_settings
+from memhub.memory.services import embedder_from_settings
 from memhub.store import open_store
 from memhub.store.protocol import BulkStore, Embed
 from memhub.store.records import EmbeddingSpace

@@ -12,8 +12,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from memhub.engine.inputs import check_limit, scope_of
 from memhub.memory.core import MemoryCore, parse_memory_id
+from memhub.memory.inputs import check_limit, scope_of
 from memhub.memory.results import MemoryItem, memory_item
 from memhub.store.records import RetiredMemory
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 from fastapi import Request
 
-from memhub.engine.inputs import Limits
 from memhub.memory.access import Access, KeyCache, Quotas, RateLimiter
 from memhub.memory.admin import AsyncAdmin
 from memhub.memory.async_memory import AsyncMemory
+from memhub.memory.inputs import Limits
 from memhub.server.settings import ServerSettings
 
 __all__ = ["ServerState", "get_state"]

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, TypeVar
 
-from memhub.engine.inputs import Limits, check_id
 from memhub.errors import UsageError
+from memhub.memory.inputs import Limits, check_id_within
 
 __all__ = ["SCOPE_FIELDS", "Principal", "ScopeIds"]
 
@@ -51,8 +51,7 @@ class Principal:
         """The id as stored for this caller (checked first, so ``""`` never becomes ``"t:"``)."""
         if value is None or self.tenant is None:
             return value
-        room = limits.max_id_length - len(self._prefix)
-        check_id(name, value, Limits(max_id_length=room, max_text_chars=limits.max_text_chars))
+        check_id_within(name, value, limits.max_id_length - len(self._prefix))
         return self._prefix + value
 
     def scope(

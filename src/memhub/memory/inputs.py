@@ -1,19 +1,22 @@
 """Check and normalise what callers pass in, before anything is written.
 
-Every rejection is a :class:`UsageError` that says what was wrong; nothing here does I/O.
+The facade's checks (and the server's, the importer's): the engine below works on the
+checked values. Every rejection is a :class:`UsageError` that says what was wrong; nothing
+here does I/O.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from memhub.engine.ingest import AddRequest
 from memhub.errors import UsageError
 from memhub.filters import FilterLimits
 
@@ -24,7 +27,9 @@ from memhub.store.records import Scope
 
 __all__ = [
     "Limits",
+    "check_add",
     "check_id",
+    "check_id_within",
     "check_limit",
     "check_metadata",
     "check_text",
@@ -70,12 +75,21 @@ _SCOPE_KEYS = frozenset({"user_id", "agent_id", "run_id"})
 
 def check_id(name: str, value: object, limits: Limits) -> str:
     """A user/session/agent/run id: a non-empty string within ARKOS's VARCHAR(255)."""
+    return check_id_within(name, value, limits.max_id_length)
+
+
+def check_id_within(name: str, value: object, max_length: int) -> str:
+    """An id of at most ``max_length`` characters, otherwise checked as :func:`check_id` does.
+
+    For an id stored with something before it (a tenant's prefix): ``max_length`` is the room
+    the prefix leaves.
+    """
     if not isinstance(value, str):
         raise UsageError(f"{name} must be a string, got {type(value).__name__}")
     if not value.strip():
         raise UsageError(f"{name} must not be empty")
-    if len(value) > limits.max_id_length:
-        raise UsageError(f"{name} is {len(value)} characters; the limit is {limits.max_id_length}")
+    if len(value) > max_length:
+        raise UsageError(f"{name} is {len(value)} characters; the limit is {max_length}")
     if "\x00" in value:
         raise UsageError(f"{name} must not contain NUL characters")
     _check_encodable(name, value)
@@ -288,3 +302,38 @@ def parse_expiration(value: object) -> datetime | None:
             raise UsageError("expiration_date must be before 9999-12-31")
         return datetime.combine(value + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
     return parse_timestamp(value)
+
+
+def check_add(
+    limits: Limits,
+    messages: object,
+    *,
+    user_id: object,
+    agent_id: object,
+    run_id: object,
+    metadata: object,
+    timestamp: object,
+    infer: object,
+    memory_type: object = None,
+    expiration_date: object = None,
+    remember_roles: Collection[str] | None = None,
+    idempotency_key: object = None,
+) -> AddRequest:
+    """``add()``'s arguments (and an imported item's) checked, in the order ``add()`` reports."""
+    scope = scope_of(limits, user_id, agent_id, run_id)
+    items = normalize_messages(messages, limits)
+    meta = check_metadata(metadata, limits)
+    said_at = parse_timestamp(timestamp)
+    key = None if idempotency_key is None else check_id("idempotency_key", idempotency_key, limits)
+    kind = None if memory_type is None else check_id("memory_type", memory_type, limits)
+    return AddRequest(
+        scope=scope,
+        messages=tuple(items),
+        metadata=meta,
+        said_at=said_at,
+        infer=bool(infer),
+        memory_type=kind,
+        expires_at=parse_expiration(expiration_date),
+        remember_roles=None if remember_roles is None else frozenset(remember_roles),
+        idempotency_key=key,
+    )

@@ -1,8 +1,9 @@
 """What every memory object of a process shares per database and event loop.
 
 ARKOS creates one ``Memory`` per user; they must not each open a pool, load a model and
-start a worker. One :class:`Engine` per (effective settings, embedder, loop) holds the store,
+start a worker. One :class:`Services` per (effective settings, embedder, loop) holds the store,
 the embedder and the background worker, reference-counted and closed with its last user.
+(The pipeline steps they run live in :mod:`memhub.engine`; this is what runs them.)
 """
 
 from __future__ import annotations
@@ -36,13 +37,13 @@ from memhub.store.protocol import BulkStore, Store
 from memhub.store.records import Scope
 
 __all__ = [
-    "Engine",
-    "acquire_engine",
-    "close_all_engines",
+    "Services",
+    "acquire_services",
+    "close_all_services",
     "embedder_for_store",
     "embedder_from_settings",
-    "finish_all_engines",
-    "release_engine",
+    "finish_all_services",
+    "release_services",
     "settings_fingerprint",
 ]
 
@@ -113,8 +114,12 @@ def embedder_from_settings(settings: MemhubSettings) -> Embedder:
 
 
 @dataclass
-class Engine:
-    """A store, its embedder and (optionally) the in-process worker."""
+class Services:
+    """A store, its embedder and (optionally) the in-process worker, shared by memory objects.
+
+    Not the :mod:`memhub.engine` package: that holds the steps (ingest, worker,
+    consolidation); this holds the running things they are given.
+    """
 
     store: Store
     embedder: Embedder
@@ -124,7 +129,7 @@ class Engine:
     exit_timeout: float = 5.0  # MemhubSettings.exit_timeout
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    # Turns this engine's users queued for ingestion, by the job's scope (the last 1,000 of
+    # Turns their users queued for ingestion, by the job's scope (the last 1,000 of
     # each of the last 1,000 scopes): what an exit finishes before it hands the rest back.
     queued: dict[Scope, list[int]] = field(default_factory=dict)
 
@@ -194,7 +199,7 @@ class Engine:
         await self.store.aclose()
 
 
-_engines: LoopShared[Engine] = LoopShared()
+_shared: LoopShared[Services] = LoopShared()
 
 
 def settings_fingerprint(settings: MemhubSettings) -> str:
@@ -213,23 +218,23 @@ def settings_fingerprint(settings: MemhubSettings) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-async def acquire_engine(settings: MemhubSettings, embedder: Embedder | None = None) -> Engine:
-    """The shared engine for these settings (and embedder) on the running loop.
+async def acquire_services(settings: MemhubSettings, embedder: Embedder | None = None) -> Services:
+    """The shared services for these settings (and embedder) on the running loop.
 
-    Openers share an engine only when every setting is equal; an embedder passed in is
-    compared by identity (the engine holds it, so its id cannot be reused meanwhile).
+    Openers share services only when every setting is equal; an embedder passed in is
+    compared by identity (the services hold it, so its id cannot be reused meanwhile).
     """
     key = (settings_fingerprint(settings), id(embedder))
-    engine = await _engines.acquire(key, lambda: _open_engine(settings, embedder))
+    services = await _shared.acquire(key, lambda: _open_services(settings, embedder))
     _guard_loop()
-    return engine
+    return services
 
 
 # Per event loop (not the sync API's, which its own exit hook covers): a task that waits
-# until the loop's last engine is closed, so that asyncio.run() ending first cancels it, and
-# which then finishes and closes the loop's engines a script never closed, while the loop and
+# until the loop's last services are closed, so that asyncio.run() ending first cancels it, and
+# which then finishes and closes the loop's services a script never closed, while the loop and
 # its executor still run. A proper close() releases it (no cancellation): a cancellation
-# lands later, when an engine opened meanwhile on the same loop would be finished by mistake.
+# lands later, when services opened meanwhile on the same loop would be finished by mistake.
 @dataclass(frozen=True)
 class _Guard:
     task: asyncio.Task[None]
@@ -253,8 +258,8 @@ async def _finish_when_cancelled(released: asyncio.Future[None]) -> None:
     try:
         await released
     except asyncio.CancelledError:
-        if _engines.count():
-            await finish_all_engines()
+        if _shared.count():
+            await finish_all_services()
             with contextlib.suppress(Exception):
                 await close_all_stores()
         raise
@@ -264,7 +269,7 @@ async def _finish_when_cancelled(released: asyncio.Future[None]) -> None:
             del _guards[loop]  # the task holds the loop: keep no finished one
 
 
-async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> Engine:
+async def _open_services(settings: MemhubSettings, embedder: Embedder | None) -> Services:
     store = await open_store(settings)
     try:
         chosen = embedder or await embedder_for_store(settings, store)
@@ -296,7 +301,7 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
             check_replacements=settings.llm_check_replacements,
         ),
     )
-    engine = Engine(
+    services = Services(
         store=store,
         embedder=chosen,
         worker=worker,
@@ -305,46 +310,47 @@ async def _open_engine(settings: MemhubSettings, embedder: Embedder | None) -> E
         exit_timeout=settings.exit_timeout,
     )
     if settings.worker == "thread":
-        engine.start_worker(settings.worker_concurrency or 1)
-    return engine
+        services.start_worker(settings.worker_concurrency or 1)
+    return services
 
 
-async def release_engine(engine: Engine) -> None:
+async def release_services(services: Services) -> None:
     """Drop one user; the last one stops the worker and closes the store."""
-    if await _engines.release(engine):
-        await engine.close()
-        if not _engines.count():  # closed properly: nothing left for the exit guard
+    if await _shared.release(services):
+        await services.close()
+        if not _shared.count():  # closed properly: nothing left for the exit guard
             guard = _guards.pop(asyncio.get_running_loop(), None)
             if guard is not None and not guard.released.done():
                 guard.released.set_result(None)
 
 
-async def close_all_engines() -> None:
-    """Stop every engine of the running loop (interpreter exit)."""
-    for engine in _engines.take_all():
-        await engine.close()
+async def close_all_services() -> None:
+    """Stop the services of the running loop (interpreter exit)."""
+    for one in _shared.take_all():
+        await one.close()
 
 
-async def finish_all_engines() -> None:
-    """Exit without close(): each engine of the running loop finishes the ingestion its
-    process queued (``exit_timeout`` seconds for all of them), hands back the rest and closes.
+async def finish_all_services() -> None:
+    """Exit without close(): the services of the running loop each finish the ingestion
+    their process queued (``exit_timeout`` seconds for all of them), hand back the rest and
+    close.
 
     Logs one line: INFO as a rule, one WARNING if the database was unreachable.
     """
-    engines = _engines.take_all()
-    if not engines:
+    services = _shared.take_all()
+    if not services:
         return
     # The process is exiting: the pool's own complaints about a database it can no longer
     # reach would only repeat (in many lines) the one this function logs.
     logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
-    budget = max(engine.exit_timeout for engine in engines)
+    budget = max(one.exit_timeout for one in services)
     loop = asyncio.get_running_loop()
     end = loop.time() + budget
     left = handed = 0
     down: Exception | None = None
-    for engine in engines:
+    for one in services:
         try:
-            scopes, leases = await engine.finish(max(end - loop.time(), 0.0))
+            scopes, leases = await one.finish(max(end - loop.time(), 0.0))
             left, handed = left + scopes, handed + leases
         except StoreUnavailable as exc:
             down = exc
