@@ -198,32 +198,18 @@ def _sequence_length(graph: _Graph) -> str:
 
 
 def _bert_embeddings(graph: _Graph, w: dict[str, Array], config: dict[str, Any]) -> tuple[str, str]:
-    words = graph.op(
-        "Gather",
-        "/embeddings/word_embeddings/Gather",
-        graph.const("word_embeddings", w["embeddings.word_embeddings.weight"]),
-        "input_ids",
-    )
-    length = _sequence_length(graph)
     positions = graph.op(
         "Range",
         "/embeddings/Range",
         _scalar(graph, "zero_i", 0, np.int64),
-        length,
+        _sequence_length(graph),
         _scalar(graph, "step_i", 1, np.int64),
     )
-    at = graph.op(
-        "Gather",
-        "/embeddings/position_embeddings/Gather",
-        graph.const("position_embeddings", w["embeddings.position_embeddings.weight"]),
-        positions,
+    # One segment: token type 0 everywhere, a constant row added to every token.
+    types = w.get("embeddings.token_type_embeddings.weight")
+    hidden = _embeddings_sum(
+        graph, w, config, positions, 1e-12, None if types is None else types[0]
     )
-    summed = graph.op("Add", "/embeddings/Add", words, at)
-    if "embeddings.token_type_embeddings.weight" in w:  # one segment: type 0 everywhere
-        first = w["embeddings.token_type_embeddings.weight"][0]
-        summed = graph.op("Add", "/embeddings/Add_1", summed, graph.const("token_type_0", first))
-    eps = float(config.get("layer_norm_eps", 1e-12))
-    hidden = _layer_norm(graph, w, "embeddings.LayerNorm", "/embeddings", summed, eps)
     return hidden, _mask_bias(graph)
 
 
@@ -232,27 +218,30 @@ def _mpnet_embeddings(
 ) -> tuple[str, str]:
     pad = int(config.get("pad_token_id", 1))
     # Positions count the non-padding tokens from pad + 1, as MPNet (and RoBERTa) number them.
-    is_token = graph.op(
-        "Cast",
-        "/embeddings/Cast",
-        graph.op(
-            "Not",
-            "/embeddings/Not",
-            graph.op(
-                "Equal", "/embeddings/Equal", "input_ids", _scalar(graph, "pad_id", pad, np.int64)
-            ),
-        ),
-        to=7,
-    )  # 7 = INT64
+    is_pad = graph.op(
+        "Equal", "/embeddings/Equal", "input_ids", _scalar(graph, "pad_id", pad, np.int64)
+    )
+    not_pad = graph.op("Not", "/embeddings/Not", is_pad)
+    is_token = graph.op("Cast", "/embeddings/Cast", not_pad, to=7)  # 7 = INT64
     counted = graph.op(
         "CumSum", "/embeddings/CumSum", is_token, _scalar(graph, "axis_1", 1, np.int64)
     )
-    positions = graph.op(
-        "Add",
-        "/embeddings/Add_pad",
-        graph.op("Mul", "/embeddings/Mul", counted, is_token),
-        "pad_id",
-    )
+    token_positions = graph.op("Mul", "/embeddings/Mul", counted, is_token)
+    positions = graph.op("Add", "/embeddings/Add_pad", token_positions, "pad_id")
+    hidden = _embeddings_sum(graph, w, config, positions, 1e-5)
+    bias = graph.op("Add", "/bias/Add", _relative_bias(graph, w, config, pad), _mask_bias(graph))
+    return hidden, bias
+
+
+def _embeddings_sum(
+    graph: _Graph,
+    w: dict[str, Array],
+    config: dict[str, Any],
+    positions: str,
+    eps: float,
+    token_type: Array | None = None,
+) -> str:
+    """Word plus position (plus token type) embeddings, layer-normalised."""
     words = graph.op(
         "Gather",
         "/embeddings/word_embeddings/Gather",
@@ -266,11 +255,21 @@ def _mpnet_embeddings(
         positions,
     )
     summed = graph.op("Add", "/embeddings/Add", words, at)
-    eps = float(config.get("layer_norm_eps", 1e-5))
-    hidden = _layer_norm(graph, w, "embeddings.LayerNorm", "/embeddings", summed, eps)
-    # The relative position bias, shared by every layer: each (query, key) distance falls in
-    # one of 32 buckets, each bucket has a learnt bias per head. The buckets depend only on
-    # the two positions, so their table is a constant, sliced to the batch's length.
+    if token_type is not None:
+        summed = graph.op(
+            "Add", "/embeddings/Add_1", summed, graph.const("token_type_0", token_type)
+        )
+    epsilon = float(config.get("layer_norm_eps", eps))
+    return _layer_norm(graph, w, "embeddings.LayerNorm", "/embeddings", summed, epsilon)
+
+
+def _relative_bias(graph: _Graph, w: dict[str, Array], config: dict[str, Any], pad: int) -> str:
+    """MPNet's relative position bias, (1, heads, sequence, sequence), shared by every layer.
+
+    Each (query, key) distance falls in one of 32 buckets, each bucket has a learnt bias per
+    head. The buckets depend only on the two positions, so their table is a constant, sliced
+    to the batch's length.
+    """
     longest = int(config["max_position_embeddings"]) - pad - 1
     table = _relative_buckets(longest, int(config.get("relative_attention_num_buckets", 32)))
     length = graph.op(
@@ -295,8 +294,7 @@ def _mpnet_embeddings(
         buckets,
     )
     heads_first = graph.op("Transpose", "/bias/Transpose", per_head, perm=[2, 0, 1])
-    relative = graph.op("Unsqueeze", "/bias/Unsqueeze_1", heads_first, "axes_0")
-    return hidden, graph.op("Add", "/bias/Add", relative, _mask_bias(graph))
+    return graph.op("Unsqueeze", "/bias/Unsqueeze_1", heads_first, "axes_0")
 
 
 def _relative_buckets(length: int, buckets: int, max_distance: int = 128) -> Array:
@@ -316,67 +314,72 @@ def _relative_buckets(length: int, buckets: int, max_distance: int = 128) -> Arr
     return table
 
 
+#: The attention's weight names inside ``encoder.layer.N.attention``, per architecture.
+_ATTENTION_NAMES = {
+    "mpnet": {"q": "attn.q", "k": "attn.k", "v": "attn.v", "o": "attn.o", "norm": "LayerNorm"},
+    "bert": {
+        "q": "self.query",
+        "k": "self.key",
+        "v": "self.value",
+        "o": "output.dense",
+        "norm": "output.LayerNorm",
+    },
+}
+
+
 def _layer(
     graph: _Graph, w: dict[str, Array], config: dict[str, Any], n: int, x: str, bias: str
 ) -> str:
-    mpnet = config["model_type"] == "mpnet"
+    """One encoder layer: self-attention, then the feed-forward block, each with a residual."""
     key = f"encoder.layer.{n}"
     where = f"/encoder/layer.{n}"
-    eps = float(config.get("layer_norm_eps", 1e-5 if mpnet else 1e-12))
-    heads = int(config["num_attention_heads"])
-    size = int(config["hidden_size"]) // heads
-    names: dict[str, str] = (
-        {"q": "attn.q", "k": "attn.k", "v": "attn.v", "o": "attn.o", "norm": "LayerNorm"}
-        if mpnet
-        else {
-            "q": "self.query",
-            "k": "self.key",
-            "v": "self.value",
-            "o": "output.dense",
-            "norm": "output.LayerNorm",
-        }
-    )
-    attention = f"{key}.attention"
-    split = graph.const(f"split_{n}", np.array([0, 0, heads, size]))
-
-    def project(part: str, perm: list[int]) -> str:
-        path = f"{where}/attention/{names[part].replace('.', '/')}"
-        flat = _linear(graph, w, f"{attention}.{names[part]}", path, x)
-        shaped = graph.op("Reshape", f"{path}/Reshape", flat, split)
-        return graph.op("Transpose", f"{path}/Transpose", shaped, perm=perm)
-
-    query = project("q", [0, 2, 1, 3])
-    keys_t = project("k", [0, 2, 3, 1])
-    values = project("v", [0, 2, 1, 3])
-    scores = graph.op("MatMul", f"{where}/attention/MatMul", query, keys_t)
-    scaled = graph.op(
-        "Mul",
-        f"{where}/attention/Mul",
-        scores,
-        _scalar(graph, f"scale_{n}", 1.0 / math.sqrt(size), np.float32),
-    )
-    probabilities = graph.op(
-        "Softmax",
-        f"{where}/attention/Softmax",
-        graph.op("Add", f"{where}/attention/Add", scaled, bias),
-        axis=-1,
-    )
-    context = graph.op("MatMul", f"{where}/attention/MatMul_1", probabilities, values)
-    merged = graph.op(
-        "Reshape",
-        f"{where}/attention/Reshape",
-        graph.op("Transpose", f"{where}/attention/Transpose", context, perm=[0, 2, 1, 3]),
-        graph.const(f"merge_{n}", np.array([0, 0, heads * size])),
-    )
-    out_path = f"{where}/attention/{names['o'].replace('.', '/')}"
-    attended = _linear(graph, w, f"{attention}.{names['o']}", out_path, merged)
-    residual = graph.op("Add", f"{where}/attention/Add_1", attended, x)
-    x1 = _layer_norm(graph, w, f"{attention}.{names['norm']}", f"{where}/attention", residual, eps)
+    default_eps = 1e-5 if config["model_type"] == "mpnet" else 1e-12
+    eps = float(config.get("layer_norm_eps", default_eps))
+    x1 = _attention(graph, w, config, n, x, bias, eps)
     inner = _linear(graph, w, f"{key}.intermediate.dense", f"{where}/intermediate/dense", x1)
     activated = _gelu(graph, f"{where}/intermediate", inner)
     out = _linear(graph, w, f"{key}.output.dense", f"{where}/output/dense", activated)
     residual = graph.op("Add", f"{where}/output/Add", out, x1)
     return _layer_norm(graph, w, f"{key}.output.LayerNorm", f"{where}/output", residual, eps)
+
+
+def _attention(
+    graph: _Graph,
+    w: dict[str, Array],
+    config: dict[str, Any],
+    n: int,
+    x: str,
+    bias: str,
+    eps: float,
+) -> str:
+    """Multi-head self-attention of layer ``n`` plus its residual, layer-normalised."""
+    names = _ATTENTION_NAMES[config["model_type"]]
+    attention, where = f"encoder.layer.{n}.attention", f"/encoder/layer.{n}/attention"
+    heads = int(config["num_attention_heads"])
+    size = int(config["hidden_size"]) // heads
+    split = graph.const(f"split_{n}", np.array([0, 0, heads, size]))
+
+    def project(part: str, perm: list[int]) -> str:
+        path = f"{where}/{names[part].replace('.', '/')}"
+        flat = _linear(graph, w, f"{attention}.{names[part]}", path, x)
+        shaped = graph.op("Reshape", f"{path}/Reshape", flat, split)
+        return graph.op("Transpose", f"{path}/Transpose", shaped, perm=perm)
+
+    scores = graph.op(
+        "MatMul", f"{where}/MatMul", project("q", [0, 2, 1, 3]), project("k", [0, 2, 3, 1])
+    )
+    scale = _scalar(graph, f"scale_{n}", 1.0 / math.sqrt(size), np.float32)
+    scaled = graph.op("Mul", f"{where}/Mul", scores, scale)
+    biased = graph.op("Add", f"{where}/Add", scaled, bias)
+    probabilities = graph.op("Softmax", f"{where}/Softmax", biased, axis=-1)
+    context = graph.op("MatMul", f"{where}/MatMul_1", probabilities, project("v", [0, 2, 1, 3]))
+    heads_last = graph.op("Transpose", f"{where}/Transpose", context, perm=[0, 2, 1, 3])
+    merge = graph.const(f"merge_{n}", np.array([0, 0, heads * size]))
+    merged = graph.op("Reshape", f"{where}/Reshape", heads_last, merge)
+    out_path = f"{where}/{names['o'].replace('.', '/')}"
+    attended = _linear(graph, w, f"{attention}.{names['o']}", out_path, merged)
+    residual = graph.op("Add", f"{where}/Add_1", attended, x)
+    return _layer_norm(graph, w, f"{attention}.{names['norm']}", where, residual, eps)
 
 
 def _gelu(graph: _Graph, where: str, x: str) -> str:
