@@ -89,9 +89,10 @@ async def embedder_for_store(settings: MemhubSettings, store: Store) -> Embedder
                 "MEMHUB_EMBEDDER_MODEL and run `memhub reembed` to move it to another model)",
                 recorded,
             )
-            adopted = settings.model_copy(update={"embedder_model": recorded})
-            return embedder_from_settings(adopted)
-    return embedder_from_settings(settings)
+            settings = settings.model_copy(update={"embedder_model": recorded})
+    # A packaged model's first use assembles it and writes its graph (tens of seconds): off
+    # the event loop, which may be serving other requests meanwhile.
+    return await asyncio.to_thread(embedder_from_settings, settings)
 
 
 def embedder_from_settings(settings: MemhubSettings) -> Embedder:
