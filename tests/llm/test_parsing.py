@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -134,6 +134,7 @@ def test_object_is_found_in_any_prose(value: dict[str, Any], before: str, after:
 
 
 @given(objects, prose, st.booleans())
+@example({"": [], "```": None}, "", False)  # a key holding ```, where the fence pattern ends
 def test_object_is_found_after_reasoning_and_in_fences(
     value: dict[str, Any], thought: str, indent: bool
 ) -> None:

@@ -73,16 +73,19 @@ def iter_json_values(text: str) -> Iterator[Any]:
         Decoded JSON values (dicts or lists), in order of preference.
     """
     cleaned = strip_reasoning(text)
-    for block in _FENCE.findall(cleaned):
-        yield from _scan(block)
+    for fence in _FENCE.finditer(cleaned):
+        # Values that start inside the fence are decoded against the whole text: a string in
+        # the JSON may itself hold ``` (which is where the fence pattern thinks it ends).
+        yield from _scan(cleaned, fence.start(1), fence.end(1))
     yield from _scan(cleaned)
 
 
-def _scan(text: str) -> Iterator[Any]:
-    position, starts = 0, 0
+def _scan(text: str, position: int = 0, stop: int | None = None) -> Iterator[Any]:
+    """Decoded values starting at or after ``position`` (and before ``stop``)."""
+    starts = 0
     while starts < _MAX_START_POSITIONS:
         start = _next_opening(text, position)
-        if start < 0:
+        if start < 0 or (stop is not None and start >= stop):
             return
         starts += 1
         try:
