@@ -247,7 +247,7 @@ async def run_one(
                 everything = await memory.get_all(
                     user_id=user, limit=10_000, include_superseded=True
                 )
-                engine = await memory._engine()  # LLM usage: the store's usage table
+                engine = await memory._services()  # LLM usage: the store's usage table
                 usage = await engine.store.usage_stats()
     finally:
         logging.getLogger("memhub").removeHandler(warnings)

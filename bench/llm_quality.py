@@ -164,7 +164,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for n, conv in enumerate(conversations):
                 details.append(await run_one(memory, conv, NAMES[n % len(NAMES)], score))
                 print(conv["id"], details[-1]["memories"], flush=True)
-            engine = await memory._engine()
+            engine = await memory._services()
             usage = await engine.store.usage_stats()
     score.calls = usage.get("llm_calls", 0.0)
     score.prompt_tokens = usage.get("prompt_tokens", 0.0)

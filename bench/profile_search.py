@@ -143,7 +143,7 @@ async def profile(settings: MemhubSettings, queries: int) -> None:
     """Time the default and :data:`PREVIOUS` alternately, so machine load hits both alike."""
     memory = AsyncMemory(settings=settings)
     before = AsyncMemory(settings=settings, fusion=PREVIOUS)
-    engine = await memory._engine()
+    engine = await memory._services()
     asked = [q for _, q in synth.queries(queries + 30, users=1)]
     for q in asked[:30]:  # warm up: model, pool, prepared statements
         await memory.search(q, user_id=USER, limit=10)

@@ -181,7 +181,7 @@ def _ctes(node: dict[str, Any]) -> list[tuple[str, float]]:
 async def run(settings: MemhubSettings, n_queries: int) -> dict[str, Any]:
     """Every measurement of this module on the built database."""
     memory = AsyncMemory(settings=settings)
-    engine = await memory._engine()
+    engine = await memory._services()
     asked = [q for _, q in synth.queries(n_queries + 30, users=1)]
     for q in asked[:30]:  # warm up: model, pool, prepared statements, buffers
         await memory.search(q, user_id=USER, limit=LIMIT)

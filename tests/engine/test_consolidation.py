@@ -215,7 +215,7 @@ async def test_batching_and_usage_accounting(
         for n in range(10):
             await memory.add(f"Message {n}: nothing much.", user_id="ada")
         await memory.wait_idle()
-        engine = await memory._engine()
+        engine = await memory._services()
         stats = await engine.store.usage_stats()
     assert len(llm.chat_requests) == 1, "queued turns of one user share one call"
     prompt = llm.chat_requests[0].json["messages"][-1]["content"]
@@ -242,7 +242,7 @@ async def test_two_workers_keep_one_users_operations_in_order(
     async with AsyncMemory(settings=one) as memory:
         for n in range(12):
             await memory.add(f"step {n}", user_id="ada")
-        engine = await memory._engine()
+        engine = await memory._services()
         from memhub.engine.worker import Worker
 
         other = Worker(

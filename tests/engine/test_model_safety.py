@@ -198,7 +198,7 @@ async def _facts(memory: AsyncMemory, who: str) -> list[str]:
 
 
 async def _settle(memory: AsyncMemory, who: str) -> None:
-    engine = await memory._engine()
+    engine = await memory._services()
     from memhub.store.records import Scope
 
     async with asyncio.timeout(60):

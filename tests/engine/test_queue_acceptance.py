@@ -62,7 +62,7 @@ async def facts(memory: AsyncMemory, user: str = "ada") -> list[str]:
 
 async def settle(memory: AsyncMemory, user: str, seconds: float = 30.0) -> None:
     """Wait (never work) until ``user`` has no queued job: the in-process worker does them."""
-    engine = await memory._engine()
+    engine = await memory._services()
     from memhub.store.records import Scope
 
     async with asyncio.timeout(seconds):
@@ -281,7 +281,7 @@ async def test_wait_never_runs_other_scopes_jobs(llm_settings: MemhubSettings) -
         assert added["timed_out"], "no worker here: nothing done"
         # what add() itself stored (found by its words), not embedded by anyone
         assert [r["memory"] for r in added["results"]] == ["mine"]
-        engine = await memory._engine()
+        engine = await memory._services()
         assert await engine.store.pending_jobs() == 2, "nobody's jobs were run by the waiter"
 
 

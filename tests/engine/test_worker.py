@@ -186,7 +186,7 @@ async def test_concurrent_batches_on_one_user_with_duplicates(
     async with AsyncMemory(settings=quiet) as memory:
         for n in range(60):
             await memory.add(high if n % 4 in (0, 3) else low, user_id="dup", infer=False)
-        engine = await memory._engine()
+        engine = await memory._services()
 
         async def drain() -> None:
             while await engine.store.pending_jobs():

@@ -32,7 +32,7 @@ async def test_an_expired_memory_is_not_returned_and_is_purged_later(memory: Asy
     listed = await memory.get_all(user_id="exp")
     assert {m["id"] for m in listed["results"]} == {kept, trip["id"]}
 
-    store = (await memory._engine()).store
+    store = (await memory._services()).store
     assert await store.purge_expired(100) == 2  # the dentist and the old plan
     assert await store.purge_expired(100) == 0
     events = await memory.history(gone)

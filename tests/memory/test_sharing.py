@@ -30,7 +30,7 @@ async def _add_and_list(memory: AsyncMemory, user: str, n: int) -> list[str]:
 def test_two_asyncio_runs_in_a_row(settings: MemhubSettings) -> None:
     async def run(user: str) -> tuple[object, list[str]]:
         memory = AsyncMemory(settings=settings)
-        engine = await memory._engine()
+        engine = await memory._services()
         try:
             return engine, await _add_and_list(memory, user, 2)
         finally:
@@ -84,7 +84,7 @@ def test_two_overlapping_asyncio_runs_in_threads(settings: MemhubSettings) -> No
 
     async def run(user: str) -> None:
         async with AsyncMemory(settings=settings) as memory:
-            await memory._engine()
+            await memory._services()
             await asyncio.to_thread(barrier.wait)  # both engines are open now
             results[user] = await _add_and_list(memory, user, 3)
             await asyncio.to_thread(barrier.wait)  # and both are still open here

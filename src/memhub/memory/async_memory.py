@@ -137,7 +137,7 @@ class AsyncMemory(RetirementMethods):
             instructions=self.settings.custom_instructions,
         )
         scope = plan.scope
-        engine = await self._engine()
+        engine = await self._services()
         with operation("add", {"memhub.turns": len(plan.turns)}):
             turn_ids = await engine.store.append_turns(plan.turns, plan.job, plan.idempotency)
         engine.worker.wake()
@@ -170,7 +170,7 @@ class AsyncMemory(RetirementMethods):
 
     async def wait_idle(self) -> None:
         """Process (or wait for) every queued job of the database; benchmarks and tests use it."""
-        engine = await self._engine()
+        engine = await self._services()
         await self._drain(engine, Scope())
 
     async def search(
@@ -225,7 +225,7 @@ class AsyncMemory(RetirementMethods):
         parsed = parse_filters(rest, self.limits.filters)
         search = Search(query, scope, limit, parsed, include_superseded, threshold, max_tokens)
         reranker = chosen_reranker(rerank, self.settings)
-        engine = await self._engine()
+        engine = await self._services()
         settle: Callable[[], Awaitable[bool]] | None = None
         if self._unsettled_in(scope):
             # Read your own writes by meaning: what this object added here is found by its
@@ -252,7 +252,7 @@ class AsyncMemory(RetirementMethods):
     ) -> MemoryItem | None:
         """One memory by id (None if absent); with scope ids, only inside that scope."""
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._engine()
+        engine = await self._services()
         record = await engine.store.get_memory(scope, parse_memory_id(memory_id))
         return None if record is None else memory_item(record)
 
@@ -278,7 +278,7 @@ class AsyncMemory(RetirementMethods):
             maximum=self.limits.max_page_size,
             setting="MEMHUB_MAX_PAGE_SIZE",
         )
-        engine = await self._engine()
+        engine = await self._services()
         records = await engine.store.list_memories(
             scope, parse_filters(rest, self.limits.filters), limit, include_superseded
         )
@@ -318,7 +318,7 @@ class AsyncMemory(RetirementMethods):
             raise UsageError("pass the new text (data), metadata, or both")
         text = None if data is None else check_text("data", data, self.limits)
         meta = None if metadata is None else self._check_metadata(metadata)
-        engine = await self._engine()
+        engine = await self._services()
         vector = None if text is None else (await engine.embedder.embed([text]))[0]
         record = await engine.store.update_memory(
             scope,
@@ -342,7 +342,7 @@ class AsyncMemory(RetirementMethods):
     ) -> dict[str, str]:
         """Delete one memory; its history keeps a DELETE event with the last text."""
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._engine()
+        engine = await self._services()
         await engine.store.delete_memory(scope, parse_memory_id(memory_id), actor="user")
         return {"message": "Memory deleted successfully!"}
 
@@ -362,7 +362,7 @@ class AsyncMemory(RetirementMethods):
         if rest:
             raise UsageError(f"delete_all takes only scope ids, not filters on {sorted(rest)}")
         scope = scope_of(self.limits, **ids)
-        engine = await self._engine()
+        engine = await self._services()
         removed = await engine.store.delete_all(scope)
         return {"message": "Memories deleted successfully!", "deleted": removed}
 
@@ -376,7 +376,7 @@ class AsyncMemory(RetirementMethods):
     ) -> list[HistoryItem]:
         """Every change of a memory, oldest first."""
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._engine()
+        engine = await self._services()
         events = await engine.store.history(scope, parse_memory_id(memory_id))
         if not events and await engine.store.get_memory(scope, parse_memory_id(memory_id)) is None:
             raise MemoryNotFound(f"no memory {memory_id} in this scope")
@@ -389,13 +389,13 @@ class AsyncMemory(RetirementMethods):
         user = check_id("user_id", user_id, self.limits)
         session = check_id("session_id", session_id, self.limits)
         limit = check_limit(limit, maximum=10_000)
-        engine = await self._engine()
+        engine = await self._services()
         rows = await engine.store.recent_turns(user, session, limit)
         return [_deserialize(row.message, row.role) for row in rows]
 
     async def reset(self) -> None:
         """Delete all data of every user. Irreversible."""
-        engine = await self._engine()
+        engine = await self._services()
         await engine.store.reset()
 
     # -- ARKOS's API ------------------------------------------------------------------------
@@ -442,7 +442,7 @@ class AsyncMemory(RetirementMethods):
             job_payload=payload,
             memory_type=TURN_MEMORY if self.extracts_facts else None,
         )
-        engine = await self._engine()
+        engine = await self._services()
         (turn_id,) = await engine.store.append_turns(turns, job)
         if job is not None:
             engine.worker.wake()
@@ -484,7 +484,7 @@ class AsyncMemory(RetirementMethods):
         # Read your own writes: ARKOS adds a turn and asks right after. Wait, briefly, for this
         # object's own turns to be ingested (searchable as raw turns); never for consolidation
         # (an LLM that is slow or down must not delay recall), never for anyone else's work.
-        engine = await self._engine()
+        engine = await self._services()
         await self._settle(engine, Scope(user_id=user_id), self.settings.recall_wait_timeout)
         found = await self.search(
             query[-self.limits.max_text_chars :], user_id=user_id, limit=mem0_limit

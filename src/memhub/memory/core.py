@@ -59,7 +59,7 @@ class MemoryCore:
         self.use_long_term = use_long_term
         self.fusion = fusion or FusionConfig()
         self._embedder = embedder
-        self._engine_ref: Services | None = None
+        self._services_ref: Services | None = None
         self._open_lock: asyncio.Lock | None = None
         # Turns this object queued for ingestion, by the job's scope, that a read of the
         # scope waits for (briefly) so that it finds them by meaning too.
@@ -71,15 +71,16 @@ class MemoryCore:
         return self.settings.llm_configured
 
     # -- lifecycle --------------------------------------------------------------------------
-    async def _engine(self) -> Services:
-        # The name predates Services (memory/services.py); the methods call it ``engine``.
-        if self._engine_ref is None:
+    async def _services(self) -> Services:
+        # The methods' local name for what this returns is still ``engine`` (it predates
+        # memory/services.py's Services).
+        if self._services_ref is None:
             if self._open_lock is None:
                 self._open_lock = asyncio.Lock()
             async with self._open_lock:
-                if self._engine_ref is None:
-                    self._engine_ref = await acquire_services(self.settings, self._embedder)
-        return self._engine_ref
+                if self._services_ref is None:
+                    self._services_ref = await acquire_services(self.settings, self._embedder)
+        return self._services_ref
 
     async def open(self) -> None:
         """Open the store, the embedder and the worker now instead of on the first call.
@@ -88,11 +89,11 @@ class MemoryCore:
         and a broken database or embedder configuration fails the start, not a request.
         Calling it again does nothing.
         """
-        await self._engine()
+        await self._services()
 
     async def aclose(self) -> None:
         """Release this object's share of the pool, the embedder and the worker."""
-        engine, self._engine_ref = self._engine_ref, None
+        engine, self._services_ref = self._services_ref, None
         if engine is not None:
             await release_services(engine)
 
@@ -196,4 +197,4 @@ async def services_of(memory: MemoryCore) -> Services:
     so that the sync ``Memory`` (generated from the public methods) does not hand out an
     async store.
     """
-    return await memory._engine()
+    return await memory._services()

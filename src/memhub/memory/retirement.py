@@ -60,7 +60,7 @@ class RetirementMethods(MemoryCore):
             MemoryNotFound: no current memory with that id in the scope.
         """
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._engine()
+        engine = await self._services()
         record = await engine.store.retire_memory(
             scope, parse_memory_id(memory_id), actor[:100], reason[:500]
         )
@@ -85,7 +85,7 @@ class RetirementMethods(MemoryCore):
                 or an equal memory is current now.
         """
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._engine()
+        engine = await self._services()
         record = await engine.store.restore_memory(scope, parse_memory_id(memory_id), "user")
         return memory_item(record)
 
@@ -104,6 +104,6 @@ class RetirementMethods(MemoryCore):
         """
         scope = scope_of(self.limits, user_id, agent_id, run_id)
         limit = check_limit(limit, maximum=self.limits.max_page_size)
-        engine = await self._engine()
+        engine = await self._services()
         found = await engine.store.retired_memories(scope, limit)
         return {"results": [retired_item(r) for r in found]}
