@@ -12,7 +12,6 @@ directory that holds only PyTorch weights.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import re
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memhub.embed.graph import build_encoder, can_build
+from memhub.embed.local_model import read_json
 from memhub.errors import ConfigurationError, install_hint
 
 __all__ = ["export_onnx", "quantize_int8"]
@@ -47,9 +47,10 @@ def export_onnx(model_dir: Path, out_dir: Path) -> Path:
     target = out_dir / "model.onnx"
     if target.is_file():
         return target
-    if can_build(_config(model_dir)) and (model_dir / "model.safetensors").is_file():
+    config = read_json(model_dir / "config.json")
+    if can_build(config) and (model_dir / "model.safetensors").is_file():
         logger.info("writing the ONNX graph of %s (once)", model_dir)
-        return build_encoder(model_dir, target)
+        return build_encoder(model_dir, config, target)
     try:
         import torch
         from transformers import AutoModel
@@ -132,14 +133,6 @@ def quantize_int8(fp32: Path, out: Path) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     return out
-
-
-def _config(model_dir: Path) -> dict[str, Any]:
-    try:
-        loaded = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
 
 
 def _hidden_states(model: Any) -> Any:

@@ -77,15 +77,16 @@ def can_build(config: dict[str, Any]) -> bool:
     return config.get("model_type") in SUPPORTED and config.get("hidden_act", "gelu") == "gelu"
 
 
-def build_encoder(model_dir: Path, target: Path) -> Path:
+def build_encoder(model_dir: Path, config: dict[str, Any], target: Path) -> Path:
     """Write ``target``: the ONNX graph of ``model_dir``'s BERT or MPNet encoder, fp32.
+
+    ``config`` is the directory's ``config.json``, as its reader already has it.
 
     Raises:
         ConfigurationError: The onnx package is missing, or the weights do not match config.json.
     """
     import onnx  # a dependency of memhub, imported only here: `import memhub` stays light
 
-    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     if not can_build(config):
         raise ConfigurationError(f"{model_dir}: no graph writer for {config.get('model_type')!r}")
     weights = _without_prefix(read_safetensors(model_dir / "model.safetensors"), config)
@@ -386,7 +387,12 @@ def _gelu(graph: _Graph, where: str, x: str) -> str:
     """The exact GELU (transformers' ``gelu``): x * (1 + erf(x / sqrt 2)) / 2."""
     op: Callable[..., str] = graph.op
     scaled = op("Div", f"{where}/Div", x, _scalar(graph, "sqrt2", math.sqrt(2.0), np.float32))
-    shifted = op("Add", f"{where}/Add_1", op("Erf", f"{where}/Erf", scaled), "one_f")
+    shifted = op(
+        "Add",
+        f"{where}/Add_1",
+        op("Erf", f"{where}/Erf", scaled),
+        _scalar(graph, "one_f", 1.0, np.float32),
+    )
     return op(
         "Mul",
         f"{where}/Mul_1",

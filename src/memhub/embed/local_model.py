@@ -103,7 +103,7 @@ class ModelDirectory:
             raise ConfigurationError(
                 f"{root} holds no model: expected one of {', '.join(_ONNX_FILES + _TORCH_WEIGHTS)}"
             )
-        config = _read_json(root / "config.json")
+        config = read_json(root / "config.json")
         _check_modules(root)
         pooling, pooled_dimension = _read_pooling(root)
         found = pooled_dimension or _int(config.get("hidden_size"))
@@ -117,7 +117,7 @@ class ModelDirectory:
                 f"{root} makes vectors of {found} dimensions, not the {dimension} configured"
             )
         max_positions = _max_positions(config)
-        st_config = _read_json(root / "sentence_bert_config.json")
+        st_config = read_json(root / "sentence_bert_config.json")
         max_length = min(_int(st_config.get("max_seq_length")) or max_positions, max_positions)
         pad_id = _int(config.get("pad_token_id")) or 0
         return cls(
@@ -237,7 +237,8 @@ def _first_file(root: Path, names: tuple[str, ...]) -> Path | None:
     return next((root / name for name in names if (root / name).is_file()), None)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """A model directory's JSON file as a dict ({} when absent; a broken one is refused)."""
     if not path.is_file():
         return {}
     try:
@@ -274,7 +275,7 @@ def _check_modules(root: Path) -> None:
 
 def _read_pooling(root: Path) -> tuple[Pooling, int | None]:
     path = root / "1_Pooling" / "config.json"
-    config = _read_json(path)
+    config = read_json(path)
     if not config:
         return "mean", None
     unsupported = [key for key in _UNSUPPORTED_POOLING if config.get(key)]
