@@ -16,6 +16,7 @@ falls on all three alike).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,23 @@ def _start(
         time.sleep(0.1)
     process.kill()
     raise SystemExit("the server did not start")
+
+
+@contextlib.contextmanager
+def served(
+    extra_env: dict[str, str] | None = None, python_args: tuple[str, ...] = ()
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A ``memhub serve`` on its own temporary home, stopped with its embedded server after."""
+    with tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
+        process, base = _start(Path(tmp), extra_env, python_args)
+        try:
+            yield process, base
+        finally:
+            process.terminate()
+            process.wait(30)
+            from memhub.store.postgres.embedded import stop_embedded_server
+
+            stop_embedded_server(Path(tmp))
 
 
 def _max_body() -> bytes:
@@ -293,36 +312,26 @@ def main() -> int:
     # --pin: the server and B's client on CPU 0, A's flooding client on CPU 1, as if A flooded
     # from another machine (unpinned, A's client processes take CPU from the server and B).
     pin = "--pin" in sys.argv[1:] and len(os.sched_getaffinity(0)) >= 2
-    with tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
-        process, base = _start(Path(tmp), NO_HOLD)
+    with served(NO_HOLD) as (process, base):
         if pin:  # B's client and the server on CPU 0, A's flooding client on CPU 1
             os.sched_setaffinity(process.pid, {0})
             os.sched_setaffinity(0, {0})
-        try:
-            with httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120
-            ) as admin:
-                if "--concurrent" in sys.argv[1:]:
-                    print(
-                        f"{CONCURRENT} concurrent maximum-size adds, then {CONCURRENT} 2 MB bodies:"
-                    )
-                    rss = rss_under_concurrent_max_requests(base, process.pid, admin)
-                    print("  RSS MB:", {k: round(v, 1) for k, v in rss.items()})
-                    return 0
-                if not only_flood:
-                    print("200 maximum-size requests (every other one 2 MB, refused with 413):")
-                    rss = rss_under_max_requests(base, process.pid, admin)
-                    print("  RSS MB:", {k: round(v, 1) for k, v in rss.items()})
-                where = "on CPU 1, the server on CPU 0" if pin else "sharing every CPU"
-                print(f"tenant B while tenant A floods ({_flooders()} processes {where}):")
-                flood = flood_latency(base, admin, process.pid, {1} if pin else None)
-                print("  ", {k: round(v, 2) for k, v in flood.items()})
-        finally:
-            process.terminate()
-            process.wait(30)
-            from memhub.store.postgres.embedded import stop_embedded_server
-
-            stop_embedded_server(Path(tmp))
+        with httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120
+        ) as admin:
+            if "--concurrent" in sys.argv[1:]:
+                print(f"{CONCURRENT} concurrent maximum-size adds, then {CONCURRENT} 2 MB bodies:")
+                rss = rss_under_concurrent_max_requests(base, process.pid, admin)
+                print("  RSS MB:", {k: round(v, 1) for k, v in rss.items()})
+                return 0
+            if not only_flood:
+                print("200 maximum-size requests (every other one 2 MB, refused with 413):")
+                rss = rss_under_max_requests(base, process.pid, admin)
+                print("  RSS MB:", {k: round(v, 1) for k, v in rss.items()})
+            where = "on CPU 1, the server on CPU 0" if pin else "sharing every CPU"
+            print(f"tenant B while tenant A floods ({_flooders()} processes {where}):")
+            flood = flood_latency(base, admin, process.pid, {1} if pin else None)
+            print("  ", {k: round(v, 2) for k, v in flood.items()})
     return 0
 
 

@@ -16,13 +16,12 @@ import argparse
 import os
 import selectors
 import socket
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-from bench.server_limits import ADMIN, _start
+from bench.server_limits import ADMIN, served
 
 
 def _cpu(pid: int) -> tuple[float, float]:
@@ -121,36 +120,28 @@ def main() -> int:
         "MEMHUB_FLOOD_HOLD_SECONDS": "0",
     }
     profile = ("-m", "cProfile", "-o", args.profile) if args.profile else ()
-    with tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
-        process, base = _start(Path(tmp), quota, profile)
+    with served(quota, profile) as (process, base):
         port = int(base.rsplit(":", 1)[1])
-        try:
-            with httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120
-            ) as admin:
-                key = admin.post("/v1/keys", json={"name": "a", "tenant": "a"}).json()["key"]
-            flood(port, key, 200, args.connections)  # the key cached, its bucket empty
-            user, system = _cpu(process.pid)
-            started = time.monotonic()
-            statuses = flood(port, key, args.requests, args.connections)
-            elapsed = time.monotonic() - started
-            now_user, now_system = _cpu(process.pid)
-            user, system = now_user - user, now_system - system
-            cpu = user + system
-            each = 1e6 / args.requests
-            print(f"statuses: {statuses}")
-            print(
-                f"server CPU per request: {cpu * each:.0f} µs "
-                f"(user {user * each:.0f}, system {system * each:.0f}) "
-                f"({args.requests / elapsed:.0f} requests/s, server at {cpu / elapsed:.0%} "
-                f"of a core, load average {os.getloadavg()[0]:.2f})"
-            )
-        finally:
-            process.terminate()
-            process.wait(30)
-            from memhub.store.postgres.embedded import stop_embedded_server
-
-            stop_embedded_server(Path(tmp))
+        with httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120
+        ) as admin:
+            key = admin.post("/v1/keys", json={"name": "a", "tenant": "a"}).json()["key"]
+        flood(port, key, 200, args.connections)  # the key cached, its bucket empty
+        user, system = _cpu(process.pid)
+        started = time.monotonic()
+        statuses = flood(port, key, args.requests, args.connections)
+        elapsed = time.monotonic() - started
+        now_user, now_system = _cpu(process.pid)
+        user, system = now_user - user, now_system - system
+        cpu = user + system
+        each = 1e6 / args.requests
+        print(f"statuses: {statuses}")
+        print(
+            f"server CPU per request: {cpu * each:.0f} µs "
+            f"(user {user * each:.0f}, system {system * each:.0f}) "
+            f"({args.requests / elapsed:.0f} requests/s, server at {cpu / elapsed:.0%} "
+            f"of a core, load average {os.getloadavg()[0]:.2f})"
+        )
     return 0
 
 
