@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "telemetry": 0,
     "logs": 0,
     "_loops": 0,
+    "_cpu": 0,
     "store": 1,
     "embed": 1,
     "llm": 1,

@@ -3,16 +3,23 @@ admin key of ``MEMHUB_ADMIN_KEY`` included), the same key cache and the same quo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
+import numpy as np
+import numpy.typing as npt
 import pytest
 from pydantic import SecretStr
 from starlette.types import Receive, Scope, Send
 
 from memhub import AsyncMemory, MemhubSettings
-from memhub.mcp.auth import TENANT_STATE, KeyAuth
+from memhub._cpu import in_background
+from memhub.mcp import MCPConfig
+from memhub.mcp.auth import OVER_QUOTA_STATE, TENANT_STATE, KeyAuth
+from memhub.mcp.tools import ServerState, search_memories
 from memhub.memory.access import AccessSettings
 from memhub.memory.admin import AsyncAdmin
 from memhub.testing import FakeEmbedder
@@ -25,9 +32,12 @@ class Tools:
 
     def __init__(self) -> None:
         self.tenants: list[str] = []
+        self.over_quota: list[bool] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.tenants.append(scope["state"][TENANT_STATE])
+        if OVER_QUOTA_STATE in scope["state"]:  # tenant keys only
+            self.over_quota.append(scope["state"][OVER_QUOTA_STATE])
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"{}"})
 
@@ -65,3 +75,51 @@ async def test_the_same_keys_cache_and_quotas_as_rest(admin: AsyncAdmin) -> None
     # The two stored keys were looked up once and cached; the env admin key is never stored.
     assert len(door.access.keys._entries) == 2
     await door.access.aclose()  # its session listening for revocations
+
+
+class PriorityProbe(FakeEmbedder):
+    """Records, for each query embedded, whether its CPU work would run in the background.
+
+    The real encoders hand that work to memhub._cpu.run_cpu (tests/test_cpu.py reads the
+    thread's nice value); here only the flag matters, so hashed vectors stand in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.background: list[bool] = []
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.background.append(in_background())
+        return await super().embed(texts)
+
+
+async def test_an_over_quota_key_is_flagged_and_its_search_runs_in_the_background(
+    settings: MemhubSettings,
+) -> None:
+    tools = Tools()
+    async with AsyncMemory(settings=settings, embedder=FakeEmbedder()) as memory:
+        admin = AsyncAdmin(memory)
+        door = KeyAuth(tools, admin, AccessSettings(rate_limit=4, rate_burst=1))
+        _, tenant = await admin.create_key("mcp acme", tenant="acme")
+        transport = httpx.ASGITransport(app=door)
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://mcp.test",
+            headers={"Authorization": f"Bearer {tenant}"},
+        ) as client:
+            assert (await client.post("/mcp", json={})).status_code == 200
+            assert (await client.post("/mcp", json={})).status_code == 429
+            await asyncio.sleep(0.4)  # a token again, within OVER_QUOTA_SECONDS
+            assert (await client.post("/mcp", json={})).status_code == 200
+        await door.access.aclose()
+    assert tools.over_quota == [False, True]
+
+    probe = PriorityProbe()
+    async with AsyncMemory(settings=settings, embedder=probe) as memory:
+        state = ServerState(memory, MCPConfig())
+        for over in (False, True):
+            request = SimpleNamespace(state=SimpleNamespace(**{OVER_QUOTA_STATE: over}))
+            ctx: Any = SimpleNamespace(
+                request_context=SimpleNamespace(lifespan_context=state, request=request)
+            )
+            await search_memories("where does ada live", ctx, user_id="ada")
+    assert probe.background == [False, True]

@@ -7,7 +7,6 @@ Subclasses say where the tokenizer and the network come from; this module does t
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from memhub._cpu import run_cpu
 from memhub.embed.base import check_texts, empty_matrix, normalise_rows
 from memhub.errors import ConfigurationError, ProviderError, UsageError
 
@@ -143,7 +143,7 @@ class OnnxEncoder:
             return empty_matrix(self.dimension)
         # This is CPU work, not I/O: onnxruntime and tokenizers release the GIL, so a worker
         # thread keeps the event loop responsive and lets other threads run meanwhile.
-        return await asyncio.to_thread(self.embed_sync, items)
+        return await run_cpu(self.embed_sync, items)
 
     def embed_sync(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed texts in the calling thread; same contract as :meth:`embed`."""

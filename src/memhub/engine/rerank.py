@@ -19,7 +19,6 @@ Two rerankers:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import threading
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from memhub._cpu import run_cpu
 from memhub.config import MemhubSettings
 from memhub.embed.onnx_encoder import (
     batches,
@@ -225,7 +225,7 @@ class CrossEncoderReranker:
         """One logit per passage (CPU work, in a worker thread)."""
         if not passages:
             return []
-        return await asyncio.to_thread(self.score_sync, query, list(passages))
+        return await run_cpu(self.score_sync, query, list(passages))
 
     def score_sync(self, query: str, passages: Sequence[str]) -> list[float]:
         """The same, in the calling thread."""

@@ -19,10 +19,16 @@ from memhub.errors import StatementTimeout, StoreUnavailable
 from memhub.memory.access import Access, AccessSettings
 from memhub.memory.admin import AsyncAdmin
 
-__all__ = ["TENANT_STATE", "KeyAuth"]
+__all__ = ["OVER_QUOTA_STATE", "TENANT_STATE", "KeyAuth"]
 
 TENANT_STATE = "memhub_tenant"
 """The request-state key holding the caller's tenant ("" for an admin key)."""
+
+OVER_QUOTA_STATE = "memhub_over_quota"
+"""The request-state key saying the caller's key was refused a moment ago (Quotas.over_quota).
+
+The SDK runs tools in its session's tasks, not in the request's, so the flag travels in the
+request's state and the tools run their CPU work in the background themselves."""
 
 RETRY_AFTER_SECONDS = 5  # as the REST server's 503 answers
 
@@ -84,6 +90,7 @@ class KeyAuth:
             error, seconds = refused
             await _refuse(send, 429, error, "TooManyRequests", {"Retry-After": str(seconds)})
             return
+        state[OVER_QUOTA_STATE] = quotas.over_quota(found.id)
         quotas.enter(found.id)
         try:
             await self.app(scope, receive, send)

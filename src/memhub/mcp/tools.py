@@ -27,10 +27,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from memhub._cpu import background
 from memhub.engine.consent import forget_request
 from memhub.errors import MemhubError, MemoryNotFound, StoreUnavailable
 from memhub.mcp._sdk import Context, ToolError
-from memhub.mcp.auth import TENANT_STATE
+from memhub.mcp.auth import OVER_QUOTA_STATE, TENANT_STATE
 from memhub.mcp.config import MCPConfig
 from memhub.memory import AsyncMemory
 from memhub.telemetry import record_guard
@@ -113,6 +114,13 @@ def _tenant(ctx: Ctx) -> str:
     return str(getattr(state, TENANT_STATE, "") or "")
 
 
+def _cpu_priority(ctx: Ctx) -> contextlib.AbstractContextManager[None]:
+    """Background CPU priority for a key over its quota (see memhub.memory.access.Quotas)."""
+    state = getattr(ctx.request_context.request, "state", None)
+    over = bool(getattr(state, OVER_QUOTA_STATE, False))
+    return background() if over else contextlib.nullcontext()
+
+
 def _user(ctx: Ctx, state: ServerState, user_id: str | None) -> str:
     """The stored user id a call acts for: the pinned user, or the caller's, in its tenant."""
     pinned = state.config.default_user_id
@@ -173,7 +181,7 @@ async def search_memories(
     user = _user(ctx, state, user_id)
     if not 1 <= limit <= 100:
         raise ToolError(f"limit must be between 1 and 100, got {limit}")
-    with _tool_errors("search_memories"):
+    with _tool_errors("search_memories"), _cpu_priority(ctx):
         found = await state.memory.search(query, user_id=user, limit=limit, as_of=as_of)
     return {"results": _shown(ctx, found["results"])}
 

@@ -29,6 +29,7 @@ log = logging.getLogger("memhub.server")
 
 __all__ = [
     "ENV_ADMIN_KEY",
+    "OVER_QUOTA_SECONDS",
     "Access",
     "AccessSettings",
     "KeyCache",
@@ -141,28 +142,61 @@ class KeyCache:
         self._entries.clear()
 
 
+OVER_QUOTA_SECONDS = 2.0
+"""How long after its last refusal a key counts as over its quota (:meth:`Quotas.over_quota`)."""
+
+
 @dataclass
 class Quotas:
-    """A tenant key's request bucket and how many of its requests are being served."""
+    """A tenant key's request bucket, how many of its requests are being served, and when it
+    was last refused."""
 
     requests: RateLimiter
     max_in_flight: int
     in_flight: Counter[int] = field(default_factory=Counter)
+    refused_at: dict[int, float] = field(default_factory=dict)
+    max_keys: int = 100_000
 
-    def refusal(self, key_id: int) -> tuple[str, int] | None:
+    def refusal(self, key_id: int, now: float | None = None) -> tuple[str, int] | None:
         """Why ``key_id`` may not start a request now (and the seconds to wait), or None.
 
         Spends a token of the key's bucket when the request is admitted.
         """
+        now = time.monotonic() if now is None else now
+        refused = self._refusal(key_id, now)
+        if refused is not None:
+            if len(self.refused_at) >= self.max_keys and key_id not in self.refused_at:
+                self.refused_at.clear()  # a bound on memory; forgetting only ends a penalty
+            self.refused_at[key_id] = now
+        return refused
+
+    def over_quota(self, key_id: int, now: float | None = None) -> bool:
+        """Whether ``key_id`` was refused in the last OVER_QUOTA_SECONDS.
+
+        The doors run the CPU work of such a key's admitted requests at background priority
+        (:func:`memhub._cpu.background`): a client sending faster than its quota is served
+        from CPU that the others leave.
+        """
+        refused = self.refused_at.get(key_id)
+        now = time.monotonic() if now is None else now
+        return refused is not None and now - refused < OVER_QUOTA_SECONDS
+
+    def _refusal(self, key_id: int, now: float) -> tuple[str, int] | None:
         if self.max_in_flight > 0 and self.in_flight[key_id] >= self.max_in_flight:
             return (
                 f"{self.max_in_flight} requests of this API key are already being served"
                 " (MEMHUB_MAX_IN_FLIGHT_PER_KEY); retry in 1 s",
                 1,
             )
+        if self.in_flight[key_id] >= 1 and self.over_quota(key_id, now):
+            return (
+                "this API key is over its quota (MEMHUB_RATE_LIMIT) and one of its requests is"
+                " already being served; retry in 1 s",
+                1,
+            )
         if self.requests.rate <= 0:
             return None
-        wait = self.requests.take(key_id)
+        wait = self.requests.take(key_id, now=now)
         if wait <= 0:
             return None
         seconds = max(1, math.ceil(wait))

@@ -12,6 +12,7 @@ bench/server_limits_refusal.py measure both.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import time
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memhub._cpu import background
 from memhub.memory.access import KeyCache, Quotas
 from memhub.memory.admin import ApiKey
 from memhub.server.state import ServerState
@@ -86,7 +88,10 @@ class TenantGate:
             return
         quotas.enter(key.id)
         try:
-            await self.app({**scope, GATED_KEY: key}, receive, send)
+            # A key sending faster than its quota has its admitted work's CPU niced: it is
+            # served from CPU the other tenants leave (memhub._cpu).
+            with background() if quotas.over_quota(key.id) else contextlib.nullcontext():
+                await self.app({**scope, GATED_KEY: key}, receive, send)
         finally:
             quotas.leave(key.id)
 
