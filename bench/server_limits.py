@@ -204,15 +204,17 @@ def _as_load(cpus: set[int] | None) -> None:
         os.nice(19)
 
 
-def _flood(base: str, key: str, refused: Any, cpus: set[int] | None, stop: Any) -> None:
+def _flood(
+    base: str, key: str, refused: Any, admitted: Any, cpus: set[int] | None, stop: Any
+) -> None:
     # A process of its own: flooding threads in the sampler's process would make B wait for
     # the GIL, not for the server.
     _as_load(cpus)
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as a:
         while not stop.is_set():
-            if _call(a).status_code == 429:
-                with refused.get_lock():
-                    refused.value += 1
+            counter = refused if _call(a).status_code == 429 else admitted
+            with counter.get_lock():
+                counter.value += 1
 
 
 def _spin(cpus: set[int] | None, stop: Any) -> None:
@@ -256,6 +258,7 @@ def flood_latency(
     """B's latency quiet, while A floods, and while as many processes only burn CPU."""
     keys = [admin.post("/v1/keys", json={"name": t, "tenant": t}).json()["key"] for t in ("a", "b")]
     refused = multiprocessing.Value("i", 0)
+    admitted = multiprocessing.Value("i", 0)
     rounds = _rounds()
     headers = {"Authorization": f"Bearer {keys[1]}"}
     if SEARCH:  # something to find
@@ -285,7 +288,7 @@ def flood_latency(
         quiet_cpu += _cpu_seconds(pid) - before
         quiet_elapsed += time.monotonic() - started
         before = _cpu_seconds(pid)
-        samples, seconds = _with_load(_flood, (base, keys[0], refused, cpus), sample)
+        samples, seconds = _with_load(_flood, (base, keys[0], refused, admitted, cpus), sample)
         cpu += _cpu_seconds(pid) - before
         loud += samples
         elapsed += seconds
@@ -301,9 +304,10 @@ def flood_latency(
         "p95_flood_over_quiet": p(loud, 95) / p(quiet, 95),
         "p95_cpu_burn_over_quiet": p(spun, 95) / p(quiet, 95),
         "a_refused_429_per_s": refused.value / elapsed,
+        "a_served_per_s": admitted.value / elapsed,
         "server_cpu_share_quiet": quiet_cpu / quiet_elapsed,
         "server_cpu_share_in_flood": cpu / elapsed,
-        "server_cpu_us_per_request": cpu / (refused.value + len(loud)) * 1e6,
+        "server_cpu_us_per_request": cpu / (refused.value + admitted.value + len(loud)) * 1e6,
     }
 
 
