@@ -149,7 +149,13 @@ OVER_QUOTA_SECONDS = 2.0
 @dataclass
 class Quotas:
     """A tenant key's request bucket, how many of its requests are being served, and when it
-    was last refused."""
+    was last refused.
+
+    A key refused in the last OVER_QUOTA_SECONDS is over its quota: it is served one request
+    at a time, and the doors run its requests' CPU work at background priority
+    (:func:`memhub._cpu.background`), so a client sending faster than its quota waits on
+    itself and is served from CPU the other tenants leave (bench/server_limits.py).
+    """
 
     requests: RateLimiter
     max_in_flight: int
@@ -171,12 +177,7 @@ class Quotas:
         return refused
 
     def over_quota(self, key_id: int, now: float | None = None) -> bool:
-        """Whether ``key_id`` was refused in the last OVER_QUOTA_SECONDS.
-
-        The doors run the CPU work of such a key's admitted requests at background priority
-        (:func:`memhub._cpu.background`): a client sending faster than its quota is served
-        from CPU that the others leave.
-        """
+        """Whether ``key_id`` was refused in the last OVER_QUOTA_SECONDS."""
         refused = self.refused_at.get(key_id)
         now = time.monotonic() if now is None else now
         return refused is not None and now - refused < OVER_QUOTA_SECONDS

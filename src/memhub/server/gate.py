@@ -5,8 +5,10 @@ memory (a hash and a dict lookup) and cannot take pooled connections from other 
 gate wraps the whole application, so a refusal costs no more than uvicorn's HTTP parse and
 the gate; a key refused more than FLOOD_REFUSALS times in a second has its further refusals
 held (MEMHUB_FLOOD_HOLD_SECONDS), so that a client waiting for each answer cannot take the
-server's CPU from other tenants either. bench/server_limits.py and
-bench/server_limits_refusal.py measure both.
+server's CPU from other tenants either. A key refused in the last seconds is served one
+request at a time, its CPU work at background priority (``Quotas``), so even the requests it
+is admitted cost the others little. bench/server_limits.py and
+bench/server_limits_refusal.py measure all three.
 """
 
 from __future__ import annotations
