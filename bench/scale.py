@@ -29,6 +29,11 @@ from bench.hotpath import PeakRSS
 from bench.metrics import latency_summary
 
 log = logging.getLogger("bench.scale")
+
+# The loaded rows carry all-MiniLM-L6-v2 vectors (bench/scale_data.py): every process that
+# opens the database embeds with it, whatever memhub's default is.
+EMBEDDER = "minilm"
+
 REPO = Path(__file__).resolve().parents[1]
 LOADED = "bench_scale_loaded"  # memhub_settings key: the layout loaded, so re-runs skip it
 VECTORS = "base-vectors.npy"  # the base texts' embeddings, kept next to the data
@@ -44,7 +49,7 @@ def _open_schema(url: str) -> None:
     """Let memhub create its schema and embedding column (one search on an empty user)."""
     from memhub import MemhubSettings, Memory
 
-    memory = Memory(settings=MemhubSettings(database_url=url, worker="off"))
+    memory = Memory(settings=MemhubSettings(database_url=url, worker="off", embedder=EMBEDDER))
     try:
         memory.search("warm up", user_id="scale-nobody", limit=1)
     finally:
@@ -197,7 +202,7 @@ def searches(url: str, layout: scale_data.Layout, n: int) -> dict[str, Any]:
     from memhub import MemhubSettings, Memory
     from memhub.embed.factory import create_embedder
 
-    memory = Memory(settings=MemhubSettings(database_url=url, worker="off"))
+    memory = Memory(settings=MemhubSettings(database_url=url, worker="off", embedder=EMBEDDER))
     try:
         _search_latencies(memory, "scale-big", 30, seed=1)  # warm caches and the model
         small_users = [f"scale-u{(i * 7919) % layout.users}" for i in range(n)]
@@ -207,7 +212,7 @@ def searches(url: str, layout: scale_data.Layout, n: int) -> dict[str, Any]:
         big = _search_latencies(memory, "scale-big", n, seed=2)
     finally:
         memory.close()
-    embedder = create_embedder("minilm")
+    embedder = create_embedder(EMBEDDER)
     queries = [q for _, q in synth.queries(n, users=1, seed=3)]
     embed_times = []
     for query in queries:
@@ -230,7 +235,13 @@ def _free_port() -> int:
 
 
 def _start(args: list[str], url: str, **extra: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "MEMHUB_DATABASE_URL": url, "MEMHUB_WORKER": "off", **extra}
+    env = {
+        **os.environ,
+        "MEMHUB_DATABASE_URL": url,
+        "MEMHUB_WORKER": "off",
+        "MEMHUB_EMBEDDER": EMBEDDER,
+        **extra,
+    }
     return subprocess.Popen(
         [sys.executable, "-m", "memhub.cli", *args],
         env=env,
@@ -262,7 +273,10 @@ def _serve(url: str) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def _drain(url: str, seconds: float) -> tuple[float, int]:
-    """Wait until no job is queued (or ``seconds`` pass), timed from the first stored turn.
+    """Wait until no job is queued (or ``seconds`` pass), timed from the first embedded turn.
+
+    ``add()`` writes a memory's row at once and the worker fills its vector (issue 23), so a
+    turn counts as ingested when its memory has a vector.
 
     Returns the seconds from the first ingested memory to the last check and how many had
     been stored at that first sight, so the worker's model load is left out of its rate.
@@ -273,7 +287,8 @@ def _drain(url: str, seconds: float) -> tuple[float, int]:
         while time.perf_counter() - began < seconds:
             row = conn.execute(
                 "SELECT (SELECT count(*) FROM memory_jobs WHERE status = 'queued'),"
-                " (SELECT count(*) FROM memories WHERE user_id LIKE 'live-%')"
+                " (SELECT count(*) FROM memories WHERE user_id LIKE 'live-%'"
+                " AND embedding IS NOT NULL)"
             ).fetchone()
             queued, stored = (int(row[0]), int(row[1])) if row else (0, 0)
             if stored and not first_at:
@@ -297,7 +312,7 @@ def ingest_while_searching(url: str, seconds: float, n_adds: int) -> dict[str, A
     from memhub import MemhubSettings, Memory
 
     _forget_live(url)  # a run stopped half-way may have left its turns behind
-    memory = Memory(settings=MemhubSettings(database_url=url, worker="off"))
+    memory = Memory(settings=MemhubSettings(database_url=url, worker="off", embedder=EMBEDDER))
     try:
         for turn in synth.memories(0, n_adds, users=50, prefix="live"):
             memory.add(turn.text, user_id=turn.user_id, infer=False, timestamp=turn.timestamp)
@@ -345,6 +360,7 @@ def _measure_ingest(url: str, seconds: float, n_adds: int) -> dict[str, Any]:
         with psycopg.connect(url) as conn:
             done = conn.execute(
                 "SELECT count(*) FROM memories WHERE user_id LIKE 'live-%'"
+                " AND embedding IS NOT NULL"
             ).fetchone()
         ingested = int(done[0]) if done else 0
         return {

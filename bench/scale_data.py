@@ -1,9 +1,10 @@
 """Synthetic memories for the 1M profile, written straight into memhub's ``memories`` with COPY.
 
 Texts come from :mod:`bench.synth`. Vectors: a few thousand of those texts are embedded once
-with memhub's default embedder, and every row gets one of them plus small Gaussian noise,
-renormalised (cosine to its base text about 0.95), so the index sees clusters shaped like real
-MiniLM vectors rather than uniform random ones, without embedding a million texts.
+with all-MiniLM-L6-v2 (the model bench/scale.py embeds with), and every row gets one of them
+plus small Gaussian noise, renormalised (cosine to its base text about 0.95), so the index
+sees clusters shaped like real MiniLM vectors rather than uniform random ones, without
+embedding a million texts.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class Layout:
 
 
 def base_vectors(cache: Path | None = None) -> tuple[list[str], npt.NDArray[np.float32]]:
-    """``BASE_TEXTS`` synthetic texts and their embeddings by memhub's default embedder.
+    """``BASE_TEXTS`` synthetic texts and their embeddings by all-MiniLM-L6-v2.
 
     The embeddings are kept in ``cache`` (a ``.npy`` file) once computed.
     """
