@@ -16,7 +16,7 @@ from memhub.server import ServerSettings
 from memhub.server.gate import FLOOD_REFUSALS, Floods
 from tests.server.conftest import ADMIN_KEY, bearer, new_key
 
-HOLD = 0.3
+HOLD = 0.5
 
 
 @pytest.fixture
@@ -68,11 +68,14 @@ async def test_a_flooding_key_has_its_refusals_held(
     async with _client(app, keys[0]) as a, _client(app, keys[1]) as b:
         assert (await a.get("/v1/me")).status_code == 200
         assert (await b.get("/v1/me")).status_code == 200
-        started = time.monotonic()
+        slowest = 0.0
         for _ in range(FLOOD_REFUSALS):
+            started = time.monotonic()
             assert (await a.get("/v1/me")).status_code == 429
-        quick = time.monotonic() - started
-        assert quick < HOLD, "the first refusals are answered at once"
+            slowest = max(slowest, time.monotonic() - started)
+        # Each one, not their sum: a held answer takes the whole hold, while 50 quick ones
+        # may add up to more on a busy machine (the app's worker loads its model meanwhile).
+        assert slowest < HOLD, "the first refusals are answered at once"
         started = time.monotonic()
         held = await a.get("/v1/me")
         assert time.monotonic() - started >= HOLD * 0.9
