@@ -48,3 +48,10 @@ async def test_errors_and_arguments_pass_through() -> None:
         assert await run_cpu(divide, 6, b=3) == 2
         with pytest.raises(ZeroDivisionError):
             await run_cpu(divide, 1, b=0)
+
+
+async def test_background_false_changes_nothing() -> None:
+    with background(False):
+        assert not await run_cpu(in_background)
+    with background(), background(False):
+        assert await run_cpu(in_background), "an inner background(False) does not lift it"

@@ -45,8 +45,14 @@ _executor_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def background() -> Iterator[None]:
-    """Run the CPU work started inside this block (in this task and its children) niced."""
+def background(enabled: bool = True) -> Iterator[None]:
+    """Run the CPU work started inside this block (in this task and its children) niced.
+
+    ``background(False)`` changes nothing, so a caller says ``with background(over_quota):``.
+    """
+    if not enabled:
+        yield
+        return
     token = _background.set(True)
     try:
         yield

@@ -114,11 +114,10 @@ def _tenant(ctx: Ctx) -> str:
     return str(getattr(state, TENANT_STATE, "") or "")
 
 
-def _cpu_priority(ctx: Ctx) -> contextlib.AbstractContextManager[None]:
-    """Background CPU priority for a key over its quota (see memhub.memory.access.Quotas)."""
+def _over_quota(ctx: Ctx) -> bool:
+    """Whether the HTTP request's key is over its quota (memhub.memory.access.Quotas)."""
     state = getattr(ctx.request_context.request, "state", None)
-    over = bool(getattr(state, OVER_QUOTA_STATE, False))
-    return background() if over else contextlib.nullcontext()
+    return bool(getattr(state, OVER_QUOTA_STATE, False))
 
 
 def _user(ctx: Ctx, state: ServerState, user_id: str | None) -> str:
@@ -181,7 +180,7 @@ async def search_memories(
     user = _user(ctx, state, user_id)
     if not 1 <= limit <= 100:
         raise ToolError(f"limit must be between 1 and 100, got {limit}")
-    with _tool_errors("search_memories"), _cpu_priority(ctx):
+    with _tool_errors("search_memories"), background(_over_quota(ctx)):
         found = await state.memory.search(query, user_id=user, limit=limit, as_of=as_of)
     return {"results": _shown(ctx, found["results"])}
 

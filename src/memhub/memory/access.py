@@ -166,7 +166,8 @@ class Quotas:
     def refusal(self, key_id: int, now: float | None = None) -> tuple[str, int] | None:
         """Why ``key_id`` may not start a request now (and the seconds to wait), or None.
 
-        Spends a token of the key's bucket when the request is admitted.
+        Spends a token of the key's bucket when the request is admitted, and notes the time
+        of a refusal (:meth:`over_quota`).
         """
         now = time.monotonic() if now is None else now
         refused = self._refusal(key_id, now)

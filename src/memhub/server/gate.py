@@ -14,7 +14,6 @@ bench/server_limits_refusal.py measure all three.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import json
 import time
@@ -92,7 +91,7 @@ class TenantGate:
         try:
             # A key sending faster than its quota has its admitted work's CPU niced: it is
             # served from CPU the other tenants leave (memhub._cpu).
-            with background() if quotas.over_quota(key.id) else contextlib.nullcontext():
+            with background(quotas.over_quota(key.id)):
                 await self.app({**scope, GATED_KEY: key}, receive, send)
         finally:
             quotas.leave(key.id)
