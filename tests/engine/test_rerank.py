@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,6 +15,7 @@ from typing import Any, ClassVar
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub._cpu import BACKGROUND_NICE, background
 from memhub.engine.rerank import CrossEncoderReranker, HttpReranker
 from memhub.errors import ConfigurationError, ProviderHTTPError, ProviderOutputError, UsageError
 from tests.tiny_models import build_cross_encoder, reference_cross_encoder
@@ -43,6 +46,27 @@ async def test_cross_encoder_scores_every_pair_as_the_model_says(
     expected = [reference_cross_encoder(model, "where does my sister live", p) for p in PASSAGES]
     assert scores == pytest.approx(expected, abs=1e-5)
     assert await reranker.score("x", []) == []
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a nice value per thread")
+async def test_cross_encoder_scores_at_the_callers_cpu_priority(
+    cross_encoder: tuple[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = cross_encoder
+    reranker = CrossEncoderReranker(root, batch_size=2)
+    nice: list[int] = []
+    score_sync = CrossEncoderReranker.score_sync
+
+    def spied(self: CrossEncoderReranker, query: str, passages: Any) -> list[float]:
+        nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return score_sync(self, query, passages)
+
+    monkeypatch.setattr(CrossEncoderReranker, "score_sync", spied)
+    plain = await reranker.score("where does my sister live", PASSAGES)
+    with background():  # an over-quota key's request (memhub._cpu)
+        niced = await reranker.score("where does my sister live", PASSAGES)
+    assert nice == [os.getpriority(os.PRIO_PROCESS, 0), BACKGROUND_NICE]
+    assert niced == plain
 
 
 def test_cross_encoder_directory_errors_name_the_path(tmp_path: Path) -> None:
