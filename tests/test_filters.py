@@ -62,10 +62,10 @@ ROWS: list[dict[str, Any]] = [
         updated_at=day(20),
     ),
     _row(3, {"score": "5", "category": "home"}, "alice", memory_type="preference"),
-    _row(4, {"score": True, "tags": "a"}, "bob"),
+    _row(4, {"score": True, "tags": "a"}, "bob", role="user"),  # an episode
     _row(5, {"score": None, "tags": []}, "bob", valid_to=day(10)),
     _row(6, {"score": [5], "tags": ["a", 1, True]}, "bob"),
-    _row(7, {}, "bob"),
+    _row(7, {}, "bob", role="user"),
     _row(
         8,
         {"score": 10, "nested": {"level": 2, "deep": {"x": "y"}}},
@@ -76,7 +76,7 @@ ROWS: list[dict[str, Any]] = [
     _row(
         9, {"score": -1, "nested": {"level": 3}}, None, agent_id="planner", memory_type="procedure"
     ),
-    _row(10, {"nested": 3}, None, agent_id="planner", run_id="r1"),
+    _row(10, {"nested": 3}, None, agent_id="planner", run_id="r1", role="assistant"),
     _row(11, {"nested": [{"level": 2}]}, "carol"),
     _row(12, {"nested": {"level": "2"}}, "carol"),
     _row(13, {"arr": [10, 20]}, "carol"),
@@ -124,6 +124,16 @@ CASES: list[tuple[dict[str, Any], frozenset[int] | set[int]]] = [
     ({"obj": {"eq": {"a": 1}}}, {25}),
     ({'we"ird': 1, "back\\slash": 2}, {19}),
     ({"ünï": "x"}, {19}),
+    # kind: derived from the role column (episodes have one, facts none)
+    ({"kind": "episode"}, {4, 7, 10}),
+    ({"kind": "fact"}, but(4, 7, 10)),
+    ({"kind": {"ne": "fact"}}, {4, 7, 10}),
+    ({"kind": {"in": ["fact", "episode"]}}, ALL),
+    ({"kind": {"nin": ["episode"]}}, but(4, 7, 10)),
+    ({"kind": "*"}, ALL),
+    ({"kind": "fact", "user_id": "bob"}, {5, 6}),
+    ({"NOT": [{"kind": "fact"}]}, {4, 7, 10}),
+    ({"role": "user"}, {4, 7}),
     # ne / nin hold where the key is missing
     ({"category": {"ne": "work"}}, but(1, 30)),
     ({"score": {"nin": [5, "5", None]}}, but(1, 3, 5, 24)),
@@ -298,6 +308,22 @@ def test_values_are_copied() -> None:
     f = parse_filters({"k": {"eq": value}})
     value["a"].append(3)
     assert f == Condition("k", "eq", {"a": [1, 2]})
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"kind": "facts"},
+        {"kind": None},
+        {"kind": {"in": ["fact", "turn"]}},
+        {"kind": {"gt": "episode"}},
+        {"kind": {"contains": "fact"}},
+    ],
+)
+def test_kind_takes_only_episode_or_fact(raw: dict[str, Any]) -> None:
+    """A misspelt kind would match nothing and look like an empty memory: it is refused."""
+    with pytest.raises(UsageError, match="kind"):
+        parse_filters(raw)
 
 
 def test_field_sets() -> None:

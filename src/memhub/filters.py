@@ -7,7 +7,11 @@ Fields
     ``created_at updated_at valid_from valid_to``   timestamp columns; values are datetimes or
                                                     ISO 8601 strings, naive meaning UTC
     ``id user_id agent_id run_id memory_type role`` columns (``id`` values must be UUIDs;
-                                                    ``role`` is set on turn memories)
+                                                    ``role`` is set on episodes)
+    ``kind``                                        ``"episode"`` (a stored turn, as said: it
+                                                    has a role) or ``"fact"`` (what an LLM
+                                                    extracted: no role); only ``eq``, ``ne``,
+                                                    ``in``, ``nin`` with those two values
     anything else                                   a metadata key; ``"a.b"`` is key ``b`` of
                                                     the object at key ``a`` (dots always split)
 
@@ -42,7 +46,11 @@ from memhub.errors import UsageError
 __all__ = [
     "COLUMN_FIELDS",
     "COMPARISONS",
+    "EPISODE",
     "EXISTS",
+    "FACT",
+    "KIND",
+    "KINDS",
     "MAX_CONDITIONS",
     "MAX_DEPTH",
     "MAX_IN_VALUES",
@@ -54,12 +62,19 @@ __all__ = [
     "FilterLimits",
     "Not",
     "Or",
+    "memory_kind",
     "metadata_path",
     "parse_filters",
 ]
 
 COLUMN_FIELDS: Final = frozenset({"id", "user_id", "agent_id", "run_id", "memory_type", "role"})
 TIMESTAMP_FIELDS: Final = frozenset({"created_at", "updated_at", "valid_from", "valid_to"})
+#: The field naming what a memory is, derived from its ``role`` column (no column of its own).
+KIND: Final = "kind"
+EPISODE: Final = "episode"
+FACT: Final = "fact"
+KINDS: Final = (EPISODE, FACT)
+_KIND_OPERATORS: Final = ("eq", "ne", "in", "nin")
 OPERATORS: Final = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains")
 COMPARISONS: Final = ("gt", "gte", "lt", "lte")
 EXISTS: Final = "exists"  # what {"field": "*"} parses to; not accepted as a written operator
@@ -263,7 +278,14 @@ def _encodable(text: str) -> bool:
     return True
 
 
+def memory_kind(role: str | None) -> str:
+    """What a memory is: an episode (a turn as said, which has a speaker) or a fact."""
+    return FACT if role is None else EPISODE
+
+
 def _condition(field: str, op: str, value: Any, limits: FilterLimits) -> Condition:
+    if field == KIND:
+        _check_kind(op, value)
     if op in ("in", "nin"):
         if not isinstance(value, list | tuple):
             raise UsageError(f"{op!r} on {field!r} needs a list, got {type(value).__name__}")
@@ -283,6 +305,16 @@ def _condition(field: str, op: str, value: Any, limits: FilterLimits) -> Conditi
     if op == "icontains" and not isinstance(value, str):
         raise UsageError(f"'icontains' on {field!r} needs a string, got {value!r}")
     return Condition(field, op, _value(field, value))
+
+
+def _check_kind(op: str, value: Any) -> None:
+    """``kind`` takes one of :data:`KINDS`: a misspelt kind would silently match nothing."""
+    if op not in _KIND_OPERATORS:
+        raise UsageError(f"{op!r} is not supported on 'kind'; use eq, ne, in or nin")
+    values = value if op in ("in", "nin") and isinstance(value, list | tuple) else [value]
+    for v in values:
+        if v not in KINDS:
+            raise UsageError(f"'kind' is 'episode' or 'fact', got {v!r}")
 
 
 def _value(field: str, value: Any) -> Any:

@@ -101,20 +101,20 @@ async def test_refine_rewrites_in_place_unless_the_text_exists(store: Store) -> 
     assert (event.event, event.actor, event.turn_ids) == ("UPDATE", "consolidation", (7,))
 
 
-async def test_forget_and_retire_turn_memories(store: Store) -> None:
-    fact, _raw1, raw2, other = await insert(
+async def test_forget_retires_the_fact_and_leaves_the_episodes(store: Store) -> None:
+    fact, raw1, raw2, other = await insert(
         store,
         mem("likes tea"),
-        mem("turn one", memory_type="turn", source_turn_ids=(1,)),
-        mem("turn two", memory_type="turn", source_turn_ids=(2,)),
-        mem("turn one", V, memory_type="turn", source_turn_ids=(1,)),
+        mem("turn one", role="user", source_turn_ids=(1,)),
+        mem("turn two", role="user", source_turn_ids=(2,)),
+        mem("turn one", V, role="user", source_turn_ids=(1,)),
     )
     assert fact is not None
     async with store.apply_jobs([], "t", {}) as batch:
         await batch.forget(U, fact, [3])
-        assert await batch.retire_turn_memories(U, [1, 5]) == 1
+    # consolidation never removes what was said: the episodes of the turns stay
     left = {r.id for r in await store.list_memories(Scope(), None, 10, False)}
-    assert left == {raw2, other}
+    assert left == {raw1, raw2, other}
     # a model's forget retires: out of every read, superseded ones included, but kept
     assert fact not in {r.id for r in await store.list_memories(Scope(), None, 10, True)}
     assert await store.get_memory(U, fact) is None
@@ -129,7 +129,7 @@ async def test_rollback_undoes_every_consolidation_write(store: Store) -> None:
         store,
         mem("a", vector=X),
         mem("b", vector=Y),
-        mem("c", vector=[0.0, 1.0, 1.0], memory_type="turn", source_turn_ids=(1,)),
+        mem("c", vector=[0.0, 1.0, 1.0], role="user", source_turn_ids=(1,)),
     )
     assert a is not None and b is not None and c is not None
     before = {r.id: r for r in await store.list_memories(U, None, 10, True)}
@@ -140,7 +140,6 @@ async def test_rollback_undoes_every_consolidation_write(store: Store) -> None:
             await batch.refine(U, a, "a2", "a2", np.asarray(Z, np.float32), [2])
             await batch.supersede(U, b, mem("b2", vector=Z), datetime.now(UTC))
             await batch.forget(U, a, [3])
-            await batch.retire_turn_memories(U, [1])
             await batch.enqueue(NewJob("consolidate", U), None, False)
             await batch.record_usage(
                 U, "m", {"calls": 1, "prompt_tokens": 5, "completion_tokens": 2}, 1, 1, {}

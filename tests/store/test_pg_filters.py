@@ -40,6 +40,7 @@ _COLUMNS = (
     "updated_at",
     "valid_to",
     "metadata",
+    "role",
 )
 Conn = psycopg.Connection[dict[str, Any]]
 

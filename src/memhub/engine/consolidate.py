@@ -42,7 +42,7 @@ from memhub.engine.prompts import (
 )
 from memhub.engine.text import memory_hash, turn_text
 from memhub.errors import ProviderError, ProviderOutputError
-from memhub.filters import parse_filters
+from memhub.filters import FACT, KIND, parse_filters
 from memhub.llm import LLM
 from memhub.llm.base import UnusableAnswerError, Usage
 from memhub.llm.parsing import iter_json_values
@@ -58,7 +58,6 @@ from memhub.telemetry import (
 __all__ = [
     "CONSOLIDATE_JOB",
     "MAX_REMOVALS",
-    "TURN_MEMORY",
     "Consolidator",
     "Plan",
     "PlannedOp",
@@ -69,9 +68,9 @@ __all__ = [
 log = logging.getLogger("memhub.consolidation")
 
 CONSOLIDATE_JOB = "consolidate"
-TURN_MEMORY = "turn"  # memory_type of a raw turn waiting for consolidation
 PROCEDURAL = "procedural_memory"
-_NOT_RAW = parse_filters({"memory_type": {"ne": TURN_MEMORY}})
+# The model is shown stored facts only: the episodes (what was said) are never its to change.
+_FACTS = parse_filters({KIND: FACT})
 #: DELETE and SUPERSEDE operations one consolidation call may apply; the rest are refused.
 MAX_REMOVALS = 3
 
@@ -296,7 +295,7 @@ class Consolidator:
         vectors = await self.embedder.embed(texts)
         each = max(3, -(-self.related_k // len(turns)))
         lists = [
-            await retrieve.candidates(store, scope, text, vector, each, _NOT_RAW, False)
+            await retrieve.candidates(store, scope, text, vector, each, _FACTS, False)
             for text, vector in zip(texts, vectors, strict=True)
         ]
         ranked = [sorted(c, key=_best_rank) for c in lists]
@@ -365,7 +364,7 @@ class Consolidator:
             if op.kind != "ADD" or op.text is None:
                 continue
             found = await retrieve.candidates(
-                store, plan.scope, op.text, vector, 5, _NOT_RAW, False
+                store, plan.scope, op.text, vector, 5, _FACTS, False
             )
             closest = next(
                 (
@@ -522,10 +521,7 @@ class Consolidator:
                 len(plan.jobs),
                 dict(Counter(op.kind for op in plan.ops) + plan.refused),
             )
-        if not plan.refused:
-            # What the model proposed and memhub refused may have been all a turn said:
-            # then its raw memory stays searchable.
-            await batch.retire_turn_memories(plan.scope, plan.turn_ids)
+        # The turns' episodes stay whatever the model answered: facts are added beside them.
         await batch.complete([job.id for job in plan.jobs])
 
     async def _apply_op(

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memhub.engine.consolidate import TURN_MEMORY
 from memhub.engine.text import memory_hash, turn_text
 from memhub.messages import Message, serialize
 from memhub.store.records import (
@@ -109,10 +108,10 @@ def plan_add(request: AddRequest, *, extracts_facts: bool, instructions: str | N
     """
     new_id = id_source(request.scope, request.idempotency_key)
     one_per_turn = not request.infer or not extracts_facts
-    roles = long_term_roles(request.remember_roles, one_per_turn, request.messages)
-    kept = tuple(m for m in request.messages if roles is None or m.role in roles)
-    # Every long-term turn's memory is written with it, under an id chosen now: with an
-    # LLM it is the raw turn, findable until the facts extracted from it replace it.
+    roles = long_term_roles(request.remember_roles, request.messages)
+    kept = tuple(m for m in request.messages if m.role in roles)
+    # Every long-term turn's memory (its episode) is written with it, under an id chosen
+    # now; with an LLM, facts are added beside the episodes later and never replace them.
     memory_ids = tuple(new_id(str(n)) for n in range(len(kept)))
     payload = JobPayload(
         infer=request.infer,
@@ -130,7 +129,7 @@ def plan_add(request: AddRequest, *, extracts_facts: bool, instructions: str | N
         created_at=request.said_at,
         job_payload=payload,
         remember_roles=roles,
-        memory_type=request.memory_type if one_per_turn else TURN_MEMORY,
+        memory_type=request.memory_type,
     )
     key = request.idempotency_key
     return AddPlan(
@@ -212,20 +211,19 @@ def turns_and_job(
 
 
 def long_term_roles(
-    remember_roles: Collection[str] | None, raw: bool, messages: Sequence[Message]
-) -> frozenset[str] | None:
-    """The roles of ``messages`` that go to long-term memory (None: every role).
+    remember_roles: Collection[str] | None, messages: Sequence[Message]
+) -> frozenset[str]:
+    """The roles of ``messages`` that go to long-term memory (``remember_roles``, or all).
 
-    In raw mode (each turn stored as it is) a system message is never one, as in Mem0: it
-    is the application's instruction, not something the user said, and stored on every call
-    it would fill recall with "You are a helpful assistant". It is still a turn of the
-    conversation (``recent_turns``, ARKOS's short-term memory).
+    A system message is never one, with or without an LLM, as in Mem0: it is the
+    application's instruction, not something anyone said, and stored on every call it would
+    fill recall with "You are a helpful assistant" (and an LLM would be shown it as part of
+    the conversation to extract facts from). It is still a turn of the conversation
+    (``recent_turns``, ARKOS's short-term memory).
     """
-    wanted = None if remember_roles is None else frozenset(remember_roles)
-    if not raw:
-        return wanted
     present = {m.role for m in messages}
-    return frozenset((present if wanted is None else present & wanted) - {SYSTEM_ROLE})
+    wanted = present if remember_roles is None else present & frozenset(remember_roles)
+    return frozenset(wanted - {SYSTEM_ROLE})
 
 
 def assigned_memory_ids(payload: JobPayload) -> dict[int, uuid.UUID]:

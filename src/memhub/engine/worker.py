@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memhub.embed.base import Embedder
-from memhub.engine.consolidate import CONSOLIDATE_JOB, TURN_MEMORY, Consolidator, fact_scope
+from memhub.engine.consolidate import CONSOLIDATE_JOB, Consolidator, fact_scope
 from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
 from memhub.engine.job_payload import call_groups
 from memhub.engine.text import turn_text
@@ -417,7 +417,8 @@ class Worker:
         memories: list[NewMemory] = []
         for (job, turn), vector in zip(said, vectors, strict=True):
             ids = assigned_memory_ids(job.payload)  # the ids add() already returned
-            made = memories_from_turns([turn], job.scope, [vector], _memory_type(self, job), ids)
+            # each turn's episode carries the caller's memory_type, with or without an LLM
+            made = memories_from_turns([turn], job.scope, [vector], job.payload.memory_type, ids)
             expires = job.payload.expires_at
             memories += [replace(m, expires_at=expires) for m in made] if expires else made
         jobs = {job.id: job for job, _, _ in part} | {job.id: job for job in empty}
@@ -482,8 +483,3 @@ class Worker:
             done += len(group)
         return done
 
-
-def _memory_type(worker: Worker, job: Job) -> str | None:
-    if worker.consolidator is not None and job.payload.infer:
-        return TURN_MEMORY
-    return job.payload.memory_type

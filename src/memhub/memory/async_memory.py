@@ -14,7 +14,7 @@ from datetime import date, datetime
 from functools import partial
 from typing import Any
 
-from memhub.engine.consolidate import TURN_MEMORY, fact_scope
+from memhub.engine.consolidate import fact_scope
 from memhub.engine.ingest import plan_add, turns_and_job
 from memhub.engine.rerank import chosen_reranker
 from memhub.engine.retrieve import Search, retrieve
@@ -440,7 +440,6 @@ class AsyncMemory(RetirementMethods):
             metadata=None,
             created_at=None,
             job_payload=payload,
-            memory_type=TURN_MEMORY if self.extracts_facts else None,
         )
         engine = await self._services()
         (turn_id,) = await engine.store.append_turns(turns, job)

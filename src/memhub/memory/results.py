@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from memhub.filters import memory_kind
 from memhub.store.records import HistoryEvent, MemoryRecord
 
 __all__ = ["HistoryItem", "MemoryItem", "history_item", "memory_item"]
 
 
 class MemoryItem(TypedDict):
-    """One memory as Mem0 returns it, plus memhub's validity interval."""
+    """One memory as Mem0 returns it, plus memhub's validity interval and ``kind``.
+
+    ``kind`` is ``"episode"`` (a turn as it was said; it has a ``role``) or ``"fact"``
+    (what an LLM extracted, or a procedural summary; no role).
+    """
 
     id: str
     memory: str
+    kind: str
     hash: str
     metadata: dict[str, Any]
     created_at: str
@@ -50,6 +56,7 @@ def memory_item(record: MemoryRecord, score: float | None = None) -> MemoryItem:
     item = MemoryItem(
         id=str(record.id),
         memory=record.memory,
+        kind=memory_kind(record.role),
         hash=record.hash,
         metadata=dict(record.metadata),
         created_at=record.created_at.isoformat(),
@@ -69,10 +76,12 @@ def memory_item(record: MemoryRecord, score: float | None = None) -> MemoryItem:
         item["memory_type"] = record.memory_type
     if record.superseded_by is not None:
         item["superseded_by"] = str(record.superseded_by)
-    # Memories stored before the role column kept it in their metadata.
+    # Memories stored before the role column kept it in their metadata (migration 0025
+    # copies it to the column, which decides the kind).
     role = record.role or record.metadata.get("role")
     if isinstance(role, str):
         item["role"] = role
+        item["kind"] = memory_kind(role)
     return item
 
 

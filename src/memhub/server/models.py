@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
@@ -135,10 +135,15 @@ class PatchRequest(_Strict):
 
 
 class MemoryOut(BaseModel):
-    """One memory, Mem0-shaped, plus its validity interval."""
+    """One memory, Mem0-shaped, plus its validity interval and what it is (``kind``)."""
 
     id: str
     memory: str
+    kind: Literal["episode", "fact"] | None = Field(
+        default=None,
+        description="episode: a turn as it was said (it has a role); fact: what an LLM"
+        " extracted from turns (metadata.source_turn_ids names them).",
+    )
     hash: str
     metadata: dict[str, Any]
     created_at: str

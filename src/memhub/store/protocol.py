@@ -97,10 +97,6 @@ class ConsolidationWrites(Protocol):
         """Retire a fact the user asked to forget (history RETIRE; ``restore`` undoes it)."""
         ...
 
-    async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:
-        """Remove raw ``turn`` memories of consolidated turns."""
-        ...
-
     async def record_usage(
         self,
         scope: Scope,

@@ -11,7 +11,7 @@ from uuid import UUID
 
 from memhub.errors import MemoryNotFound, StoreError, UsageError
 from memhub.store.inmemory.retire import retire
-from memhub.store.inmemory.rows import as_utc, in_scope, jsonb
+from memhub.store.inmemory.rows import as_utc, jsonb
 from memhub.store.inmemory.tables import Tables
 from memhub.store.protocol import Vector
 from memhub.store.records import FORGET_REASON, Job, NewJob, NewMemory, Scope
@@ -134,22 +134,6 @@ class InMemoryBatch:
             retire(tables, mem, "consolidation", reason, turn_ids, self.now, self.undo)
 
         await self._run(op)
-
-    async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:
-        def op() -> int:
-            tables, wanted = self._tables, set(turn_ids)
-            retired = [
-                m
-                for m in tables.memories.values()
-                if in_scope(scope, m.scope)
-                and m.memory_type == "turn"
-                and wanted.intersection(m.source_turn_ids)
-            ]
-            for mem in retired:
-                tables.detach(mem, self.undo)
-            return len(retired)
-
-        return await self._run(op)
 
     async def record_usage(
         self,

@@ -17,11 +17,13 @@ from uuid import UUID
 from memhub.filters import (
     COLUMN_FIELDS,
     EXISTS,
+    KIND,
     TIMESTAMP_FIELDS,
     And,
     Condition,
     Filter,
     Or,
+    memory_kind,
     metadata_path,
 )
 from memhub.store.inmemory.rows import as_utc
@@ -84,6 +86,8 @@ def _is_column(field: str) -> bool:
 
 def _lookup(field: str, record: Mapping[str, Any]) -> Any:
     """A column's value (None when NULL), or the metadata value (``_MISSING`` when absent)."""
+    if field == KIND:
+        return memory_kind(record.get("role"))
     if _is_column(field):
         value = record.get(field)
         if isinstance(value, datetime):

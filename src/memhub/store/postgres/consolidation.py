@@ -175,19 +175,6 @@ class PgConsolidationWrites:
         await retire(self.conn, old, "consolidation", reason, turn_ids)
 
     @batch_step
-    async def retire_turn_memories(self, scope: Scope, turn_ids: Sequence[int]) -> int:
-        """Remove the raw memories of consolidated turns (the turns themselves stay)."""
-        params = Params()
-        cur = await self.conn.execute(
-            sql.SQL(
-                "DELETE FROM memories m"
-                " WHERE {} AND m.memory_type = 'turn' AND m.source_turn_ids && {}"
-            ).format(scope_where(scope, params), params.bind(list(turn_ids), "bigint[]")),
-            params.values,
-        )
-        return cur.rowcount
-
-    @batch_step
     async def record_usage(
         self,
         scope: Scope,

@@ -20,6 +20,7 @@ from memhub.filters import (
     COLUMN_FIELDS,
     COMPARISONS,
     EXISTS,
+    KIND,
     TIMESTAMP_FIELDS,
     And,
     Condition,
@@ -71,7 +72,13 @@ def _join(
 
 def _condition(c: Condition, params: Params, alias: str) -> sql.Composable:
     op = _NEGATED.get(c.op, c.op)
-    if c.field in COLUMN_FIELDS or c.field in TIMESTAMP_FIELDS:
+    if c.field == KIND:
+        # derived from the role column (memory_kind): episodes have a speaker, facts none
+        kind = sql.SQL("(CASE WHEN {} IS NULL THEN 'fact' ELSE 'episode' END)").format(
+            sql.Identifier(alias, "role")
+        )
+        expr = _column(kind, c.field, op, c.value, params)
+    elif c.field in COLUMN_FIELDS or c.field in TIMESTAMP_FIELDS:
         expr = _column(sql.Identifier(alias, c.field), c.field, op, c.value, params)
     else:
         doc = sql.Identifier(alias, "metadata")
@@ -80,7 +87,7 @@ def _condition(c: Condition, params: Params, alias: str) -> sql.Composable:
 
 
 # -- columns -------------------------------------------------------------------------------
-def _column(col: sql.Identifier, field: str, op: str, value: Any, params: Params) -> sql.Composable:
+def _column(col: sql.Composable, field: str, op: str, value: Any, params: Params) -> sql.Composable:
     if op == EXISTS:
         return sql.SQL("({} IS NOT NULL)").format(col)
     if op in ("eq", "in"):
@@ -100,7 +107,7 @@ def _column(col: sql.Identifier, field: str, op: str, value: Any, params: Params
 
 
 def _column_in(
-    col: sql.Identifier, field: str, values: tuple[Any, ...], params: Params
+    col: sql.Composable, field: str, values: tuple[Any, ...], params: Params
 ) -> sql.Composable:
     tests: list[sql.Composable] = []
     if any(v is None for v in values):
