@@ -6,12 +6,15 @@ server (a real socket, the real ``openai`` client) scripted turn by turn.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub.engine.text import memory_hash
+from memhub.store.records import NewMemory, Scope
 from memhub.testing import ScriptedOpenAIServer
 
 
@@ -37,6 +40,24 @@ def scripted(settings: MemhubSettings, llm: ScriptedOpenAIServer, **changes: Any
             **changes,
         }
     )
+
+
+async def store_facts(memory: AsyncMemory, user_id: str, *texts: str) -> list[str]:
+    """Store ``texts`` as the user's facts, as consolidation writes an ADD; returns their ids.
+
+    ``add(..., infer=False)`` stores episodes (what was said), which consolidation never shows
+    the model as stored facts nor changes; a test of what a model may do to stored facts
+    seeds them here (real store, real embedder), without a scripted extraction call each.
+    """
+    engine = await memory._services()
+    vectors = await engine.embedder.embed(list(texts))
+    facts = [
+        NewMemory(uuid.uuid4(), Scope(user_id=user_id), text, memory_hash(text), vector, {})
+        for text, vector in zip(texts, vectors, strict=True)
+    ]
+    async with engine.store.apply_jobs([], "test", {}) as batch:
+        ids = await batch.insert_memories(facts, actor="consolidation")
+    return [str(i) for i in ids]
 
 
 @pytest.fixture

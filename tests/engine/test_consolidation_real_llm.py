@@ -73,8 +73,7 @@ async def assert_facts_grounded(memory: AsyncMemory, db_url: str, user: str) -> 
     said = await user_turns(db_url, user)
     facts = [
         r["memory"]
-        for r in (await memory.get_all(user_id=user))["results"]
-        if r.get("memory_type") != "turn"
+        for r in (await memory.get_all(user_id=user, filters={"kind": "fact"}))["results"]
     ]
     for fact in facts:
         assert support(fact, said, ignore=[user]).by_person, f"{fact!r} is not in {said}"

@@ -23,7 +23,7 @@ def ops(*operations: dict[str, Any]) -> str:
 
 async def memories(memory: AsyncMemory, user: str = "ada") -> list[tuple[str, str | None]]:
     rows = (await memory.get_all(user_id=user))["results"]
-    return sorted((r["memory"], r.get("memory_type")) for r in rows)
+    return sorted((r["memory"], r["kind"]) for r in rows)
 
 
 async def refusals(db_url: str, user: str = "ada") -> dict[str, int]:
@@ -49,7 +49,7 @@ async def test_the_prompts_own_example_is_refused_and_the_turn_kept(
         )
     )
     await memory.add("I started learning the violin.", user_id="ada", wait=True)
-    assert await memories(memory) == [("I started learning the violin.", "turn")]
+    assert await memories(memory) == [("I started learning the violin.", "episode")]
     assert await refusals(db_url) == {"REFUSED_INVALID": 1, "REFUSED_COPY_OF_INSTRUCTIONS": 1}
 
 
@@ -70,7 +70,7 @@ async def test_the_assistants_words_are_not_the_users_facts(
         user_id="ada",
         wait=True,
     )
-    stored = [text for text, kind in await memories(memory) if kind != "turn"]
+    stored = [text for text, kind in await memories(memory) if kind != "episode"]
     assert stored == ["Ada is a teacher."]
     assert await refusals(db_url) == {"ADD": 1, "REFUSED_COPY_OF_ASSISTANT": 1}
 
@@ -87,7 +87,7 @@ async def test_a_fact_citing_the_wrong_turn_cites_the_turn_that_says_it(
         user_id="ada",
         wait=True,
     )
-    (fact,) = [r for r in (await memory.get_all(user_id="ada"))["results"]]
+    (fact,) = (await memory.get_all(user_id="ada", filters={"kind": "fact"}))["results"]
     assert fact["memory"] == "Ada is allergic to peanuts."
     turns = fact["metadata"]["source_turn_ids"]
     assert len(turns) == 1  # the user's turn, not the assistant's it cited
@@ -98,7 +98,7 @@ async def test_a_fact_no_turn_says_is_refused(
 ) -> None:
     llm.enqueue(ops({"op": "ADD", "text": "Ada owns a red bicycle.", "turns": [1]}))
     await memory.add("I moved from Paris to Berlin.", user_id="ada", wait=True)
-    assert await memories(memory) == [("I moved from Paris to Berlin.", "turn")]
+    assert await memories(memory) == [("I moved from Paris to Berlin.", "episode")]
     assert await refusals(db_url) == {"REFUSED_UNGROUNDED": 1}
 
 
@@ -108,7 +108,7 @@ async def test_valid_json_in_another_shape_is_read_not_parked(
     # synonyms small models use: "memories", "action", lower case, "fact", turn as a string
     llm.enqueue(json.dumps({"memories": [{"action": "add", "fact": "Ada runs.", "turn": "1"}]}))
     await memory.add("I run every morning.", user_id="ada", wait=True)
-    assert await memories(memory) == [("Ada runs.", None)]
+    assert await memories(memory) == [("Ada runs.", "fact"), ("I run every morning.", "episode")]
 
 
 async def test_an_update_naming_no_fact_is_an_add(
@@ -117,7 +117,10 @@ async def test_an_update_naming_no_fact_is_an_add(
     # Qwen2.5-Coder-0.5B labels most new facts UPDATE, with no fact number (issue 25 bench)
     llm.enqueue(ops({"op": "UPDATE", "id": None, "text": "Ada runs every morning.", "turns": [1]}))
     await memory.add("I run every morning.", user_id="ada", wait=True)
-    assert await memories(memory) == [("Ada runs every morning.", None)]
+    assert await memories(memory) == [
+        ("Ada runs every morning.", "fact"),
+        ("I run every morning.", "episode"),
+    ]
 
 
 async def test_valid_json_that_means_nothing_is_refused_not_parked(
@@ -131,7 +134,7 @@ async def test_valid_json_that_means_nothing_is_refused_not_parked(
     assert jobs == 0
     assert len(llm.chat_requests) == 2  # the answer and one repair, then refused
     assert await refusals(db_url) == {"REFUSED_UNPARSABLE": 1}
-    assert await memories(memory) == [("I run every morning.", "turn")]
+    assert await memories(memory) == [("I run every morning.", "episode")]
 
 
 async def test_turns_that_do_not_fit_the_window_are_split_never_cut(

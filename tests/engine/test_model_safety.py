@@ -21,7 +21,7 @@ import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.testing import ScriptedOpenAIServer
-from tests.engine.conftest import scripted
+from tests.engine.conftest import scripted, store_facts
 from tests.test_telemetry import otel, points  # noqa: F401 (the fixture, shared)
 
 FACTS = (
@@ -188,12 +188,11 @@ def planned(attack: Attack) -> Any:
 
 async def _seed(memory: AsyncMemory, who: str) -> None:
     # Stored as facts directly (no extraction): what consolidation shows the model.
-    for fact in FACTS:
-        await memory.add(fact, user_id=who, infer=False, wait=True)
+    await store_facts(memory, who, *FACTS)
 
 
 async def _facts(memory: AsyncMemory, who: str) -> list[str]:
-    found = await memory.get_all(user_id=who, filters={"memory_type": {"ne": "turn"}})
+    found = await memory.get_all(user_id=who, filters={"kind": "fact"})
     return sorted(r["memory"] for r in found["results"])
 
 
@@ -258,7 +257,7 @@ async def test_a_users_own_request_to_forget_works_in_four_languages(
     llm.default = obeying({request: plan_for(fact) for request, fact in REQUESTS.values()})
     async with AsyncMemory(settings=llm_settings) as memory:
         for lang, (_, fact) in REQUESTS.items():
-            await memory.add(fact, user_id=f"user-{lang}", infer=False, wait=True)
+            await store_facts(memory, f"user-{lang}", fact)
         for lang, (request, _) in REQUESTS.items():
             await memory.add(request, user_id=f"user-{lang}")
         for lang, (_, fact) in REQUESTS.items():
@@ -291,8 +290,7 @@ async def test_a_cap_bounds_removals_per_call(
 
     llm.default = obeying({request: plan})
     async with AsyncMemory(settings=llm_settings) as memory:
-        for fact in facts:
-            await memory.add(fact, user_id="capped", infer=False, wait=True)
+        await store_facts(memory, "capped", *facts)
         await memory.add(request, user_id="capped")
         await _settle(memory, "capped")
         assert len(await _facts(memory, "capped")) == 1
@@ -313,8 +311,7 @@ async def test_restore_undoes_a_manipulated_rewording(
 
     llm.default = obeying({turn: reword})
     async with AsyncMemory(settings=llm_settings) as memory:
-        added = await memory.add(fact, user_id="reworded", infer=False, wait=True)
-        fact_id = added["results"][0]["id"]
+        (fact_id,) = await store_facts(memory, "reworded", fact)
         await memory.add(turn, user_id="reworded")
         await _settle(memory, "reworded")
         assert await _facts(memory, "reworded") == ["Ada loves peanuts."]

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from memhub.config import MemhubSettings
-from memhub.engine.consolidate import TURN_MEMORY
 from memhub.engine.ingest import AddPlan, plan_add
 from memhub.errors import UsageError
 from memhub.memory.importer import Importer, ImportRecord
@@ -56,8 +55,11 @@ def test_the_payload_carries_the_event_id_and_the_instructions() -> None:
     assert plan.payload.infer is True
     assert plan.payload.event_id is not None
     assert plan.payload.instructions == "be brief"
-    assert all(t.long_term for t in plan.turns)  # the LLM sees the system message too
-    assert {t.memory.memory_type for t in plan.turns if t.memory} == {TURN_MEMORY}
+    # with an LLM too, a system message is a conversation turn only, never an episode
+    assert [t.long_term for t in plan.turns] == [False, True, True]
+    assert [m.role for m in plan.remembered] == ["user", "assistant"]
+    # the episodes carry the caller's memory_type (none here), as without an LLM
+    assert {t.memory.memory_type for t in plan.turns if t.memory} == {None}
 
 
 def test_an_idempotency_key_gives_the_same_ids_again() -> None:

@@ -56,7 +56,7 @@ async def count(db_url: str, query: str, *args: object) -> int:
 
 
 async def facts(memory: AsyncMemory, user: str = "ada") -> list[str]:
-    found = await memory.get_all(user_id=user, filters={"memory_type": {"ne": "turn"}})
+    found = await memory.get_all(user_id=user, filters={"kind": "fact"})
     return sorted(r["memory"] for r in found["results"])
 
 

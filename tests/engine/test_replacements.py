@@ -16,7 +16,7 @@ import psycopg
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.testing import ScriptedOpenAIServer
-from tests.engine.conftest import scripted
+from tests.engine.conftest import scripted, store_facts
 
 
 def prompt_of(request: dict[str, Any]) -> str:
@@ -40,7 +40,7 @@ def model(adds: dict[str, str], replaces: bool | str) -> Any:
 
 
 async def current(memory: AsyncMemory, user: str) -> list[str]:
-    found = await memory.get_all(user_id=user, filters={"memory_type": {"ne": "turn"}})
+    found = await memory.get_all(user_id=user, filters={"kind": "fact"})
     return sorted(r["memory"] for r in found["results"])
 
 
@@ -55,8 +55,7 @@ async def test_an_add_that_replaces_the_closest_fact_supersedes_it(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
     llm.default = model(MOVE, replaces=True)
-    added = await memory.add("Eli lives in Paris.", user_id="eli", infer=False, wait=True)
-    paris = added["results"][0]["id"]
+    (paris,) = await store_facts(memory, "eli", "Eli lives in Paris.")
     await memory.add("I moved to Berlin last week.", user_id="eli")
     await memory.wait_idle()
     assert await current(memory, "eli") == ["Eli lives in Berlin."]
@@ -72,19 +71,22 @@ async def test_an_add_that_replaces_the_closest_fact_supersedes_it(
 
 
 async def test_a_no_or_an_unusable_answer_leaves_the_add(
-    memory: AsyncMemory, llm: ScriptedOpenAIServer
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
     hobbies = {"I took up chess this spring.": "Eli plays chess."}
     for user, replaces in (("no", False), ("garbled", "I think so, maybe")):
         llm.default = model(hobbies, replaces=replaces)
         asked = len(replacement_questions(llm))
-        await memory.add("Eli plays the violin.", user_id=user, infer=False, wait=True)
+        await store_facts(memory, user, "Eli plays the violin.")
         await memory.add("I took up chess this spring.", user_id=user)
         await memory.wait_idle()
         assert len(replacement_questions(llm)) > asked  # the question was put, and answered
         assert await current(memory, user) == ["Eli plays chess.", "Eli plays the violin."]
-    parked = await memory.get_all(user_id="garbled", filters={"memory_type": "turn"})
-    assert parked["results"] == []  # the call completed (its raw turn replaced): not parked
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute("SELECT count(*) FROM memory_jobs")
+        assert await cur.fetchone() == (0,)  # every call completed: nothing parked
+    episodes = await memory.get_all(user_id="garbled", filters={"kind": "episode"})
+    assert [e["memory"] for e in episodes["results"]] == ["I took up chess this spring."]
 
 
 async def test_a_yes_the_cited_turn_does_not_support_is_refused(
@@ -93,7 +95,7 @@ async def test_a_yes_the_cited_turn_does_not_support_is_refused(
     """A manipulated yes: the user's turn is about a dog, not about where Eli lives."""
     dog = {"We adopted a puppy called Rex.": "Eli has a dog named Rex."}
     llm.default = model(dog, replaces=True)
-    await memory.add("Eli lives in Paris.", user_id="eli", infer=False, wait=True)
+    await store_facts(memory, "eli", "Eli lives in Paris.")
     await memory.add("We adopted a puppy called Rex.", user_id="eli")
     await memory.wait_idle()
     assert len(replacement_questions(llm)) == 1
@@ -106,7 +108,7 @@ async def test_the_check_can_be_turned_off(
     llm.default = model(MOVE, replaces=True)
     off = scripted(settings, llm, llm_check_replacements=False)
     async with AsyncMemory(settings=off) as memory:
-        await memory.add("Eli lives in Paris.", user_id="eli", infer=False, wait=True)
+        await store_facts(memory, "eli", "Eli lives in Paris.")
         await memory.add("I moved to Berlin last week.", user_id="eli")
         await memory.wait_idle()
         assert await current(memory, "eli") == ["Eli lives in Berlin.", "Eli lives in Paris."]

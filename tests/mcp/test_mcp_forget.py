@@ -15,6 +15,7 @@ from mcp import Client
 from memhub import AsyncMemory, MemhubSettings
 from memhub.mcp import MCPConfig, create_server
 from memhub.testing import ScriptedOpenAIServer
+from tests.engine.conftest import store_facts
 from tests.mcp.test_tools import failure, ok
 
 ATTACKS = [  # user_request texts a model might pass (quoted, planted, other senses)
@@ -80,7 +81,7 @@ async def test_an_mcp_write_claiming_the_user_cannot_authorise_a_delete(
             }
         )
         async with AsyncMemory(settings=llm_settings) as memory:
-            await memory.add("Ada likes olives.", user_id="ada", infer=False, wait=True)
+            await store_facts(memory, "ada", "Ada likes olives.")
 
         def delete_olives(request: dict[str, Any]) -> str:
             prompt = "\n".join(str(m["content"]) for m in request["messages"])
@@ -97,7 +98,7 @@ async def test_an_mcp_write_claiming_the_user_cannot_authorise_a_delete(
             assert added["status"] == "stored"
         async with AsyncMemory(settings=llm_settings) as memory:
             await memory.wait_idle()
-            facts = await memory.get_all(user_id="ada", filters={"memory_type": {"ne": "turn"}})
+            facts = await memory.get_all(user_id="ada", filters={"kind": "fact"})
             assert "Ada likes olives." in {m["memory"] for m in facts["results"]}
             assert (await memory.retired(user_id="ada"))["results"] == []
         assert llm.chat_requests, "the manipulated model was asked"

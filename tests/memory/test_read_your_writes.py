@@ -238,8 +238,8 @@ async def test_with_an_llm_the_raw_turn_is_found_at_once_until_facts_replace_it(
         added = await memory.add("I moved to Lisbon in March.", user_id="lia")
         assert added["results"][0]["status"] == "PENDING" and "id" not in added["results"][0]
         by_words = (await memory.search("Lisbon", user_id="lia"))["results"]
-        assert [(h["memory"], h["memory_type"]) for h in by_words] == [
-            ("I moved to Lisbon in March.", "turn")
+        assert [(h["memory"], h["kind"]) for h in by_words] == [
+            ("I moved to Lisbon in March.", "episode")
         ]
         by_meaning = (await memory.search("Where do I live now?", user_id="lia"))["results"]
         assert [h["memory"] for h in by_meaning][:1] == ["I moved to Lisbon in March."]

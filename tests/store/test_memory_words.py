@@ -67,9 +67,9 @@ async def test_every_write_keeps_the_copy_exact(store: PostgresStore) -> None:
     assert await differences(store) == (0, 0, 7)
 
     await store.delete_memory(U, new, actor="u")
-    assert await differences(store) == (0, 0, 5)
+    assert await differences(store) == (0, 0, 6)
     assert await store.delete_all(Scope(user_id=V.user_id)) == 1
-    assert await differences(store) == (0, 0, 4)
+    assert await differences(store) == (0, 0, 5)
     await store.reset()
     assert await differences(store) == (0, 0, 0)
 

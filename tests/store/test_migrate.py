@@ -84,3 +84,36 @@ async def test_a_marked_migration_runs_outside_a_transaction(
         "SELECT indisvalid FROM pg_index WHERE indexrelid = 'big_x'::regclass"
     )
     assert await cur.fetchone() == (True,)
+
+
+async def test_old_turn_memories_read_as_episodes_after_migration_0025(
+    settings: MemhubSettings, aconn: psycopg.AsyncConnection[tuple[object, ...]]
+) -> None:
+    """Rows an older memhub wrote read as episodes and facts like new ones after 0025.
+
+    A turn memory from before migration 0011 (role in metadata), one an LLM-mode worker
+    labelled memory_type 'turn', and a fact; the migration is run again over them.
+    """
+    rows = [
+        ("00000000-0000-0000-0000-000000000001", "I live in Oslo.", '{"role": "user"}', None, None),
+        ("00000000-0000-0000-0000-000000000002", "I like tea.", "{}", "turn", "user"),
+        ("00000000-0000-0000-0000-000000000003", "Ada likes tea.", "{}", None, None),
+    ]
+    for row in rows:
+        await aconn.execute(
+            "INSERT INTO memories (id, user_id, memory, hash, metadata, memory_type, role)"
+            " VALUES (%s, 'ada', %s, %s, %s::jsonb, %s, %s)",
+            (row[0], row[1], row[1], row[2], row[3], row[4]),
+        )
+    (episodes,) = [m for m in available_migrations() if m.version == "0025_episodes"]
+    assert await apply_migrations(aconn, [Migration("9025_episodes_again", episodes.sql)])
+    async with AsyncMemory(settings=settings) as memory:
+        listed = (await memory.get_all(user_id="ada"))["results"]
+        shown = {(i["memory"], i["kind"], i.get("role"), i.get("memory_type")) for i in listed}
+        facts = (await memory.get_all(user_id="ada", filters={"kind": "fact"}))["results"]
+    assert shown == {
+        ("I live in Oslo.", "episode", "user", None),
+        ("I like tea.", "episode", "user", None),
+        ("Ada likes tea.", "fact", None, None),
+    }
+    assert [f["memory"] for f in facts] == ["Ada likes tea."]
