@@ -70,7 +70,7 @@ log = logging.getLogger("memhub.consolidation")
 CONSOLIDATE_JOB = "consolidate"
 PROCEDURAL = "procedural_memory"
 # The model is shown stored facts only: the episodes (what was said) are never its to change.
-_FACTS = parse_filters({KIND: FACT})
+_FACTS_ONLY = parse_filters({KIND: FACT})
 #: DELETE and SUPERSEDE operations one consolidation call may apply; the rest are refused.
 MAX_REMOVALS = 3
 
@@ -295,7 +295,7 @@ class Consolidator:
         vectors = await self.embedder.embed(texts)
         each = max(3, -(-self.related_k // len(turns)))
         lists = [
-            await retrieve.candidates(store, scope, text, vector, each, _FACTS, False)
+            await retrieve.candidates(store, scope, text, vector, each, _FACTS_ONLY, False)
             for text, vector in zip(texts, vectors, strict=True)
         ]
         ranked = [sorted(c, key=_best_rank) for c in lists]
@@ -364,7 +364,7 @@ class Consolidator:
             if op.kind != "ADD" or op.text is None:
                 continue
             found = await retrieve.candidates(
-                store, plan.scope, op.text, vector, 5, _FACTS, False
+                store, plan.scope, op.text, vector, 5, _FACTS_ONLY, False
             )
             closest = next(
                 (

@@ -482,4 +482,3 @@ class Worker:
                 break
             done += len(group)
         return done
-
