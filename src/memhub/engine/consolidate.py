@@ -243,6 +243,7 @@ class Plan:
     usage: dict[str, int] | None = None
     turns: int = 0
     refused: Counter[str] = field(default_factory=Counter)  # refused operations, by reason
+    episodes: dict[int, UUID] = field(default_factory=dict)  # turn id -> its episode's id
 
 
 class Consolidator:
@@ -279,6 +280,7 @@ class Consolidator:
         if not turns:
             return plan
         plan.turns = len(turns)
+        plan.episodes = await _episodes(store, jobs)
         with operation("consolidate", {"memhub.turns": len(turns)}):
             if jobs[0].payload.memory_type == PROCEDURAL:
                 await self._procedural(plan, turns)
@@ -550,6 +552,17 @@ class Consolidator:
             await batch.insert_memories([new], actor="consolidation")
 
 
+async def _episodes(store: Store, jobs: Sequence[Job]) -> dict[int, UUID]:
+    """Each turn's episode (its memory as said), so the facts drawn from it can name it."""
+    found: dict[int, UUID] = {}
+    for scope in {job.scope for job in jobs}:
+        turn_ids = [t for job in jobs if job.scope == scope for t in job.payload.turns]
+        for record in await store.memories_for_turns(scope, turn_ids):
+            if record.role is not None and len(record.source_turn_ids) == 1:
+                found[record.source_turn_ids[0]] = record.id
+    return found
+
+
 def _holds_json(text: str | None) -> bool:
     return text is not None and next(iter_json_values(text), None) is not None
 
@@ -562,6 +575,9 @@ def _best_rank(candidate: Candidate) -> int:
 def _fact(plan: Plan, op: PlannedOp, vector: Any) -> NewMemory:
     assert op.text is not None
     metadata: dict[str, Any] = {"source_turn_ids": [t.id for t in op.turns]}
+    episodes = [str(plan.episodes[t.id]) for t in op.turns if t.id in plan.episodes]
+    if episodes:  # the episodes it was drawn from, which stay beside it
+        metadata["episode_ids"] = episodes
     runs = sorted({plan.runs[t.id] for t in op.turns if t.id in plan.runs})
     if runs:  # the facts are the user's; the threads they were learned in stay on record
         metadata["run_ids"] = runs

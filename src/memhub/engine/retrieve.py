@@ -1,5 +1,6 @@
 """A search's retrieval: the full-text probe beside the query's embedding, the vector step,
-one ranking, fusion, then the caller's cut-offs (threshold, token budget, limit).
+one ranking, fusion, one telling of each turn, then the caller's cut-offs (threshold, token
+budget, limit).
 
 The back ends return what they found with its raw scores; everything that orders candidates
 (rounding, ties, ranks, fusion) is computed here, once, the same way for every back end.
@@ -30,7 +31,7 @@ from memhub.store.records import (
 )
 from memhub.telemetry import operation
 
-__all__ = ["Search", "candidates", "rank", "retrieve"]
+__all__ = ["Search", "candidates", "one_telling", "rank", "retrieve"]
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ async def retrieve(
     # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
     scored = fuse(found, fusion, datetime.now(UTC), cut_off=search.threshold is None)
     scored = await rerank_scored(reranker, search.query, scored, rerank_candidates)
-    return _kept(scored, search)
+    return _kept(one_telling(scored), search)
 
 
 async def candidates(
@@ -183,6 +184,40 @@ def _ranks(values: Sequence[float | None]) -> list[int | None]:
     for rank_, (_, n) in enumerate(present, start=1):
         ranks[n] = rank_
     return ranks
+
+
+def one_telling(ranked: Iterable[ScoredCandidate]) -> list[ScoredCandidate]:
+    """``ranked`` without a fact and its own episode both saying the same thing.
+
+    Facts are added beside the episodes they were extracted from, so a search would
+    otherwise return "Ada is allergic to shellfish." and "I am severely allergic to
+    shellfish." one after the other. Going down the ranking:
+
+    - an episode is dropped when a fact above cites its turn and no other (that fact stands
+      for it, and names it in ``metadata.episode_ids``);
+    - a fact is dropped when the episodes of all the turns it cites are above.
+
+    A fact citing several turns never removes their episodes (one fact drawn from 24 turns
+    does not tell what each of them said); facts never remove facts (two facts of one turn
+    say different things), episodes never remove episodes, and a fact citing no turn is
+    kept. So a search restricted to one kind (``{"kind": "fact"}``) is unchanged by it.
+    """
+    episodes_above: set[int] = set()  # turns whose episode is kept above
+    facts_above: set[int] = set()  # turns a kept fact citing only that turn stands for
+    kept: list[ScoredCandidate] = []
+    for scored in ranked:
+        record = scored.candidate.record
+        turns = set(record.source_turn_ids)
+        if record.role is not None:  # an episode
+            if turns & facts_above:
+                continue
+            episodes_above |= turns
+        elif turns and turns <= episodes_above:
+            continue
+        elif len(turns) == 1:
+            facts_above |= turns
+        kept.append(scored)
+    return kept
 
 
 def _kept(scored: Iterable[ScoredCandidate], search: Search) -> list[ScoredCandidate]:

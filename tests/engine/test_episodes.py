@@ -1,0 +1,83 @@
+"""What was said stays: every user and assistant turn is an episode, facts come on top.
+
+The LLM is the scripted OpenAI-compatible server (memhub.testing.ScriptedOpenAIServer): a
+real model does not answer deterministically, and these tests need an exact ADD or NONE.
+Real PostgreSQL, real embedder; everything through ``AsyncMemory.add`` and ``search``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memhub import AsyncMemory
+from memhub.testing import ScriptedOpenAIServer
+
+ALLERGY = "I am severely allergic to shellfish."
+
+
+def ops(*operations: dict[str, Any]) -> str:
+    return json.dumps({"operations": list(operations)})
+
+
+async def test_a_model_answering_none_leaves_the_episode_searchable(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    llm.enqueue(ops({"op": "NONE"}))
+    await memory.add(ALLERGY, user_id="ada", wait=True)
+    assert len(llm.chat_requests) == 1  # consolidation ran and answered NONE
+    found = (await memory.search("Does Ada have any food allergies?", user_id="ada"))["results"]
+    assert [(r["memory"], r["kind"], r["role"]) for r in found] == [(ALLERGY, "episode", "user")]
+    assert "memory_type" not in found[0]  # the caller gave none; no "turn" label any more
+
+
+async def test_facts_come_on_top_of_the_episodes_and_one_search_tells_each_turn_once(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    llm.enqueue(ops({"op": "ADD", "text": "Ada is allergic to shellfish.", "turns": [1]}))
+    added = await memory.add(
+        [
+            {"role": "system", "content": "You are a helpful travel assistant."},
+            {"role": "user", "content": ALLERGY},
+            {"role": "assistant", "content": "Noted, I will avoid seafood restaurants."},
+        ],
+        user_id="ada",
+        wait=True,
+    )
+    made = {(r["memory"], r["kind"], r["event"]) for r in added["results"]}
+    assert made == {
+        ("Ada is allergic to shellfish.", "fact", "ADD"),
+        (ALLERGY, "episode", "ADD"),
+        ("Noted, I will avoid seafood restaurants.", "episode", "ADD"),
+    }  # the system message is a conversation turn only
+    listed = (await memory.get_all(user_id="ada"))["results"]
+    by_text = {r["memory"]: r for r in listed}
+    assert len(listed) == 3
+    fact, said = by_text["Ada is allergic to shellfish."], by_text[ALLERGY]
+    assert fact["metadata"]["episode_ids"] == [said["id"]]
+    assert len(fact["metadata"]["source_turn_ids"]) == 1
+    assert "role" not in fact and said["role"] == "user"
+
+    found = (await memory.search("What is Ada allergic to?", user_id="ada"))["results"]
+    ids = [r["id"] for r in found]
+    # the fact and its own episode never both: whichever ranks first tells the turn
+    assert len({fact["id"], said["id"]} & set(ids)) == 1
+    assert by_text["Noted, I will avoid seafood restaurants."]["id"] in ids
+
+    facts = await memory.search("allergic", user_id="ada", filters={"kind": "fact"})
+    assert [r["memory"] for r in facts["results"]] == ["Ada is allergic to shellfish."]
+    episodes = await memory.search("allergic", user_id="ada", filters={"kind": "episode"})
+    assert {r["kind"] for r in episodes["results"]} == {"episode"}
+    assert ALLERGY in {r["memory"] for r in episodes["results"]}
+
+
+async def test_consolidation_is_shown_stored_facts_never_episodes(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    llm.enqueue(ops({"op": "ADD", "text": "Ada lives in Oslo.", "turns": [1]}))
+    await memory.add("I live in Oslo.", user_id="ada", wait=True)
+    llm.enqueue(ops({"op": "NONE"}))
+    await memory.add("I moved to Oslo's old town last year.", user_id="ada", wait=True)
+    second = json.dumps(llm.chat_requests[-1].json["messages"])
+    assert "Ada lives in Oslo." in second  # the stored fact is shown ...
+    assert "I live in Oslo." not in second  # ... the earlier episode is not
