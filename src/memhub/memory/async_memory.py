@@ -84,7 +84,8 @@ class AsyncMemory(RetirementMethods):
             agent_id: The agent's memory.
             run_id: The run (conversation); also the turns' session id.
             metadata: Stored with every turn and memory; cannot override scope ids.
-            infer: With an LLM configured, extract facts; False stores each turn as it is.
+            infer: With an LLM configured, also extract facts; each turn is stored as it is
+                (an episode) either way.
             memory_type: Mem0's ``"procedural_memory"`` for an agent run summary.
             timestamp: When the messages were said (historic imports); default now.
             wait: Wait (up to ``settings.wait_timeout`` seconds) until these messages' own
@@ -103,19 +104,20 @@ class AsyncMemory(RetirementMethods):
                 an LLM extracts from the messages do not expire.
 
         Returns:
-            ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. When each message
-            becomes one memory (``infer=False``, or no LLM configured) it is stored before
-            add() returns: ``{"id", "memory", "event": "ADD", "actor_id", "role", "status":
-            "PENDING"}``, whose id works at once with get, history, update and delete, and
-            whose words search finds at once; "PENDING" says its vector is being computed (a
-            search by this object waits up to ``settings.search_wait_timeout`` for it). In
-            this raw mode system messages are kept as conversation turns only, not as
-            memories (as Mem0 does). When an LLM will extract facts, they are not known yet:
-            one ``{"message", "status": "PENDING", "event_id"}`` entry, as Mem0's
-            asynchronous mode returns; the raw turns are searchable until the facts replace
-            them. With ``wait``, the memories themselves (``"status": "DONE"``);
-            ``"timed_out": True`` says the deadline passed first: the results are what is
-            searchable so far.
+            ``{"results": [...], "status": ..., "queued_turn_ids": [...]}``. Every user and
+            assistant message becomes one memory, an *episode* (``"kind": "episode"``),
+            stored before add() returns, whose words search finds at once; system messages
+            are kept as conversation turns only (as Mem0 does). Without an LLM (or with
+            ``infer=False``) the results are those episodes: ``{"id", "memory", "event":
+            "ADD", "actor_id", "role", "status": "PENDING"}``, whose id works at once with
+            get, history, update and delete; "PENDING" says its vector is being computed (a
+            search by this object waits up to ``settings.search_wait_timeout`` for it). When
+            an LLM will extract facts, they are not known yet: one ``{"message", "status":
+            "PENDING", "event_id"}`` entry, as Mem0's asynchronous mode returns; the facts
+            (``"kind": "fact"``) are added beside the episodes later, never instead of them.
+            With ``wait``, the memories themselves, episodes and facts (``"status":
+            "DONE"``); ``"timed_out": True`` says the deadline passed first: the results are
+            what is searchable so far.
         """
         request = check_add(
             self.limits,
@@ -210,7 +212,10 @@ class AsyncMemory(RetirementMethods):
                 default: if one is configured; True without one is a UsageError).
 
         Returns:
-            ``{"results": [{"id", "memory", "score", "metadata", ...}]}`` with scores in [0, 1].
+            ``{"results": [{"id", "memory", "kind", "score", "metadata", ...}]}`` with scores
+            in [0, 1]: episodes and facts ranked together, a fact and its own episode never
+            both (the first ranked tells the turn); ``filters={"kind": "fact"}`` returns facts
+            only, as Mem0 does.
         """
         ids, rest = split_scope(user_id, agent_id, run_id, filters)
         scope = scope_of(self.limits, **ids)
@@ -269,7 +274,8 @@ class AsyncMemory(RetirementMethods):
     ) -> dict[str, list[MemoryItem]]:
         """The scope's memories, newest first (at most ``limit`` / ``top_k``, default 100).
 
-        The scope ids may also come inside ``filters`` (Mem0 2.x).
+        Episodes and facts, each with its ``kind``; ``filters={"kind": "fact"}`` lists facts
+        only. The scope ids may also come inside ``filters`` (Mem0 2.x).
         """
         ids, rest = split_scope(user_id, agent_id, run_id, filters)
         scope = scope_of(self.limits, **ids)
