@@ -49,7 +49,9 @@ async def test_facts_come_on_top_of_the_episodes_and_one_search_tells_each_turn_
         ("Ada is allergic to shellfish.", "fact", "ADD"),
         (ALLERGY, "episode", "ADD"),
         ("Noted, I will avoid seafood restaurants.", "episode", "ADD"),
-    }  # the system message is a conversation turn only
+    }  # the system message is a conversation turn only, not shown to the model either
+    assert "travel assistant" not in json.dumps(llm.chat_requests[0].json["messages"])
+    assert ALLERGY in json.dumps(llm.chat_requests[0].json["messages"])
     listed = (await memory.get_all(user_id="ada"))["results"]
     by_text = {r["memory"]: r for r in listed}
     assert len(listed) == 3

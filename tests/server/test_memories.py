@@ -134,6 +134,17 @@ async def test_search_accepts_mem0_top_k_filters_and_threshold(client: httpx.Asy
     assert len(response.json()["results"]) == 2
 
 
+async def test_results_say_their_kind_and_a_kind_filter_selects(client: httpx.AsyncClient) -> None:
+    await add(client, "kim", "I play the violin.")
+    query = {"query": "violin", "user_id": "kim", "threshold": 0.0}
+    found = await client.post("/v1/memories/search", json=query)
+    assert [r["kind"] for r in found.json()["results"]] == ["episode"]
+    facts = await client.post("/v1/memories/search", json={**query, "filters": {"kind": "fact"}})
+    assert facts.status_code == 200 and facts.json()["results"] == []
+    wrong = await client.post("/v1/memories/search", json={**query, "filters": {"kind": "facts"}})
+    assert wrong.status_code == 422 and "kind" in wrong.text
+
+
 async def test_get_all_lists_newest_first_and_respects_limit(client: httpx.AsyncClient) -> None:
     await add(client, "carol", "First fact.")
     await add(client, "carol", "Second fact.")
