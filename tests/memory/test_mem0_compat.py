@@ -172,14 +172,20 @@ async def test_as_of_search_across_a_supersession(
         await memory.wait_idle()
 
         async def lives(as_of: object) -> list[str]:
-            found = await memory.search("Where does Ada live?", user_id="ada", as_of=as_of)
+            found = await memory.search(
+                "Where does Ada live?", user_id="ada", as_of=as_of, filters={"kind": "fact"}
+            )
             return [r["memory"] for r in found["results"]]
 
         assert await lives(datetime(2023, 12, 1, tzinfo=UTC)) == ["Ada lives in Berlin."]
         assert await lives("2024-03-01T00:00:00Z") == ["Ada lives in Paris."]
         assert await lives("2020-01-01") == []  # before anything was said
-        now = [r["memory"] for r in (await memory.search("live", user_id="ada"))["results"]]
-        assert now == ["Ada lives in Paris."]
+        facts = await memory.search("live", user_id="ada", filters={"kind": "fact"})
+        assert [r["memory"] for r in facts["results"]] == ["Ada lives in Paris."]
+        # what was said stays, dated: the earlier turn is still an episode of 2023
+        said = await memory.search("live", user_id="ada", filters={"kind": "episode"})
+        dated = {r["memory"]: r["valid_from"][:10] for r in said["results"]}
+        assert dated == {"I live in Berlin.": "2023-05-08", "I moved to Paris.": "2024-02-01"}
 
 
 async def test_update_takes_mem0_2x_text_keyword(memory: AsyncMemory) -> None:
