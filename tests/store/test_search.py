@@ -112,8 +112,8 @@ async def test_scope_filters_and_superseded_rows_bound_the_text_side(
     store: PostgresStore, db_url: str
 ) -> None:
     await _insert(store, ["tennis on sunday"], user_id="someone-else")
-    await _insert(store, ["tennis with anna"], kind="sport")
-    await _insert(store, ["tennis elbow again"], kind="health")
+    await _insert(store, ["tennis with anna"], topic="sport")
+    await _insert(store, ["tennis elbow again"], topic="health")
     old = await _insert(store, ["tennis lessons cancelled"])
     import psycopg
 
@@ -125,7 +125,7 @@ async def test_scope_filters_and_superseded_rows_bound_the_text_side(
     with_old = await retrieve.candidates(store, scope, "tennis", _vector(5), 10, None, True)
     assert "tennis lessons cancelled" in {c.record.memory for c in with_old}
     only_sport = await retrieve.candidates(
-        store, scope, "tennis", _vector(5), 10, parse_filters({"kind": "sport"}), False
+        store, scope, "tennis", _vector(5), 10, parse_filters({"topic": "sport"}), False
     )
     assert [c.record.memory for c in only_sport] == ["tennis with anna"]
 
