@@ -87,7 +87,7 @@ DIFFERENCES: dict[str, str] = {
     "*: valid_from": "as `valid_from`",
     "*: valid_to": "as `valid_from`",
     "*: results[].kind": "memhub keeps every turn as said (`episode`) and adds the facts an LLM "
-    "extracts beside them (`fact`); `filters={\"kind\": \"fact\"}` gives Mem0's facts only.",
+    'extracts beside them (`fact`); `filters={"kind": "fact"}` gives Mem0\'s facts only.',
     "*: kind": "as `results[].kind`",
     "add_infer_true: results[].id": "with an LLM, memhub extracts facts in the background, so "
     "they do not exist when `add()` returns: the entry is Mem0's asynchronous-mode answer "

@@ -57,6 +57,6 @@ async def test_awkward_users_consolidate_and_supersede(
         await memory.add("I moved to Paris.", user_id=user)
         await memory.wait_idle()
     for user in USERS:
-        current = (await memory.get_all(user_id=user))["results"]
+        current = (await memory.get_all(user_id=user, filters={"kind": "fact"}))["results"]
         assert [item["memory"] for item in current] == ["Lives in Paris."], user
     assert len(llm.chat_requests) == 2 * len(USERS)  # no retries: nothing failed

@@ -32,7 +32,8 @@ def fact_number(request: dict[str, Any], text: str) -> str:
 
 
 async def facts(memory: AsyncMemory, user: str = "ada", **kw: Any) -> list[str]:
-    return sorted(r["memory"] for r in (await memory.get_all(user_id=user, **kw))["results"])
+    found = await memory.get_all(user_id=user, filters={"kind": "fact"}, **kw)
+    return sorted(r["memory"] for r in found["results"])
 
 
 async def test_add_then_supersede_keeps_history_and_dates(
@@ -83,8 +84,13 @@ async def test_add_then_supersede_keeps_history_and_dates(
         ("ADD", "Ada lives in Paris."),
     ]
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
-        cur = await conn.execute("SELECT count(*) FROM memories WHERE memory_type = 'turn'")
-        assert await cur.fetchone() == (0,), "raw turns are retired once consolidated"
+        cur = await conn.execute(
+            "SELECT memory, memory_type FROM memories WHERE role IS NOT NULL ORDER BY memory"
+        )
+        assert await cur.fetchall() == [
+            ("I live in Berlin and I love jazz.", None),
+            ("I moved to Paris last week.", None),
+        ], "the episodes stay beside the facts, with the caller's memory_type (none)"
         cur = await conn.execute("SELECT turn_ids FROM memory_history WHERE event = 'SUPERSEDE'")
         row = await cur.fetchone()
         assert row is not None and len(row[0]) == 1
@@ -113,7 +119,7 @@ async def test_update_delete_and_none(memory: AsyncMemory, llm: ScriptedOpenAISe
             {"op": "DELETE", "id": fact_number(req, "Ada likes green tea."), "turns": [1]}
         )
     )
-    (item,) = (await memory.get_all(user_id="ada"))["results"]
+    (item,) = (await memory.get_all(user_id="ada", filters={"kind": "fact"}))["results"]
     await memory.add("Please forget that I drink green tea.", user_id="ada", wait=True)
     assert await facts(memory) == []
     # retired, not erased: the history says so, and restore brings it back
@@ -272,7 +278,14 @@ async def test_procedural_memory_summarises_an_agent_run(
         memory_type="procedural_memory",
         wait=True,
     )
-    (item,) = (await memory.get_all(agent_id="travel-bot"))["results"]
+    found = await memory.get_all(agent_id="travel-bot", filters={"kind": "fact"})
+    (item,) = found["results"]
     assert item["memory"] == "Searched flights BER-CDG, booked LH123 for 8 May."
     assert item["memory_type"] == "procedural_memory"
+    # the run's messages stay as its episodes, with the memory_type the caller gave
+    said = await memory.get_all(agent_id="travel-bot", filters={"kind": "episode"})
+    assert {(r["role"], r["memory_type"]) for r in said["results"]} == {
+        ("user", "procedural_memory"),
+        ("assistant", "procedural_memory"),
+    }
     assert "procedural memory" in llm.chat_requests[0].json["messages"][0]["content"]
