@@ -228,4 +228,8 @@ async def test_with_an_llm_messages_are_queued_for_it_and_memory_items_stored(
         async with AsyncMemory(settings=quiet(llm_settings)) as memory:
             await memory.wait_idle()
             found = (await memory.get_all(user_id="ada"))["results"]
-    assert sorted(m["memory"] for m in found) == ["Ada keeps bees.", "Ada lives in Oslo"]
+    assert sorted((m["memory"], m["kind"]) for m in found) == [
+        ("Ada keeps bees.", "fact"),
+        ("Ada lives in Oslo", "episode"),  # an imported memory item is stored as said
+        ("I keep bees.", "episode"),  # what was said stays beside the fact drawn from it
+    ]
