@@ -423,7 +423,7 @@ class Consolidator:
             if not _holds_json(exc.raw):
                 raise
             # valid JSON that means nothing usable: refused, not retried (it would say the
-            # same again) and not parked; the raw turns stay searchable
+            # same again) and not parked; the episodes stay searchable
             log.warning("consolidation answer refused: %s", exc)
             self._refuse(plan, "REFUSED_UNPARSABLE")
             return exc.usage, []

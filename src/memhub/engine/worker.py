@@ -1,10 +1,11 @@
 """The background worker: leases queued jobs, does their work unlocked, applies it per scope.
 
 Two lanes: ``ingest`` embeds turns and stores them as memories (fast, no LLM), so they are
-searchable at once; with an LLM configured it also queues ``consolidate`` jobs, which turn the
-raw turns into facts. Every job goes through three phases (claim, work with nothing held open,
-apply in one short transaction), so a failure or a crash costs its own scope a retry, nobody
-else. Any exception counts toward parking; a job that keeps failing is parked, never dropped.
+searchable at once; with an LLM configured it also queues ``consolidate`` jobs, which add the
+facts drawn from those turns beside them. Every job goes through three phases (claim, work
+with nothing held open, apply in one short transaction), so a failure or a crash costs its
+own scope a retry, nobody else. Any exception counts toward parking; a job that keeps failing
+is parked, never dropped.
 """
 
 from __future__ import annotations

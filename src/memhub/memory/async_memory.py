@@ -487,7 +487,7 @@ class AsyncMemory(RetirementMethods):
         if not query:
             return SystemMessage(content="")
         # Read your own writes: ARKOS adds a turn and asks right after. Wait, briefly, for this
-        # object's own turns to be ingested (searchable as raw turns); never for consolidation
+        # object's own turns to be ingested (searchable as episodes); never for consolidation
         # (an LLM that is slow or down must not delay recall), never for anyone else's work.
         engine = await self._services()
         await self._settle(engine, Scope(user_id=user_id), self.settings.recall_wait_timeout)
