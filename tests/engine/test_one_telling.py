@@ -10,7 +10,7 @@ import uuid
 from datetime import UTC, datetime
 
 from memhub.engine.fusion import ScoredCandidate
-from memhub.engine.retrieve import one_telling
+from memhub.engine.retrieve import Search, _kept, one_telling
 from memhub.store.records import Candidate, MemoryRecord, Scope
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -104,3 +104,24 @@ def test_facts_only_or_episodes_only_rankings_are_unchanged() -> None:
     episodes = [episode(1), episode(2), episode(3)]
     assert one_telling(facts) == facts
     assert one_telling(episodes) == episodes
+
+
+def kept(
+    ranked: list[ScoredCandidate], limit: int = 10, max_tokens: int | None = None
+) -> list[str]:
+    """What a search returns of ``ranked``: the rule applied with the cut-offs."""
+    search = Search("q", Scope(user_id="ada"), limit, max_tokens=max_tokens)
+    return [s.candidate.record.memory for s in _kept(ranked, search)]
+
+
+def test_a_result_the_budget_skips_tells_nothing() -> None:
+    long_episode = _scored("I am severely allergic to shellfish. " * 20, (1,), role="user")
+    short_fact = fact("Ada is allergic to shellfish.", 1)
+    # the episode does not fit 50 tokens, so the fact of its turn is returned instead
+    assert kept([long_episode, short_fact], max_tokens=50) == ["Ada is allergic to shellfish."]
+    assert len(kept([long_episode, short_fact])) == 1  # without a budget: the episode alone
+
+
+def test_the_limit_counts_what_is_returned() -> None:
+    ranked = [episode(1), fact("Ada is allergic to shellfish.", 1), episode(2), episode(3)]
+    assert kept(ranked, limit=2) == ["turn 1 as said", "turn 2 as said"]

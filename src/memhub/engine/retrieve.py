@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
 
 from memhub.embed.base import Embedder, embed_one
 from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
@@ -25,13 +24,14 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     TEXT_SCORE_DIGITS,
     Candidate,
+    MemoryRecord,
     RawCandidate,
     Scope,
     TextRanking,
 )
 from memhub.telemetry import operation
 
-__all__ = ["Search", "candidates", "one_telling", "rank", "retrieve"]
+__all__ = ["Search", "Tellings", "candidates", "one_telling", "rank", "retrieve"]
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ async def retrieve(
     # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
     scored = fuse(found, fusion, datetime.now(UTC), cut_off=search.threshold is None)
     scored = await rerank_scored(reranker, search.query, scored, rerank_candidates)
-    return _kept(one_telling(scored), search)
+    return _kept(scored, search)
 
 
 async def candidates(
@@ -191,43 +191,75 @@ def one_telling(ranked: Iterable[ScoredCandidate]) -> list[ScoredCandidate]:
 
     Facts are added beside the episodes they were extracted from, so a search would
     otherwise return "Ada is allergic to shellfish." and "I am severely allergic to
-    shellfish." one after the other. Going down the ranking:
+    shellfish." one after the other. The rule is :class:`Tellings`'; a search applies it
+    together with its cut-offs (:func:`_kept`), so only what is returned tells a turn.
+    """
+    tellings = Tellings()
+    kept: list[ScoredCandidate] = []
+    for scored in ranked:
+        if not tellings.retold(scored.candidate.record):
+            tellings.told(scored.candidate.record)
+            kept.append(scored)
+    return kept
 
-    - an episode is dropped when a fact above cites its turn and no other (that fact stands
-      for it, and names it in ``metadata.episode_ids``);
-    - a fact is dropped when the episodes of all the turns it cites are above.
+
+class Tellings:
+    """The turns the results kept so far tell, going down the ranking.
+
+    - an episode is dropped when a kept fact above cites its turn and no other (that fact
+      stands for it, and names it in ``metadata.episode_ids``);
+    - a fact is dropped when the episodes of all the turns it cites are kept above.
 
     A fact citing several turns never removes their episodes (one fact drawn from 24 turns
     does not tell what each of them said); facts never remove facts (two facts of one turn
     say different things), episodes never remove episodes, and a fact citing no turn is
     kept. So a search restricted to one kind (``{"kind": "fact"}``) is unchanged by it.
     """
-    episodes_above: set[int] = set()  # turns whose episode is kept above
-    facts_above: set[int] = set()  # turns a kept fact citing only that turn stands for
-    kept: list[ScoredCandidate] = []
-    for scored in ranked:
-        record = scored.candidate.record
+
+    def __init__(self) -> None:
+        self.episodes: set[int] = set()  # turns whose episode is kept
+        self.facts: set[int] = set()  # turns a kept fact citing only that turn stands for
+
+    def retold(self, record: MemoryRecord) -> bool:
+        """Whether ``record`` would say again what a kept result says."""
         turns = set(record.source_turn_ids)
         if record.role is not None:  # an episode
-            if turns & facts_above:
-                continue
-            episodes_above |= turns
-        elif turns and turns <= episodes_above:
-            continue
+            return bool(turns & self.facts)
+        return bool(turns) and turns <= self.episodes
+
+    def told(self, record: MemoryRecord) -> None:
+        """``record`` is kept: the turns it tells."""
+        turns = set(record.source_turn_ids)
+        if record.role is not None:
+            self.episodes |= turns
         elif len(turns) == 1:
-            facts_above |= turns
-        kept.append(scored)
-    return kept
+            self.facts |= turns
 
 
 def _kept(scored: Iterable[ScoredCandidate], search: Search) -> list[ScoredCandidate]:
-    """What a search returns of the ranked candidates: over the threshold, within the budget."""
+    """What a search returns of the ranked candidates: over the threshold, told once
+    (:class:`Tellings`), within the budget, at most ``limit``.
+
+    A result the budget skips tells nothing, so the fact or episode below it that says the
+    same may still be returned.
+    """
     threshold = search.threshold
+    tellings = Tellings()
     # Compared as returned (memory.results.memory_item rounds to 6 decimals), so a threshold
     # equal to a returned score keeps that result.
-    kept: Iterable[ScoredCandidate] = (
-        s for s in scored if threshold is None or round(s.score, 6) >= threshold
+    fresh: Iterable[ScoredCandidate] = (
+        s
+        for s in scored
+        if (threshold is None or round(s.score, 6) >= threshold)
+        and not tellings.retold(s.candidate.record)
     )
     if search.max_tokens is not None:
-        kept = within_budget(((s.candidate.record.memory, s) for s in kept), search.max_tokens)
-    return list(islice(kept, search.limit))
+        # lazily: each result is told below before the next one is looked at
+        fresh = within_budget(((s.candidate.record.memory, s) for s in fresh), search.max_tokens)
+    kept: list[ScoredCandidate] = []
+    for result in fresh:
+        if len(kept) >= search.limit:
+            break
+        tellings.told(result.candidate.record)
+        kept.append(result)
+    return kept
