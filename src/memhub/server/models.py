@@ -82,7 +82,10 @@ class AddRequest(_Scoped):
         description="When the messages were said (ISO 8601 or Unix seconds), years 1 to 9999.",
     )
     wait: bool = Field(
-        default=False, strict=True, description="Answer once the memories are searchable."
+        default=False,
+        strict=True,
+        description="Answer once the memories are searchable, or after the server's "
+        "MEMHUB_WAIT_TIMEOUT (30 s by default) with status PENDING and what is searchable.",
     )
     expiration_date: date | datetime | None = Field(
         default=None,
@@ -115,6 +118,18 @@ class SearchRequest(_Scoped):
     include_superseded: bool = Field(default=False, strict=True)
     as_of: datetime | None = Field(
         default=None, description="Only what was true at this moment (ISO 8601; naive is UTC)."
+    )
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        strict=True,
+        description="Cap on the results' total length, estimated at four characters a token.",
+    )
+    rerank: bool | None = Field(
+        default=None,
+        strict=True,
+        description="Rerank with the server's MEMHUB_RERANKER (true without one: 422); "
+        "null: rerank when one is set.",
     )
 
 
