@@ -60,6 +60,8 @@ def test_a_permission_fault_is_503_and_healthz_degraded(home: Path, tmp_path: Pa
             for answer in answers:
                 assert answer.json()["type"] == "StoreUnavailable"
                 assert answer.headers["Retry-After"] == "5"
+            # Reads of other tables go on (the list reads memories, not the turns).
+            assert client.get("/v1/memories", params={"user_id": "alice"}).status_code == 200
             health = client.get("/healthz")
             assert health.status_code == 503
             assert health.json() == {"status": "degraded", "database": "writes failing"}
