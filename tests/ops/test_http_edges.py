@@ -177,3 +177,14 @@ def test_the_connection_is_served_after_a_well_formed_request(server: tuple[str,
     status, _, body = _json_answer(_exchange(server, request))
     assert status == 200
     assert body["is_admin"] is True
+
+
+def test_a_header_value_outside_utf8_is_served_in_json(server: tuple[str, int]) -> None:
+    """HTTP allows bytes 0x80-0xFF in a header value (obs-text): the request is served, and
+    the same bytes in the key itself are an unknown key (401), both in JSON."""
+    served = b"GET /v1/me HTTP/1.1\r\nHost: x\r\nX-Note: \xff\xfe\r\nConnection: close\r\n"
+    status, _, body = _json_answer(_exchange(server, served + AUTH + b"\r\n"))
+    assert (status, body["is_admin"]) == (200, True)
+    bad_key = b"Authorization: Bearer mhk_\xff\xfe\r\n"
+    status, _, body = _json_answer(_exchange(server, served + bad_key + b"\r\n"))
+    assert (status, body["type"]) == (401, "Unauthorized")
