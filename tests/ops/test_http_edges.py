@@ -100,6 +100,11 @@ MALFORMED = {
         b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
         400,
     ),
+    "Content-Length and Transfer-Encoding": (
+        b"POST /v1/memories HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        400,
+    ),
     "a 1 MiB URL": (b"GET /v1/me?q=" + b"a" * (1 << 20) + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
     "a 1 MB header": (
         b"GET /v1/me HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 1_000_000 + b"\r\n\r\n",
