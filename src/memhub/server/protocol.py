@@ -70,6 +70,8 @@ class JsonH11Protocol(H11Protocol):
 
     Connection upgrades are never performed: memhub serves no WebSocket, and an
     ``Upgrade: websocket`` request reaches the application, which refuses it in JSON.
+    (``serve`` also passes ``ws="none"``, which is what stops them in uvicorn releases
+    before 0.30.6, where ``_should_upgrade`` does not exist yet.)
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
