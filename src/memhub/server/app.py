@@ -23,6 +23,7 @@ from memhub.memory.async_memory import AsyncMemory
 from memhub.server import routes_admin, routes_memories
 from memhub.server.errors import install_error_handlers
 from memhub.server.gate import TenantGate
+from memhub.server.health import WriteHealth, WriteWatch
 from memhub.server.limits import BodyLimit
 from memhub.server.settings import ServerSettings
 from memhub.server.state import ServerState
@@ -93,7 +94,10 @@ class _GatedApp(FastAPI):
 
 
 def _lifespan(
-    settings: MemhubSettings | None, memory: AsyncMemory | None, server: ServerSettings
+    settings: MemhubSettings | None,
+    memory: AsyncMemory | None,
+    server: ServerSettings,
+    writes: WriteHealth,
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """Open the facade (or use the caller's) and the server's state around the app's life."""
 
@@ -105,7 +109,9 @@ def _lifespan(
             # Now, not on the first request: the worker drains jobs queued before a restart,
             # and a broken database or embedder fails the start.
             await facade.open()
-            state = ServerState(memory=facade, admin=AsyncAdmin(facade), server=server)
+            state = ServerState(
+                memory=facade, admin=AsyncAdmin(facade), server=server, writes=writes
+            )
             await state.admin.ping()  # keys and tenants need PostgreSQL: refuse memory:// now
             await _bootstrap(state)
             # Revocations by other processes are pushed from the first request on.
@@ -140,17 +146,20 @@ def create_app(
     """
 
     server_settings = server or ServerSettings.from_env()
+    writes = WriteHealth()
     app = _GatedApp(
         title="memhub",
         summary="Memory for LLM agents on PostgreSQL + pgvector, Mem0-style.",
         version="1",
-        lifespan=_lifespan(settings, memory, server_settings),
+        lifespan=_lifespan(settings, memory, server_settings, writes),
         # FastAPI's own pages load Swagger UI and ReDoc from a CDN: /docs is served below
         # from the fastapi-offline package's assets instead, so it works offline.
         docs_url=None,
         redoc_url=None,
     )
     install_error_handlers(app)
+    # Inside the slash rewrite, the body limit and the gate: it sees the routes' own paths.
+    app.add_middleware(WriteWatch, health=writes)
     app.add_middleware(_TrailingSlashes)
     # An oversized body is refused before routing, parsing or authentication (and a tenant
     # over its quota before that, by _GatedApp, before its body is even read).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
@@ -207,13 +208,23 @@ async def retry_jobs(body: RetryRequest, caller: AdminCaller, state: State) -> d
 
 @health_router.get("/healthz", response_model=Health, responses={503: {"model": Health}})
 async def healthz(state: State) -> Any:
-    """200 when the database answers, else 503 (no key needed; reveals nothing else)."""
+    """200 when the database answers and the server's writes work, else 503 (no key needed).
+
+    ``degraded`` (503): the database answers, but the server's latest write failed with 503
+    less than a minute ago and none has succeeded since (a full disk, a permission changed).
+    """
     try:
         await state.admin.ping()
     except (StoreUnavailable, StatementTimeout):
-        return JSONResponse(
-            {"status": "unavailable", "database": "unreachable"},
-            503,
-            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-        )
+        return _unhealthy("unavailable", "unreachable")
+    if state.writes.degraded(time.monotonic()):
+        return _unhealthy("degraded", "writes failing")
     return {"status": "ok", "database": "ok"}
+
+
+def _unhealthy(status: str, database: str) -> JSONResponse:
+    return JSONResponse(
+        {"status": status, "database": database},
+        503,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )

@@ -10,6 +10,7 @@ from memhub.memory.access import Access, KeyCache, Quotas, RateLimiter
 from memhub.memory.admin import AsyncAdmin
 from memhub.memory.async_memory import AsyncMemory
 from memhub.memory.inputs import Limits
+from memhub.server.health import WriteHealth
 from memhub.server.settings import ServerSettings
 
 __all__ = ["ServerState", "get_state"]
@@ -22,6 +23,7 @@ class ServerState:
     memory: AsyncMemory
     admin: AsyncAdmin
     server: ServerSettings
+    writes: WriteHealth = field(default_factory=WriteHealth)
     access: Access = field(init=False)
     turns: RateLimiter = field(init=False)
 
