@@ -61,4 +61,13 @@ def serve(
         # the signal again: with Python's default one the process would die without running
         # its exit handlers, leaving the embedded PostgreSQL running. Ours exits normally.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, proxy_headers=False)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=False)
+    runner = uvicorn.Server(config)
+
+    def stop() -> None:  # a start that failed after the port opened (app._started_in_background)
+        runner.should_exit = True
+
+    app.state.stop_server = stop
+    runner.run()
+    if not runner.started or getattr(app.state, "memhub_failed", None) is not None:
+        raise SystemExit(3)  # uvicorn.run's exit status for a start that failed
