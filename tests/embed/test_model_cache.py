@@ -282,3 +282,62 @@ def _wait_for(condition: object) -> None:
             return
         done.wait(0.01)
     raise AssertionError("the condition never held")
+
+
+_BUILDER = """
+import json, logging, sys, time
+from pathlib import Path
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+import memhub.embed.export as export
+import memhub.embed.packaged as packaged
+spec, cache, hold = json.loads(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+model = packaged.PackagedModel(spec["name"], tuple(spec["distributions"]), spec["piece"],
+                               spec["folder"], spec["onnx"])
+if hold != "-":
+    quantize = export.quantize_int8
+    def held(fp32, out):
+        Path(hold, "quantising").touch()
+        while not Path(hold, "release").exists():
+            time.sleep(0.01)
+        return quantize(fp32, out)
+    export.quantize_int8 = held
+print(packaged.prepare(model, cache), flush=True)
+"""
+
+
+def test_two_processes_starting_at_once_build_once(model: PackagedModel, tmp_path: Path) -> None:
+    """The first process is held in its quantisation (until a file appears) while the second
+    starts: the second says it waits, then both run the one build."""
+    spec = json.dumps({f: getattr(model, f) for f in _SPEC})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    hold = tmp_path / "hold"
+    hold.mkdir()
+
+    def builder(held: str) -> subprocess.Popen[str]:
+        command = [sys.executable, "-c", _BUILDER, spec, str(tmp_path / "cache"), held]
+        return subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    first = builder(str(hold))
+    try:
+        _wait_for(lambda: (hold / "quantising").exists() or first.poll() is not None)
+        second = builder("-")
+        assert second.stderr is not None
+        said = []
+        for line in second.stderr:  # ends early (EOF) if the second built on its own
+            said.append(line)
+            if "another process is building tiny-int8" in line:
+                break
+        assert "another process is building tiny-int8" in said[-1], said
+    finally:
+        (hold / "release").touch()
+    out1, err1 = first.communicate(timeout=WAIT)
+    out2, err2 = second.communicate(timeout=WAIT)
+
+    assert first.returncode == second.returncode == 0, err1 + err2
+    assert out1 == out2 and Path(out1.strip()).is_file()
+    assert (err1 + "".join(said) + err2).count("once for this machine") == 1
+
+
+_SPEC = ("name", "distributions", "piece", "folder", "onnx")
