@@ -172,8 +172,9 @@ async def _started_in_background(
     finally:
         task = app.state.memhub_starting
         if task is not None:
-            # A build in its thread runs to its end (it cannot be interrupted safely); the
-            # start waits for nothing more.
+            # A build in its thread runs to its end (a thread cannot be stopped), and the
+            # process exits after it: the next start finds the model built.
+            log.info("stopping while starting: the model being built is finished first")
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
