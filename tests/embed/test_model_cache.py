@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import threading
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ from memhub.embed.model_cache import MARKER, active_builds
 from memhub.embed.packaged import PackagedModel, prepare
 from memhub.errors import ConfigurationError
 from tests.embed.test_graph import _model_dir
+from tests.tiny_models import as_packages
 
 WAIT = 60.0  # seconds a test waits for another thread before it fails (never reached)
 
@@ -34,30 +34,27 @@ WAIT = 60.0  # seconds a test waits for another thread before it fails (never re
 def tiny_packaged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PackagedModel:
     """A tiny BERT (weights only) split over two installed "packages", as the default is."""
     _model_dir(tmp_path / "src" / "tiny", "bert")
-    archive = tmp_path / "tiny.zip"
-    with zipfile.ZipFile(archive, "w") as out:
-        for file in sorted((tmp_path / "src").rglob("*")):
-            out.write(file, file.relative_to(tmp_path / "src"))
-    data = archive.read_bytes()
-    site = tmp_path / "site"
-    names = []
-    for n, piece in enumerate((data[: len(data) // 2], data[len(data) // 2 :]), start=1):
-        names.append(f"tinycache-part-{n:03d}")
-        (site / f"tinycache_part_{n:03d}").mkdir(parents=True)
-        (site / f"tinycache_part_{n:03d}/tiny.zip.{n:03d}").write_bytes(piece)
-        info = site / f"tinycache_part_{n:03d}-0.0.1.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {names[-1]}\nVersion: 0.0.1\n"
-        )
-    monkeypatch.syspath_prepend(str(site))
-    return PackagedModel(
-        "tiny-int8",
-        tuple(names),
-        "tinycache_part_{n}/tiny.zip.{n}",
-        "tiny",
-        "onnx/model_qint8.onnx",
+    model: PackagedModel = as_packages(
+        tmp_path / "src" / "tiny", tmp_path / "site", "tiny-int8", "onnx/model_qint8.onnx"
     )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    return model
+
+
+def hold_quantisation(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Builds stop at their quantisation until ``release`` is set; ``quantising`` says one has."""
+    import memhub.embed.export as export
+
+    quantising, release = threading.Event(), threading.Event()
+    quantize = export.quantize_int8
+
+    def held(fp32: Path, out: Path) -> Path:
+        quantising.set()
+        assert release.wait(WAIT)
+        return quantize(fp32, out)
+
+    monkeypatch.setattr(export, "quantize_int8", held)
+    return quantising, release
 
 
 @pytest.fixture
@@ -236,18 +233,8 @@ def test_two_builders_at_once_build_once(
 ) -> None:
     """The second builder waits on the lock file (flock locks an open file, so two threads
     conflict as two processes do) and then finds the first one's build."""
-    import memhub.embed.export as export
-
     cache = tmp_path / "cache"
-    quantizing, release = threading.Event(), threading.Event()
-    quantize = export.quantize_int8
-
-    def held(fp32: Path, out: Path) -> Path:
-        quantizing.set()
-        assert release.wait(WAIT)
-        return quantize(fp32, out)
-
-    monkeypatch.setattr(export, "quantize_int8", held)
+    quantizing, release = hold_quantisation(monkeypatch)
     results: dict[str, Path] = {}
 
     def build(name: str) -> None:

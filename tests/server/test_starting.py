@@ -8,7 +8,6 @@ mid-build; nothing is timed.
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
 
 import httpx
@@ -19,7 +18,7 @@ import memhub.embed.packaged as packaged
 from memhub import MemhubSettings
 from memhub.errors import ConfigurationError
 from memhub.server import ServerSettings, create_app
-from tests.embed.test_model_cache import WAIT, tiny_packaged
+from tests.embed.test_model_cache import WAIT, hold_quantisation, tiny_packaged
 from tests.server.conftest import ADMIN_KEY, bearer
 
 QUANTISING = {"name": "tiny-int8", "step": "quantising the graph to int8", "done": 2, "of": 3}
@@ -49,15 +48,7 @@ async def _wait_until_ready(client: httpx.AsyncClient) -> httpx.Response:
 async def test_healthz_answers_during_the_build_then_the_server_serves(
     building: MemhubSettings, server_settings: ServerSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    quantising, release = threading.Event(), threading.Event()
-    quantize = export.quantize_int8
-
-    def held(fp32: Path, out: Path) -> Path:
-        quantising.set()
-        assert release.wait(WAIT)
-        return quantize(fp32, out)
-
-    monkeypatch.setattr(export, "quantize_int8", held)
+    quantising, release = hold_quantisation(monkeypatch)
     app = create_app(building, server=server_settings)
     try:
         async with (
