@@ -216,6 +216,17 @@ def test_a_cache_that_cannot_be_written_is_one_clear_error(
     assert builds == []
 
 
+def test_a_lock_file_that_cannot_be_opened_is_the_same_clear_error(
+    model: PackagedModel, builds: list[Path], tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    (cache / f".{packaged.recipe(model).folder}.lock").mkdir(parents=True)  # not a file
+
+    with pytest.raises(ConfigurationError, match=r"not writable.*MEMHUB_MODEL_CACHE") as refused:
+        prepare(model, cache)
+    assert str(cache) in str(refused.value) and builds == []
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes through directory permissions")
 def test_a_read_only_cache_is_one_clear_error(model: PackagedModel, tmp_path: Path) -> None:
     cache = tmp_path / "cache"

@@ -169,17 +169,25 @@ def _writable(cache: Path) -> None:
         with tempfile.TemporaryFile(dir=cache):
             pass
     except OSError as exc:
-        raise ConfigurationError(
-            f"the model cache {cache} is not writable ({exc.strerror or exc}); set "
-            f"{_SETTING} to a directory memhub can write (it keeps built embedding models, "
-            "a few hundred MB, shared by every data directory)"
-        ) from exc
+        raise _not_writable(cache, exc) from exc
+
+
+def _not_writable(cache: Path, exc: OSError) -> ConfigurationError:
+    return ConfigurationError(
+        f"the model cache {cache} is not writable ({exc.strerror or exc}); set "
+        f"{_SETTING} to a directory memhub can write (it keeps built embedding models, "
+        "a few hundred MB, shared by every data directory)"
+    )
 
 
 @contextlib.contextmanager
 def _locked(path: Path, recipe: Recipe, progress: BuildProgress) -> Iterator[None]:
     """Hold an exclusive flock on ``path``: one builder at a time, across processes."""
-    with path.open("a") as handle:
+    try:
+        handle = path.open("a")
+    except OSError as exc:  # a lock file of another user's, say
+        raise _not_writable(path.parent, exc) from exc
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -91,7 +91,7 @@ async def embedder_for_store(settings: MemhubSettings, store: Store) -> Embedder
                 recorded,
             )
             settings = settings.model_copy(update={"embedder_model": recorded})
-    # A packaged model's first use assembles it and writes its graph (tens of seconds): off
+    # A packaged model's first use on a machine builds it (tens of seconds): off
     # the event loop, which may be serving other requests meanwhile.
     return await asyncio.to_thread(embedder_from_settings, settings)
 
