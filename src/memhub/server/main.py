@@ -62,7 +62,7 @@ def serve(
         # the signal again: with Python's default one the process would die without running
         # its exit handlers, leaving the embedded PostgreSQL running. Ours exits normally.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -72,3 +72,12 @@ def serve(
         http=JsonH11Protocol,
         ws="none",
     )
+    runner = uvicorn.Server(config)
+
+    def stop() -> None:  # a start that failed after the port opened (app._started_in_background)
+        runner.should_exit = True
+
+    app.state.stop_server = stop
+    runner.run()
+    if not runner.started or getattr(app.state, "memhub_failed", None) is not None:
+        raise SystemExit(3)  # uvicorn.run's exit status for a start that failed

@@ -407,8 +407,10 @@ class WhoAmI(BaseModel):
 
 
 class Health(BaseModel):
-    status: str
+    status: str  # ok | unavailable | starting | failed
     database: str
+    #: While starting: the embedding model's build, {"name", "step", "done", "of"}.
+    model: dict[str, Any] | None = None
 
 
 class ErrorBody(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fastapi import Request
+from fastapi import HTTPException, Request
 
 from memhub.memory.access import Access, KeyCache, Quotas, RateLimiter
 from memhub.memory.admin import AsyncAdmin
@@ -13,7 +13,10 @@ from memhub.memory.inputs import Limits
 from memhub.server.health import WriteHealth
 from memhub.server.settings import ServerSettings
 
-__all__ = ["ServerState", "get_state"]
+__all__ = ["STARTING_RETRY_AFTER", "ServerState", "get_state"]
+
+#: What ``Retry-After`` says while the server is starting (building its embedding model).
+STARTING_RETRY_AFTER = 5
 
 
 @dataclass
@@ -48,5 +51,12 @@ def get_state(request: Request) -> ServerState:
     """The running app's state (set by its lifespan)."""
     state = getattr(request.app.state, "memhub", None)
     if not isinstance(state, ServerState):
+        if getattr(request.app.state, "memhub_starting", None) is not None:
+            raise HTTPException(
+                503,
+                "memhub is starting: its embedding model is being built (GET /healthz shows "
+                "how far); retry later",
+                headers={"Retry-After": str(STARTING_RETRY_AFTER)},
+            )
         raise RuntimeError("the memhub app is not started: run it under its lifespan")
     return state
