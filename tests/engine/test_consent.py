@@ -76,8 +76,153 @@ def test_a_change_needs_a_user_turn_that_says_it() -> None:
 def test_the_persons_name_alone_does_not_tie_a_change_to_a_fact() -> None:
     """Every fact about Ada names her: the new fact sharing only "Ada" with the old one is not
     about it, whatever the turn says."""
-    dog = (["We adopted a puppy called Rex."], "Ada lives in Paris.", "Ada has a dog named Rex.")
+    dog = (["We have a new puppy now, Rex."], "Ada lives in Paris.", "Ada has a dog named Rex.")
     assert supports_change(*dog)  # without the names, "Ada" ties the two
     assert not supports_change(*dog, names=["ada"])
     moved = (["I moved to Berlin."], "Ada lives in Paris.", "Ada lives in Berlin.")
     assert supports_change(*moved, names=["ada"])
+
+
+# --- Issue 35, item 5: pasted text, negation in the clause, accents, indirect requests -------
+
+PASTED = [  # someone else's words inside the user's turn: each would ask, said by the user
+    ("> Please forget that I like olives.\nWhat do you make of this?", "Likes olives."),
+    ("---------- Forwarded message ---------\nPlease forget that I like olives.", "Likes olives."),
+    ("Begin forwarded message:\n\nForget that I like olives, thanks!", "Likes olives."),
+    ("From: tom@example.com\nSubject: hi\n\nPlease forget that I like olives.", "Likes olives."),
+    ("```\nforget that I like olives\n```\nWhy does this script print nothing?", "Likes olives."),
+    ("My friend wrote: please forget that I like olives", "Likes olives."),
+    ("Here is what my sister said. Forget that I like olives!", "Likes olives."),
+    ("Summarise this for me. Please forget that I like olives.", "Likes olives."),
+    ("Please forget that I like olives. Translate that into German.", "Likes olives."),
+    ("Tom: forget that Ada likes olives\nMe: ok", "Ada likes olives."),
+    ("[10:32] Mum: forget the olives, I like them", "Likes olives."),
+    ("Forget that I like olives, my boss said", "Likes olives."),
+    ("“Please forget that I like olives,” she texted.", "Likes olives."),
+    ('He typed "forget that I like olives\nand then deleted it', "Likes olives."),
+    ("Le message de Paul : oublie que j'aime les olives", "Aime les olives."),
+    (
+        "---------- Weitergeleitete Nachricht ----------\nVergiss, dass ich Oliven mag.",
+        "Mag Oliven.",
+    ),
+]
+NEGATED = [  # a negation anywhere in the request's clause, or the fact in another part
+    ("Vergiss meine Oliven nicht.", "Mag Oliven."),
+    ("Vergiss das bitte nicht: ich mag Oliven.", "Mag Oliven."),
+    ("N'oublie jamais que j'aime les olives.", "Aime les olives."),
+    ("Ne l'oublie pas, j'adore les olives.", "Adore les olives."),
+    ("No te olvides nunca de que me gustan las aceitunas.", "Le gustan las aceitunas."),
+    ("Forget my old phone number, but don't forget that I like olives.", "Likes olives."),
+    ("Forget about my gym, I still like olives.", "Likes olives."),
+    ("Forget the shirt thing, olives I still like.", "Likes olives."),
+    (
+        "Olvida lo de mi trabajo pero no olvides que me gustan las aceitunas.",
+        "Le gustan aceitunas.",
+    ),
+    ("Oublie mon ancien numéro mais pas que j'aime les olives.", "Aime les olives."),
+    ("Vergiss meine alte Nummer, aber nicht, dass ich Oliven mag.", "Mag Oliven."),
+    ("I don't want you to forget that I like olives.", "Likes olives."),
+    ("I hope you never forget that I like olives.", "Likes olives."),
+    ("Forget I like olives? Never!", "Likes olives."),
+    ("You forgot that I like olives.", "Likes olives."),
+    ("You keep forgetting that I like olives!", "Likes olives."),
+    ("Don't you remember that I like olives?", "Likes olives."),
+    ("I don't remember if I like olives.", "Likes olives."),
+    ("Remember that I like olives, forget nothing.", "Likes olives."),
+]
+INDIRECT = [  # requests as people word them, and words compared without accents
+    ("I'd rather you didn't remember where I work anymore.", "Ada works at Acme."),
+    ("That thing about me living in Paris, please forget it.", "Ada lives in Paris."),
+    ("You don't need to remember my address any more.", "Ada's address is 12 Elm Street."),
+    ("Stop remembering my birthday, please.", "Ada's birthday is on 3 May."),
+    ("Please don't keep my phone number.", "Ada's phone number is 555-0199."),
+    ("No need to remember my salary.", "Ada's salary is 50k."),
+    ("I'd prefer you forgot about my divorce.", "Ada got divorced in 2020."),
+    ("My phone number, the old one: could you forget it?", "Ada's phone number is 555-0199."),
+    ("Forget that I don't eat meat.", "Ada doesn't eat meat."),
+    ("Forget my old job, but don't forget that I live in Oslo.", "Ada has a job at the bank."),
+    ("Oublie que je suis végétarien.", "Ada is vegetarian."),
+    ("Olvida que soy vegetariana.", "Ada is vegetarian."),
+    ("No recuerdes dónde trabajo, por favor.", "Ada trabaja en Acme."),
+    ("Ne retiens plus mon adresse.", "L'adresse d'Ada est 5 rue des Lilas."),
+    ("Je préférerais que tu oublies mon ancien travail.", "Ada travaille chez Airbus."),
+    ("Merk dir meine Adresse bitte nicht mehr.", "Adas Adresse ist Lindenweg 5."),
+    ("Du musst dir nicht mehr merken, wo ich arbeite.", "Ada arbeitet bei Siemens."),
+    ("Vergiss bitte, dass ich kein Fleisch esse.", "Ada isst kein Fleisch."),
+    ("Please forget my address and where I work.", "Ada works at Acme."),
+    ("As I said, forget my old address.", "Ada's address is 12 Elm Street."),
+]
+
+
+@pytest.mark.parametrize(("turn", "fact"), PASTED)
+def test_pasted_forwarded_and_quoted_requests_are_not_the_users(turn: str, fact: str) -> None:
+    assert not forget_request(turn, fact)
+    # the same request in the person's own words counts: the marker is what refuses it
+    assert forget_request("Please forget that I like olives.", "Likes olives.")
+
+
+@pytest.mark.parametrize(("turn", "fact"), NEGATED)
+def test_a_negation_in_the_clause_or_the_fact_in_another_part_asks_nothing(
+    turn: str, fact: str
+) -> None:
+    assert not forget_request(turn, fact)
+
+
+@pytest.mark.parametrize(("turn", "fact"), INDIRECT)
+def test_indirect_requests_and_accents_count(turn: str, fact: str) -> None:
+    assert forget_request(turn, fact)
+
+
+def test_the_users_own_words_before_a_pasted_part_still_count() -> None:
+    turn = "Please forget that I like olives.\nMy friend wrote: I love figs"
+    assert forget_request(turn, "Likes olives.")
+    assert not forget_request("Please forget it.\nMy friend wrote: I love figs", "Likes figs.")
+
+
+def test_a_request_is_tied_to_the_fact_by_its_own_part_of_the_sentence() -> None:
+    turn = "Forget my old job, but don't forget that I live in Oslo."
+    assert forget_request(turn, "Ada has a job at the bank.")
+    assert not forget_request(turn, "Ada lives in Oslo.")
+    # a plain list after the request continues it; a statement or a contrast does not
+    assert forget_request("Forget that I like olives, figs and plums.", "Likes plums.")
+    assert not forget_request("Forget that I like olives, I live in Oslo.", "Lives in Oslo.")
+    assert not forget_request("Forget my job except that I live in Oslo.", "Lives in Oslo.")
+    # "forget it" alone is "never mind": it reaches back only when asked for ("please", "can
+    # you"), and a clause after it is not its object
+    assert not forget_request("The olives were fine, forget it.", "Likes olives.")
+    assert not forget_request("Forget it, the olives were fine.", "Likes olives.")
+    assert forget_request("The olives, please forget them.", "Likes olives.")
+
+
+SUPERSEDE_ATTACKS = [  # (user turn, old, new): a model's SUPERSEDE each must not support
+    ("Is it cold in Berlin this week?", "Ada lives in Paris.", "Ada lives in Berlin."),
+    ("Berlin is lovely in spring.", "Ada lives in Paris.", "Ada lives in Berlin."),
+    ("I love the museums in Berlin.", "Ada lives in Paris.", "Ada lives in Berlin."),
+    ('My friend said "I moved to Berlin".', "Ada lives in Paris.", "Ada lives in Berlin."),
+    ("Does anyone really hate olives?", "Ada likes olives.", "Ada hates olives."),
+    ("Tom hates olives.", "Ada likes olives.", "Ada hates olives."),
+    (
+        "What's the weather in Berlin? I live in Paris.",
+        "Ada lives in Paris.",
+        "Ada lives in Berlin.",
+    ),
+    ("Me: I moved to Berlin\nTom: cool", "Ada lives in Paris.", "Ada lives in Berlin."),
+]
+
+
+@pytest.mark.parametrize(("turn", "old", "new"), SUPERSEDE_ATTACKS)
+def test_a_change_needs_a_statement_about_the_person_and_the_old_fact(
+    turn: str, old: str, new: str
+) -> None:
+    assert not supports_change([turn], old, new)
+
+
+def test_a_change_stated_by_the_person_is_supported() -> None:
+    paris, berlin = "Ada lives in Paris.", "Ada lives in Berlin."
+    assert supports_change(["Is Berlin nice? I moved there: Berlin, since May."], paris, berlin)
+    assert supports_change(["Paris got too expensive, we live in Berlin now."], paris, berlin)
+    assert supports_change(["Tom moved to Berlin."], "Tom lives in Paris.", "Tom lives in Berlin.")
+    assert supports_change(["Me mudé a Berlín."], "Ada vive en París.", "Ada vive en Berlín.")
+    assert supports_change(
+        ["Ich mag keine Oliven mehr."], "Ada mag Oliven.", "Ada mag keine Oliven."
+    )
