@@ -226,3 +226,26 @@ def test_a_change_stated_by_the_person_is_supported() -> None:
     assert supports_change(
         ["Ich mag keine Oliven mehr."], "Ada mag Oliven.", "Ada mag keine Oliven."
     )
+
+
+def test_a_request_taken_back_later_in_the_turn_asks_nothing() -> None:
+    address = "Address: 12 Elm Street"
+    assert not forget_request("Forget my address. Actually no, don't.", address)
+    assert not forget_request("Forget my address. Wait, no!", address)
+    assert not forget_request("forget my address lol jk", address)
+    assert not forget_request("Vergiss meine Adresse. Nein, doch nicht.", "Adresse: Lindenweg 5")
+    # a "no" before the request, a question after it, or a "do it" do not take it back
+    assert forget_request("No, forget my address.", address)
+    assert forget_request("Forget my address. Ok?", address)
+    assert forget_request("Forget my address, do it now.", address)
+    assert forget_request("Can you forget my address? I don't need it any more.", address)
+
+
+def test_reproaches_rhetorical_questions_and_labels() -> None:
+    assert not forget_request("Why would you forget that I like olives?", "Likes olives.")
+    assert not forget_request("Forget my job, Oslo stays.", "Lives in Oslo.")
+    assert not forget_request("Forget my job and Oslo is where I live.", "Lives in Oslo.")
+    # the person's own labels and a request's object after a colon count
+    assert forget_request("PS: forget that I like olives", "Likes olives.")
+    assert forget_request("Please forget this: I like olives.", "Likes olives.")
+    assert forget_request("Mon adresse, oublie-la s'il te plaît.", "Mon adresse: 5 rue des Lilas.")

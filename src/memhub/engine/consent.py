@@ -64,7 +64,7 @@ _OTHER_WORDS = frozenset(
     forget forgets forgot forgotten forgetting delete deleted remove removed erase erased wipe
     drop purge unlearn remember remembering memory memories know knows knew keep keeping store
     stored storing save retain anymore longer rather prefer need needs want wish hope please
-    kindly stop thing things stuff part bit okay hey
+    kindly stop plaît thing things stuff part bit okay hey
     olvida olvidar olvides olvídate olvide borra borrar elimina eliminar quita recuerdes
     recordar memoria sabes necesitas hace falta prefiero cosa guardes
     oublie oublier oubliez oublies efface effacer supprime supprimer retire mémoire souviens
@@ -137,9 +137,13 @@ def own_words(turn: str) -> str:
     return _CHAT_LINE.sub(_unless_a_request, text)
 
 
+_OWN_LABEL = re.compile(r"(?:p\.?\s?s|p\.?p\.?s|btw|fyi|edit|update)\.?")
+
+
 def _unless_a_request(line: re.Match[str]) -> str:
-    # "Forget this: my address" is the person's own; "Tom: forget my address" is Tom's.
-    return line.group(0) if _VERB.search(line.group("label")) else " "
+    # "Forget this: my address" and "PS: ..." are the person's own; "Tom: forget ..." is Tom's.
+    label = line.group("label")
+    return line.group(0) if _VERB.search(label) or _OWN_LABEL.fullmatch(label) else " "
 
 
 # --- Clauses: which verb, addressed to whom, negated or not ---------------------------------
@@ -191,6 +195,7 @@ _ADDRESSED = re.compile(
     r"|will dass|gerne? dass|ware \w+ wenn|du kannst|du musst|du brauchst|du sollst"
     r"|du solltest|sie konnen|sie mussen|sie brauchen|bitte|hor auf|horen sie auf)"
 )
+_WHY = re.compile(r"\W*(?:why|how come|por que|pourquoi|warum|wieso|weshalb)\b")
 _WISHED_PAST = re.compile(r"\b(?:rather|wish|prefer)\s+(?:that\s+)?you\s*$")
 _NEGATION = re.compile(
     r"\b(?:not|never|no|nothing|stop|nunca|jamas|tampoco|ni|ne|pas|jamais|rien|nicht|nie"
@@ -233,7 +238,9 @@ def _asks(text: str, verb: re.Match[str], question: bool, sentence: str) -> tupl
     scope = text[: complement.start()] if complement else text
     negated = bool(_NEGATION.search(scope))
     word = verb.group(0)
-    if word in _PAST:
+    if _WHY.match(before):  # "why would you forget ...?" reproaches
+        addressed = False
+    elif word in _PAST:
         addressed = bool(_WISHED_PAST.search(before))
     else:
         # "Forget I like olives? Never!" asks nothing: a question asks with "can you ...".
@@ -248,10 +255,13 @@ def _asks(text: str, verb: re.Match[str], question: bool, sentence: str) -> tupl
     return not negated, negated
 
 
-# A clause whose subject is the person ("..., I still like olives") is a statement of its
-# own, not more of a request's object; after a "that"/"where" it is the object ("forget my
-# address and where I work").
-_SUBJECT = re.compile(r"\b(?:i|i'm|im|i've|i'll|we|we're|yo|je|j'|ich|wir)\b|\bj'")
+# A clause with the person as its subject or a verb of being ("..., I still like olives",
+# "..., Oslo is where I live") is a statement of its own, not more of a request's object;
+# after a "that"/"where" it is the object ("forget my address and where I work").
+_SUBJECT = re.compile(
+    r"\b(?:i|i'm|im|i've|i'll|we|we're|yo|je|j'|ich|wir|is|are|was|were|stays|remains|es|esta"
+    r"|son|est|sont|reste|ist|sind|bleibt)\b|\bj'"
+)
 _STATEMENT_START = re.compile(
     rf"\W*(?:(?:{_LEAD_WORDS})\W+)*(?:he|she|they|it's|there's|il|elle|on|nous|c'est|er)\b"
 )
@@ -275,6 +285,10 @@ _CLAUSE_BREAK = re.compile(
 )
 # A subordinate clause ("..., that I ...") belongs to the clause before it.
 _SUBORDINATE = re.compile(r",\s*(?=(?:that|que|dass|qu'|where|donde|ou|wo)\b)")
+# "Forget this: I like olives": what follows the colon is the request's object.
+_OBJECT_COLON = re.compile(
+    r"\b(?:this|that|the following|esto|eso|lo siguiente|ceci|cela|ca|das|dies|folgendes)\s*:"
+)
 _SENTENCE = re.compile(r"[^.!?;\n]+[.!?;\n]*")
 _REPORTING = re.compile(rf"\b(?:{_REPORT_VERBS})\b")
 _SELF = re.compile(r"\b(?:i|i've|i have|i had|j'ai|ich|ich habe)\s+(?:\w+\s+)?$")
@@ -296,7 +310,8 @@ def _reports(sentence: str) -> bool:
 
 def _clauses(sentence: str, question: bool) -> list[_Clause]:
     clauses = []
-    for text in _CLAUSE_BREAK.split(_SUBORDINATE.sub(" ", sentence)):
+    joined = _OBJECT_COLON.sub(lambda m: m.group(0)[:-1], _SUBORDINATE.sub(" ", sentence))
+    for text in _CLAUSE_BREAK.split(joined):
         text = text.strip(" \t\n.!?;¿¡")
         if not text:
             continue
@@ -316,6 +331,7 @@ class _Part:
     asks: bool
     polite: bool
     plain: bool  # neither a request, a negation nor a verb of forgetting or keeping
+    end: int  # the index of its last clause
 
 
 def _parts(clauses: list[_Clause]) -> list[_Part]:
@@ -324,14 +340,15 @@ def _parts(clauses: list[_Clause]) -> list[_Part]:
     and plums") continues it, unless it is a request naming nothing ("forget it, the olives
     were fine" is "never mind")."""
     parts: list[_Part] = []
-    for clause in clauses:
+    for index, clause in enumerate(clauses):
         words = set(_words(clause.text))
         plain = not (clause.verb or clause.negated)
         continues = parts and (parts[-1].words or not parts[-1].asks)
         if continues and plain and not clause.opens_part:
             parts[-1].words |= words
+            parts[-1].end = index
             continue
-        parts.append(_Part(words, clause.asks, clause.polite, plain))
+        parts.append(_Part(words, clause.asks, clause.polite, plain, index))
     return parts
 
 
@@ -339,28 +356,58 @@ def _words(text: str, names: Iterable[str] = ()) -> frozenset[str]:
     return content_words(text, names) - _OTHER_STEMS
 
 
+# Taking a request back later in the turn: "..., actually no, don't", "jk", "never mind".
+_TAKEN_BACK = re.compile(
+    r"\b(?:jk|just kidding|kidding|never ?mind|scratch that|changed my mind|on second thought"
+    r"|mejor no|no lo hagas|en fait non|ne le fais pas|laisse tomber|doch nicht|lieber nicht"
+    r"|mach das nicht)\b"
+)
+# A later clause of nothing but "no", "don't", "wait", "do it" with a negation among them.
+_BARE_REFUSAL = re.compile(
+    rf"\W*(?:(?:{_LEAD_WORDS}|{_NEGATOR_WORDS}|wait|nope|sorry|nein|non|do|it|that|forget it"
+    r"|olvidalo|vergiss es)(?:\W+|(?<=')|$))+"
+)
+_REFUSING = re.compile(rf"{_NEGATION.pattern}|\b(?:nope|nein|non|forget it|olvidalo|vergiss es)\b")
+
+
+def _taken_back(request: str, later: Iterable[str]) -> bool:
+    if _TAKEN_BACK.search(request):  # "forget that I like olives lol jk"
+        return True
+    for text in later:
+        if _TAKEN_BACK.search(text) or (_BARE_REFUSAL.fullmatch(text) and _REFUSING.search(text)):
+            return True
+    return False
+
+
 def forget_request(turn: str, fact: str) -> bool:
     """Does ``turn`` (a user's words) ask to forget ``fact``?
 
     A clause of the person's own words must ask the assistant to forget, and its part of
     the sentence (or, for "..., please forget it", the part just before) share a content
-    word with the fact (see the module).
+    word with the fact, and nothing later in the turn take it back ("actually no, don't").
+    See the module.
     """
     facts = _words(fact)
     if not facts:
         return False
-    for sentence, question in _sentences(own_words(turn)):
-        if _reports(sentence):
-            continue
-        parts = _parts(_clauses(sentence, question))
+    sentences = [
+        _clauses(sentence, question)
+        for sentence, question in _sentences(own_words(turn))
+        if not _reports(sentence)
+    ]
+    for position, clauses in enumerate(sentences):
+        parts = _parts(clauses)
         for index, part in enumerate(parts):
             if not part.asks:
                 continue
             words = part.words
             if not words and part.polite and index and parts[index - 1].plain:
                 words = parts[index - 1].words  # "that thing about Paris, please forget it"
-            if words & facts:
-                return True
+            if not words & facts:
+                continue
+            later = [c.text for c in clauses[part.end + 1 :]]
+            later += [c.text for rest in sentences[position + 1 :] for c in rest]
+            return not _taken_back(clauses[part.end].text, later)
     return False
 
 
