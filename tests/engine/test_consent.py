@@ -249,3 +249,32 @@ def test_reproaches_rhetorical_questions_and_labels() -> None:
     assert forget_request("PS: forget that I like olives", "Likes olives.")
     assert forget_request("Please forget this: I like olives.", "Likes olives.")
     assert forget_request("Mon adresse, oublie-la s'il te plaît.", "Mon adresse: 5 rue des Lilas.")
+
+
+def test_letters_passives_and_quoted_speech_of_the_person_are_not_requests() -> None:
+    olives = "Ada likes olives."
+    assert not forget_request("Dear Ada,\nplease forget that you like olives.\nTom", olives)
+    assert not forget_request("please forget that you like olives.\nLove,\nMum", olives)
+    assert not forget_request("I was told: forget that I like olives", olives)
+    assert not forget_request("I was told to forget that I like olives", olives)
+    assert not forget_request("I said to my sister: forget that you like olives", olives)
+    # a closing without a name, and the person's own report of what they said, are theirs
+    assert forget_request("Please forget that I like olives.\nCheers!", olives)
+    assert forget_request("Forget what I said about olives", olives)
+
+
+def test_other_senses_tags_and_afterthoughts() -> None:
+    address = "Address: 12 Elm Street"
+    assert not forget_request("I don't want you to keep asking about my address.", address)
+    assert not forget_request("Forget my address — or not.", address)
+    assert forget_request("Forget my address or my phone.", address)
+    assert forget_request("Forget my address, will you?", address)  # the tag asks, not the verb
+    assert forget_request("Don't remember my address, ok?", address)
+
+
+def test_a_change_said_in_a_negated_clause_is_not_stated() -> None:
+    oslo, berlin = "Ada lives in Oslo.", "Ada lives in Berlin."
+    assert not supports_change(["I would never move to Berlin."], oslo, berlin)
+    assert not supports_change(["I haven't moved to Berlin yet."], oslo, berlin)
+    assert supports_change(["I don't live in Oslo anymore, I moved to Berlin."], oslo, berlin)
+    assert supports_change(["No, I moved to Berlin."], oslo, berlin)

@@ -113,6 +113,18 @@ _PASTED_FROM = re.compile(
     rf"|\b(?:{_TEXT_NOUNS})\b[^.!?\n:]{{0,30}}:",
     re.MULTILINE,
 )
+# A letter: a salutation line opens someone's text, a closing line ends it.
+_SALUTATION = re.compile(
+    r"^[ \t]*(?:dear|querid[oa]|estimad[oa]|cher|chere|liebe[rs]?|sehr geehrte[rs]?)\b[^\n]{0,40}"
+    r",?[ \t]*$",
+    re.MULTILINE,
+)
+_CLOSING = re.compile(
+    r"(?:^|\n)[ \t]*(?:best|best wishes|regards|kind regards|cheers|love|xoxo|yours|sincerely"
+    r"|saludos|un abrazo|besos|cordialement|bises|amities|gru(?:ss|sse)|viele gru(?:ss|sse)|lg"
+    r"|mit freundlichen gru(?:ss|sse)n)\b[^\n,]{0,20}(?:,[ \t]*\n?|[ \t]*\n)[ \t]*"
+    r"[^\W\d][\w .'-]{0,30}\s*\Z"
+)
 # A turn that hands the assistant a text to work on is about that text, wherever it stands.
 _TASK = re.compile(
     r"\b(?:translate|translation|summari[sz]e|summary|tl;?dr|proofread|paraphrase|rephrase"
@@ -127,10 +139,14 @@ def own_words(turn: str) -> str:
     no accents); "" when the turn hands over a text to work on."""
     text = _QUOTED.sub(" ", unicodedata.normalize("NFKC", turn))
     text = fold(_QUOTED_LINE.sub(" ", text)).replace("’", "'")
-    if _TASK.search(text):
+    if _TASK.search(text) or _CLOSING.search(text):
         return ""
+    salutation = _SALUTATION.search(text)
+    if salutation:
+        text = text[: salutation.start()]
     for marker in _PASTED_FROM.finditer(text):
-        if not _SELF.search(text[: marker.start()]):  # "as I said: ..." is the person's own
+        # "forget what I said about X" is the person's own; "I said to Tom: ..." quotes
+        if marker.group(0).endswith(":") or not _SELF.search(text[: marker.start()]):
             # From the start of the marker's sentence: "forget it, my boss said" is his.
             text = text[: max(text.rfind(end, 0, marker.start()) for end in ".!?\n") + 1]
             break
@@ -238,6 +254,8 @@ def _asks(text: str, verb: re.Match[str], question: bool, sentence: str) -> tupl
     scope = text[: complement.start()] if complement else text
     negated = bool(_NEGATION.search(scope))
     word = verb.group(0)
+    if re.match(r"\s+\w+ing\b", text[verb.end() :]) and word.startswith("keep"):
+        return False, negated  # "don't keep asking" is not about keeping a memory
     if _WHY.match(before):  # "why would you forget ...?" reproaches
         addressed = False
     elif word in _PAST:
@@ -291,7 +309,11 @@ _OBJECT_COLON = re.compile(
 )
 _SENTENCE = re.compile(r"[^.!?;\n]+[.!?;\n]*")
 _REPORTING = re.compile(rf"\b(?:{_REPORT_VERBS})\b")
-_SELF = re.compile(r"\b(?:i|i've|i have|i had|j'ai|ich|ich habe)\s+(?:\w+\s+)?$")
+# "As I said, ..." is the person's own report; "I was told ..." is someone else's.
+_SELF = re.compile(
+    r"\b(?:i|i've|i have|i had|j'ai|ich|ich habe)\s+"
+    r"(?:(?!(?:was|were|been|got|get|am|wurde|ete)\b)\w+\s+)?$"
+)
 
 
 def _sentences(own: str) -> Iterator[tuple[str, bool]]:
@@ -311,12 +333,13 @@ def _reports(sentence: str) -> bool:
 def _clauses(sentence: str, question: bool) -> list[_Clause]:
     clauses = []
     joined = _OBJECT_COLON.sub(lambda m: m.group(0)[:-1], _SUBORDINATE.sub(" ", sentence))
-    for text in _CLAUSE_BREAK.split(joined):
-        text = text.strip(" \t\n.!?;¿¡")
-        if not text:
-            continue
+    texts = [t.strip(" \t\n.!?;¿¡") for t in _CLAUSE_BREAK.split(joined)]
+    texts = [t for t in texts if t]
+    for index, text in enumerate(texts):
         verb = _VERB.search(text)
-        asks, negated = _asks(text, verb, question, sentence) if verb else (False, False)
+        # "Forget my address, will you?": the question is the tag's, not the request's
+        asked = question and index == len(texts) - 1
+        asks, negated = _asks(text, verb, asked, sentence) if verb else (False, False)
         negated = negated or bool(_NEGATION.search(text) and not asks)
         verb_kind = next((k for k, v in verb.groupdict().items() if v), "") if verb else ""
         opens = _new_statement(text)
@@ -364,7 +387,7 @@ _TAKEN_BACK = re.compile(
 )
 # A later clause of nothing but "no", "don't", "wait", "do it" with a negation among them.
 _BARE_REFUSAL = re.compile(
-    rf"\W*(?:(?:{_LEAD_WORDS}|{_NEGATOR_WORDS}|wait|nope|sorry|nein|non|do|it|that|forget it"
+    rf"\W*(?:(?:{_LEAD_WORDS}|{_NEGATOR_WORDS}|or|wait|nope|sorry|nein|non|do|it|that|forget it"
     r"|olvidalo|vergiss es)(?:\W+|(?<=')|$))+"
 )
 _REFUSING = re.compile(rf"{_NEGATION.pattern}|\b(?:nope|nein|non|forget it|olvidalo|vergiss es)\b")
@@ -431,7 +454,8 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
     One statement (not a question, not reported speech) of the person's own words must be
     about someone the old fact is about (the person: "I", "my", their ``names``; or a name the
     old fact gives, "Tom moved"), carry what is new (a content word of ``new`` that ``old``
-    lacks; when only a negation differs, a negation), and be about the old fact: share a
+    lacks, in a clause negated only if ``new`` is; when only a negation differs, a
+    negation), and be about the old fact: share a
     content word with it, or say a change ("now", "moved", "no longer") when the new fact
     shares one with the old ("I moved to Berlin" replaces "Ada lives in Paris" by "Ada lives
     in Berlin"; "Is Berlin nice?", "Berlin is cold" and "Tom hates olives" support nothing).
@@ -441,7 +465,8 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
     names = tuple(names)
     old_words, new_words = _words(old, names), _words(new, names)
     news = new_words - old_words
-    flips = bool(_NEGATION.search(fold(new))) != bool(_NEGATION.search(fold(old)))
+    negated_new = bool(_NEGATION.search(fold(new)))
+    flips = negated_new != bool(_NEGATION.search(fold(old)))
     same_subject = bool(old_words & new_words)
     # Whom a statement may be about: the person's names and the names in the old fact.
     whom = {fold(n) for n in names if n} | {
@@ -458,6 +483,17 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
             about_fact = said & old_words or (same_subject and _CHANGE.search(sentence))
             if not (about_whom and about_fact):
                 continue
-            if said & news or (not news and flips and _NEGATION.search(sentence)):
+            if _states(sentence, news, names, negated_new) or (
+                not news and flips and _NEGATION.search(sentence)
+            ):
                 return True
     return False
+
+
+def _states(sentence: str, news: frozenset[str], names: Iterable[str], negated: bool) -> bool:
+    """Does a clause of ``sentence`` say ``news`` as the new fact does ("I'd never move to
+    Berlin" does not say "lives in Berlin")?"""
+    return any(
+        _words(clause, names) & news and bool(_NEGATION.search(clause)) == negated
+        for clause in _CLAUSE_BREAK.split(sentence)
+    )
