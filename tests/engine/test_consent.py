@@ -278,3 +278,41 @@ def test_a_change_said_in_a_negated_clause_is_not_stated() -> None:
     assert not supports_change(["I haven't moved to Berlin yet."], oslo, berlin)
     assert supports_change(["I don't live in Oslo anymore, I moved to Berlin."], oslo, berlin)
     assert supports_change(["No, I moved to Berlin."], oslo, berlin)
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "She wrote „forget that I like olives“ on the card.",
+        "The card: «forget that I like olives».",
+        "The card read ‘forget that I like olives’.",
+        "Why does `forget that I like olives` print nothing?",
+        "Von: tom@example.com\nBetreff: hi\nForget that I like olives.",
+        "Objet : salut\nForget that I like olives.",
+        "Paul's message: forget that I like olives",
+        "Reply to this for me: please forget that I like olives.",
+    ],
+)
+def test_quote_marks_code_headers_and_tasks_of_every_kind(turn: str) -> None:
+    assert not forget_request(turn, "Ada likes olives.")
+
+
+def test_words_meet_across_accents_and_doubled_letters_only() -> None:
+    assert forget_request("Vergiss meine Adresse.", "Ada's address is 12 Elm Street.")
+    assert forget_request("Oublie que je suis VÉGÉTARIEN.", "Ada is vegetarian.")
+    assert not forget_request("Vergiss, dass ich Oliven mag.", "Ada likes olives.")
+
+
+def test_what_the_rules_still_get_wrong() -> None:
+    """The mistakes docs/consolidation.md owns up to, pinned so that a change to them shows.
+    What gets through is retired or closed, and restore undoes it."""
+    # refused though meant: a request beside a task, a label that looks like a speaker's
+    assert not forget_request("Please forget my address. Translate 'hi' too.", "Address: Elm")
+    assert not forget_request("Note: forget that I like olives", "Ada likes olives.")
+    # let through though not meant: a word shared with the wrong fact, a plain clause after
+    # the request, a statement naming the new place
+    assert forget_request("Forget that I live in Paris.", "Ada lives in Oslo.")
+    assert forget_request("Forget my job, Oslo trips.", "Ada likes Oslo trips.")
+    assert supports_change(
+        ["I moved the meeting to Berlin."], "Ada lives in Paris.", "Ada lives in Berlin."
+    )
