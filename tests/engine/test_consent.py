@@ -316,3 +316,8 @@ def test_what_the_rules_still_get_wrong() -> None:
     assert supports_change(
         ["I moved the meeting to Berlin."], "Ada lives in Paris.", "Ada lives in Berlin."
     )
+
+
+def test_the_person_reporting_their_own_request_asks() -> None:
+    assert forget_request("Je te demande d'oublier mon adresse.", "Mon adresse: 5 rue des Lilas.")
+    assert not forget_request("Il demande d'oublier mon adresse.", "Mon adresse: 5 rue des Lilas.")

@@ -101,7 +101,7 @@ _TEXT_NOUNS = (
     r"|passage|paragraph|following|below|mensaje|correo|carta|texto|siguiente|courriel|lettre"
     r"|texte|suivant|nachricht|brief|folgende\w*"
 )
-# From any of these on, the rest of the turn is pasted or forwarded (matched on folded text).
+# From the sentence holding any of these on, the turn is pasted or forwarded (folded text).
 _PASTED_FROM = re.compile(
     r"-{2,}\s*(?:forwarded|original|weitergeleitete|ursprungliche|mensaje|message)\b"
     r"|\bbegin forwarded message\b"
@@ -206,7 +206,8 @@ _ADDRESSED = re.compile(
     r"|tienes que|deberias|debes|por favor|deja de|dejes de|peux-tu|peux tu|pouvez-vous"
     r"|pourrais-tu|pourriez-vous|tu peux|vous pouvez|tu pourrais|vous pourriez|veux que"
     r"|voudrais que|aimerais que|prefere que|prefererais que|il faut que|tu dois|vous devez"
-    r"|besoin de|s'il te plait|s'il vous plait|stp|svp|arrete de|arretez de|cesse de"
+    r"|besoin de|(?:te|vous) demande d|s'il te plait|s'il vous plait|stp|svp|arrete de"
+    r"|arretez de|cesse de"
     r"|kannst du|konntest du|wurdest du|konnen sie|konnten sie|wurden sie|mochte\w* dass"
     r"|will dass|gerne? dass|ware \w+ wenn|du kannst|du musst|du brauchst|du sollst"
     r"|du solltest|sie konnen|sie mussen|sie brauchen|bitte|hor auf|horen sie auf)"
@@ -311,7 +312,7 @@ _SENTENCE = re.compile(r"[^.!?;\n]+[.!?;\n]*")
 _REPORTING = re.compile(rf"\b(?:{_REPORT_VERBS})\b")
 # "As I said, ..." is the person's own report; "I was told ..." is someone else's.
 _SELF = re.compile(
-    r"\b(?:i|i've|i have|i had|j'ai|ich|ich habe)\s+"
+    r"\b(?:i|i've|i have|i had|je|j'ai|yo|ich|ich habe)\s+"
     r"(?:(?!(?:was|were|been|got|get|am|wurde|ete)\b)\w+\s+)?$"
 )
 
