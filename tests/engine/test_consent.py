@@ -316,8 +316,23 @@ def test_what_the_rules_still_get_wrong() -> None:
     assert supports_change(
         ["I moved the meeting to Berlin."], "Ada lives in Paris.", "Ada lives in Berlin."
     )
+    assert supports_change(
+        ["I live in Paris. It is lovely in Berlin."], "Ada lives in Paris.", "Ada lives in Berlin."
+    )
 
 
 def test_the_person_reporting_their_own_request_asks() -> None:
     assert forget_request("Je te demande d'oublier mon adresse.", "Mon adresse: 5 rue des Lilas.")
     assert not forget_request("Il demande d'oublier mon adresse.", "Mon adresse: 5 rue des Lilas.")
+
+
+def test_a_statement_goes_on_from_the_persons_statement_before_it() -> None:
+    car, newer = "Ada drives a blue Toyota Corolla.", "Ada drives a blue 2015 Toyota Corolla."
+    assert supports_change(["I drive a blue Toyota Corolla.", "It's from 2015."], car, newer)
+    assert not supports_change(["It's from 2015."], car, newer)  # from what?
+    assert not supports_change(["Tom drives a Corolla.", "It's from 2015."], car, newer)
+    # someone else as the subject of a statement sharing the old fact's words
+    assert not supports_change(["She hates olives."], "Ada likes olives.", "Ada hates olives.")
+    assert supports_change(
+        ["Olives are awful now, I hate them."], "Ada likes olives.", "Ada hates olives."
+    )

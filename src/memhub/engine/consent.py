@@ -449,17 +449,32 @@ _CHANGE = re.compile(
 )
 
 
+# Someone else as the subject: "She hates olives" is not the person's change.
+_THIRD_PERSON = re.compile(
+    r"\b(?:he|she|they|his|her|their|him|them|il|elle|ils|elles|lui|leur|ella|ellos|ellas|er"
+    r"|ihm|ihn)\b"
+)
+# A statement opening with one of these goes on about what the one before it said ("I drive a
+# blue Corolla." "It's from 2015.").
+_ANAPHOR = re.compile(r"\W*(?:it|its|that|this|es|eso|esto|c'est|ce|ca|cela|das|dies)\b")
+
+
 def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[str] = ()) -> bool:
     """Does one of the user's ``turns`` support replacing ``old`` by ``new``?
 
-    One statement (not a question, not reported speech) of the person's own words must be
-    about someone the old fact is about (the person: "I", "my", their ``names``; or a name the
-    old fact gives, "Tom moved"), carry what is new (a content word of ``new`` that ``old``
-    lacks, in a clause negated only if ``new`` is; when only a negation differs, a
-    negation), and be about the old fact: share a
-    content word with it, or say a change ("now", "moved", "no longer") when the new fact
-    shares one with the old ("I moved to Berlin" replaces "Ada lives in Paris" by "Ada lives
-    in Berlin"; "Is Berlin nice?", "Berlin is cold" and "Tom hates olives" support nothing).
+    One statement (not a question, not reported speech) of the person's own words must carry
+    what is new (a content word of ``new`` that ``old`` lacks, in a clause negated only if
+    ``new`` is; when only a negation differs, a negation) and be about the old fact:
+
+    * share a content word with it, and be about the person ("I", "my", their ``names``, a
+      name the old fact opens with: "Tom moved") or at least not about someone else ("Tom hates
+      olives", "She hates olives" are not);
+    * or be the person's and say a change ("now", "moved", "no longer") when the new fact
+      shares a word with the old ("I moved to Berlin" replaces "Ada lives in Paris" by "Ada
+      lives in Berlin"; "Is Berlin nice?", "Berlin is cold" and "I love Berlin" do not);
+    * or go on, with "it"/"that"/"c'est"/"das" ..., from the person's statement just before
+      that was about the old fact ("I drive a blue Corolla." "It's from 2015.").
+
     The ``names`` do not count as shared words: every fact about Ada names her, so sharing
     "Ada" says nothing about which fact is meant.
     """
@@ -469,26 +484,37 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
     negated_new = bool(_NEGATION.search(fold(new)))
     flips = negated_new != bool(_NEGATION.search(fold(old)))
     same_subject = bool(old_words & new_words)
-    # Whom a statement may be about: the person's names and the names in the old fact.
-    whom = {fold(n) for n in names if n} | {
-        fold(w) for w in re.findall(r"\b[^\W\d_][\w'-]*", old) if w[0].isupper()
-    }
+    # Whom the old fact is about: the person, or whom it names first ("Tom lives in Paris").
+    subject = re.match(r"\W*([^\W\d_]+)", old)
+    whom = {fold(n) for n in names if n}
+    if subject and subject.group(1)[0].isupper():
+        whom.add(fold(subject.group(1)))
+    previous = False  # the person's statement just before was about the old fact
     for turn in turns:
+        others = _named(turn) - old_words - new_words
         for sentence, question in _sentences(own_words(turn)):
             if question or _reports(sentence):
+                previous = False
                 continue
-            about_whom = _FIRST_PERSON.search(sentence) or any(
+            said = _words(sentence, names)
+            personal = bool(_FIRST_PERSON.search(sentence)) or any(
                 re.search(rf"\b{re.escape(w)}\b", sentence) for w in whom
             )
-            said = _words(sentence, names)
-            about_fact = said & old_words or (same_subject and _CHANGE.search(sentence))
-            if not (about_whom and about_fact):
-                continue
-            if _states(sentence, news, names, negated_new) or (
-                not news and flips and _NEGATION.search(sentence)
-            ):
-                return True
+            foreign = bool(_THIRD_PERSON.search(sentence) or said & others)
+            shares = bool(said & old_words) and (personal or not foreign)
+            about = shares or (same_subject and personal and _CHANGE.search(sentence))
+            if about or (previous and _ANAPHOR.match(sentence) and not foreign):
+                stated = _states(sentence, news, names, negated_new)
+                if stated or (not news and flips and _NEGATION.search(sentence)):
+                    return True
+            previous = shares
     return False
+
+
+def _named(turn: str) -> frozenset[str]:
+    """The content words a turn writes with a capital letter ("Tom", "Big"), as stems."""
+    capitalised = " ".join(w for w in re.findall(r"[^\W\d_][\w'-]*", turn) if w[0].isupper())
+    return _words(capitalised)
 
 
 def _states(sentence: str, news: frozenset[str], names: Iterable[str], negated: bool) -> bool:
