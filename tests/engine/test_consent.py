@@ -336,3 +336,10 @@ def test_a_statement_goes_on_from_the_persons_statement_before_it() -> None:
     assert supports_change(
         ["Olives are awful now, I hate them."], "Ada likes olives.", "Ada hates olives."
     )
+
+
+def test_a_message_signed_by_someone_else_is_a_letter() -> None:
+    olives = "Ada likes olives."
+    assert not forget_request("Hi Ada, please forget that you like olives. Thanks, Tom", olives)
+    assert not forget_request("Please forget that you like olives.\nCheers,\nTom", olives)
+    assert forget_request("Please forget that I like olives. Thanks!", olives)  # no signature

@@ -123,7 +123,8 @@ _SALUTATION = re.compile(
     re.MULTILINE,
 )
 _CLOSING = re.compile(
-    r"(?:^|\n)[ \t]*(?:best|best wishes|regards|kind regards|cheers|love|xoxo|yours|sincerely"
+    r"(?:^|\n|[.!?][ \t]+)[ \t]*(?:best|best wishes|regards|kind regards|cheers|love|xoxo|yours"
+    r"|sincerely|thanks|thank you|thx|merci|gracias|danke"
     r"|saludos|un abrazo|besos|cordialement|bises|amities|gru(?:ss|sse)|viele gru(?:ss|sse)|lg"
     r"|mit freundlichen gru(?:ss|sse)n)\b[^\n,]{0,20}(?:,[ \t]*\n?|[ \t]*\n)[ \t]*"
     r"[^\W\d][\w .'-]{0,30}\s*\Z"
