@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from memhub.errors import MemoryNotFound, StoreError, UsageError
+from memhub.store.inmemory.changes import count_model_changes
 from memhub.store.inmemory.retire import retire
 from memhub.store.inmemory.rows import as_utc, in_scope, jsonb
 from memhub.store.inmemory.tables import Tables
@@ -150,6 +151,9 @@ class InMemoryBatch:
             return len(retired)
 
         return await self._run(op)
+
+    async def count_model_changes(self, user_id: str, since: datetime) -> int:
+        return await self._run(lambda: count_model_changes(self._tables, user_id, since))
 
     async def record_usage(
         self,

@@ -23,6 +23,7 @@ from psycopg.types.json import Jsonb
 
 from memhub.errors import StoreError
 from memhub.store.postgres.bind import Params, scope_where
+from memhub.store.postgres.changes import count_model_changes
 from memhub.store.postgres.database import AsyncConn
 from memhub.store.postgres.errors import translate_errors
 from memhub.store.postgres.memories import history_event, insert_memories, lock_memory
@@ -186,6 +187,11 @@ class PgConsolidationWrites:
             params.values,
         )
         return cur.rowcount
+
+    @batch_step
+    async def count_model_changes(self, user_id: str, since: datetime) -> int:
+        """How many memories of ``user_id`` models changed since ``since``, in this transaction."""
+        return await count_model_changes(self.conn, user_id, since)
 
     @batch_step
     async def record_usage(
