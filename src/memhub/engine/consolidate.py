@@ -16,7 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -72,7 +72,8 @@ CONSOLIDATE_JOB = "consolidate"
 TURN_MEMORY = "turn"  # memory_type of a raw turn waiting for consolidation
 PROCEDURAL = "procedural_memory"
 _NOT_RAW = parse_filters({"memory_type": {"ne": TURN_MEMORY}})
-#: DELETE and SUPERSEDE operations one consolidation call may apply; the rest are refused.
+#: DELETE, SUPERSEDE and UPDATE operations one consolidation call may apply; the rest are
+#: refused. Over time, ``MEMHUB_MODEL_CHANGES_PER_DAY`` bounds them per user.
 MAX_REMOVALS = 3
 
 
@@ -107,7 +108,10 @@ def _speaker(turn: Turn) -> str:
 
 
 def _refusal(kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn]) -> str | None:
-    """Why a DELETE or SUPERSEDE may not stand; None when a cited user turn supports it.
+    """Why a DELETE, SUPERSEDE or UPDATE may not stand; None when a user turn supports it.
+
+    An UPDATE rewords a fact: it is held to the SUPERSEDE rule, since a rewording can change
+    what the fact says as much as a replacement can.
 
     Only the person may change what is known about them, in a turn shown in this prompt:
     the stored role decides, so an assistant or tool turn, or metadata naming a speaker, is
@@ -129,7 +133,7 @@ def _refusal(kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn]) 
 def _removal_refused(
     kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn], cap_spent: bool
 ) -> bool:
-    """Whether a DELETE or SUPERSEDE is refused (or capped); logged and counted if so."""
+    """Whether a DELETE, SUPERSEDE or UPDATE is refused (or capped); logged, counted if so."""
     reason = _refusal(kind, target, text, cited)
     outcome = "refused"
     if reason is None and cap_spent:
@@ -151,13 +155,13 @@ def plan_operations(
 ) -> list[PlannedOp]:
     """Map the model's local numbers back to memories and turns, refusing what does not fit.
 
-    A DELETE or SUPERSEDE stands only when a cited user turn supports it (:func:`_refusal`),
-    and at most ``max_removals`` of them per call; a refused one changes nothing (the turns
-    stay stored). Each refusal is logged and counted (``memhub.guard.refused``). An operation
-    that cannot be applied as written (a fact number not shown, a second operation on one
-    fact, an empty fact) is refused on its own and counted in ``refused``; the rest of the
-    reply stands. Retrying would not help: the model answered valid JSON and would answer the
-    same again.
+    A DELETE, SUPERSEDE or UPDATE stands only when a cited user turn supports it
+    (:func:`_refusal`), and at most ``max_removals`` of them per call; a refused one changes
+    nothing (the turns stay stored). Each refusal is logged and counted
+    (``memhub.guard.refused``). An operation that cannot be applied as written (a fact
+    number not shown, a second operation on one fact, an empty fact) is refused on its own
+    and counted in ``refused``; the rest of the reply stands. Retrying would not help: the
+    model answered valid JSON and would answer the same again.
     """
     planned: list[PlannedOp] = []
     touched: set[int] = set()
@@ -186,12 +190,12 @@ def plan_operations(
             if refused is not None:
                 refused["REFUSED_INVALID"] += 1
             continue
-        if kind in ("DELETE", "SUPERSEDE"):
+        if kind in _CHANGES:
             assert target is not None
             if _removal_refused(kind, target, text, cited, removals >= max_removals):
                 continue
             removals += 1
-        # ADD and UPDATE only add knowledge; without a valid citation they come from the batch.
+        # ADD only adds knowledge; without a valid citation it comes from the batch.
         planned.append(
             PlannedOp(kind=kind, target=target, text=text or None, turns=cited or tuple(turns))
         )
@@ -199,6 +203,8 @@ def plan_operations(
 
 
 _NO_ID = ("", "none", "null")
+#: What changes a stored fact: guarded, capped per call and counted in the user's budget.
+_CHANGES = ("DELETE", "SUPERSEDE", "UPDATE")
 
 
 def _fact_number(raw: str | None, shown: int) -> int:
@@ -244,6 +250,7 @@ class Plan:
     usage: dict[str, int] | None = None
     turns: int = 0
     refused: Counter[str] = field(default_factory=Counter)  # refused operations, by reason
+    changes_left: int | None = None  # the user's budget of model changes, read when applying
 
 
 class Consolidator:
@@ -257,6 +264,7 @@ class Consolidator:
         max_removals: int = MAX_REMOVALS,
         context_tokens: int = 4096,
         check_replacements: bool = True,
+        changes_per_day: int | None = None,
     ) -> None:
         self.llm = llm
         self.embedder = embedder
@@ -264,6 +272,7 @@ class Consolidator:
         self.max_removals = max_removals
         self.context_tokens = context_tokens
         self.check_replacements = check_replacements
+        self.changes_per_day = changes_per_day  # None: no budget over time
 
     async def prepare(self, store: Store, jobs: Sequence[Job]) -> Plan:
         """The work phase: read, embed and ask the model; nothing is held open meanwhile."""
@@ -532,6 +541,8 @@ class Consolidator:
         self, batch: ConsolidationWrites, plan: Plan, op: PlannedOp, vector: Any
     ) -> None:
         turn_ids = [t.id for t in op.turns]
+        if op.kind in _CHANGES and not await self._within_budget(batch, plan, op):
+            return
         if op.kind == "DELETE":
             assert op.target is not None
             cited = ", ".join(str(t.id) for t in op.turns if t.role == "user")
@@ -552,6 +563,35 @@ class Consolidator:
             await batch.supersede(plan.scope, op.target.id, new, op.said_at)
         else:
             await batch.insert_memories([new], actor="consolidation")
+
+    async def _within_budget(self, batch: ConsolidationWrites, plan: Plan, op: PlannedOp) -> bool:
+        """Whether the user's budget of model changes (per 24 hours) has room for ``op``.
+
+        Counted from the history inside the apply's transaction, so it holds across calls and
+        processes; an operation beyond it is refused, logged and counted, and changes nothing.
+        """
+        user_id = plan.scope.user_id
+        if self.changes_per_day is None or user_id is None:
+            return True
+        if plan.changes_left is None:
+            since = datetime.now(UTC) - timedelta(days=1)
+            spent = await batch.count_model_changes(user_id, since)
+            plan.changes_left = self.changes_per_day - spent
+        if plan.changes_left > 0:
+            plan.changes_left -= 1
+            return True
+        assert op.target is not None
+        log.warning(
+            "%s of %s refused: the budget of model changes for user %s is spent"
+            " (MEMHUB_MODEL_CHANGES_PER_DAY=%d)",
+            op.kind,
+            op.target.id,
+            user_id,
+            self.changes_per_day,
+        )
+        record_guard(f"consolidation.{op.kind.lower()}", "over_budget")
+        plan.refused["REFUSED_OVER_BUDGET"] += 1
+        return False
 
 
 def _holds_json(text: str | None) -> bool:

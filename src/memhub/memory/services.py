@@ -300,6 +300,7 @@ async def _open_services(settings: MemhubSettings, embedder: Embedder | None) ->
             chosen,
             context_tokens=settings.llm_context_tokens,
             check_replacements=settings.llm_check_replacements,
+            changes_per_day=settings.model_changes_per_day,
         ),
     )
     services = Services(

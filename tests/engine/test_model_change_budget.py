@@ -1,0 +1,84 @@
+"""The budget of model changes per user over time (``MEMHUB_MODEL_CHANGES_PER_DAY``): however
+many calls, turns or paths a model uses, it changes at most the budget of one user's memories
+in 24 hours; what exceeds it is refused, logged and counted. The consolidation decisions come
+from memhub.testing's scripted OpenAI-compatible server: a real model would not ask to forget
+on cue, and the budget is about how many changes stand, not which ones a model proposes."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from memhub import AsyncMemory, MemhubSettings, ModelBudgetSpent
+from memhub.testing import ScriptedOpenAIServer
+from tests.engine.conftest import scripted
+from tests.engine.test_model_safety import _facts, _settle, fact_number, obeying, ops
+from tests.test_telemetry import otel, points  # noqa: F401 (the fixture, shared)
+
+FRUITS = [
+    "olives", "figs", "dates", "plums", "pears", "limes", "kiwis", "mangos", "melons", "grapes",
+    "apples", "cherries", "lemons", "papayas", "guavas", "apricots", "peaches", "lychees",
+    "quinces", "berries",
+]  # fmt: skip
+BUDGET = 5
+
+
+def _over_budget(found: dict[str, list[Any]]) -> int:
+    return int(
+        sum(
+            p.value
+            for p in found.get("memhub.guard.refused", [])
+            if p.attributes.get("memhub.outcome") == "over_budget"
+        )
+    )
+
+
+async def test_twenty_turns_cannot_close_more_than_the_budget(
+    settings: MemhubSettings,
+    llm: ScriptedOpenAIServer,
+    otel: Any,  # noqa: F811 (the fixture imported above)
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """20 turns, each its own consolidation call asking (supported) to forget one fact: the
+    per-call cap never bites, the budget does. Then an agent's and MCP's path (``retire`` by
+    a model actor) is refused too, while the user's own retire still works."""
+    _, reader = otel
+    before = _over_budget(points(reader))
+    facts = [f"Ada likes {fruit}." for fruit in FRUITS]
+    turns = [f"Please forget that I like {fruit}." for fruit in FRUITS]
+
+    def forget(fact: str) -> Any:
+        return lambda req: ops({"op": "DELETE", "id": fact_number(req, fact), "turns": [1]})
+
+    llm.default = obeying({turn: forget(fact) for turn, fact in zip(turns, facts, strict=True)})
+    budgeted = scripted(settings, llm, job_max_attempts=2, model_changes_per_day=BUDGET)
+    async with AsyncMemory(settings=budgeted) as memory:
+        added = await memory.add([{"role": "user", "content": f} for f in facts], user_id="ada",
+                                 infer=False, wait=True)  # fmt: skip
+        ids = [r["id"] for r in added["results"]]
+        with caplog.at_level(logging.WARNING, logger="memhub.consolidation"):
+            for turn in turns:
+                await memory.add(turn, user_id="ada")
+                await _settle(memory, "ada")
+        assert len(llm.chat_requests) >= len(turns)  # the model was asked every time, and obeyed
+        assert len(await _facts(memory, "ada")) == len(facts) - BUDGET
+        changes = (await memory.model_changes(user_id="ada"))["results"]
+        assert len(changes) == BUDGET
+        spent = [r for r in caplog.records if "budget of model changes" in r.getMessage()]
+        assert len(spent) == len(turns) - BUDGET
+        assert _over_budget(points(reader)) - before == len(turns) - BUDGET
+
+        # undoing does not give the budget back: the count is of changes made
+        await memory.undo_change(changes[0]["id"], user_id="ada")
+        with pytest.raises(ModelBudgetSpent, match="MEMHUB_MODEL_CHANGES_PER_DAY"):
+            await memory.retire(ids[-1], user_id="ada", actor="agent:helper", reason="forget")
+        assert _over_budget(points(reader)) - before == len(turns) - BUDGET + 1
+        await memory.retire(ids[-1], user_id="ada")  # the person is never budgeted
+
+    # another object (another process, as far as the count goes) reads the same history
+    async with AsyncMemory(settings=budgeted) as other:
+        with pytest.raises(ModelBudgetSpent):
+            await other.retire(ids[-2], actor="mcp", reason="delete_memory")
+        assert len((await other.model_changes(user_id="ada"))["results"]) == BUDGET
