@@ -118,3 +118,30 @@ async def test_undo_refuses_what_is_no_model_change_or_changed_since(store: Stor
     await store.undo_model_change(U, second.id, "user")
     back = await store.undo_model_change(U, first.id, "user")
     assert (back.id, back.memory) == (peanuts, "allergic to peanuts")
+
+
+async def test_a_forget_retires_the_episodes_that_said_it_listed_not_counted(
+    store: Store,
+) -> None:
+    paris, said, other, elsewhere, fact = await insert(
+        store,
+        mem("lives in Paris", source_turn_ids=(1,)),
+        mem("I live in Paris.", role="user", source_turn_ids=(1,)),
+        mem("I have a dog.", role="user", source_turn_ids=(2,)),
+        mem("I live in Paris.", scope=V, role="user", source_turn_ids=(1,)),
+        mem("likes tea", source_turn_ids=(1,)),  # a fact of that turn: not an episode
+    )
+    assert paris and said and other and elsewhere and fact
+    async with store.apply_jobs([], "t", {}) as batch:
+        await batch.forget(U, paris, [3], "asked (turn 3)")
+        assert await batch.retire_episodes(U, [1, 3], "asked (turn 3)", paris) == 1
+    current = {r.memory for r in await store.list_memories(U, None, 10, False)}
+    assert current == {"I have a dog.", "likes tea"}
+    assert {r.memory for r in await store.list_memories(V, None, 10, False)} == {"I live in Paris."}
+    episode, forget = await store.model_changes(U, 10)
+    assert (episode.memory_id, episode.event, episode.reason) == (said, "RETIRE", "asked (turn 3)")
+    assert forget.memory_id == paris
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    assert await store.count_model_changes("u", hour_ago) == 1  # the forget, once
+    back = await store.undo_model_change(U, episode.id, "user")
+    assert (back.id, back.valid_to) == (said, None)

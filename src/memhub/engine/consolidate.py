@@ -546,9 +546,17 @@ class Consolidator:
         if op.kind == "DELETE":
             assert op.target is not None
             cited = ", ".join(str(t.id) for t in op.turns if t.role == "user")
-            await batch.forget(
-                plan.scope, op.target.id, turn_ids, f"the user asked to forget it (turn {cited})"
-            )
+            reason = f"the user asked to forget it (turn {cited})"
+            await batch.forget(plan.scope, op.target.id, turn_ids, reason)
+            # What was said stays as episodes: those of the fact's own turns, and the request
+            # itself, say it too, so they go with it (restorable alike) or search finds it.
+            asked = [
+                t.id
+                for t in op.turns
+                if t.role == "user" and forget_request(turn_text(t), op.target.memory)
+            ]
+            stated = [*op.target.source_turn_ids, *asked]
+            await batch.retire_episodes(plan.scope, stated, reason, op.target.id)
             return
         assert op.text is not None
         if op.kind == "UPDATE":

@@ -102,6 +102,17 @@ class ConsolidationWrites(Protocol):
         """Remove raw ``turn`` memories of consolidated turns."""
         ...
 
+    async def retire_episodes(
+        self, scope: Scope, turn_ids: Sequence[int], reason: str, along_with: UUID
+    ) -> int:
+        """Retire the current episodes (memories with a role) of ``scope`` that came from
+        ``turn_ids``, with the fact ``along_with`` a granted forget retired; returns how many.
+
+        Each gets a RETIRE event (actor ``consolidation``, metadata ``along_with``): listed
+        and restorable, and not counted again in the budget (the forget was).
+        """
+        ...
+
     async def count_model_changes(self, user_id: str, since: datetime) -> int:
         """:meth:`MemoryStore.count_model_changes`, inside the apply's transaction."""
         ...

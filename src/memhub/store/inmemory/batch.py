@@ -152,6 +152,29 @@ class InMemoryBatch:
 
         return await self._run(op)
 
+    async def retire_episodes(
+        self, scope: Scope, turn_ids: Sequence[int], reason: str, along_with: UUID
+    ) -> int:
+        def op() -> int:
+            tables, wanted = self._tables, set(turn_ids)
+            episodes = sorted(
+                (
+                    m
+                    for m in tables.memories.values()
+                    if in_scope(scope, m.scope)
+                    and m.role is not None
+                    and m.valid_to is None
+                    and wanted.intersection(m.source_turn_ids)
+                ),
+                key=lambda m: m.id,
+            )
+            meta = {"along_with": str(along_with)}
+            for mem in episodes:
+                retire(tables, mem, "consolidation", reason, turn_ids, self.now, self.undo, meta)
+            return len(episodes)
+
+        return await self._run(op)
+
     async def count_model_changes(self, user_id: str, since: datetime) -> int:
         return await self._run(lambda: count_model_changes(self._tables, user_id, since))
 

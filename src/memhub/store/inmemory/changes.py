@@ -65,7 +65,11 @@ def model_changes(
 
 def count_model_changes(tables: Tables, user_id: str, since: datetime) -> int:
     return sum(
-        s.user_id == user_id and e.created_at >= since and _by_model(e) for s, e in tables.history
+        s.user_id == user_id
+        and e.created_at >= since
+        and _by_model(e)
+        and "along_with" not in e.metadata
+        for s, e in tables.history
     )
 
 

@@ -90,12 +90,15 @@ async def model_changes(
 
 
 async def count_model_changes(conn: AsyncConn, user_id: str, since: datetime) -> int:
-    """How many memories of ``user_id`` models changed since ``since`` (undone ones too)."""
+    """How many memories of ``user_id`` models changed since ``since`` (undone ones too).
+
+    Episodes retired along with a forgotten fact (``along_with``) are not counted again.
+    """
     params = Params()
     cur = await conn.execute(
         sql.SQL(
             "SELECT count(*) FROM memory_history m WHERE m.user_id = {user}"
-            " AND m.created_at >= {since} AND {by_model}"
+            " AND m.created_at >= {since} AND {by_model} AND NOT m.metadata ? 'along_with'"
         ).format(user=params.bind(user_id), since=params.bind(since), by_model=_by_model(params)),
         params.values,
     )
