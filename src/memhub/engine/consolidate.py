@@ -366,7 +366,7 @@ class Consolidator:
         answer leaves the ADD as it was.
         """
         shown = {f.id for f in facts}
-        removals = sum(op.kind in ("DELETE", "SUPERSEDE") for op in plan.ops)
+        removals = sum(op.kind in _CHANGES for op in plan.ops)
         usage = Usage()
         with_text = [i for i, op in enumerate(plan.ops) if op.text]
         for i, vector in zip(with_text, plan.vectors, strict=True):
