@@ -26,24 +26,28 @@ async function call(method, path) {
   return data;
 }
 
-function build() {
-  const panel = el("details", { id: "retired-panel", class: "retired" });
-  panel.append(el("summary", {}, "Retired memories (restore what a model removed)"));
-  const form = el("form", { class: "inline", id: "retired-form" });
+// A collapsible panel with a user form, a status line and a list; ids start with ``name``.
+function panelOf(name, summary, label, button, note) {
+  const panel = el("details", { id: `${name}-panel`, class: "retired" });
+  panel.append(el("summary", {}, summary));
+  const form = el("form", { class: "inline", id: `${name}-form` });
   form.append(
-    el("label", { for: "retired-user" }, "User"),
-    el("input", { id: "retired-user", name: "user", required: "", autocomplete: "off" }),
-    el("button", { type: "submit" }, "Show retired"),
+    el("label", { for: `${name}-user` }, label),
+    el("input", { id: `${name}-user`, name: "user", required: "", autocomplete: "off" }),
+    el("button", { type: "submit" }, button),
   );
-  const status = el("p", { id: "retired-status", class: "muted", "aria-live": "polite" });
-  const list = el("ol", { id: "retired-list", class: "memories" });
-  panel.append(
-    el("p", { class: "muted small" },
-      "A model never erases: it retires. Retired memories are out of search and lists until " +
-      "restored, and are erased after the retention (MEMHUB_RETIRED_RETENTION_DAYS)."),
-    form, status, list,
-  );
+  const status = el("p", { id: `${name}-status`, class: "muted", "aria-live": "polite" });
+  const list = el("ol", { id: `${name}-list`, class: "memories" });
+  panel.append(el("p", { class: "muted small" }, note), form, status, list);
   return { panel, form, status, list };
+}
+
+function build() {
+  return panelOf(
+    "retired", "Retired memories (restore what a model removed)", "User", "Show retired",
+    "A model never erases: it retires. Retired memories are out of search and lists until " +
+    "restored, and are erased after the retention (MEMHUB_RETIRED_RETENTION_DAYS).",
+  );
 }
 
 function row(item, refresh, status) {
@@ -121,22 +125,11 @@ function changeRow(change, refresh, status) {
 }
 
 function initChanges() {
-  const panel = el("details", { id: "changes-panel", class: "retired" });
-  panel.append(el("summary", {}, "Model changes (undo what a model changed)"));
-  const form = el("form", { class: "inline", id: "changes-form" });
-  form.append(
-    el("label", { for: "changes-user" }, "User id"),
-    el("input", { id: "changes-user", name: "user", required: "", autocomplete: "off" }),
-    el("button", { type: "submit" }, "Show changes"),
-  );
-  const status = el("p", { id: "changes-status", class: "muted", "aria-live": "polite" });
-  const list = el("ol", { id: "changes-list", class: "memories" });
-  panel.append(
-    el("p", { class: "muted small" },
-      "Every memory a model retired, superseded or reworded, newest first. Undo brings the " +
-      "memory back under its own id; models may change at most MEMHUB_MODEL_CHANGES_PER_DAY " +
-      "memories of a user a day."),
-    form, status, list,
+  const { panel, form, status, list } = panelOf(
+    "changes", "Model changes (undo what a model changed)", "User id", "Show changes",
+    "Every memory a model retired, superseded or reworded, newest first. Undo brings the " +
+    "memory back under its own id; models may change at most MEMHUB_MODEL_CHANGES_PER_DAY " +
+    "memories of a user a day.",
   );
   const retired = document.getElementById("retired-panel");
   retired.parentNode.insertBefore(panel, retired.nextSibling);
