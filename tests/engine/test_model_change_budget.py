@@ -53,7 +53,9 @@ async def test_twenty_turns_cannot_close_more_than_the_budget(
         return lambda req: ops({"op": "DELETE", "id": fact_number(req, fact), "turns": [1]})
 
     llm.default = obeying({turn: forget(fact) for turn, fact in zip(turns, facts, strict=True)})
-    budgeted = scripted(settings, llm, job_max_attempts=2, model_changes_per_day=BUDGET)
+    budgeted = scripted(
+        settings, llm, job_max_attempts=2, model_changes_per_day=BUDGET, model_changes_per_run=99
+    )
     async with AsyncMemory(settings=budgeted) as memory:
         added = await memory.add([{"role": "user", "content": f} for f in facts], user_id="ada",
                                  infer=False, wait=True)  # fmt: skip
@@ -86,3 +88,31 @@ async def test_twenty_turns_cannot_close_more_than_the_budget(
             await other.retire(kept[1], actor="mcp", reason="delete_memory")
         again = (await other.model_changes(user_id="ada"))["results"]
         assert len([c for c in again if c["memory_id"] in ids]) == BUDGET
+
+
+async def test_one_conversation_cannot_spend_more_than_its_own_budget(
+    settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    """MEMHUB_MODEL_CHANGES_PER_RUN=2: five granted forgets in one conversation retire two;
+    another conversation of the same user still has its own two (the day's budget is 99)."""
+    facts = [f"Ada likes {fruit}." for fruit in FRUITS[:7]]
+    turns = [f"Please forget that I like {fruit}." for fruit in FRUITS[:7]]
+
+    def forget(fact: str) -> Any:
+        return lambda req: ops({"op": "DELETE", "id": fact_number(req, fact), "turns": [1]})
+
+    llm.default = obeying({turn: forget(fact) for turn, fact in zip(turns, facts, strict=True)})
+    budgeted = scripted(
+        settings, llm, job_max_attempts=2, model_changes_per_day=99, model_changes_per_run=2
+    )
+    async with AsyncMemory(settings=budgeted) as memory:
+        await memory.add([{"role": "user", "content": f} for f in facts], user_id="ada",
+                         infer=False, wait=True)  # fmt: skip
+        for turn in turns[:5]:  # a conversation is a run (its turns' session)
+            await memory.add(turn, user_id="ada", run_id="morning")
+            await _settle(memory, "ada")
+        assert await _facts(memory, "ada") == sorted(facts[2:])
+        for turn in turns[5:]:
+            await memory.add(turn, user_id="ada", run_id="evening")
+            await _settle(memory, "ada")
+        assert await _facts(memory, "ada") == sorted(facts[2:5])

@@ -12,6 +12,7 @@ import pytest
 
 from memhub.errors import MemoryNotFound, NotRestorable
 from memhub.store.protocol import Store
+from memhub.store.records import NewTurn
 from tests.store.contract import U, V, Y, insert, mem
 
 
@@ -145,3 +146,22 @@ async def test_a_forget_retires_the_episodes_that_said_it_listed_not_counted(
     assert await store.count_model_changes("u", hour_ago) == 1  # the forget, once
     back = await store.undo_model_change(U, episode.id, "user")
     assert (back.id, back.valid_to) == (said, None)
+
+
+async def test_the_budget_counts_per_conversation_by_the_turns_cited(store: Store) -> None:
+    first = await store.append_turns([NewTurn("u", "s1", "user", "a")] * 2, None)
+    other = await store.append_turns([NewTurn("u", "s2", "user", "c")], None)
+    tea, paris, cat = await insert(store, mem("likes tea"), mem("lives in Paris"), mem("cat"))
+    assert tea and paris and cat
+    await store.retire_memory(U, tea, "agent:a", "x", [first[0]])
+    await store.retire_memory(U, cat, "agent:a", "x", [other[0]])
+    async with store.apply_jobs([], "t", {}) as batch:
+        await batch.supersede(
+            U, paris, mem("lives in Rome", source_turn_ids=(first[1],)), datetime.now(UTC)
+        )
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    counts = [await store.count_model_changes("u", hour_ago, s) for s in ("s1", "s2", "s3")]
+    assert counts == [2, 1, 0]
+    assert await store.count_model_changes("v", hour_ago, "s1") == 0
+    async with store.apply_jobs([], "t", {}) as batch:
+        assert await batch.count_model_changes("u", hour_ago, "s1") == 2

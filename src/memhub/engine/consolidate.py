@@ -250,7 +250,9 @@ class Plan:
     usage: dict[str, int] | None = None
     turns: int = 0
     refused: Counter[str] = field(default_factory=Counter)  # refused operations, by reason
-    changes_left: int | None = None  # the user's budget of model changes, read when applying
+    # what is left of the user's budgets of model changes (None: per day; else per
+    # conversation, by session id), read when applying
+    changes_left: dict[str | None, int] = field(default_factory=dict)
 
 
 class Consolidator:
@@ -265,6 +267,7 @@ class Consolidator:
         context_tokens: int = 4096,
         check_replacements: bool = True,
         changes_per_day: int | None = None,
+        changes_per_run: int | None = None,
     ) -> None:
         self.llm = llm
         self.embedder = embedder
@@ -273,6 +276,7 @@ class Consolidator:
         self.context_tokens = context_tokens
         self.check_replacements = check_replacements
         self.changes_per_day = changes_per_day  # None: no budget over time
+        self.changes_per_run = changes_per_run  # None: no budget per conversation
 
     async def prepare(self, store: Store, jobs: Sequence[Job]) -> Plan:
         """The work phase: read, embed and ask the model; nothing is held open meanwhile."""
@@ -573,33 +577,45 @@ class Consolidator:
             await batch.insert_memories([new], actor="consolidation")
 
     async def _within_budget(self, batch: ConsolidationWrites, plan: Plan, op: PlannedOp) -> bool:
-        """Whether the user's budget of model changes (per 24 hours) has room for ``op``.
+        """Whether the user's budgets of model changes have room for ``op``: per 24 hours, and
+        per conversation (the cited turns' session) in 24 hours.
 
-        Counted from the history inside the apply's transaction, so it holds across calls and
-        processes; an operation beyond it is refused, logged and counted, and changes nothing.
+        Counted from the history inside the apply's transaction, so they hold across calls and
+        processes; an operation beyond either is refused, logged and counted, and changes
+        nothing.
         """
         user_id = plan.scope.user_id
-        if self.changes_per_day is None or user_id is None:
+        if user_id is None:
             return True
-        if plan.changes_left is None:
-            since = datetime.now(UTC) - timedelta(days=1)
-            spent = await batch.count_model_changes(user_id, since)
-            plan.changes_left = self.changes_per_day - spent
-        if plan.changes_left > 0:
-            plan.changes_left -= 1
-            return True
-        assert op.target is not None
-        log.warning(
-            "%s of %s refused: the budget of model changes for user %s is spent"
-            " (MEMHUB_MODEL_CHANGES_PER_DAY=%d)",
-            op.kind,
-            op.target.id,
-            user_id,
-            self.changes_per_day,
-        )
-        record_guard(f"consolidation.{op.kind.lower()}", "over_budget")
-        plan.refused["REFUSED_OVER_BUDGET"] += 1
-        return False
+        budgets: list[tuple[str | None, int | None, str]] = [
+            (None, self.changes_per_day, "MEMHUB_MODEL_CHANGES_PER_DAY")
+        ]
+        sessions = sorted({t.session_id for t in op.turns})
+        budgets += [(s, self.changes_per_run, "MEMHUB_MODEL_CHANGES_PER_RUN") for s in sessions]
+        since = datetime.now(UTC) - timedelta(days=1)
+        for session, limit, setting in budgets:
+            if limit is None:
+                continue
+            if session not in plan.changes_left:
+                spent = await batch.count_model_changes(user_id, since, session)
+                plan.changes_left[session] = limit - spent
+            if plan.changes_left[session] <= 0:
+                assert op.target is not None
+                log.warning(
+                    "%s of %s refused: the budget of model changes for user %s is spent (%s=%d)",
+                    op.kind,
+                    op.target.id,
+                    user_id,
+                    setting,
+                    limit,
+                )
+                record_guard(f"consolidation.{op.kind.lower()}", "over_budget")
+                plan.refused["REFUSED_OVER_BUDGET"] += 1
+                return False
+        for session, limit, _ in budgets:
+            if limit is not None:
+                plan.changes_left[session] -= 1
+        return True
 
 
 def _holds_json(text: str | None) -> bool:

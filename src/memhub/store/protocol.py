@@ -113,7 +113,9 @@ class ConsolidationWrites(Protocol):
         """
         ...
 
-    async def count_model_changes(self, user_id: str, since: datetime) -> int:
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
         """:meth:`MemoryStore.count_model_changes`, inside the apply's transaction."""
         ...
 
@@ -303,8 +305,11 @@ class MemoryStore(Protocol):
         """
         ...
 
-    async def count_model_changes(self, user_id: str, since: datetime) -> int:
-        """How many memories of ``user_id`` models changed since ``since`` (the budget's count)."""
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
+        """How many memories of ``user_id`` models changed since ``since`` (the budget's count);
+        ``session_id``: only changes citing a turn of that conversation."""
         ...
 
     async def undo_model_change(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from datetime import datetime
 from uuid import UUID
 
@@ -15,10 +16,17 @@ from memhub.store.records import (
     MemoryRecord,
     ModelChange,
     Scope,
+    Turn,
     is_model_actor,
 )
 
-__all__ = ["count_model_changes", "model_changes", "restore", "undo_model_change"]
+__all__ = [
+    "count_model_changes",
+    "model_changes",
+    "restore",
+    "session_turns",
+    "undo_model_change",
+]
 
 
 def _by_model(event: HistoryEvent) -> bool:
@@ -63,14 +71,30 @@ def model_changes(
     ]
 
 
-def count_model_changes(tables: Tables, user_id: str, since: datetime) -> int:
+def count_model_changes(
+    tables: Tables,
+    user_id: str,
+    since: datetime,
+    session_turns: Set[int] | None = None,
+) -> int:
+    """``session_turns``: only changes citing one of these turns (a conversation's)."""
     return sum(
         s.user_id == user_id
         and e.created_at >= since
         and _by_model(e)
         and "along_with" not in e.metadata
+        and (session_turns is None or not session_turns.isdisjoint(e.turn_ids))
         for s, e in tables.history
     )
+
+
+def session_turns(
+    turns: Mapping[int, Turn], user_id: str, session_id: str | None
+) -> set[int] | None:
+    """The ids of one conversation's turns (None: no conversation named)."""
+    if session_id is None:
+        return None
+    return {i for i, t in turns.items() if t.user_id == user_id and t.session_id == session_id}
 
 
 def undo_model_change(

@@ -360,9 +360,12 @@ class InMemoryStore(InMemoryKeys):
         async with self.lock:
             return inmemory_changes.model_changes(self.tables, scope, limit, before)
 
-    async def count_model_changes(self, user_id: str, since: datetime) -> int:
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
         async with self.lock:
-            return inmemory_changes.count_model_changes(self.tables, user_id, since)
+            turns = inmemory_changes.session_turns(self._turns, user_id, session_id)
+            return inmemory_changes.count_model_changes(self.tables, user_id, since, turns)
 
     async def undo_model_change(
         self, scope: Scope | None, change_id: int, actor: str
@@ -407,7 +410,7 @@ class InMemoryStore(InMemoryKeys):
                 changed = [str(k) for k, v in read_set.items() if self.tables.current_hash(k) != v]
                 if changed:
                     raise Conflict(f"facts {changed} changed since they were read")
-                batch = InMemoryBatch(self.lock, self.tables, list(jobs), utc_now())
+                batch = InMemoryBatch(self.lock, self.tables, list(jobs), utc_now(), self._turns)
                 self._open.add(batch)
             committed = False
             try:

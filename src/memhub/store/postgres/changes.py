@@ -89,17 +89,28 @@ async def model_changes(
     ]
 
 
-async def count_model_changes(conn: AsyncConn, user_id: str, since: datetime) -> int:
+async def count_model_changes(
+    conn: AsyncConn, user_id: str, since: datetime, session_id: str | None = None
+) -> int:
     """How many memories of ``user_id`` models changed since ``since`` (undone ones too).
 
     Episodes retired along with a forgotten fact (``along_with``) are not counted again.
+    ``session_id``: only changes that cite a turn of that conversation.
     """
-    params = Params()
+    params = Params()  # values bound in the order the statement reads them
+    user, since_, by_model = params.bind(user_id), params.bind(since), _by_model(params)
+    in_session: sql.Composable = sql.SQL("TRUE")
+    if session_id is not None:
+        in_session = sql.SQL(
+            "m.turn_ids && ARRAY(SELECT c.id::bigint FROM conversation_context c"
+            " WHERE c.user_id = {user} AND c.session_id = {session})"
+        ).format(user=params.bind(user_id), session=params.bind(session_id))
     cur = await conn.execute(
         sql.SQL(
             "SELECT count(*) FROM memory_history m WHERE m.user_id = {user}"
             " AND m.created_at >= {since} AND {by_model} AND NOT m.metadata ? 'along_with'"
-        ).format(user=params.bind(user_id), since=params.bind(since), by_model=_by_model(params)),
+            " AND {in_session}"
+        ).format(user=user, since=since_, by_model=by_model, in_session=in_session),
         params.values,
     )
     row = await cur.fetchone()

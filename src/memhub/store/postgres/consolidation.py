@@ -219,9 +219,11 @@ class PgConsolidationWrites:
         return len(episodes)
 
     @batch_step
-    async def count_model_changes(self, user_id: str, since: datetime) -> int:
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
         """How many memories of ``user_id`` models changed since ``since``, in this transaction."""
-        return await count_model_changes(self.conn, user_id, since)
+        return await count_model_changes(self.conn, user_id, since, session_id)
 
     @batch_step
     async def record_usage(

@@ -307,9 +307,11 @@ class PostgresStore:
             lambda conn: pg_changes.model_changes(conn, scope, limit, before),
         )
 
-    async def count_model_changes(self, user_id: str, since: datetime) -> int:
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
         async with self._connect("counting model changes") as conn:
-            return await pg_changes.count_model_changes(conn, user_id, since)
+            return await pg_changes.count_model_changes(conn, user_id, since, session_id)
 
     async def undo_model_change(
         self, scope: Scope | None, change_id: int, actor: str
