@@ -249,6 +249,19 @@ class MemhubSettings(EnvSettings):
         ge=0,
         description="Days a memory a model retired stays restorable; the worker then erases it.",
     )
+    model_changes_per_day: int = Field(
+        default=10,
+        ge=0,
+        description="Memories of one user that models (consolidation, agents, MCP, LangGraph)"
+        " may retire, supersede or reword in any 24 hours, counted from the history in the"
+        " store; what exceeds it is refused, logged and counted. 0: models change nothing.",
+    )
+    model_changes_per_run: int = Field(
+        default=5,
+        ge=0,
+        description="Of those, how many consolidation may make citing the turns of one"
+        " conversation (session) in 24 hours; the per-call caps bound agents and MCP.",
+    )
     exit_timeout: float = Field(
         default=5.0,
         ge=0,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -299,31 +300,49 @@ async def test_a_cap_bounds_removals_per_call(
         assert len((await memory.retired(user_id="capped"))["results"]) == 3
 
 
-async def test_restore_undoes_a_manipulated_rewording(
+async def test_an_update_passes_the_supersede_guard_and_undo_keeps_its_id(
     llm_settings: MemhubSettings, llm: ScriptedOpenAIServer
 ) -> None:
-    """An UPDATE only refines, so no guard stands in its way: a manipulated model can reword
-    a fact into its opposite. The earlier wording is kept, named in the history, and restore
-    brings it back in place of the rewording."""
-    fact, turn = "Ada is allergic to peanuts.", "I had a peanut-free lunch today."
+    """An UPDATE can reword a fact into its opposite, so it is held to SUPERSEDE's rule: the
+    manipulated rewording (the turn says nothing of loving peanuts) is refused and changes
+    nothing; a rewording the user's turn supports stands, is listed as a model change, and
+    its undo brings the earlier wording back under the same id. The scripted server decides
+    (a real model would not reword on cue)."""
+    fact = "Ada is allergic to peanuts."
+    lunch, detail = "I had a peanut-free lunch today.", "It is peanuts and cashews, quite severe."
+    refined = "Ada is severely allergic to peanuts and cashews."
 
-    def reword(req: dict[str, Any]) -> str:
-        update = {"op": "UPDATE", "id": fact_number(req, fact), "text": "Ada loves peanuts."}
-        return ops({**update, "turns": [1]})
+    def reword(text: str) -> Callable[[dict[str, Any]], str]:
+        def answer(req: dict[str, Any]) -> str:
+            update = {"op": "UPDATE", "id": fact_number(req, fact), "text": text}
+            return ops({**update, "turns": [1]})
 
-    llm.default = obeying({turn: reword})
+        return answer
+
+    llm.default = obeying({lunch: reword("Ada loves peanuts."), detail: reword(refined)})
     async with AsyncMemory(settings=llm_settings) as memory:
         added = await memory.add(fact, user_id="reworded", infer=False, wait=True)
         fact_id = added["results"][0]["id"]
-        await memory.add(turn, user_id="reworded")
+        await memory.add(lunch, user_id="reworded")
         await _settle(memory, "reworded")
-        assert await _facts(memory, "reworded") == ["Ada loves peanuts."]
-        update = (await memory.history(fact_id, user_id="reworded"))[-1]
-        assert (update["event"], update["old_memory"]) == ("UPDATE", fact)
-        earlier = update["metadata"]["previous_version"]
-        await memory.restore(earlier, user_id="reworded")
+        assert await _facts(memory, "reworded") == [fact]
+        assert (await memory.model_changes(user_id="reworded"))["results"] == []
+
+        await memory.add(detail, user_id="reworded")
+        await _settle(memory, "reworded")
+        assert await _facts(memory, "reworded") == [refined]
+        (change,) = (await memory.model_changes(user_id="reworded"))["results"]
+        assert (change["event"], change["memory_id"]) == ("UPDATE", fact_id)
+        assert (change["before"], change["after"], change["actor"]) == (
+            fact,
+            refined,
+            "consolidation",
+        )
+        undone = await memory.undo_change(change["id"], user_id="reworded")
+        assert (undone["id"], undone["memory"]) == (fact_id, fact)
         assert await _facts(memory, "reworded") == [fact]
         hits = (await memory.search("peanut allergy", user_id="reworded"))["results"]
-        assert hits[0]["memory"] == fact
-        (retired,) = (await memory.retired(user_id="reworded"))["results"]
-        assert (retired["id"], retired["memory"]) == (fact_id, "Ada loves peanuts.")
+        assert hits[0]["id"] == fact_id
+        events = [e["event"] for e in await memory.history(fact_id, user_id="reworded")]
+        assert events == ["ADD", "UPDATE", "RESTORE"]
+        assert (await memory.retired(user_id="reworded"))["results"] == []

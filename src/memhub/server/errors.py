@@ -22,6 +22,7 @@ from memhub.errors import (
     Conflict,
     MemhubError,
     MemoryNotFound,
+    ModelBudgetSpent,
     NotRestorable,
     ProviderError,
     ProviderHTTPError,
@@ -49,6 +50,7 @@ STATUSES: dict[type[MemhubError], _Mapping] = {
     UsageError: _Mapping(422),
     MemoryNotFound: _Mapping(404),
     NotRestorable: _Mapping(409),  # retrying cannot help: the memory is erased or current
+    ModelBudgetSpent: _Mapping(429),  # the user's budget of model changes is spent for now
     Conflict: _Mapping(409, retry=True),
     StoreUnavailable: _Mapping(503, True, "the database is unavailable; retry later"),
     StatementTimeout: _Mapping(503, True, "the database did not answer in time; retry later"),

@@ -216,6 +216,31 @@ class RetiredList(BaseModel):
     results: list[RetiredOut]
 
 
+class ChangeOut(BaseModel):
+    """One change a model made to a memory (``AsyncMemory.model_changes``)."""
+
+    id: int = Field(description="The change's id: what POST .../changes/{id}/undo takes.")
+    memory_id: str
+    event: str = Field(description="RETIRE, SUPERSEDE or UPDATE (a rewording).")
+    before: str | None = None
+    after: str | None = None
+    actor: str | None = Field(default=None, description="consolidation, agent:<name>, mcp...")
+    reason: str | None = None
+    turn_ids: list[int] = Field(default_factory=list, description="The turns it cites.")
+    created_at: str
+    undone: bool
+    successor_id: str | None = Field(default=None, description="A SUPERSEDE's new fact.")
+
+
+class ChangeList(BaseModel):
+    """A page of model changes, newest first; pass ``next_cursor`` as ``cursor`` for more."""
+
+    results: list[ChangeOut]
+    next_cursor: str | None = Field(
+        default=None, description="Present when more changes may follow this page."
+    )
+
+
 class MemoryPage(MemoryList):
     """A page of ``GET /v1/memories``; pass ``next_cursor`` back as ``cursor`` for the next."""
 
