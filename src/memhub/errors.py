@@ -3,6 +3,7 @@
     MemhubError
     ├── ConfigurationError          settings that cannot work (bad URL, dimension mismatch)
     ├── UsageError (ValueError)     the caller passed something invalid
+    ├── ModelBudgetSpent            models changed as many of a user's memories as allowed
     ├── StoreError                  the database failed
     │   ├── StoreUnavailable        it cannot be reached (down, timeout, pool exhausted)
     │   ├── StatementTimeout        a statement ran past its time limit, or was cancelled
@@ -24,6 +25,7 @@ __all__ = [
     "Conflict",
     "MemhubError",
     "MemoryNotFound",
+    "ModelBudgetSpent",
     "NotRestorable",
     "ProviderError",
     "ProviderHTTPError",
@@ -50,6 +52,13 @@ class ConfigurationError(MemhubError):
 
 class UsageError(MemhubError, ValueError):
     """The caller passed an invalid argument; nothing was written."""
+
+    __module__ = "memhub"
+
+
+class ModelBudgetSpent(MemhubError):
+    """A model's retire, supersede or reword was refused: models already changed as many of
+    this user's memories as ``MEMHUB_MODEL_CHANGES_PER_DAY`` allows in the last 24 hours."""
 
     __module__ = "memhub"
 

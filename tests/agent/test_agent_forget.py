@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memhub import AsyncMemory
+from memhub import AsyncMemory, MemhubSettings
 from memhub.agent import Agent, AgentMemoryConfig, OpenAIChatModel
 from memhub.testing import ScriptedOpenAIServer, tool_call
 
@@ -115,3 +115,24 @@ async def test_a_client_that_cannot_retire_is_refused_not_made_to_erase(
     answer = await _say(llm, agent, "Please forget that I love olives.", memory_id, "t")
     assert answer == "Not forgotten: this memory client cannot forget restorably."
     assert await memory.get(memory_id, user_id=USER) is not None
+
+
+async def test_forget_beyond_the_users_daily_budget_is_refused(
+    llm: ScriptedOpenAIServer, model: OpenAIChatModel, settings: MemhubSettings
+) -> None:
+    """With MEMHUB_MODEL_CHANGES_PER_DAY=1, the second granted request of the day is refused
+    (the count comes from the history, so a new call or thread does not reset it)."""
+    budgeted = settings.model_copy(update={"model_changes_per_day": 1})
+    async with AsyncMemory(settings=budgeted) as memory:
+        ids = [
+            (await memory.add(FACTS[key], user_id=USER, infer=False, wait=True))["results"][0]["id"]
+            for key in ("olives", "shirt")
+        ]
+        agent = Agent(
+            "support", "You help.", model, memory=AgentMemoryConfig(client=memory, infer=False)
+        )
+        first = await _say(llm, agent, "Please forget that I love olives.", ids[0], "b1")
+        second = await _say(llm, agent, "Please forget my favourite shirt.", ids[1], "b2")
+        assert first == "Forgotten."
+        assert second.startswith("Not forgotten: ") and "MEMHUB_MODEL_CHANGES_PER_DAY=1" in second
+        assert await memory.get(ids[1], user_id=USER) is not None

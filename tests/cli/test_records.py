@@ -104,3 +104,26 @@ def test_list_retired_and_restore(cli: Cli, settings: MemhubSettings) -> None:
     assert code == 1 and err.startswith("memhub: memory") and "is current" in err
     code, _, err = cli("restore", memory_id, "--user-id", "bob")
     assert code == 1 and "no memory" in err
+
+
+def test_changes_lists_what_models_changed_and_undo_takes_its_id(
+    cli: Cli, settings: MemhubSettings
+) -> None:
+    memory_id = run_sync(_seed_retired(settings))
+    code, out, _ = cli("changes", "--user-id", "ada")
+    assert code == 0
+    head, before, after, why = out.splitlines()
+    change_id = head.split()[0]
+    assert "RETIRE by mcp" in head and before.endswith("I keep wasps.")
+    assert after.endswith("None") and why.endswith("delete_memory")
+    code, out, _ = cli("changes", "--user-id", "ada", "--json")
+    assert json.loads(out)["memory_id"] == memory_id
+    code, _, err = cli("undo", change_id, "--user-id", "bob")
+    assert code == 1 and "no change" in err
+    assert cli("undo", change_id, "--user-id", "ada")[:2] == (
+        0,
+        f"undid change {change_id}: {memory_id} is now: I keep wasps.\n",
+    )
+    assert "(undone)" in cli("changes", "--user-id", "ada")[1]
+    code, _, err = cli("changes", "--user-id", "nobody")
+    assert code == 0 and "no model changes for user nobody" in err

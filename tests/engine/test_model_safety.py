@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -260,7 +261,7 @@ async def test_a_users_own_request_to_forget_works_in_four_languages(
             await store_facts(memory, f"user-{lang}", fact)
         for lang, (request, _) in REQUESTS.items():
             await memory.add(request, user_id=f"user-{lang}")
-        for lang, (_, fact) in REQUESTS.items():
+        for lang, (request, fact) in REQUESTS.items():
             who = f"user-{lang}"
             await _settle(memory, who)
             assert fact not in await _facts(memory, who), lang
@@ -268,7 +269,10 @@ async def test_a_users_own_request_to_forget_works_in_four_languages(
             assert fact not in [h["memory"] for h in hits], lang
             then = (await memory.search(fact, user_id=who, as_of=datetime.now(UTC)))["results"]
             assert fact not in [h["memory"] for h in then], lang  # as_of never shows it either
-            (retired,) = (await memory.retired(user_id=who))["results"]
+            listed = (await memory.retired(user_id=who))["results"]
+            # the fact, and the request's own episode, which says it too (retired with it)
+            assert sorted(r["memory"] for r in listed) == sorted([fact, request]), lang
+            (retired,) = [r for r in listed if r["kind"] == "fact"]
             assert retired["memory"] == fact and retired["retired_by"] == "consolidation"
             assert retired["reason"].startswith("the user asked to forget it (turn ")
             await memory.restore(retired["id"], user_id=who)
@@ -294,33 +298,52 @@ async def test_a_cap_bounds_removals_per_call(
         await memory.add(request, user_id="capped")
         await _settle(memory, "capped")
         assert len(await _facts(memory, "capped")) == 1
-        assert len((await memory.retired(user_id="capped"))["results"]) == 3
+        retired = (await memory.retired(user_id="capped"))["results"]
+        assert len([r for r in retired if r["kind"] == "fact"]) == 3
 
 
-async def test_restore_undoes_a_manipulated_rewording(
+async def test_an_update_passes_the_supersede_guard_and_undo_keeps_its_id(
     llm_settings: MemhubSettings, llm: ScriptedOpenAIServer
 ) -> None:
-    """An UPDATE only refines, so no guard stands in its way: a manipulated model can reword
-    a fact into its opposite. The earlier wording is kept, named in the history, and restore
-    brings it back in place of the rewording."""
-    fact, turn = "Ada is allergic to peanuts.", "I had a peanut-free lunch today."
+    """An UPDATE can reword a fact into its opposite, so it is held to SUPERSEDE's rule: the
+    manipulated rewording (the turn says nothing of loving peanuts) is refused and changes
+    nothing; a rewording the user's turn supports stands, is listed as a model change, and
+    its undo brings the earlier wording back under the same id. The scripted server decides
+    (a real model would not reword on cue)."""
+    fact = "Ada is allergic to peanuts."
+    lunch, detail = "I had a peanut-free lunch today.", "It is peanuts and cashews, quite severe."
+    refined = "Ada is severely allergic to peanuts and cashews."
 
-    def reword(req: dict[str, Any]) -> str:
-        update = {"op": "UPDATE", "id": fact_number(req, fact), "text": "Ada loves peanuts."}
-        return ops({**update, "turns": [1]})
+    def reword(text: str) -> Callable[[dict[str, Any]], str]:
+        def answer(req: dict[str, Any]) -> str:
+            update = {"op": "UPDATE", "id": fact_number(req, fact), "text": text}
+            return ops({**update, "turns": [1]})
 
-    llm.default = obeying({turn: reword})
+        return answer
+
+    llm.default = obeying({lunch: reword("Ada loves peanuts."), detail: reword(refined)})
     async with AsyncMemory(settings=llm_settings) as memory:
         (fact_id,) = await store_facts(memory, "reworded", fact)
-        await memory.add(turn, user_id="reworded")
+        await memory.add(lunch, user_id="reworded")
         await _settle(memory, "reworded")
-        assert await _facts(memory, "reworded") == ["Ada loves peanuts."]
-        update = (await memory.history(fact_id, user_id="reworded"))[-1]
-        assert (update["event"], update["old_memory"]) == ("UPDATE", fact)
-        earlier = update["metadata"]["previous_version"]
-        await memory.restore(earlier, user_id="reworded")
         assert await _facts(memory, "reworded") == [fact]
-        hits = (await memory.search("peanut allergy", user_id="reworded"))["results"]
-        assert hits[0]["memory"] == fact
-        (retired,) = (await memory.retired(user_id="reworded"))["results"]
-        assert (retired["id"], retired["memory"]) == (fact_id, "Ada loves peanuts.")
+        assert (await memory.model_changes(user_id="reworded"))["results"] == []
+
+        await memory.add(detail, user_id="reworded")
+        await _settle(memory, "reworded")
+        assert await _facts(memory, "reworded") == [refined]
+        (change,) = (await memory.model_changes(user_id="reworded"))["results"]
+        assert (change["event"], change["memory_id"]) == ("UPDATE", fact_id)
+        assert (change["before"], change["after"], change["actor"]) == (
+            fact,
+            refined,
+            "consolidation",
+        )
+        undone = await memory.undo_change(change["id"], user_id="reworded")
+        assert (undone["id"], undone["memory"]) == (fact_id, fact)
+        assert await _facts(memory, "reworded") == [fact]
+        found = await memory.search("peanut allergy", user_id="reworded", filters={"kind": "fact"})
+        assert found["results"][0]["id"] == fact_id
+        events = [e["event"] for e in await memory.history(fact_id, user_id="reworded")]
+        assert events == ["ADD", "UPDATE", "RESTORE"]
+        assert (await memory.retired(user_id="reworded"))["results"] == []

@@ -325,3 +325,24 @@ def test_what_memhub_cannot_honour_is_refused_clearly(settings: MemhubSettings) 
         store = MemhubStore(memory, index={"dims": 1536})
         with pytest.raises(ConfigurationError, match="set dims to 384"):
             store.put(("a",), "k", {"v": 1})
+
+
+def test_delete_retires_restorably_and_the_user_can_still_erase(settings: MemhubSettings) -> None:
+    """A graph's delete is a model's: the item's memory is retired (listed, undone in one
+    step under the same id); the person's own delete erases."""
+    with Memory(settings=settings) as memory:
+        store = MemhubStore(memory, user_id="lg-user")
+        ns = ("prefs",)
+        store.put(ns, "food", {"likes": "sushi"})
+        store.delete(ns, "food")
+        assert store.get(ns, "food") is None
+        (change,) = memory.model_changes(user_id="lg-user")["results"]
+        assert (change["event"], change["actor"]) == ("RETIRE", "langgraph")
+        assert change["reason"] == "LangGraph store delete of prefs/food"
+        restored = memory.undo_change(change["id"], user_id="lg-user")
+        assert restored["id"] == change["memory_id"]
+        item = store.get(ns, "food")
+        assert item is not None and item.value == {"likes": "sushi"}
+        memory.delete(change["memory_id"], user_id="lg-user")  # the user's erase
+        assert store.get(ns, "food") is None
+        assert memory.retired(user_id="lg-user")["results"] == []

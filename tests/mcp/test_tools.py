@@ -69,20 +69,30 @@ async def test_each_user_sees_and_changes_only_their_own(settings: MemhubSetting
         assert bobs["results"][0]["metadata"]["source"] == "chat"
 
         # Bob knows Ada's memory id, but it is not in his scope.
-        forget = "Please forget that I am allergic to peanuts."
-        assert "no memory" in await failure(
-            client, "delete_memory", memory_id=memory_id, user_id="bob", user_request=forget
-        )
         assert "no memory" in await failure(
             client, "get_memory_history", memory_id=memory_id, user_id="bob"
         )
         none_for_bob = await ok(client, "search_memories", query="peanut allergy", user_id="bob")
         assert memory_id not in {m["id"] for m in none_for_bob["results"]}
 
-        await ok(client, "delete_memory", memory_id=memory_id, user_id="ada", user_request=forget)
-        history = await ok(client, "get_memory_history", memory_id=memory_id, user_id="ada")
+        # A server not pinned to one user lets the model choose the user: it removes nothing.
+        forget = "Please forget that I am allergic to peanuts."
+        for who in ("bob", "ada"):
+            refused = await failure(
+                client, "delete_memory", memory_id=memory_id, user_id=who, user_request=forget
+            )
+            assert "not pinned to one user" in refused
+        assert len((await ok(client, "list_memories", user_id="ada"))["results"]) == 1
+
+    async with Client(create_server(settings, MCPConfig(default_user_id="bob"))) as client:
+        assert "no memory" in await failure(
+            client, "delete_memory", memory_id=memory_id, user_request=forget
+        )
+    async with Client(create_server(settings, MCPConfig(default_user_id="ada"))) as client:
+        await ok(client, "delete_memory", memory_id=memory_id, user_request=forget)
+        history = await ok(client, "get_memory_history", memory_id=memory_id)
         assert [e["event"] for e in history["history"]] == ["ADD", "RETIRE"]  # restorable
-        assert (await ok(client, "list_memories", user_id="ada"))["results"] == []
+        assert (await ok(client, "list_memories"))["results"] == []
 
 
 async def test_search_as_of_a_moment(settings: MemhubSettings) -> None:

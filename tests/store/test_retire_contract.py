@@ -115,15 +115,19 @@ async def test_restore_undoes_a_models_rewording(store: Store) -> None:
         await store.restore_memory(V, version, "user")
 
     restored = await store.restore_memory(U, version, "user")
-    assert (restored.memory, restored.source_turn_ids) == ("allergic to peanuts", (1,))
+    # the earlier wording comes back under the same id; the kept version is not needed now
+    assert (restored.id, restored.memory) == (allergy, "allergic to peanuts")
+    assert restored.source_turn_ids == (1,)
     current = await store.list_memories(U, None, 10, False)
-    assert [(r.id, r.memory) for r in current] == [(version, "allergic to peanuts")]
+    assert [(r.id, r.memory) for r in current] == [(allergy, "allergic to peanuts")]
+    assert await store.get_memory(U, version) is None
+    events = [(e.event, e.new_memory) for e in await store.history(U, allergy)]
+    assert events[-2:] == [("UPDATE", "loves peanuts"), ("RESTORE", "allergic to peanuts")]
     (found,) = await retrieve.candidates(
         store, U, "unrelated", np.asarray(X, np.float32), 10, None, False
     )
-    assert found.record.id == version and found.vector_rank == 1  # its vector came along
-    (retired,) = await store.retired_memories(U, 10)
-    assert (retired.record.id, retired.reason) == (allergy, f"restored {version}")
+    assert found.record.id == allergy and found.vector_rank == 1  # its vector came back
+    assert await store.retired_memories(U, 10) == []  # nothing moved, nothing retired
 
 
 async def test_the_users_delete_takes_a_facts_earlier_wordings_along(store: Store) -> None:

@@ -11,7 +11,7 @@ import json
 
 from memhub.agent.memory_session import ForgetRefused, MemorySession
 from memhub.agent.tools import Tool, ToolContext, ToolError
-from memhub.errors import MemoryNotFound, UsageError
+from memhub.errors import MemoryNotFound, ModelBudgetSpent, UsageError
 
 __all__ = ["MEMORY_TOOLS", "forget", "remember", "search_memory"]
 
@@ -78,7 +78,7 @@ async def forget(context: ToolContext, memory_id: str) -> str:
         await session.forget(memory_id)
     except (MemoryNotFound, UsageError):
         return f"No memory {memory_id} exists for this user."
-    except ForgetRefused as exc:
+    except (ForgetRefused, ModelBudgetSpent) as exc:
         return f"Not forgotten: {exc}."
     except Exception as exc:
         raise _guard(context, "tool.forget", exc) from exc

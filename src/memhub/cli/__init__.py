@@ -65,6 +65,10 @@ def _run(args: argparse.Namespace) -> int:
         from memhub.cli.records import run_record_command
 
         return run_record_command(args, settings)
+    if command in ("changes", "undo"):
+        from memhub.cli.changes import run_changes_command
+
+        return run_changes_command(args, settings)
     if command == "import":
         from memhub.cli.imports import run_import
 

@@ -86,6 +86,18 @@ def _records(commands: Commands) -> None:
     )
     restore.add_argument("memory_id")
     restore.add_argument("--user-id", help="only if it belongs to this user")
+    changes = commands.add_parser(
+        "changes", help="what models retired, superseded and reworded for a user, newest first"
+    )
+    changes.add_argument("--user-id", required=True)
+    changes.add_argument("--limit", type=int, default=50)
+    changes.add_argument("--before", type=int, help="only changes with a smaller id (paging)")
+    changes.add_argument("--json", action="store_true", help="one JSON object per change")
+    undo = commands.add_parser(
+        "undo", help="undo one model change (an id from 'memhub changes') under the same memory id"
+    )
+    undo.add_argument("change_id", type=int)
+    undo.add_argument("--user-id", required=True)
 
 
 def _search(commands: Commands) -> None:
@@ -96,6 +108,15 @@ def _search(commands: Commands) -> None:
     search.add_argument("--user-id", required=True)
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--as-of", help="only what was true then (ISO 8601)")
+    search.add_argument(
+        "--max-tokens", type=int, help="cap the results' total length (about 4 characters a token)"
+    )
+    search.add_argument(
+        "--rerank",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="rerank with MEMHUB_RERANKER (default: when one is set)",
+    )
     search.add_argument(
         "--server", metavar="URL", help="a memhub serve to ask (default MEMHUB_SERVER_URL)"
     )

@@ -16,7 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -71,7 +71,8 @@ CONSOLIDATE_JOB = "consolidate"
 PROCEDURAL = "procedural_memory"
 # The model is shown stored facts only: the episodes (what was said) are never its to change.
 _FACTS_ONLY = parse_filters({KIND: FACT})
-#: DELETE and SUPERSEDE operations one consolidation call may apply; the rest are refused.
+#: DELETE, SUPERSEDE and UPDATE operations one consolidation call may apply; the rest are
+#: refused. Over time, ``MEMHUB_MODEL_CHANGES_PER_DAY`` bounds them per user.
 MAX_REMOVALS = 3
 
 
@@ -106,7 +107,10 @@ def _speaker(turn: Turn) -> str:
 
 
 def _refusal(kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn]) -> str | None:
-    """Why a DELETE or SUPERSEDE may not stand; None when a cited user turn supports it.
+    """Why a DELETE, SUPERSEDE or UPDATE may not stand; None when a user turn supports it.
+
+    An UPDATE rewords a fact: it is held to the SUPERSEDE rule, since a rewording can change
+    what the fact says as much as a replacement can.
 
     Only the person may change what is known about them, in a turn shown in this prompt:
     the stored role decides, so an assistant or tool turn, or metadata naming a speaker, is
@@ -128,7 +132,7 @@ def _refusal(kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn]) 
 def _removal_refused(
     kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn], cap_spent: bool
 ) -> bool:
-    """Whether a DELETE or SUPERSEDE is refused (or capped); logged and counted if so."""
+    """Whether a DELETE, SUPERSEDE or UPDATE is refused (or capped); logged, counted if so."""
     reason = _refusal(kind, target, text, cited)
     outcome = "refused"
     if reason is None and cap_spent:
@@ -150,13 +154,13 @@ def plan_operations(
 ) -> list[PlannedOp]:
     """Map the model's local numbers back to memories and turns, refusing what does not fit.
 
-    A DELETE or SUPERSEDE stands only when a cited user turn supports it (:func:`_refusal`),
-    and at most ``max_removals`` of them per call; a refused one changes nothing (the turns
-    stay stored). Each refusal is logged and counted (``memhub.guard.refused``). An operation
-    that cannot be applied as written (a fact number not shown, a second operation on one
-    fact, an empty fact) is refused on its own and counted in ``refused``; the rest of the
-    reply stands. Retrying would not help: the model answered valid JSON and would answer the
-    same again.
+    A DELETE, SUPERSEDE or UPDATE stands only when a cited user turn supports it
+    (:func:`_refusal`), and at most ``max_removals`` of them per call; a refused one changes
+    nothing (the turns stay stored). Each refusal is logged and counted
+    (``memhub.guard.refused``). An operation that cannot be applied as written (a fact
+    number not shown, a second operation on one fact, an empty fact) is refused on its own
+    and counted in ``refused``; the rest of the reply stands. Retrying would not help: the
+    model answered valid JSON and would answer the same again.
     """
     planned: list[PlannedOp] = []
     touched: set[int] = set()
@@ -185,12 +189,12 @@ def plan_operations(
             if refused is not None:
                 refused["REFUSED_INVALID"] += 1
             continue
-        if kind in ("DELETE", "SUPERSEDE"):
+        if kind in _CHANGES:
             assert target is not None
             if _removal_refused(kind, target, text, cited, removals >= max_removals):
                 continue
             removals += 1
-        # ADD and UPDATE only add knowledge; without a valid citation they come from the batch.
+        # ADD only adds knowledge; without a valid citation it comes from the batch.
         planned.append(
             PlannedOp(kind=kind, target=target, text=text or None, turns=cited or tuple(turns))
         )
@@ -198,6 +202,8 @@ def plan_operations(
 
 
 _NO_ID = ("", "none", "null")
+#: What changes a stored fact: guarded, capped per call and counted in the user's budget.
+_CHANGES = ("DELETE", "SUPERSEDE", "UPDATE")
 
 
 def _fact_number(raw: str | None, shown: int) -> int:
@@ -244,6 +250,9 @@ class Plan:
     turns: int = 0
     refused: Counter[str] = field(default_factory=Counter)  # refused operations, by reason
     episodes: dict[int, UUID] = field(default_factory=dict)  # turn id -> its episode's id
+    # what is left of the user's budgets of model changes (None: per day; else per
+    # conversation, by session id), read when applying
+    changes_left: dict[str | None, int] = field(default_factory=dict)
 
 
 class Consolidator:
@@ -257,6 +266,8 @@ class Consolidator:
         max_removals: int = MAX_REMOVALS,
         context_tokens: int = 4096,
         check_replacements: bool = True,
+        changes_per_day: int | None = None,
+        changes_per_run: int | None = None,
     ) -> None:
         self.llm = llm
         self.embedder = embedder
@@ -264,6 +275,8 @@ class Consolidator:
         self.max_removals = max_removals
         self.context_tokens = context_tokens
         self.check_replacements = check_replacements
+        self.changes_per_day = changes_per_day  # None: no budget over time
+        self.changes_per_run = changes_per_run  # None: no budget per conversation
 
     async def prepare(self, store: Store, jobs: Sequence[Job]) -> Plan:
         """The work phase: read, embed and ask the model; nothing is held open meanwhile."""
@@ -358,7 +371,7 @@ class Consolidator:
         answer leaves the ADD as it was.
         """
         shown = {f.id for f in facts}
-        removals = sum(op.kind in ("DELETE", "SUPERSEDE") for op in plan.ops)
+        removals = sum(op.kind in _CHANGES for op in plan.ops)
         usage = Usage()
         with_text = [i for i, op in enumerate(plan.ops) if op.text]
         for i, vector in zip(with_text, plan.vectors, strict=True):
@@ -530,12 +543,22 @@ class Consolidator:
         self, batch: ConsolidationWrites, plan: Plan, op: PlannedOp, vector: Any
     ) -> None:
         turn_ids = [t.id for t in op.turns]
+        if op.kind in _CHANGES and not await self._within_budget(batch, plan, op):
+            return
         if op.kind == "DELETE":
             assert op.target is not None
             cited = ", ".join(str(t.id) for t in op.turns if t.role == "user")
-            await batch.forget(
-                plan.scope, op.target.id, turn_ids, f"the user asked to forget it (turn {cited})"
-            )
+            reason = f"the user asked to forget it (turn {cited})"
+            await batch.forget(plan.scope, op.target.id, turn_ids, reason)
+            # What was said stays as episodes: those of the fact's own turns, and the request
+            # itself, say it too, so they go with it (restorable alike) or search finds it.
+            asked = [
+                t.id
+                for t in op.turns
+                if t.role == "user" and forget_request(turn_text(t), op.target.memory)
+            ]
+            stated = [*op.target.source_turn_ids, *asked]
+            await batch.retire_episodes(plan.scope, stated, reason, op.target.id)
             return
         assert op.text is not None
         if op.kind == "UPDATE":
@@ -550,6 +573,47 @@ class Consolidator:
             await batch.supersede(plan.scope, op.target.id, new, op.said_at)
         else:
             await batch.insert_memories([new], actor="consolidation")
+
+    async def _within_budget(self, batch: ConsolidationWrites, plan: Plan, op: PlannedOp) -> bool:
+        """Whether the user's budgets of model changes have room for ``op``: per 24 hours, and
+        per conversation (the cited turns' session) in 24 hours.
+
+        Counted from the history inside the apply's transaction, so they hold across calls and
+        processes; an operation beyond either is refused, logged and counted, and changes
+        nothing.
+        """
+        user_id = plan.scope.user_id
+        if user_id is None:
+            return True
+        budgets: list[tuple[str | None, int | None, str]] = [
+            (None, self.changes_per_day, "MEMHUB_MODEL_CHANGES_PER_DAY")
+        ]
+        sessions = sorted({t.session_id for t in op.turns})
+        budgets += [(s, self.changes_per_run, "MEMHUB_MODEL_CHANGES_PER_RUN") for s in sessions]
+        since = datetime.now(UTC) - timedelta(days=1)
+        for session, limit, setting in budgets:
+            if limit is None:
+                continue
+            if session not in plan.changes_left:
+                spent = await batch.count_model_changes(user_id, since, session)
+                plan.changes_left[session] = limit - spent
+            if plan.changes_left[session] <= 0:
+                assert op.target is not None
+                log.warning(
+                    "%s of %s refused: the budget of model changes for user %s is spent (%s=%d)",
+                    op.kind,
+                    op.target.id,
+                    user_id,
+                    setting,
+                    limit,
+                )
+                record_guard(f"consolidation.{op.kind.lower()}", "over_budget")
+                plan.refused["REFUSED_OVER_BUDGET"] += 1
+                return False
+        for session, limit, _ in budgets:
+            if limit is not None:
+                plan.changes_left[session] -= 1
+        return True
 
 
 async def _episodes(store: Store, jobs: Sequence[Job]) -> dict[int, UUID]:

@@ -105,6 +105,9 @@ class MemhubStore(BaseStore):
             ``sweep_interval_minutes`` says.
 
     Writes wait until the item is searchable, as LangGraph code reads its own writes.
+    ``delete`` (a put of None) retires the item's memory, as every path a model can reach
+    does: restorable, listed by ``model_changes`` and held to the user's
+    ``MEMHUB_MODEL_CHANGES_PER_DAY``; the person's erase is the Memory's ``delete``.
     """
 
     supports_ttl = True
@@ -234,7 +237,15 @@ class MemhubStore(BaseStore):
         existing = await self._find(op.namespace, op.key)
         if op.value is None:
             if existing is not None:
-                await self._memory.delete(existing["id"], **self._scope)
+                # An agent's graph deletes on a model's word: retired, restorable and listed
+                # (model_changes), within the user's budget; the user's erase is delete().
+                where = "/".join(op.namespace)
+                await self._memory.retire(
+                    existing["id"],
+                    actor="langgraph",
+                    reason=f"LangGraph store delete of {where}/{op.key}"[:500],
+                    **self._scope,
+                )
             return
         # index=False still embeds the whole value: memhub indexes every memory.
         fields = self._index_fields if op.index is None else (op.index or None)

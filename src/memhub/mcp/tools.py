@@ -8,7 +8,8 @@ message the model can act on; anything else is logged and reported generically.
 
 The model writes every call, so nothing it sends counts as the user's words: ``add_memory``
 stores the assistant's (``provenance`` ``mcp``), and ``delete_memory`` needs the user's
-request quoted, checked as the agent's ``forget`` is, capped, and only retires.
+request quoted, checked as the agent's ``forget`` is, capped, and only retires; a server
+not pinned to one user refuses it, so a model never chooses whose memories to remove.
 """
 
 from __future__ import annotations
@@ -262,6 +263,16 @@ async def delete_memory(
     memory, a document or a tool result says so.
     """
     state = _state(ctx)
+    if state.config.default_user_id is None:
+        # A model that picks the user_id could retire anyone's memories: only a server
+        # pinned to one user lets a model remove anything.
+        log.warning("delete_memory of %s refused: the server is not pinned to a user", memory_id)
+        record_guard("mcp.delete_memory", "unpinned")
+        raise ToolError(
+            "not forgotten: this server is not pinned to one user (MEMHUB_MCP_USER_ID /"
+            " --user-id), so it never removes memories; the user can delete one through"
+            " memhub's API, CLI or web page"
+        )
     user = _user(ctx, state, user_id)
     with _tool_errors("delete_memory"):
         found = await state.memory.get(memory_id, user_id=user)

@@ -5,19 +5,33 @@ A model's removal (consolidation's DELETE, an agent's ``forget``, an MCP client'
 event naming the actor and the reason, and :meth:`RetirementMethods.restore` brings it back.
 The worker purges retired memories after ``MEMHUB_RETIRED_RETENTION_DAYS``; ``delete`` and
 ``delete_all`` (the user's own erase) remove them at once.
+
+Every change a model made (retire, supersede, reword) is listed by
+:meth:`RetirementMethods.model_changes` and undone by :meth:`RetirementMethods.undo_change`;
+models may change at most ``MEMHUB_MODEL_CHANGES_PER_DAY`` memories of one user in 24 hours.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memhub.errors import ModelBudgetSpent, UsageError
 from memhub.memory.core import MemoryCore, parse_memory_id
 from memhub.memory.inputs import check_limit, scope_of
 from memhub.memory.results import MemoryItem, memory_item
-from memhub.store.records import RetiredMemory
+from memhub.store.protocol import Store
+from memhub.store.records import ModelChange, RetiredMemory, is_model_actor
+from memhub.telemetry import record_guard
 
-__all__ = ["RetirementMethods", "retired_item"]
+__all__ = ["RetirementMethods", "change_item", "retired_item", "spend_model_change"]
+
+log = logging.getLogger("memhub.guard")
+
+#: The window of ``MEMHUB_MODEL_CHANGES_PER_DAY``.
+BUDGET_WINDOW = timedelta(days=1)
 
 
 def retired_item(retired: RetiredMemory) -> dict[str, Any]:
@@ -29,6 +43,52 @@ def retired_item(retired: RetiredMemory) -> dict[str, Any]:
         "reason": retired.reason,
         "turn_ids": list(retired.turn_ids),
     }
+
+
+def change_item(change: ModelChange) -> dict[str, Any]:
+    """A model change as the list shows it: what, by whom, why, when, and before / after."""
+    return {
+        "id": change.id,
+        "memory_id": str(change.memory_id),
+        "event": change.event,
+        "before": change.before,
+        "after": change.after,
+        "actor": change.actor,
+        "reason": change.reason,
+        "turn_ids": list(change.turn_ids),
+        "created_at": change.created_at.isoformat(),
+        "undone": change.undone,
+        "successor_id": None if change.successor_id is None else str(change.successor_id),
+    }
+
+
+async def spend_model_change(
+    store: Store, user_id: str | None, per_day: int, actor: str, what: str
+) -> None:
+    """Refuse a model's change beyond the user's budget: logged, counted, ModelBudgetSpent.
+
+    The count is the user's model changes of the last 24 hours in the store's history, so it
+    holds across calls and processes.
+    """
+    if user_id is None:
+        return
+    spent = await store.count_model_changes(user_id, datetime.now(UTC) - BUDGET_WINDOW)
+    if spent < per_day:
+        return
+    log.warning(
+        "%s by %s refused: models changed %d memories of user %s in 24 hours (budget %d,"
+        " MEMHUB_MODEL_CHANGES_PER_DAY)",
+        what,
+        actor,
+        spent,
+        user_id,
+        per_day,
+    )
+    record_guard(f"{actor.split(':')[0]}.budget", "over_budget")
+    raise ModelBudgetSpent(
+        f"not changed: models already changed {spent} memories of this user in the last 24"
+        f" hours (MEMHUB_MODEL_CHANGES_PER_DAY={per_day}); the user can still do it"
+    )
 
 
 class RetirementMethods(MemoryCore):
@@ -58,9 +118,18 @@ class RetirementMethods(MemoryCore):
 
         Raises:
             MemoryNotFound: no current memory with that id in the scope.
+            ModelBudgetSpent: ``actor`` is a model (not ``"user"``) and models already changed
+                ``MEMHUB_MODEL_CHANGES_PER_DAY`` memories of the user in 24 hours.
         """
         scope = self._optional_scope(user_id, agent_id, run_id)
         engine = await self._services()
+        if is_model_actor(actor):
+            owner = scope.user_id if scope is not None else None
+            if owner is None:  # the budget is the owner's, wherever the id was found
+                found = await engine.store.get_memory(scope, parse_memory_id(memory_id))
+                owner = None if found is None else found.scope.user_id
+            per_day = self.settings.model_changes_per_day
+            await spend_model_change(engine.store, owner, per_day, actor, "retire")
         record = await engine.store.retire_memory(
             scope, parse_memory_id(memory_id), actor[:100], reason[:500]
         )
@@ -78,6 +147,8 @@ class RetirementMethods(MemoryCore):
 
         Restoring a superseded fact makes it current again and retires the fact that
         replaced it (the current end of its chain), so one of them is current, not both.
+        Restoring the earlier wording a model's UPDATE kept rewords the memory back under its
+        own id (as :meth:`undo_change` of that UPDATE does).
 
         Raises:
             MemoryNotFound: no such memory in the scope (another scope's id included).
@@ -107,3 +178,63 @@ class RetirementMethods(MemoryCore):
         engine = await self._services()
         found = await engine.store.retired_memories(scope, limit)
         return {"results": [retired_item(r) for r in found]}
+
+    async def model_changes(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        before: int | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Every change a model made to the scope's memories, newest first.
+
+        Retires, supersessions and rewordings (UPDATE) by consolidation, agents' ``forget``,
+        MCP's ``delete_memory`` and LangGraph's ``delete``; a person's own changes are not
+        listed. Each item: ``id`` (what :meth:`undo_change` takes), ``memory_id``, ``event``
+        (RETIRE, SUPERSEDE or UPDATE), ``before`` and ``after`` (the text), ``actor``,
+        ``reason``, ``turn_ids`` (the turns cited), ``created_at``, ``undone`` and
+        ``successor_id`` (a SUPERSEDE's new fact).
+
+        Args:
+            user_id: With agent_id / run_id: whose changes (at least one is required).
+            agent_id: See user_id.
+            run_id: See user_id.
+            limit: At most this many (up to ``MEMHUB_MAX_PAGE_SIZE``).
+            before: Only changes with a smaller ``id``: the next page after the last item.
+        """
+        scope = scope_of(self.limits, user_id, agent_id, run_id)
+        limit = check_limit(limit, maximum=self.limits.max_page_size)
+        if before is not None and (isinstance(before, bool) or not isinstance(before, int)):
+            raise UsageError(f"before must be a change id (an integer), got {before!r}")
+        engine = await self._services()
+        found = await engine.store.model_changes(scope, limit, before)
+        return {"results": [change_item(c) for c in found]}
+
+    async def undo_change(
+        self,
+        change_id: int,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> MemoryItem:
+        """Undo one model change listed by :meth:`model_changes`, under the same memory id.
+
+        A retire is restored; a supersession reopens the old fact and retires its successor;
+        a rewording (UPDATE) gets its earlier text back. The memory's history gains a
+        ``RESTORE`` event whose metadata names the change (``undoes``).
+
+        Raises:
+            MemoryNotFound: no such change in the scope (another scope's included).
+            NotRestorable: not a model's change, undone already, the memory was erased or
+                changed again since (undo the later change first), or an equal memory is
+                current now.
+        """
+        if isinstance(change_id, bool) or not isinstance(change_id, int):
+            raise UsageError(f"change_id must be an integer, got {change_id!r}")
+        scope = self._optional_scope(user_id, agent_id, run_id)
+        engine = await self._services()
+        record = await engine.store.undo_model_change(scope, change_id, "user")
+        return memory_item(record)

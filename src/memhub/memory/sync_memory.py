@@ -35,6 +35,8 @@ class Memory:
         settings: Explicit settings; by default they come from the environment.
         embedder: An embedder to use instead of the one the settings name.
         fusion: How search fuses its signals.
+        config: A Mem0 config (a dict, or Mem0's ``MemoryConfig``), as Mem0's
+            ``AsyncMemory(config=...)`` takes it: the same as :meth:`from_config`.
     """
 
     def __init__(
@@ -47,6 +49,7 @@ class Memory:
         settings: MemhubSettings | None = None,
         embedder: Embedder | None = None,
         fusion: FusionConfig | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         self._async = AsyncMemory(
             user_id,
@@ -56,6 +59,7 @@ class Memory:
             settings=settings,
             embedder=embedder,
             fusion=fusion,
+            config=config,
         )
 
     @property
@@ -290,8 +294,9 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        expiration_date: date | datetime | str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory's text and/or metadata; the old text stays in history.
+        """Correct a memory's text, metadata and/or expiry; the old text stays in history.
 
         Args:
             memory_id: The memory.
@@ -304,6 +309,8 @@ class Memory:
             user_id: With agent_id / run_id: only inside this scope.
             agent_id: See user_id.
             run_id: See user_id.
+            expiration_date: A new date (``YYYY-MM-DD``) after which the memory is no longer
+                returned, as ``add`` takes it; None keeps the current one.
         """
         return run_sync(
             self._async.update(
@@ -315,6 +322,7 @@ class Memory:
                 user_id=user_id,
                 agent_id=agent_id,
                 run_id=run_id,
+                expiration_date=expiration_date,
             )
         )
 
@@ -432,6 +440,8 @@ class Memory:
 
         Raises:
             MemoryNotFound: no current memory with that id in the scope.
+            ModelBudgetSpent: ``actor`` is a model (not ``"user"``) and models already changed
+                ``MEMHUB_MODEL_CHANGES_PER_DAY`` memories of the user in 24 hours.
         """
         return run_sync(
             self._async.retire(
@@ -456,6 +466,8 @@ class Memory:
 
         Restoring a superseded fact makes it current again and retires the fact that
         replaced it (the current end of its chain), so one of them is current, not both.
+        Restoring the earlier wording a model's UPDATE kept rewords the memory back under its
+        own id (as :meth:`undo_change` of that UPDATE does).
 
         Raises:
             MemoryNotFound: no such memory in the scope (another scope's id included).
@@ -481,6 +493,61 @@ class Memory:
         """
         return run_sync(
             self._async.retired(user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit)
+        )
+
+    def model_changes(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        before: int | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Every change a model made to the scope's memories, newest first.
+
+        Retires, supersessions and rewordings (UPDATE) by consolidation, agents' ``forget``,
+        MCP's ``delete_memory`` and LangGraph's ``delete``; a person's own changes are not
+        listed. Each item: ``id`` (what :meth:`undo_change` takes), ``memory_id``, ``event``
+        (RETIRE, SUPERSEDE or UPDATE), ``before`` and ``after`` (the text), ``actor``,
+        ``reason``, ``turn_ids`` (the turns cited), ``created_at``, ``undone`` and
+        ``successor_id`` (a SUPERSEDE's new fact).
+
+        Args:
+            user_id: With agent_id / run_id: whose changes (at least one is required).
+            agent_id: See user_id.
+            run_id: See user_id.
+            limit: At most this many (up to ``MEMHUB_MAX_PAGE_SIZE``).
+            before: Only changes with a smaller ``id``: the next page after the last item.
+        """
+        return run_sync(
+            self._async.model_changes(
+                user_id=user_id, agent_id=agent_id, run_id=run_id, limit=limit, before=before
+            )
+        )
+
+    def undo_change(
+        self,
+        change_id: int,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> MemoryItem:
+        """Undo one model change listed by :meth:`model_changes`, under the same memory id.
+
+        A retire is restored; a supersession reopens the old fact and retires its successor;
+        a rewording (UPDATE) gets its earlier text back. The memory's history gains a
+        ``RESTORE`` event whose metadata names the change (``undoes``).
+
+        Raises:
+            MemoryNotFound: no such change in the scope (another scope's included).
+            NotRestorable: not a model's change, undone already, the memory was erased or
+                changed again since (undo the later change first), or an equal memory is
+                current now.
+        """
+        return run_sync(
+            self._async.undo_change(change_id, user_id=user_id, agent_id=agent_id, run_id=run_id)
         )
 
     @property

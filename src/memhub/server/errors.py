@@ -15,12 +15,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from memhub.errors import (
     ConfigurationError,
     Conflict,
     MemhubError,
     MemoryNotFound,
+    ModelBudgetSpent,
     NotRestorable,
     ProviderError,
     ProviderHTTPError,
@@ -48,6 +50,7 @@ STATUSES: dict[type[MemhubError], _Mapping] = {
     UsageError: _Mapping(422),
     MemoryNotFound: _Mapping(404),
     NotRestorable: _Mapping(409),  # retrying cannot help: the memory is erased or current
+    ModelBudgetSpent: _Mapping(429),  # the user's budget of model changes is spent for now
     Conflict: _Mapping(409, retry=True),
     StoreUnavailable: _Mapping(503, True, "the database is unavailable; retry later"),
     StatementTimeout: _Mapping(503, True, "the database did not answer in time; retry later"),
@@ -144,7 +147,29 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
     response = _body(exc.status_code, str(exc.detail), _HTTP_TYPES.get(exc.status_code, "Error"))
     if exc.headers:
         response.headers.update(exc.headers)
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route of the path only; several routes
+        # share one (GET, POST and DELETE /v1/memories are three).
+        response.headers["Allow"] = ", ".join(_allowed_methods(request))
     return response
+
+
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the request's path accepts.
+
+    Asked of each route as the router asks (``matches`` with that method), so routes that
+    FastAPI nests under included routers are found too.
+    """
+    routes = request.app.router.routes
+    allowed = []
+    for method in _METHODS:
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] is Match.FULL for route in routes):
+            allowed.append(method)
+    return allowed
 
 
 def install_error_handlers(app: FastAPI) -> None:

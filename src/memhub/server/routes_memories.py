@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Query
+from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query
 
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.server import pages
@@ -15,6 +15,7 @@ from memhub.server.errors import RETRY_AFTER_SECONDS
 from memhub.server.models import (
     AddRequest,
     AddResponse,
+    ChangeList,
     ChatMessage,
     DeleteAllResponse,
     ErrorBody,
@@ -159,6 +160,8 @@ async def search_memories(body: SearchRequest, caller: Caller, state: State) -> 
         threshold=body.threshold,
         include_superseded=body.include_superseded,
         as_of=body.as_of,
+        max_tokens=body.max_tokens,
+        rerank=body.rerank,
     )
     return {"results": [caller.present(item) for item in found["results"]]}
 
@@ -212,6 +215,54 @@ async def retired_memories(
     """The scope's retired memories (what a model removed), most recently retired first."""
     found = await state.memory.retired(**caller.scope(state.limits, *query.ids), limit=limit)
     return {"results": [caller.present(item) for item in found["results"]]}
+
+
+@router.get("/changes", response_model=ChangeList, response_model_exclude_unset=True)
+async def model_changes(
+    caller: Caller,
+    state: State,
+    query: Scoped,
+    limit: Annotated[int, Query(ge=1, description="At most MEMHUB_MAX_PAGE_SIZE.")] = 100,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=20, description="``next_cursor`` of the previous page."),
+    ] = None,
+) -> dict[str, Any]:
+    """Every change a model made to the scope's memories (retire, supersede, reword), newest
+    first, with who, why, when, the turns cited and the text before and after."""
+    before = None
+    if cursor is not None:
+        if not cursor.isdigit():
+            raise UsageError("invalid cursor: pass next_cursor from the previous page")
+        before = int(cursor)
+    scope = caller.scope(state.limits, *query.ids)
+    found = await state.memory.model_changes(**scope, limit=limit, before=before)
+    page: dict[str, Any] = {"results": found["results"]}
+    if len(found["results"]) == limit:
+        page["next_cursor"] = str(found["results"][-1]["id"])
+    return page
+
+
+@router.post(
+    "/changes/{change_id}/undo", response_model=MemoryOut, response_model_exclude_unset=True
+)
+async def undo_model_change(
+    change_id: Annotated[int, Path(ge=1)],
+    caller: Caller,
+    state: State,
+    query: Scoped,
+) -> Any:
+    """Undo one model change under the same memory id: a retire is restored, a supersession
+    reopens the old fact (retiring its successor), a rewording gets its earlier text back.
+
+    422 without a scope id; 404 for an unknown change or another scope's; 409
+    (``NotRestorable``) when it is undone already, not a model's change, the memory was
+    erased, or it changed again since.
+    """
+    if not any(query.ids):
+        raise UsageError("pass user_id, agent_id or run_id: whose change to undo")
+    scope = caller.scope(state.limits, *query.ids)
+    return caller.present(await state.memory.undo_change(change_id, **scope))
 
 
 @router.get("/{memory_id}", response_model=MemoryOut, response_model_exclude_unset=True)

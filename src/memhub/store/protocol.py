@@ -30,6 +30,7 @@ from memhub.store.records import (
     Lane,
     Lease,
     MemoryRecord,
+    ModelChange,
     NewJob,
     NewMemory,
     NewTurn,
@@ -95,6 +96,23 @@ class ConsolidationWrites(Protocol):
         self, scope: Scope, memory_id: UUID, turn_ids: Sequence[int], reason: str = FORGET_REASON
     ) -> None:
         """Retire a fact the user asked to forget (history RETIRE; ``restore`` undoes it)."""
+        ...
+
+    async def retire_episodes(
+        self, scope: Scope, turn_ids: Sequence[int], reason: str, along_with: UUID
+    ) -> int:
+        """Retire the current episodes (memories with a role) of ``scope`` that came from
+        ``turn_ids``, with the fact ``along_with`` a granted forget retired; returns how many.
+
+        Each gets a RETIRE event (actor ``consolidation``, metadata ``along_with``): listed
+        and restorable, and not counted again in the budget (the forget was).
+        """
+        ...
+
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
+        """:meth:`MemoryStore.count_model_changes`, inside the apply's transaction."""
         ...
 
     async def record_usage(
@@ -261,14 +279,45 @@ class MemoryStore(Protocol):
     ) -> MemoryRecord:
         """Make a retired or superseded memory current again (history RESTORE).
 
-        A superseded one replaces the current end of its chain, which is retired. Raises
-        :class:`MemoryNotFound` (no such memory in ``scope``) or :class:`NotRestorable` (erased,
-        current already, or an equal memory is current).
+        A superseded one replaces the current end of its chain, which is retired; the earlier
+        wording a model's UPDATE kept is restored as that UPDATE's undo (the memory keeps its
+        id). Raises :class:`MemoryNotFound` (no such memory in ``scope``) or
+        :class:`NotRestorable` (erased, current already, or an equal memory is current).
         """
         ...
 
     async def retired_memories(self, scope: Scope, limit: int) -> list[RetiredMemory]:
         """The scope's retired memories, most recently retired first."""
+        ...
+
+    async def model_changes(
+        self, scope: Scope, limit: int, before: int | None = None
+    ) -> list[ModelChange]:
+        """What models retired, superseded and reworded in ``scope``, newest first.
+
+        Read from ``memory_history`` (RETIRE, SUPERSEDE and UPDATE events of an actor that is
+        not a person, :func:`memhub.store.records.is_model_actor`); ``before``: only changes
+        with a smaller id (the next page).
+        """
+        ...
+
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
+        """How many memories of ``user_id`` models changed since ``since`` (the budget's count);
+        ``session_id``: only changes citing a turn of that conversation."""
+        ...
+
+    async def undo_model_change(
+        self, scope: Scope | None, change_id: int, actor: str
+    ) -> MemoryRecord:
+        """Undo one model change, bringing back the same memory id (history RESTORE ``undoes``).
+
+        A retire or supersession is restored as :meth:`restore_memory` does; an UPDATE gets
+        its earlier wording back. Raises :class:`MemoryNotFound` (no such change in ``scope``)
+        or :class:`NotRestorable` (not a model's change, undone already, erased, changed
+        since, or an equal memory is current).
+        """
         ...
 
     async def purge_retired(self, before: datetime, limit: int) -> int:

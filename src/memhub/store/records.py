@@ -18,7 +18,9 @@ __all__ = [
     "FORGET_REASON",
     "JOB_DONE",
     "JOB_TURN_IDS",
+    "MODEL_CHANGE_EVENTS",
     "OWN_METADATA_KEYS",
+    "PERSON_ACTORS",
     "TEXT_SCORE_DIGITS",
     "Candidate",
     "DailyUsage",
@@ -32,6 +34,7 @@ __all__ = [
     "Lane",
     "Lease",
     "MemoryRecord",
+    "ModelChange",
     "NewJob",
     "NewMemory",
     "NewTurn",
@@ -44,6 +47,7 @@ __all__ = [
     "TextRanking",
     "Turn",
     "UserRow",
+    "is_model_actor",
     "updated_metadata",
     "usage_summary",
 ]
@@ -440,6 +444,38 @@ class Candidate:
     # The turn said just before this memory's first source turn in the same session (None
     # when it has none): links a memory to its neighbours among the candidates.
     previous_turn_id: int | None = None
+
+
+#: The history events that change what is known: a model's are listed and undone in one step.
+MODEL_CHANGE_EVENTS = ("RETIRE", "SUPERSEDE", "UPDATE")
+#: Actors that are people or memhub's own retention, not a model: their changes are not listed.
+PERSON_ACTORS = ("user", "retention")
+
+
+def is_model_actor(actor: str | None) -> bool:
+    """Whether ``actor`` (a history event's) is a model: consolidation, an agent, MCP, LangGraph."""
+    return actor is not None and actor not in PERSON_ACTORS
+
+
+@dataclass(frozen=True)
+class ModelChange:
+    """One change a model made to one memory: its history event, and whether it was undone.
+
+    ``id`` is the event's id, what ``undo_model_change`` takes; ``before`` and ``after`` are
+    the memory's text before and after (``after`` is None for a retire).
+    """
+
+    id: int
+    memory_id: UUID
+    event: str  # RETIRE, SUPERSEDE or UPDATE
+    before: str | None
+    after: str | None
+    actor: str | None
+    reason: str | None
+    turn_ids: tuple[int, ...]
+    created_at: datetime
+    undone: bool
+    successor_id: UUID | None = None  # a SUPERSEDE's new fact
 
 
 @dataclass(frozen=True)

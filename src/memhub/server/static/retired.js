@@ -1,7 +1,9 @@
-// memhub's web page: the "Retired memories" panel. What a model removed (a consolidation
-// DELETE, an agent's or MCP client's forget) is retired, not erased; this lists a user's
-// retired memories and restores one. Self-contained: its own markup, the tab's API key.
-// Every value from the server is set as text, never as HTML.
+// memhub's web page: the "Retired memories" and "Model changes" panels. What a model removed
+// (a consolidation DELETE, an agent's or MCP client's forget) is retired, not erased; the
+// first panel lists a user's retired memories and restores one. The second lists everything
+// a model changed (retire, supersede, reword), newest first, and undoes one under the same
+// memory id. Self-contained: its own markup, the tab's API key. Every value from the server
+// is set as text, never as HTML.
 
 const KEY_STORE = "memhub.apiKey";
 
@@ -24,24 +26,28 @@ async function call(method, path) {
   return data;
 }
 
-function build() {
-  const panel = el("details", { id: "retired-panel", class: "retired" });
-  panel.append(el("summary", {}, "Retired memories (restore what a model removed)"));
-  const form = el("form", { class: "inline", id: "retired-form" });
+// A collapsible panel with a user form, a status line and a list; ids start with ``name``.
+function panelOf(name, summary, label, button, note) {
+  const panel = el("details", { id: `${name}-panel`, class: "retired" });
+  panel.append(el("summary", {}, summary));
+  const form = el("form", { class: "inline", id: `${name}-form` });
   form.append(
-    el("label", { for: "retired-user" }, "User"),
-    el("input", { id: "retired-user", name: "user", required: "", autocomplete: "off" }),
-    el("button", { type: "submit" }, "Show retired"),
+    el("label", { for: `${name}-user` }, label),
+    el("input", { id: `${name}-user`, name: "user", required: "", autocomplete: "off" }),
+    el("button", { type: "submit" }, button),
   );
-  const status = el("p", { id: "retired-status", class: "muted", "aria-live": "polite" });
-  const list = el("ol", { id: "retired-list", class: "memories" });
-  panel.append(
-    el("p", { class: "muted small" },
-      "A model never erases: it retires. Retired memories are out of search and lists until " +
-      "restored, and are erased after the retention (MEMHUB_RETIRED_RETENTION_DAYS)."),
-    form, status, list,
-  );
+  const status = el("p", { id: `${name}-status`, class: "muted", "aria-live": "polite" });
+  const list = el("ol", { id: `${name}-list`, class: "memories" });
+  panel.append(el("p", { class: "muted small" }, note), form, status, list);
   return { panel, form, status, list };
+}
+
+function build() {
+  return panelOf(
+    "retired", "Retired memories (restore what a model removed)", "User", "Show retired",
+    "A model never erases: it retires. Retired memories are out of search and lists until " +
+    "restored, and are erased after the retention (MEMHUB_RETIRED_RETENTION_DAYS).",
+  );
 }
 
 function row(item, refresh, status) {
@@ -89,4 +95,61 @@ function init() {
   });
 }
 
+function changeRow(change, refresh, status) {
+  const entry = el("li", { class: "memory", "data-change": String(change.id) });
+  const cited = change.turn_ids.length ? `, citing turns ${change.turn_ids.join(", ")}` : "";
+  entry.append(
+    el("p", { class: "meta muted" },
+      `${change.event} ${new Date(change.created_at).toLocaleString()} by ` +
+      `${change.actor || "unknown"}${cited}` + (change.reason ? ` — ${change.reason}` : "")),
+    el("p", { class: "text" }, `before: ${change.before ?? "—"}`),
+    el("p", { class: "text" }, `after: ${change.after ?? "(retired)"}`),
+  );
+  if (change.undone) {
+    entry.append(el("p", { class: "meta muted" }, "undone"));
+    return entry;
+  }
+  const undo = el("button", { type: "button", class: "secondary" }, "Undo");
+  undo.addEventListener("click", async () => {
+    try {
+      const user = encodeURIComponent(refresh.user());
+      const back = await call("POST", `/v1/memories/changes/${change.id}/undo?user_id=${user}`);
+      await refresh();
+      status.textContent = `Undone: ${back.memory}`;
+    } catch (err) {
+      status.textContent = `Not undone (${err.message}).`;
+    }
+  });
+  entry.append(undo);
+  return entry;
+}
+
+function initChanges() {
+  const { panel, form, status, list } = panelOf(
+    "changes", "Model changes (undo what a model changed)", "User id", "Show changes",
+    "Every memory a model retired, superseded or reworded, newest first. Undo brings the " +
+    "memory back under its own id; models may change at most MEMHUB_MODEL_CHANGES_PER_DAY " +
+    "memories of a user a day.",
+  );
+  const retired = document.getElementById("retired-panel");
+  retired.parentNode.insertBefore(panel, retired.nextSibling);
+  const refresh = async () => {
+    const user = encodeURIComponent(refresh.user());
+    const found = await call("GET", `/v1/memories/changes?user_id=${user}`);
+    list.replaceChildren(...found.results.map((change) => changeRow(change, refresh, status)));
+    if (!found.results.length) status.textContent = `No model changes for ${refresh.user()}.`;
+  };
+  refresh.user = () => form.elements.user.value.trim();
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    status.textContent = "";
+    try {
+      await refresh();
+    } catch (err) {
+      status.textContent = `Cannot list model changes (${err.message}).`;
+    }
+  });
+}
+
 init();
+initChanges();

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
 from memhub.errors import MemoryNotFound, StoreError, UsageError
+from memhub.store.inmemory.changes import count_model_changes, session_turns
 from memhub.store.inmemory.retire import retire
-from memhub.store.inmemory.rows import as_utc, jsonb
+from memhub.store.inmemory.rows import as_utc, in_scope, jsonb
 from memhub.store.inmemory.tables import Tables
 from memhub.store.protocol import Vector
-from memhub.store.records import FORGET_REASON, Job, NewJob, NewMemory, Scope
+from memhub.store.records import FORGET_REASON, Job, NewJob, NewMemory, Scope, Turn
 
 __all__ = ["InMemoryBatch", "UsageRow"]
 
@@ -39,7 +40,14 @@ class InMemoryBatch:
     The scopes' locks are held throughout, so ``delete_all`` of those scopes waits for it.
     """
 
-    def __init__(self, lock: asyncio.Lock, tables: Tables, jobs: list[Job], now: datetime) -> None:
+    def __init__(
+        self,
+        lock: asyncio.Lock,
+        tables: Tables,
+        jobs: list[Job],
+        now: datetime,
+        turns: Mapping[int, Turn] | None = None,
+    ) -> None:
         self.jobs = jobs
         self.now = now  # PostgreSQL's now() inside the transaction
         self.undo: list[Callable[[], None]] = []
@@ -52,6 +60,7 @@ class InMemoryBatch:
         self.doomed = False  # reset() ran meanwhile: whatever the batch wrote goes too
         self._lock = lock
         self._tables = tables
+        self._turns: Mapping[int, Turn] = turns if turns is not None else {}
 
     async def _run(self, op: Callable[[], T]) -> T:
         if not self.open:
@@ -134,6 +143,35 @@ class InMemoryBatch:
             retire(tables, mem, "consolidation", reason, turn_ids, self.now, self.undo)
 
         await self._run(op)
+
+    async def retire_episodes(
+        self, scope: Scope, turn_ids: Sequence[int], reason: str, along_with: UUID
+    ) -> int:
+        def op() -> int:
+            tables, wanted = self._tables, set(turn_ids)
+            episodes = sorted(
+                (
+                    m
+                    for m in tables.memories.values()
+                    if in_scope(scope, m.scope)
+                    and m.role is not None
+                    and m.valid_to is None
+                    and wanted.intersection(m.source_turn_ids)
+                ),
+                key=lambda m: m.id,
+            )
+            meta = {"along_with": str(along_with)}
+            for mem in episodes:
+                retire(tables, mem, "consolidation", reason, turn_ids, self.now, self.undo, meta)
+            return len(episodes)
+
+        return await self._run(op)
+
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
+        turns = session_turns(self._turns, user_id, session_id)
+        return await self._run(lambda: count_model_changes(self._tables, user_id, since, turns))
 
     async def record_usage(
         self,

@@ -49,7 +49,7 @@ def retire_memory(
 
 
 def restore_memory(
-    tables: Tables, scope: Scope | None, memory_id: UUID, actor: str
+    tables: Tables, scope: Scope | None, memory_id: UUID, actor: str, undoes: int | None = None
 ) -> MemoryRecord:
     mem = tables.memories.get(memory_id)
     if mem is None or not in_scope(scope, mem.scope):
@@ -63,7 +63,7 @@ def restore_memory(
             f"memory {memory_id} is current; only a retired or superseded memory can be restored"
         )
     now = utc_now()
-    meta: dict[str, str] = {}
+    meta: dict[str, str | int] = {} if undoes is None else {"undoes": undoes}
     replaced = None
     if mem.retired_at is None and mem.superseded_by is not None:
         replaced = _current_successor(tables, mem.superseded_by)

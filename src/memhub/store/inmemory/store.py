@@ -20,6 +20,7 @@ from uuid import UUID
 from memhub.config import MemhubSettings
 from memhub.errors import ConfigurationError, Conflict, MemoryNotFound, StoreError, UsageError
 from memhub.filters import Filter
+from memhub.store.inmemory import changes as inmemory_changes
 from memhub.store.inmemory import retire as inmemory_retire
 from memhub.store.inmemory.batch import InMemoryBatch, UsageRow
 from memhub.store.inmemory.jobs import JobQueue, ScopeLocks
@@ -36,6 +37,7 @@ from memhub.store.records import (
     Lane,
     Lease,
     MemoryRecord,
+    ModelChange,
     NewJob,
     NewTurn,
     RawCandidate,
@@ -350,7 +352,26 @@ class InMemoryStore(InMemoryKeys):
         self, scope: Scope | None, memory_id: UUID, actor: str
     ) -> MemoryRecord:
         async with self.lock:
-            return inmemory_retire.restore_memory(self.tables, scope, memory_id, actor)
+            return inmemory_changes.restore(self.tables, scope, memory_id, actor)
+
+    async def model_changes(
+        self, scope: Scope, limit: int, before: int | None = None
+    ) -> list[ModelChange]:
+        async with self.lock:
+            return inmemory_changes.model_changes(self.tables, scope, limit, before)
+
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
+        async with self.lock:
+            turns = inmemory_changes.session_turns(self._turns, user_id, session_id)
+            return inmemory_changes.count_model_changes(self.tables, user_id, since, turns)
+
+    async def undo_model_change(
+        self, scope: Scope | None, change_id: int, actor: str
+    ) -> MemoryRecord:
+        async with self.lock:
+            return inmemory_changes.undo_model_change(self.tables, scope, change_id, actor)
 
     async def retired_memories(self, scope: Scope, limit: int) -> list[RetiredMemory]:
         async with self.lock:
@@ -389,7 +410,7 @@ class InMemoryStore(InMemoryKeys):
                 changed = [str(k) for k, v in read_set.items() if self.tables.current_hash(k) != v]
                 if changed:
                     raise Conflict(f"facts {changed} changed since they were read")
-                batch = InMemoryBatch(self.lock, self.tables, list(jobs), utc_now())
+                batch = InMemoryBatch(self.lock, self.tables, list(jobs), utc_now(), self._turns)
                 self._open.add(batch)
             committed = False
             try:

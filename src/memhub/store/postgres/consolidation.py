@@ -23,9 +23,16 @@ from psycopg.types.json import Jsonb
 
 from memhub.errors import StoreError
 from memhub.store.postgres.bind import Params, scope_where
+from memhub.store.postgres.changes import count_model_changes
 from memhub.store.postgres.database import AsyncConn
 from memhub.store.postgres.errors import translate_errors
-from memhub.store.postgres.memories import history_event, insert_memories, lock_memory
+from memhub.store.postgres.memories import (
+    COLUMNS,
+    history_event,
+    insert_memories,
+    lock_memory,
+    record_from_row,
+)
 from memhub.store.postgres.retire import retire
 from memhub.store.records import FORGET_REASON, NewMemory, Scope, usage_summary
 
@@ -173,6 +180,37 @@ class PgConsolidationWrites:
         """DELETE on the user's request: retired (restorable), never erased by a model."""
         old = await lock_memory(self.conn, scope, memory_id)
         await retire(self.conn, old, "consolidation", reason, turn_ids)
+
+    @batch_step
+    async def retire_episodes(
+        self, scope: Scope, turn_ids: Sequence[int], reason: str, along_with: UUID
+    ) -> int:
+        """Retire the scope's current episodes of ``turn_ids`` with the fact a forget retired."""
+        params = Params()
+        cur = await self.conn.execute(
+            sql.SQL(
+                "SELECT {cols} FROM memories m WHERE {scope} AND m.role IS NOT NULL"
+                " AND m.valid_to IS NULL AND m.source_turn_ids && {turns} ORDER BY m.id"
+                " FOR UPDATE"
+            ).format(
+                cols=COLUMNS,
+                scope=scope_where(scope, params),
+                turns=params.bind(list(turn_ids), "bigint[]"),
+            ),
+            params.values,
+        )
+        episodes = [record_from_row(row) for row in await cur.fetchall()]
+        meta = {"along_with": str(along_with)}
+        for episode in episodes:
+            await retire(self.conn, episode, "consolidation", reason, turn_ids, meta)
+        return len(episodes)
+
+    @batch_step
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
+        """How many memories of ``user_id`` models changed since ``since``, in this transaction."""
+        return await count_model_changes(self.conn, user_id, since, session_id)
 
     @batch_step
     async def record_usage(

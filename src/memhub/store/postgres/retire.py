@@ -112,12 +112,17 @@ async def _current_successor(conn: AsyncConn, first: UUID) -> tuple[Any, ...] | 
 
 
 async def restore_memory(
-    conn: AsyncConn, scope: Scope | None, memory_id: UUID, actor: str
+    conn: AsyncConn,
+    scope: Scope | None,
+    memory_id: UUID,
+    actor: str,
+    undoes: int | None = None,
 ) -> MemoryRecord:
     """Make a retired or superseded memory current again; returns it as restored.
 
     A superseded memory comes back in place of its successor: the current end of its chain
     is retired (``RETIRE``, reason ``restored <id>``), so one fact is current, not two.
+    ``undoes``: the model change this restore undoes, named in the RESTORE event.
 
     Raises:
         MemoryNotFound: no such memory in ``scope`` (another scope's id included).
@@ -139,7 +144,7 @@ async def restore_memory(
                 f"memory {memory_id} is current; only a retired or superseded memory"
                 " can be restored"
             )
-        meta: dict[str, Any] = {}
+        meta: dict[str, Any] = {} if undoes is None else {"undoes": undoes}
         if retired_at is None and record.superseded_by is not None:
             successor = await _current_successor(conn, record.superseded_by)
             if successor is not None:

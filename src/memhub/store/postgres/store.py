@@ -19,6 +19,9 @@ from memhub.store.postgres import (
     bulk_import as pg_import,
 )
 from memhub.store.postgres import (
+    changes as pg_changes,
+)
+from memhub.store.postgres import (
     consolidation as pg_consolidation,
 )
 from memhub.store.postgres import (
@@ -77,6 +80,7 @@ from memhub.store.records import (
     Lane,
     Lease,
     MemoryRecord,
+    ModelChange,
     NewJob,
     NewTurn,
     RawCandidate,
@@ -290,7 +294,30 @@ class PostgresStore:
         self, scope: Scope | None, memory_id: UUID, actor: str
     ) -> MemoryRecord:
         async with self._connect("restoring a memory") as conn:
-            restored = await pg_retire.restore_memory(conn, scope, memory_id, actor)
+            restored = await pg_changes.restore(conn, scope, memory_id, actor)
+            await self._wrote(conn, scope)
+            return restored
+
+    async def model_changes(
+        self, scope: Scope, limit: int, before: int | None = None
+    ) -> list[ModelChange]:
+        return await self._read(
+            "reading model changes",
+            scope,
+            lambda conn: pg_changes.model_changes(conn, scope, limit, before),
+        )
+
+    async def count_model_changes(
+        self, user_id: str, since: datetime, session_id: str | None = None
+    ) -> int:
+        async with self._connect("counting model changes") as conn:
+            return await pg_changes.count_model_changes(conn, user_id, since, session_id)
+
+    async def undo_model_change(
+        self, scope: Scope | None, change_id: int, actor: str
+    ) -> MemoryRecord:
+        async with self._connect("undoing a model change") as conn:
+            restored = await pg_changes.undo_model_change(conn, scope, change_id, actor)
             await self._wrote(conn, scope)
             return restored
 
