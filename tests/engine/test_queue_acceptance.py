@@ -136,13 +136,34 @@ async def test_a_payload_that_raises_is_parked_and_others_go_on(
 
 
 # -- consolidation windows ------------------------------------------------------------------
+WINDOW = 1.0  # consolidation_delay of the window tests (s)
+
+
+async def stamped_within(db_url: str, user: str, seconds: float) -> bool:
+    """Were all of ``user``'s turns stamped (at add) within ``seconds`` of the first?"""
+    return bool(
+        await count(
+            db_url,
+            "SELECT (max(created_at) - min(created_at) < make_interval(secs => %s))::int"
+            " FROM conversation_context WHERE user_id = %s",
+            seconds,
+            user,
+        )
+    )
+
+
 @pytest.mark.parametrize(("turns", "spacing"), [(4, 0.05), (10, 0.0)])
 async def test_turns_within_the_window_share_one_call_every_time(
-    llm_settings: MemhubSettings, llm: ScriptedOpenAIServer, turns: int, spacing: float
+    llm_settings: MemhubSettings,
+    llm: ScriptedOpenAIServer,
+    db_url: str,
+    turns: int,
+    spacing: float,
 ) -> None:
     llm.default = ops({"op": "NONE"})
     # a short window keeps the 20 runs fast; the rule is the same at the default 2 s
-    windowed = llm_settings.model_copy(update={"consolidation_delay": 1.0})
+    windowed = llm_settings.model_copy(update={"consolidation_delay": WINDOW})
+    within = 0  # runs whose turns were all stamped inside one window: the evidence
     async with AsyncMemory(settings=windowed) as memory:
         await memory.search("warm up the embedder", user_id="nobody")
         for run in range(20):
@@ -152,10 +173,14 @@ async def test_turns_within_the_window_share_one_call_every_time(
                 await asyncio.sleep(spacing)
             await settle(memory, user)
             calls = [r for r in llm.chat_requests if f'"{user}"' in prompt_of(r.json)]
-            assert len(calls) == 1, f"run {run}: {len(calls)} calls for {turns} turns"
-            assert all(
-                f"Message {n} of run {run}." in prompt_of(calls[0].json) for n in range(turns)
-            )
+            said = "\n".join(prompt_of(call.json) for call in calls)
+            assert all(f"Message {n} of run {run}." in said for n in range(turns)), run
+            # A loaded machine may spread the adds past the window (their own stamps say
+            # so); such a run proves nothing either way and is not counted.
+            if await stamped_within(db_url, user, WINDOW):
+                within += 1
+                assert len(calls) == 1, f"run {run}: {len(calls)} calls for {turns} turns"
+    assert within >= 5, f"only {within} of 20 runs added their turns inside one window"
 
 
 # -- guards -----------------------------------------------------------------------------------
