@@ -11,7 +11,9 @@ reads a stopwatch:
 - an operand is a deadline closer than ``MIN_DEADLINE_SECONDS`` (``clock() + 2``), or a clock
   reading against one.
 
-Benchmarks (``bench/``, outside tests/) measure time on purpose and are not checked.
+It follows names within a module, not calls: a helper that returns a duration for its caller
+to bound is for review to catch (two were, in tests/ops). Benchmarks (``bench/``, outside
+tests/) measure time on purpose and are not checked.
 """
 
 from __future__ import annotations
