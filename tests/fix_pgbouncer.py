@@ -71,7 +71,7 @@ def pgbouncer_url(pg_admin_url: str) -> Iterator[Callable[[str], str]]:
 
 
 def _wait_listening(port: int, proc: subprocess.Popen[bytes], workdir: Path) -> None:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # a wait, not a bound: a loaded machine starts slowly
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             log = workdir / "pgbouncer.log"

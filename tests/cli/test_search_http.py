@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,14 +49,11 @@ def test_search_asks_the_running_server(server: str, settings: MemhubSettings) -
     bees = run_sync(seed(settings))
     env = memhub_env(MEMHUB_SERVER_URL=server, MEMHUB_API_KEY=ADMIN_KEY)
     argv = [sys.executable, "-c", PROBE, "search", "bees", "--user-id", "ada", "--limit", "1"]
-    started = time.monotonic()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
-    elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] == bees and done.stdout.rstrip().endswith("I keep bees.")
     assert "loaded: []" in done.stderr  # no driver, no model: what makes it fast
     assert "searching in this process" not in done.stderr
-    assert elapsed < 10, elapsed  # generous: the figure itself is measured in bench/
 
     # A wrong key is the server's 401, said in one line (exit 1), not a traceback.
     env["MEMHUB_API_KEY"] = "wrong"

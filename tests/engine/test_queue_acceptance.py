@@ -11,7 +11,6 @@ import asyncio
 import json
 import random
 import re
-import time
 from typing import Any
 
 import psycopg
@@ -137,13 +136,34 @@ async def test_a_payload_that_raises_is_parked_and_others_go_on(
 
 
 # -- consolidation windows ------------------------------------------------------------------
+WINDOW = 1.0  # consolidation_delay of the window tests (s)
+
+
+async def stamped_within(db_url: str, user: str, seconds: float) -> bool:
+    """Were all of ``user``'s turns stamped (at add) within ``seconds`` of the first?"""
+    return bool(
+        await count(
+            db_url,
+            "SELECT (max(created_at) - min(created_at) < make_interval(secs => %s))::int"
+            " FROM conversation_context WHERE user_id = %s",
+            seconds,
+            user,
+        )
+    )
+
+
 @pytest.mark.parametrize(("turns", "spacing"), [(4, 0.05), (10, 0.0)])
 async def test_turns_within_the_window_share_one_call_every_time(
-    llm_settings: MemhubSettings, llm: ScriptedOpenAIServer, turns: int, spacing: float
+    llm_settings: MemhubSettings,
+    llm: ScriptedOpenAIServer,
+    db_url: str,
+    turns: int,
+    spacing: float,
 ) -> None:
     llm.default = ops({"op": "NONE"})
     # a short window keeps the 20 runs fast; the rule is the same at the default 2 s
-    windowed = llm_settings.model_copy(update={"consolidation_delay": 1.0})
+    windowed = llm_settings.model_copy(update={"consolidation_delay": WINDOW})
+    within = 0  # runs whose turns were all stamped inside one window: the evidence
     async with AsyncMemory(settings=windowed) as memory:
         await memory.search("warm up the embedder", user_id="nobody")
         for run in range(20):
@@ -153,10 +173,14 @@ async def test_turns_within_the_window_share_one_call_every_time(
                 await asyncio.sleep(spacing)
             await settle(memory, user)
             calls = [r for r in llm.chat_requests if f'"{user}"' in prompt_of(r.json)]
-            assert len(calls) == 1, f"run {run}: {len(calls)} calls for {turns} turns"
-            assert all(
-                f"Message {n} of run {run}." in prompt_of(calls[0].json) for n in range(turns)
-            )
+            said = "\n".join(prompt_of(call.json) for call in calls)
+            assert all(f"Message {n} of run {run}." in said for n in range(turns)), run
+            # A loaded machine may spread the adds past the window (their own stamps say
+            # so); such a run proves nothing either way and is not counted.
+            if await stamped_within(db_url, user, WINDOW):
+                within += 1
+                assert len(calls) == 1, f"run {run}: {len(calls)} calls for {turns} turns"
+    assert within >= 5, f"only {within} of 20 runs added their turns inside one window"
 
 
 # -- guards -----------------------------------------------------------------------------------
@@ -257,16 +281,26 @@ async def test_a_fact_learned_in_one_thread_is_superseded_in_another(
 async def test_recall_right_after_adding_with_the_llm_down_returns_the_raw_turn(
     llm_settings: MemhubSettings,
 ) -> None:
-    # Nothing listens on port 9: every consolidation call fails to connect.
-    down = llm_settings.model_copy(update={"llm_base_url": "http://127.0.0.1:9/v1"})
+    # Nothing listens on port 9: every consolidation call fails to connect, and its retry is
+    # an hour away, as is recall's own deadline: a recall that waited for consolidation would
+    # still be waiting when the minute below runs out.
+    down = llm_settings.model_copy(
+        update={
+            "llm_base_url": "http://127.0.0.1:9/v1",
+            "job_retry_base_seconds": 3600.0,
+            "recall_wait_timeout": 3600.0,
+        }
+    )
     async with AsyncMemory(user_id="ada", settings=down) as memory:
-        await memory.search("warm up the embedder", user_id="ada")
         assert await memory.add_memory(UserMessage(content="My passport is in the blue drawer."))
-        started = time.monotonic()
-        recalled = await memory.retrieve_long_memory([UserMessage(content="Where is my passport?")])
-        elapsed = time.monotonic() - started
+        async with asyncio.timeout(60):
+            recalled = await memory.retrieve_long_memory(
+                [UserMessage(content="Where is my passport?")]
+            )
+        engine = await memory._services()
+        consolidating = await engine.store.pending_jobs()
     assert "My passport is in the blue drawer." in recalled.content
-    assert elapsed < 1.0, f"recall took {elapsed:.2f} s"
+    assert consolidating == 1, "recall answered while consolidation was still queued"
 
 
 async def test_wait_never_runs_other_scopes_jobs(llm_settings: MemhubSettings) -> None:
@@ -275,9 +309,8 @@ async def test_wait_never_runs_other_scopes_jobs(llm_settings: MemhubSettings) -
     )
     async with AsyncMemory(settings=plain) as memory:
         await memory.add([f"other tenant note {n}" for n in range(20)], user_id="other")
-        started = time.monotonic()
-        added = await memory.add("mine", user_id="me", wait=True)
-        assert time.monotonic() - started < 5.0
+        async with asyncio.timeout(60):  # no worker: only wait_timeout (0.5 s) ends the wait
+            added = await memory.add("mine", user_id="me", wait=True)
         assert added["timed_out"], "no worker here: nothing done"
         # what add() itself stored (found by its words), not embedded by anyone
         assert [r["memory"] for r in added["results"]] == ["mine"]

@@ -62,33 +62,36 @@ def _at(started: float, seconds: float) -> None:
 
 
 def test_an_item_past_its_ttl_is_gone(ttl_store: BaseStore) -> None:
+    # Only sleeps that end after a stamp are timed (sleeping longer is always safe); the
+    # check that the item is still there comes right after the put, with its 3 s ahead.
     assert ttl_store.supports_ttl
     ns = ("ttl",)
     ttl_store.put(ns, "kept", {"v": 1}, ttl=None)  # no TTL: never expires
-    started = time.monotonic()  # (memhub's first put also loads the embedder)
     ttl_store.put(ns, "short", {"v": 2})  # default_ttl: 3 s
-    _at(started, 1.5)
+    stamped = time.monotonic()  # the expiry was stamped before this
     assert ttl_store.get(ns, "short", refresh_ttl=False) is not None
     assert {i.key for i in ttl_store.search(ns, refresh_ttl=False)} == {"kept", "short"}
-    _at(started, 4.0)
+    _at(stamped, 3.5)
     assert ttl_store.get(ns, "short", refresh_ttl=False) is None
     assert [i.key for i in ttl_store.search(ns, refresh_ttl=False)] == ["kept"]
 
 
 def test_reading_an_item_renews_its_ttl(settings: MemhubSettings) -> None:
     # memhub only: PostgresStore keeps ttl_minutes as an INT, so a refresh of a TTL under a
-    # minute (all a test can wait for) renews it to 0 there.
+    # minute (all a test can wait for) renews it to 0 there. Read 3.5 s after the put (2.5 s
+    # before it would expire), "read" outlives "unread" by 3.5 s: the checks fall in between.
     with MemhubStore(settings=settings, ttl={"default_ttl": 0.1}) as store:  # 6 s
         store.put(("t",), "warm", {"v": 0}, ttl=None)  # loads the embedder
-        started = time.monotonic()
         store.put(("t",), "read", {"v": 1})
         store.put(("t",), "unread", {"v": 2})
-        _at(started, 3.0)
-        assert store.get(("t",), "read") is not None  # renewed: now until about 9 s
-        _at(started, 7.0)
+        stamped = time.monotonic()  # both expiries were stamped before this
+        _at(stamped, 3.5)
+        assert store.get(("t",), "read") is not None  # renewed: 6 s from now
+        renewed = time.monotonic()
+        _at(stamped, 6.3)
         assert store.get(("t",), "unread") is None  # its 6 s are over
         assert store.get(("t",), "read", refresh_ttl=False) is not None
-        _at(started, 10.5)
+        _at(renewed, 6.5)
         assert store.get(("t",), "read") is None
 
 

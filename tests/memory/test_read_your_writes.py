@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import numpy as np
 import psycopg
@@ -24,6 +24,7 @@ import pytest
 
 from memhub import AsyncMemory, MemhubSettings, MemoryNotFound
 from memhub.memory.importer import Importer, ImportRecord
+from memhub.store.records import Scope
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -204,21 +205,34 @@ async def test_foreign_and_unknown_ids_are_not_found(unworked: AsyncMemory) -> N
     assert (await unworked.get(theirs) or {}).get("memory") == "My PIN is 1234."
 
 
-async def test_a_search_waits_for_its_own_scope_only(settings: MemhubSettings) -> None:
+async def test_a_search_waits_for_its_own_scope_only(
+    settings: MemhubSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Who waited is read from the queue polls each search made, not from how long it took."""
     # worker off: nothing will ever embed; a search of another scope must not wait for it.
     off = settings.model_copy(update={"worker": "off", "search_wait_timeout": 1.5})
     async with AsyncMemory(settings=off) as memory:
         await memory.add("I like tea.", user_id="mine")
-        start = time.perf_counter()
+        store = (await memory._services()).store
+        polls: list[tuple[str | None, int]] = []  # (whose turns, still queued) of each poll
+        poll = store.pending_turn_jobs
+
+        async def counted(
+            scope: Scope, turn_ids: Sequence[int], kinds: Sequence[str] | None
+        ) -> int:
+            queued = await poll(scope, turn_ids, kinds)
+            polls.append((scope.user_id, queued))
+            return queued
+
+        monkeypatch.setattr(store, "pending_turn_jobs", counted)
         await memory.search("tea", user_id="someone-else")
-        assert time.perf_counter() - start < 1.0
-        start = time.perf_counter()
+        assert polls == [], "another scope's search waited for my turns"
         hits = (await memory.search("tea", user_id="mine"))["results"]
-        waited = time.perf_counter() - start
-        assert waited > 1.4 and [h["memory"] for h in hits] == ["I like tea."]
-        start = time.perf_counter()  # the same turns are not waited for twice
+        assert [h["memory"] for h in hits] == ["I like tea."]  # by its words, unembedded
+        assert polls and polls == [("mine", 1)] * len(polls), "waited, to its deadline"
+        waits = len(polls)
         await memory.search("tea", user_id="mine")
-        assert time.perf_counter() - start < 1.0
+        assert len(polls) == waits, "the same turns are not waited for twice"
 
 
 async def test_with_an_llm_the_raw_turn_is_found_at_once_until_facts_replace_it(

@@ -1,8 +1,9 @@
 """Revocation across two real ``memhub serve`` processes on one PostgreSQL.
 
 Both trust a key they looked up for ``MEMHUB_KEY_CACHE_SECONDS=300``, so only the pushed
-notification (LISTEN/NOTIFY) can explain B refusing a key revoked through A within a second.
-The delays are printed (``pytest -s``): docs/security.md quotes them.
+notification (LISTEN/NOTIFY) can explain B refusing a key revoked through A within the minute
+the test allows. How soon is printed (``pytest -s``), not asserted: docs/security.md quotes
+the figures, and on a loaded machine a bound on them would fail for the machine's sake.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import pytest
 
 from tests.ops.procs import ADMIN_KEY, free_port, memhub_env, start, stop, wait_healthy
 
-BOUND = 1.0  # seconds within which B must refuse a key revoked through A
+# Seconds B gets to refuse a key revoked through A: far below the 300 s cache, so a refusal
+# within it is the notification's doing; a deadline for a wait, not a bound on the delay.
+DEADLINE = 60.0
 ROUNDS = 20
 
 
@@ -77,24 +80,26 @@ def _new_key(a: httpx.Client, tenant: str) -> tuple[int, str]:
     return int(created.json()["id"]), str(created.json()["key"])
 
 
-def _refused_after(b: Server, key: str, bound: float, polls: list[int] | None = None) -> float:
-    """Seconds until B answers 401 to ``key`` (polled; ``polls`` gets the count); fails past
-    ``bound``."""
+def _refused_after(b: Server, key: str, polls: list[int] | None = None) -> float:
+    """Seconds until B answers 401 to ``key`` (polled; ``polls`` gets the count), for the
+    printed figures; fails if B still accepts it at ``DEADLINE``."""
     began = time.monotonic()
+    deadline = began + DEADLINE
     with httpx.Client(base_url=b.url, headers={"Authorization": f"Bearer {key}"}) as client:
         for n in itertools.count(1):
             status = client.get("/v1/me").status_code
-            elapsed = time.monotonic() - began
             if status == 401:
                 if polls is not None:
                     polls.append(n)
-                return elapsed
+                return time.monotonic() - began
             assert status == 200, status
-            assert elapsed < bound, f"B still accepted the revoked key after {elapsed:.2f} s"
+            assert time.monotonic() < deadline, "B still accepts the revoked key"
     raise AssertionError("unreachable")
 
 
-def _listener_pid(db_url: str, server: Server, other_than: int = 0, timeout: float = 10) -> int:
+def _listener_pid(
+    db_url: str, server: Server, other_than: int = 0, timeout: float = DEADLINE
+) -> int:
     """The backend pid of ``server``'s key-listening session (not ``other_than``), once there."""
     name = f"memhub key listener {server.proc.pid}"
     deadline = time.monotonic() + timeout
@@ -110,7 +115,7 @@ def _listener_pid(db_url: str, server: Server, other_than: int = 0, timeout: flo
             time.sleep(0.02)
 
 
-def test_a_key_revoked_through_a_is_refused_by_b_at_once(
+def test_a_key_revoked_through_a_is_refused_by_b_before_its_cache_expires(
     servers: tuple[Server, Server], db_url: str
 ) -> None:
     a, b = servers
@@ -121,7 +126,7 @@ def test_a_key_revoked_through_a_is_refused_by_b_at_once(
         assert _me(b, secret) == 200
         with psycopg.connect(db_url, autocommit=True) as conn:
             conn.execute("UPDATE api_keys SET revoked_at = now() WHERE id = %s", (key_id,))
-        time.sleep(BOUND)
+        time.sleep(1.0)  # time for a notification, were there one
         assert _me(b, secret) == 200
         assert _me(a, secret) == 401  # A never cached it: it asks the database
 
@@ -132,7 +137,7 @@ def test_a_key_revoked_through_a_is_refused_by_b_at_once(
             assert _me(b, secret) == 200  # B looks it up and caches it
             assert _me(b, secret) == 200
             assert admin.delete(f"/v1/keys/{key_id}").status_code == 200  # committed
-            delays.append(_refused_after(b, secret, BOUND, polls))
+            delays.append(_refused_after(b, secret, polls))
     delays.sort()
     print(
         f"\nrevocation through A refused by B after: p50 {statistics.median(delays) * 1e3:.1f}"
@@ -140,7 +145,6 @@ def test_a_key_revoked_through_a_is_refused_by_b_at_once(
         f"; B's first request after the DELETE was already refused in {polls.count(1)}"
         f" of {ROUNDS} (the delay is then that one request's)"
     )
-    assert delays[-1] < BOUND
 
 
 def test_with_the_listening_session_killed_revocation_still_reaches_b(
@@ -162,14 +166,14 @@ def test_with_the_listening_session_killed_revocation_still_reaches_b(
         key_id, secret = _new_key(admin, "globex")
         assert _me(b, secret) == 200
         assert admin.delete(f"/v1/keys/{key_id}").status_code == 200
-        assert _refused_after(b, secret, BOUND) < BOUND
+        _refused_after(b, secret)
         _listener_pid(db_url, b, other_than=first)  # a new session
         reconnected = time.monotonic() - killed
-        assert _refused_after(b, stale, BOUND) < BOUND  # flushed on reconnect
+        _refused_after(b, stale)  # flushed on reconnect
 
         key_id, secret = _new_key(admin, "initech")  # and the new session listens
         assert _me(b, secret) == 200
         assert admin.delete(f"/v1/keys/{key_id}").status_code == 200
-        assert _refused_after(b, secret, BOUND) < BOUND
+        _refused_after(b, secret)
     print(f"\nB listened again {reconnected * 1e3:.0f} ms (at most) after its session was killed")
     assert "lost the key-revocation session" in b.log.read_text()

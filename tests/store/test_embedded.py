@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 
-from memhub import MemhubSettings, Memory, UserMessage
+from memhub import MemhubSettings, Memory, StoreUnavailable, UserMessage
 from memhub.store.postgres.embedded import embedded_database_url, stop_embedded_server
 
 CHILD = textwrap.dedent(
@@ -62,13 +63,14 @@ def test_database_down_then_back(tmp_path: Path) -> None:
     assert memory.add_memory(UserMessage(content="before"))
 
     stop_embedded_server(home)
-    started = time.monotonic()
     assert memory.add_memory(UserMessage(content="while down")) is False
     assert memory.retrieve_short_memory(turns=5) == []
-    assert time.monotonic() - started < 10, "a down database must fail fast, not hang"
+    # Failing fast, not hanging: the pool gives up after connect_timeout, and says so.
+    with pytest.raises(StoreUnavailable, match=r"couldn't get a connection after 1\.00 sec"):
+        memory.get_all(user_id="u")
 
     embedded_database_url(home)  # the server comes back on the same directory
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while not memory.add_memory(UserMessage(content="after")):
         assert time.monotonic() < deadline, "the same Memory object never recovered"
         time.sleep(0.2)

@@ -79,10 +79,11 @@ async def test_an_expired_lease_is_claimed_again_and_the_old_owner_cannot_apply(
 
 async def test_extending_a_lease_keeps_it(store: Store) -> None:
     await queue(store, U)
-    short = Lease("worker-a", 0.3, 5)
+    # 3 s: time enough to extend the lease on a loaded machine, after which it is long over
+    short = Lease("worker-a", 3.0, 5)
     (mine,) = await store.claim_jobs(ORDERED, 10, short)
     assert await store.extend_leases([mine.id], short.owner, 60.0) == 1
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(3.2)
     assert await store.claim_jobs(ORDERED, 10, B) == []
     assert await store.extend_leases([mine.id], "someone-else", 60.0) == 0
 
@@ -189,7 +190,8 @@ async def test_an_unordered_lane_shares_an_owner_between_claims(store: Store) ->
 async def test_consolidation_joins_the_open_window_and_waits_for_ingestion(
     store: Store,
 ) -> None:
-    window = datetime.now(UTC) + timedelta(seconds=0.5)
+    # 3 s: time enough for the steps inside the window on a loaded machine
+    window = datetime.now(UTC) + timedelta(seconds=3)
     async with store.apply_jobs([], "t", {}) as batch:
         await batch.enqueue(
             NewJob("consolidate", U, JobPayload.from_json({"turn_ids": [1]})), window, True
@@ -202,7 +204,7 @@ async def test_consolidation_joins_the_open_window_and_waits_for_ingestion(
         )
     assert await store.claim_jobs(CONSOLIDATE, 10, A) == [], "the window is still open"
     (ingest,) = await queue(store, U)  # a turn of the window not yet ingested
-    await asyncio.sleep(0.6)
+    await asyncio.sleep((window - datetime.now(UTC)).total_seconds() + 0.1)
     assert await store.claim_jobs(CONSOLIDATE, 10, A) == [], "waits for the window's turns"
     (claimed,) = await store.claim_jobs(ORDERED, 10, A)
     async with store.apply_jobs([claimed], A.owner, {}) as batch:

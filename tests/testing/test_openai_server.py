@@ -196,10 +196,10 @@ async def test_delay_provokes_a_client_timeout(server: ScriptedOpenAIServer) -> 
     async with openai.AsyncOpenAI(
         base_url=server.base_url, api_key="k", timeout=0.3, max_retries=0
     ) as sdk:
-        started = time.monotonic()
+        # the reply would come after 5 s: a timeout error, not "too late", is the 0.3 s limit
         with pytest.raises(openai.APITimeoutError):
             await sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
-    assert time.monotonic() - started < 2
+    assert len(server.chat_requests) == 1
 
 
 async def test_short_delay_then_reply(
@@ -210,21 +210,23 @@ async def test_short_delay_then_reply(
 
 
 def test_stop_cuts_delays_short() -> None:
-    server = ScriptedOpenAIServer(DelayedReply(30, "never")).start()
+    """A reply an hour away: stop() and the waiting client both end within a minute's grace."""
+    server = ScriptedOpenAIServer(DelayedReply(3600, "never")).start()
     url = server.base_url
     thread = threading.Thread(target=_post_quietly, args=(url,), daemon=True)
     thread.start()
     while not server.chat_requests:
         time.sleep(0.01)
-    started = time.monotonic()
-    server.stop()
-    thread.join(timeout=5)
-    assert time.monotonic() - started < 2
-    assert not thread.is_alive()
+    stopping = threading.Thread(target=server.stop, daemon=True)
+    stopping.start()
+    stopping.join(timeout=60)
+    thread.join(timeout=60)
+    assert not stopping.is_alive() and not thread.is_alive()
 
 
 def _post_quietly(url: str) -> None:
-    sdk = openai.OpenAI(base_url=url, api_key="k", max_retries=0, timeout=10)
+    # no client timeout that could end the wait in the delay's place
+    sdk = openai.OpenAI(base_url=url, api_key="k", max_retries=0, timeout=3600)
     try:
         sdk.chat.completions.create(model="m", messages=HELLO)  # type: ignore[arg-type]
     except openai.OpenAIError:
