@@ -44,7 +44,7 @@ async def test_the_prompts_own_example_is_refused_and_the_turn_kept(
     # What Qwen2.5-Coder-0.5B did: repeat the prompt's example instead of the user's fact.
     llm.enqueue(
         ops(
-            {"op": "ADD", "text": "Ada lives in Paris.", "turns": [1]},
+            {"op": "ADD", "text": "The user's sister Mira repairs bicycles.", "turns": [1]},
             {"op": "UPDATE", "id": "1", "text": "Ada likes green tea.", "turns": [1]},
         )
     )
@@ -96,7 +96,7 @@ async def test_a_fact_citing_the_wrong_turn_cites_the_turn_that_says_it(
 async def test_a_fact_no_turn_says_is_refused(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
-    llm.enqueue(ops({"op": "ADD", "text": "Ada owns a red bicycle.", "turns": [1]}))
+    llm.enqueue(ops({"op": "ADD", "text": "Ada owns a red canoe.", "turns": [1]}))
     await memory.add("I moved from Paris to Berlin.", user_id="ada", wait=True)
     assert await memories(memory) == [("I moved from Paris to Berlin.", "turn")]
     assert await refusals(db_url) == {"REFUSED_UNGROUNDED": 1}
@@ -154,7 +154,7 @@ async def test_turns_that_do_not_fit_the_window_are_split_never_cut(
         json.loads(match)
         for r in prompts
         for match in re.findall(
-            r'^\[\d+\] [^"]* "ada": (".*")$', r["messages"][-1]["content"], re.M
+            r'^\[\d+\] [^"]* "user": (".*")$', r["messages"][-1]["content"], re.M
         )
     ]
     assert lines[0] == "I live in Lyon." and lines[-1] == "I have a cat named Miso."

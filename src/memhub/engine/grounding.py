@@ -9,6 +9,13 @@ supplies more of its content words than the person's turns do ("Ada lives in Par
 "I moved to Paris" is grounded though the prompt's example says the same: the person said
 Paris and only "lives" comes from elsewhere).
 
+A fact **restates** its turn when it is still the turn rather than something said about the
+person: in the speaker's own voice ("I", "my", "you" outside quotation marks), behind a
+speaker prefix ("ada: ..."), or with nearly all its words the turn's words in the same order.
+Beside the turn itself it adds nothing, so it is refused too. A third-person rewrite ("The
+user is allergic to peanuts." after "I'm allergic to peanuts, so ...") is not a restatement:
+its subject is not the turn's.
+
 This is deliberately lexical: it cannot tell a true paraphrase from a false one, but it is
 cheap, explainable and cannot be talked round by the model. A fact it refuses is dropped and
 counted, never stored; a fact it accepts still goes through every other check.
@@ -23,6 +30,7 @@ from dataclasses import dataclass
 __all__ = [
     "Support",
     "content_words",
+    "restates",
     "shared_content_words",
     "stem",
     "support",
@@ -138,3 +146,55 @@ def support(
         if len(covered) > len(best):
             best, best_name = covered, name
     return Support(words, by_person, best, best_name)
+
+
+# The speaker's own voice: a "fact" holding these is still the turn, addressed to someone.
+_VOICE = frozenset(
+    [
+        "i",
+        "me",
+        "my",
+        "mine",
+        "myself",
+        "we",
+        "our",
+        "ours",
+        "ourselves",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+    ]
+)
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»")
+_SPEAKER_PREFIX = re.compile(r"^\s*([\w.@-]+)\s*:\s")
+_ROLES = frozenset({"user", "assistant", "system", "tool"})
+#: The share of a fact's words that, found in a turn in the same order, make it a restatement.
+RESTATED_SHARE = 0.85
+
+
+def _in_order(words: list[str], turn: list[str]) -> int:
+    """How many of ``words`` appear in ``turn`` in the same order (longest common subsequence)."""
+    previous = [0] * (len(turn) + 1)
+    for word in words:
+        current = [0]
+        for j, other in enumerate(turn):
+            current.append(previous[j] + 1 if word == other else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+def restates(fact: str, turn: str, speakers: Iterable[str] = ()) -> bool:
+    """Whether ``fact`` is still ``turn`` rather than a fact about the person (see above).
+
+    ``speakers`` are the names a speaker prefix may show (user ids); roles always count.
+    """
+    prefix = _SPEAKER_PREFIX.match(fact)
+    if prefix and prefix.group(1).casefold() in _ROLES | {s.casefold() for s in speakers}:
+        return True
+    words = _WORD.findall(_QUOTED.sub(" ", fact).casefold())
+    if _VOICE.intersection(words):
+        return True
+    words = _WORD.findall(fact.casefold())
+    said = _WORD.findall(turn.casefold())
+    return len(words) >= 3 and _in_order(words, said) >= RESTATED_SHARE * len(words)
