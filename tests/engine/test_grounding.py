@@ -114,3 +114,14 @@ def test_a_fact_that_is_still_the_turn_restates_it(fact: str, turn: str) -> None
 )
 def test_a_fact_in_the_systems_own_words_does_not(fact: str, turn: str) -> None:
     assert not restates(fact, turn, speakers=["u-h01"])
+
+
+def test_two_words_of_the_assistants_offer_are_not_the_users_taste() -> None:
+    result = support(
+        "The user's favorite Thai food is green curry.",
+        ["I'm diabetic, so low sugar please. I also love Thai food."],
+        [("assistant turn 3", "Here is a low sugar green curry.")],
+    )
+    assert result.by_person == {stem("thai"), stem("food")}
+    assert not result.grounded
+    assert result.copied_from == "assistant turn 3"

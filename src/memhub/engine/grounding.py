@@ -5,9 +5,9 @@ person's own turns carry its content: they share content words with it (function
 reporting verbs and the person's name do not count, and words are compared by a crude stem
 so "lives"/"live" and "peanuts"/"peanut" match). It is a **copy** of something else when
 another source (the prompt's instructions and examples, system text, the assistant's turns)
-supplies more of its content words than the person's turns do ("Ada lives in Paris." after
-"I moved to Paris" is grounded though the prompt's example says the same: the person said
-Paris and only "lives" comes from elsewhere).
+supplies more of its content words than the person's turns do, or more than one ("Ada lives
+in Paris." after "I moved to Paris" is grounded though the prompt's example says the same:
+the person said Paris and only "lives" comes from elsewhere).
 
 A fact **restates** its turn when it is still the turn rather than something said about the
 person: in the speaker's own voice ("I", "my", "you" outside quotation marks), behind a
@@ -57,6 +57,9 @@ _STOP = frozenset(
     really actually currently recently still already well quite
     """.split()  # noqa: SIM905 (a list literal of 200 strings reads worse)
 )
+#: Content words a fact may take from one source other than the person (the instructions, an
+#: assistant turn) beside those the person said.
+MAX_BORROWED = 1
 _SUFFIXES = ("ing", "ed", "es", "s", "e")
 _STEM_LENGTH = 5
 
@@ -106,15 +109,19 @@ class Support:
     @property
     def grounded(self) -> bool:
         """The person's turns share a content word with the fact, and no other source supplies
-        more of the rest than they do (the fact is not a copy of the prompt or the assistant)."""
-        return bool(self.by_person) and len(self.by_other) <= len(self.by_person)
+        more of the rest than they do, nor more than one word (the fact is not a copy of the
+        prompt or the assistant: "The user's favourite dish is green curry." after the
+        assistant offered a green curry takes two words from it)."""
+        return bool(self.by_person) and not self._borrowed
 
     @property
     def copied_from(self) -> str | None:
         """The other source the fact copies, when it is not grounded because of one."""
-        if self.by_other and len(self.by_other) > len(self.by_person):
-            return self.other
-        return None
+        return self.other if self._borrowed else None
+
+    @property
+    def _borrowed(self) -> bool:
+        return len(self.by_other) > min(len(self.by_person), MAX_BORROWED)
 
 
 def support(
