@@ -185,9 +185,7 @@ async def test_a_relative_date_is_stored_as_the_date_the_turn_meant(
 ) -> None:
     """The prompt notes what "yesterday" meant beside the turn, shows the user as "user"
     (not the id), and a fact that kept "yesterday" is stored with the date instead."""
-    llm.enqueue(
-        ops({"op": "ADD", "text": "The user ran a half marathon yesterday.", "turns": [1]})
-    )
+    llm.enqueue(ops({"op": "ADD", "text": "The user ran a half marathon yesterday.", "turns": [1]}))
     await memory.add(
         "I ran my first half marathon yesterday!",
         user_id="ada",
