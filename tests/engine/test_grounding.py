@@ -110,6 +110,7 @@ def test_a_fact_that_is_still_the_turn_restates_it(fact: str, turn: str) -> None
         ("The user moved to Dublin in the week of 2023-05-08.", "We moved to Dublin last week!"),
         ('The user\'s motto is "I never give up".', 'My motto: "I never give up".'),
         ("Allergy: the user reacts to peanuts.", "I'm allergic to peanuts."),
+        ("Jon lost his job at the bank.", "Jon: I lost my job at the bank last week."),
     ],
 )
 def test_a_fact_in_the_systems_own_words_does_not(fact: str, turn: str) -> None:

@@ -203,5 +203,7 @@ def restates(fact: str, turn: str, speakers: Iterable[str] = ()) -> bool:
     if _VOICE.intersection(words):
         return True
     words = _WORD.findall(fact.casefold())
-    said = _WORD.findall(turn.casefold())
+    # a turn's own speaker prefix ("Jon: I lost my job") names who speaks, not what is said:
+    # "Jon lost his job." is Jon's fact in the system's words
+    said = _WORD.findall(_SPEAKER_PREFIX.sub("", turn, count=1).casefold())
     return len(words) >= 3 and _in_order(words, said) >= RESTATED_SHARE * len(words)
