@@ -4,14 +4,15 @@ Run with the dev install: ``python -m bench.server_limits`` (starts ``memhub ser
 embedded PostgreSQL of its own in a temporary directory, or on ``MEMHUB_DATABASE_URL``).
 Prints RSS before, peak and after, and tenant B's latency while tenant A is rate limited
 (``--flood-only``: only the latter; ``--search``: with it, B and 8 flooding processes call
-search instead of ``/v1/me``; ``--concurrent``: only the peak RSS of 8 maximum-size
-requests at once; ``--pin``: the flooding client on CPU 1 and the server
-on CPU 0, as if the flood came from another machine; ``--nice``: the flooding and the
-CPU-burning processes at nice 19, so their own CPU yields to the server and B, which is what a
-flood from another machine costs B; ``--no-hold``: ``MEMHUB_FLOOD_HOLD_SECONDS=0``, so every
-refusal is answered at once, the control for the hold; ``--rounds N``: the quiet, flood and
-CPU-burn phases taken N times in turn with the samples pooled, so that load beside the bench
-falls on all three alike).
+search instead of ``/v1/me``; ``--concurrent``: only the RSS of 8 maximum-size requests at
+once (idle, once one search loaded the embedder, peak, after: the embedder named by
+``MEMHUB_EMBEDDER``, assembled in a process of its own first); ``--pin``: the flooding
+client on CPU 1 and the server on CPU 0, as if the flood came from another machine;
+``--nice``: the flooding and the CPU-burning processes at nice 19, so their own CPU yields
+to the server and B, which is what a flood from another machine costs B; ``--no-hold``:
+``MEMHUB_FLOOD_HOLD_SECONDS=0``, so every refusal is answered at once, the control for the
+hold; ``--rounds N``: the quiet, flood and CPU-burn phases taken N times in turn with the
+samples pooled, so that load beside the bench falls on all three alike).
 """
 
 from __future__ import annotations
@@ -88,12 +89,29 @@ def _start(
     raise SystemExit("the server did not start")
 
 
+def _assemble_model(home: Path, extra_env: dict[str, str] | None) -> None:
+    """Assemble and run the embedder once in a process of its own, as an install would.
+
+    The first use of the default model in a data directory assembles it (ONNX export and
+    quantisation): done inside the server, that work's memory would stay in the RSS measured.
+    """
+    script = (
+        "import sys; from pathlib import Path; from memhub.config import MemhubSettings; "
+        "from memhub.memory.services import embedder_from_settings; "
+        "embedder = embedder_from_settings(MemhubSettings(data_dir=Path(sys.argv[1]))); "
+        "embedder.embed_sync(['warm'])"
+    )
+    env = {**os.environ, **(extra_env or {})}
+    subprocess.run([sys.executable, "-c", script, str(home)], env=env, check=True)
+
+
 @contextlib.contextmanager
 def served(
     extra_env: dict[str, str] | None = None, python_args: tuple[str, ...] = ()
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A ``memhub serve`` on its own temporary home, stopped with its embedded server after."""
     with tempfile.TemporaryDirectory(prefix="memhub-bench-") as tmp:
+        _assemble_model(Path(tmp), extra_env)
         process, base = _start(Path(tmp), extra_env, python_args)
         try:
             yield process, base
@@ -140,7 +158,11 @@ def rss_under_concurrent_max_requests(base: str, pid: int, admin: httpx.Client) 
     import threading
 
     before = _rss_mb(pid)
-    peak = [before]
+    # One search loads the embedder: what the model costs, apart from the requests' peak.
+    warm = admin.post("/v1/memories/search", json={"query": "warm", "user_id": "rss"})
+    assert warm.status_code == 200, warm.text
+    loaded = _rss_mb(pid)
+    peak = [loaded]
     done = threading.Event()
 
     def sample() -> None:
@@ -172,7 +194,7 @@ def rss_under_concurrent_max_requests(base: str, pid: int, admin: httpx.Client) 
     done.set()
     sampler.join()
     print(f"  statuses: {statuses}")
-    return {"before": before, "peak": peak[0], "after": _rss_mb(pid)}
+    return {"before": before, "model loaded": loaded, "peak": peak[0], "after": _rss_mb(pid)}
 
 
 def _cpu_seconds(pid: int) -> float:

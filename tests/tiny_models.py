@@ -212,3 +212,34 @@ def reference_cross_encoder(model: dict[str, Any], query: str, passage: str) -> 
     ids = [*_ids(vocab, query, 10**6), *_ids(vocab, passage, 10**6)[1:]]
     hidden = np.tanh(model["table"][ids] @ model["weight"])
     return float(hidden.mean(axis=0) @ model["head"][:, 0])
+
+
+def as_packages(folder: Path, site: Path, name: str, onnx: str) -> Any:
+    """``folder`` zipped and split over two installed "packages" under ``site`` (put it on
+    ``sys.path``), as the default model ships: the :class:`PackagedModel` naming them.
+
+    The pieces are ``site/<name>_part_00N/<name>.zip.00N``, the packages ``<name>-part-00N``.
+    """
+    import io
+    import zipfile
+
+    from memhub.embed.packaged import PackagedModel
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as out:
+        for file in sorted(folder.rglob("*")):
+            out.write(file, file.relative_to(folder.parent))
+    data = buffer.getvalue()
+    module = name.replace("-", "_")
+    names = []
+    for n, piece in enumerate((data[: len(data) // 2], data[len(data) // 2 :]), start=1):
+        names.append(f"{name}-part-{n:03d}")
+        (site / f"{module}_part_{n:03d}").mkdir(parents=True)
+        (site / f"{module}_part_{n:03d}/{name}.zip.{n:03d}").write_bytes(piece)
+        info = site / f"{module}_part_{n:03d}-0.0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {names[-1]}\nVersion: 0.0.1\n"
+        )
+    piece = f"{module}_part_{{n}}/{name}.zip.{{n}}"
+    return PackagedModel(name, tuple(names), piece, folder.name, onnx)

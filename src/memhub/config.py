@@ -19,6 +19,7 @@ __all__ = [
     "EnvSettings",
     "MemhubSettings",
     "default_data_dir",
+    "default_model_cache",
     "postgres_url",
     "settings_error_line",
 ]
@@ -50,6 +51,13 @@ def default_data_dir() -> Path:
     """Per-user data directory (XDG): ``$XDG_DATA_HOME/memhub`` or ``~/.local/share/memhub``."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "memhub"
+
+
+def default_model_cache() -> Path:
+    """Built embedding models, shared by every data directory (XDG):
+    ``$XDG_CACHE_HOME/memhub/models`` or ``~/.cache/memhub/models``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "memhub" / "models"
 
 
 class EnvSettings(BaseSettings):
@@ -156,6 +164,10 @@ class MemhubSettings(EnvSettings):
         description="default (all-mpnet-base-v2 int8) | minilm | openai | vllm | ollama | tei",
     )
     embedder_model: str | None = None
+    model_cache: Path = Field(
+        default_factory=default_model_cache,
+        description="Where built embedding models are kept, once per machine.",
+    )
     embedder_base_url: str | None = None
     embedder_api_key: SecretStr | None = None
     embedder_dimension: int | None = None
@@ -255,7 +267,7 @@ class MemhubSettings(EnvSettings):
         default=True, validation_alias=AliasChoices("MEMHUB_MEMORY_ENABLED", "MEM0_ENABLED")
     )
 
-    @field_validator("data_dir", mode="before")
+    @field_validator("data_dir", "model_cache", mode="before")
     @classmethod
     def _expand(cls, value: Any) -> Any:
         return Path(value).expanduser() if isinstance(value, str | Path) else value

@@ -89,3 +89,25 @@ def test_an_unreachable_server_is_one_line(
     monkeypatch.setenv("MEMHUB_SERVER_URL", f"http://127.0.0.1:{free_port()}")
     assert main(["search", "x", "--user-id", "ada", "--timeout", "2"]) == 1
     assert "memhub: cannot reach http://127.0.0.1:" in capsys.readouterr().err
+
+
+def test_search_takes_max_tokens_and_rerank(
+    settings: MemhubSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The REST search's ``max_tokens`` and ``rerank``, in the CLI (the in-process path)."""
+    from memhub._portal import run_sync
+
+    run_sync(seed(settings))
+    monkeypatch.setenv("MEMHUB_PORT", str(free_port()))  # no server: searched in-process
+    assert settings.database_url is not None
+    base = ["--database-url", settings.database_url, "search", "bees", "--user-id", "ada"]
+    assert main([*base, "--limit", "5"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 2
+    assert main([*base, "--limit", "5", "--max-tokens", "3"]) == 0  # "I keep bees." is 3
+    assert [line.split()[-3:] for line in capsys.readouterr().out.strip().splitlines()] == [
+        ["I", "keep", "bees."]
+    ]
+    assert main([*base, "--rerank"]) != 0  # no MEMHUB_RERANKER: refused, said in one line
+    assert "rerank" in capsys.readouterr().err.lower()

@@ -1,8 +1,8 @@
 """memhub's default embedding model, all-mpnet-base-v2 int8, end to end on the real model.
 
 The rest of the suite embeds with all-MiniLM-L6-v2 (tests/fix_env.py); these tests build the
-default once per module (assembled from its five part packages, graph written from the
-safetensors weights without torch, quantised) and check what a user without any embedder
+default once per module into a model cache of the module's (joined from its five part
+packages, graph written from the safetensors weights without torch, quantised) and check what a user without any embedder
 setting gets, and that a database made with the earlier default keeps working and moves.
 """
 
@@ -30,16 +30,20 @@ FACTS = [
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One data directory for the module: the model is assembled into it once."""
+    """One data directory for the module, with its model cache beside it: built once."""
     return tmp_path_factory.mktemp("default-model")
 
 
 def _settings(db_url: str, data_dir: Path, **values: str) -> MemhubSettings:
-    return MemhubSettings(database_url=db_url, data_dir=data_dir, **values)
+    return MemhubSettings(
+        database_url=db_url, data_dir=data_dir, model_cache=data_dir / "cache", **values
+    )
 
 
 async def test_the_default_is_all_mpnet_base_v2_int8(data_dir: Path) -> None:
-    embedder = create_embedder("default", models_dir=data_dir / "models")
+    embedder = create_embedder(
+        "default", model_cache=data_dir / "cache", models_dir=data_dir / "models"
+    )
     vectors = await embedder.embed(["Where does my sister live?", *FACTS])
     await embedder.aclose()
 
@@ -47,7 +51,14 @@ async def test_the_default_is_all_mpnet_base_v2_int8(data_dir: Path) -> None:
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     # The question is closest to its answer: a broken graph would not rank it first.
     assert int(np.argmax(vectors[1:] @ vectors[0])) == 0
-    assert (data_dir / "models" / "all-mpnet-base-v2" / "onnx" / "model_qint8.onnx").is_file()
+    # Built into the cache, not the data directory, keeping only what runs.
+    assert not (data_dir / "models").exists()
+    (built,) = (data_dir / "cache").glob("all-mpnet-base-v2-int8-*")
+    kept = {p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file()}
+    assert "all-mpnet-base-v2/onnx/model_qint8.onnx" in kept
+    assert "all-mpnet-base-v2/tokenizer.json" in kept
+    assert not {"all-mpnet-base-v2/model.safetensors", "all-mpnet-base-v2/onnx/model.onnx"} & kept
+    assert sum((built / name).stat().st_size for name in kept) < 300_000_000
 
 
 async def test_no_setting_means_the_default_model(db_url: str, data_dir: Path) -> None:

@@ -33,7 +33,7 @@ def test_default_names_give_the_default_model(
     # Building the real default is tests/embed/test_default_model.py's; here only the choice.
     asked: list[str] = []
 
-    def prepare(model: PackagedModel, models_dir: Path) -> Path:
+    def prepare(model: PackagedModel, cache: Path, earlier: Path | None) -> Path:
         asked.append(model.name)
         raise ConfigurationError("stop here")
 

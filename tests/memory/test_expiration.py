@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from memhub import AsyncMemory, UsageError
+from memhub import AsyncMemory, MemoryNotFound, UsageError
 from memhub.memory.inputs import parse_expiration
 
 
@@ -49,3 +49,30 @@ def test_a_date_is_the_last_day_and_a_datetime_the_instant() -> None:
     assert parse_expiration(None) is None
     with pytest.raises(UsageError):
         parse_expiration("2031-13-01")
+
+
+async def test_update_sets_the_expiry_as_add_does(memory: AsyncMemory) -> None:
+    """Mem0's ``update(..., expiration_date=...)``: the new date holds, the text stays."""
+    add = {"user_id": "exp-up", "infer": False, "wait": True}
+    plan = (await memory.add("My flight to Lima is on Monday.", **add))["results"][0]["id"]
+    other = (await memory.add("I live in Quito.", **add))["results"][0]["id"]
+
+    answer = await memory.update(plan, expiration_date="2000-01-01", user_id="exp-up")
+    assert answer["result"]["memory"] == "My flight to Lima is on Monday."
+    assert await memory.get(plan) is None  # expired: no longer returned
+    assert await memory.get(other) is not None
+
+    later = (date.today() + timedelta(days=30)).isoformat()
+    renamed = await memory.update(other, "I live in Lima.", expiration_date=later)
+    assert renamed["result"]["memory"] == "I live in Lima."
+    assert (await memory.get(other) or {})["memory"] == "I live in Lima."
+
+
+async def test_update_with_a_bad_expiry_writes_nothing(memory: AsyncMemory) -> None:
+    add = {"user_id": "exp-bad", "infer": False, "wait": True}
+    kept = (await memory.add("I play the oboe.", **add))["results"][0]["id"]
+    with pytest.raises(UsageError, match="expiration_date"):
+        await memory.update(kept, "I play the flute.", expiration_date="2031-13-01")
+    assert (await memory.get(kept) or {})["memory"] == "I play the oboe."
+    with pytest.raises(MemoryNotFound):
+        await memory.update("00000000-0000-4000-8000-000000000000", expiration_date="2031-01-01")

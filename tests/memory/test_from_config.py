@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memhub import AsyncMemory, ConfigurationError, Memory
+from memhub import AsyncMemory, ConfigurationError, Memory, UsageError
 from memhub.memory.mem0_config import settings_from_mem0_config
 
 
@@ -122,3 +122,17 @@ def test_another_vector_store_runs_on_memhubs_postgresql_with_one_warning(db_url
     assert settings.database_url is None or "6333" not in settings.database_url
     with pytest.warns(Mem0ConfigWarning, match=r"config\['graph_store'\] is ignored"):
         settings_from_mem0_config({"graph_store": {"provider": "neo4j", "config": {}}})
+
+
+async def test_async_memory_takes_config_as_mem0s_does(db_url: str) -> None:
+    """Mem0's ``AsyncMemory(config=...)``: the same settings as ``from_config``."""
+    config = {"vector_store": {"provider": "pgvector", "config": {"connection_string": db_url}}}
+    async with AsyncMemory(config=config) as memory:
+        assert memory.settings == AsyncMemory.from_config(config).settings
+        await memory.add("I am allergic to kiwis.", user_id="kai", infer=False, wait=True)
+        hits = (await memory.search("food allergies", user_id="kai", limit=1))["results"]
+        assert hits[0]["memory"] == "I am allergic to kiwis."
+    with pytest.raises(UsageError, match="not both"):
+        AsyncMemory(config=config, settings=AsyncMemory.from_config(config).settings)
+    with pytest.raises(UsageError, match="config dict"):
+        AsyncMemory(config=["not", "a", "config"])  # type: ignore[arg-type]

@@ -181,3 +181,13 @@ async def test_the_server_refuses_to_start_on_the_in_process_store(
     with pytest.raises(ConfigurationError, match="PostgreSQL"):
         async with app.router.lifespan_context(app):
             pass
+
+
+async def test_405_allows_every_method_of_the_path(client: httpx.AsyncClient) -> None:
+    """Three routes share /v1/memories; the Allow header names all of them (and works)."""
+    wrong = await client.put("/v1/memories")
+    assert wrong.status_code == 405
+    allowed = wrong.headers["Allow"].split(", ")
+    assert allowed == ["DELETE", "GET", "POST"]
+    by_id = await client.post("/v1/memories/00000000-0000-0000-0000-000000000000")
+    assert by_id.headers["Allow"].split(", ") == ["DELETE", "GET", "PATCH", "PUT"]

@@ -358,3 +358,24 @@ async def test_list_pages_with_a_cursor_across_equal_timestamps(client: httpx.As
     bad = await client.get("/v1/memories", params={"user_id": "pager", "cursor": "bm90LWpzb24"})
     assert bad.status_code == 422
     assert "invalid cursor" in bad.json()["error"]
+
+
+async def test_search_takes_max_tokens_and_rerank_as_the_python_api(
+    client: httpx.AsyncClient,
+) -> None:
+    texts = [f"I went hiking in the Alps on day {n} of the trip with my sister." for n in range(6)]
+    await add(client, "budget", *texts)
+    body = {"query": "hiking in the Alps", "user_id": "budget", "limit": 6}
+    everything = await client.post("/v1/memories/search", json=body)
+    assert len(everything.json()["results"]) == 6
+    capped = await client.post("/v1/memories/search", json={**body, "max_tokens": 40})
+    assert capped.status_code == 200, capped.text
+    kept = capped.json()["results"]
+    assert 1 <= len(kept) < 6
+    assert sum(len(r["memory"]) for r in kept) <= 40 * 4
+    refused = await client.post("/v1/memories/search", json={**body, "max_tokens": 0})
+    assert refused.status_code == 422
+    not_configured = await client.post("/v1/memories/search", json={**body, "rerank": True})
+    assert not_configured.status_code == 422  # no MEMHUB_RERANKER on this server
+    assert "rerank" in not_configured.text.lower()
+    assert (await client.post("/v1/memories/search", json={**body, "rerank": 1})).status_code == 422

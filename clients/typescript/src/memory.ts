@@ -39,9 +39,16 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 
 /** Where the server is and how to reach it. */
 export interface MemoryConfig {
-  /** memhub serve's base URL (Mem0's `host`); default `http://127.0.0.1:8765`. */
+  /**
+   * memhub serve's base URL (Mem0's `host`); unset: `MEMHUB_SERVER_URL` from the environment,
+   * else `http://127.0.0.1:8765`.
+   */
   host?: string;
-  /** A memhub key (`mhk_...` or an admin key), sent as `Authorization: Bearer <key>`. */
+  /**
+   * A memhub key (`mhk_...` or an admin key), sent as `Authorization: Bearer <key>`; unset:
+   * `MEMHUB_API_KEY` (or Mem0's `MEM0_API_KEY`) from the environment, as Mem0's client reads
+   * its key.
+   */
   apiKey?: string;
   /** Abort a request after this many milliseconds (default 30,000). */
   timeoutMs?: number;
@@ -225,7 +232,8 @@ export class Memory {
 
   constructor(config: MemoryConfig = {}) {
     checkProviderSections(config);
-    const host = (config.host ?? DEFAULT_HOST).replace(/\/+$/, "");
+    const env = typeof process === "undefined" ? {} : process.env;
+    const host = (config.host ?? (env["MEMHUB_SERVER_URL"] || DEFAULT_HOST)).replace(/\/+$/, "");
     try {
       new URL(host);
     } catch (error) {
@@ -234,7 +242,7 @@ export class Memory {
     const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!(timeoutMs > 0)) throw new ConfigurationError(`timeoutMs must be positive: ${timeoutMs}`);
     this.host = host;
-    this.apiKey = config.apiKey;
+    this.apiKey = config.apiKey ?? (env["MEMHUB_API_KEY"] || env["MEM0_API_KEY"] || undefined);
     this.timeoutMs = timeoutMs;
     this.fetchImpl = config.fetch ?? globalThis.fetch;
     this.extraHeaders = { ...config.headers };

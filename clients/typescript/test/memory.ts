@@ -305,6 +305,28 @@ export function memorySuite(ctx: ServerContext): void {
       await assert.rejects(keyless.getAll({ userId: "alice" }), AuthenticationError);
     });
 
+    it("new Memory() reads MEMHUB_SERVER_URL and MEMHUB_API_KEY, as Mem0's client reads its key", async () => {
+      const saved = { url: process.env["MEMHUB_SERVER_URL"], key: process.env["MEMHUB_API_KEY"] };
+      process.env["MEMHUB_SERVER_URL"] = ctx.url;
+      process.env["MEMHUB_API_KEY"] = await tenantKey(ctx.url, "acme");
+      try {
+        const fromEnv = new Memory();
+        assert.equal(fromEnv.host, ctx.url.replace(/\/+$/, ""));
+        assert.equal((await fromEnv.ping()).tenant, "acme");
+        // an explicit key still wins over the environment
+        const explicit = new Memory({ apiKey: "mhk_not-a-real-key" });
+        await assert.rejects(explicit.getAll({ userId: "alice" }), AuthenticationError);
+      } finally {
+        for (const [name, value] of [
+          ["MEMHUB_SERVER_URL", saved.url],
+          ["MEMHUB_API_KEY", saved.key],
+        ] as const) {
+          if (value === undefined) delete process.env[name];
+          else process.env[name] = value;
+        }
+      }
+    });
+
     it("404: changing a memory that does not exist is a MemoryNotFoundError", async () => {
       const error = await memory.update(randomUUID(), "new text").catch((e: unknown) => e);
       assert.ok(error instanceof MemoryNotFoundError);

@@ -97,6 +97,15 @@ def _search(commands: Commands) -> None:
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--as-of", help="only what was true then (ISO 8601)")
     search.add_argument(
+        "--max-tokens", type=int, help="cap the results' total length (about 4 characters a token)"
+    )
+    search.add_argument(
+        "--rerank",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="rerank with MEMHUB_RERANKER (default: when one is set)",
+    )
+    search.add_argument(
         "--server", metavar="URL", help="a memhub serve to ask (default MEMHUB_SERVER_URL)"
     )
     search.add_argument("--api-key", help="its API key (default MEMHUB_API_KEY)")

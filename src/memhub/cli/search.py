@@ -68,6 +68,10 @@ def _over_http(url: str, key: str | None, args: argparse.Namespace) -> list[dict
     body: dict[str, Any] = {"query": args.query, "user_id": args.user_id, "limit": args.limit}
     if args.as_of:
         body["as_of"] = args.as_of
+    if args.max_tokens is not None:
+        body["max_tokens"] = args.max_tokens
+    if args.rerank is not None:
+        body["rerank"] = args.rerank
     request = urllib.request.Request(
         f"{url}/v1/memories/search",
         data=json.dumps(body).encode(),
@@ -99,7 +103,12 @@ def _in_process(args: argparse.Namespace, settings: Any) -> int:
         quiet = settings.model_copy(update={"worker": "off"})
         async with AsyncMemory(settings=quiet) as memory:
             found = await memory.search(
-                args.query, user_id=args.user_id, limit=args.limit, as_of=args.as_of
+                args.query,
+                user_id=args.user_id,
+                limit=args.limit,
+                as_of=args.as_of,
+                max_tokens=args.max_tokens,
+                rerank=args.rerank,
             )
         return list(found["results"])
 

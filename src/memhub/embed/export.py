@@ -15,6 +15,7 @@ import argparse
 import logging
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from memhub.embed.graph import build_encoder, can_build
 from memhub.embed.local_model import read_json
 from memhub.errors import ConfigurationError, install_hint
 
-__all__ = ["export_onnx", "quantize_int8"]
+__all__ = ["QUANTISATION", "export_onnx", "quantize_int8"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,15 @@ _OPSET = 17
 #: The feed-forward output projection of every layer, as torch's exporter names it (BERT,
 #: RoBERTa and MPNet alike; BERT's attention output is attention/output/dense).
 _FFN_OUTPUT = re.compile(r"layer\.\d+/output/dense/")
+#: Everything that shapes :func:`quantize_int8`'s file: part of a built model's cache key.
+QUANTISATION = {
+    "tool": "onnxruntime.quantization.quantize_dynamic",
+    "per_channel": True,
+    "reduce_range": True,
+    "weight_type": "QInt8",
+    "op_types_to_quantize": ["MatMul"],
+    "kept_fp32": _FFN_OUTPUT.pattern,
+}
 
 
 def export_onnx(model_dir: Path, out_dir: Path) -> Path:
@@ -118,20 +128,28 @@ def quantize_int8(fp32: Path, out: Path) -> Path:
         ) from exc
     graph = onnx.load(str(fp32), load_external_data=False).graph
     keep_fp32 = [n.name for n in graph.node if _FFN_OUTPUT.search(n.name)]
-    partial = out.with_suffix(".onnx.partial")
+    del graph
+    # The weights go to a data file beside the graph: serialising them into one protobuf
+    # would hold them twice more at the end (docs/embedders.md, the build's peak memory).
+    # Both files are made under their final names in a directory of their own, then moved
+    # (the data first), so a graph under its final name is complete.
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=".quantising-"))
     try:
         quantize_dynamic(
             str(fp32),
-            str(partial),
+            str(staging / out.name),
             per_channel=True,
             reduce_range=True,
             weight_type=QuantType.QInt8,
             op_types_to_quantize=["MatMul"],
             nodes_to_exclude=keep_fp32,
+            use_external_data_format=True,
         )
-        partial.replace(out)
+        for made in sorted(staging.iterdir(), key=lambda path: path.suffix == ".onnx"):
+            os.chmod(made, 0o644)  # the data file is made private
+            made.replace(out.parent / made.name)
     finally:
-        partial.unlink(missing_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
     return out
 
 

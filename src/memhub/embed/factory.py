@@ -26,8 +26,9 @@ _MINILM_DIMENSION = 384
 _BASE_URL_KEYS = ("base_url", "openai_base_url", "ollama_base_url", "huggingface_base_url")
 _DIMENSION_KEYS = ("dimension", "embedding_dims")
 _MINILM_KEYS = frozenset({"threads", "batch_size", "max_length", "model", *_DIMENSION_KEYS})
-#: A model directory or a packaged model also takes where packaged models are assembled.
-_LOCAL_KEYS = _MINILM_KEYS | {"models_dir"}
+#: A packaged model also takes the model cache it is built into and the data directory's
+#: ``models`` folder, where memhub before the cache assembled it.
+_LOCAL_KEYS = _MINILM_KEYS | {"models_dir", "model_cache"}
 _SERVER_KEYS = frozenset(
     {"model", "api_key", "batch_size", "timeout", "max_retries", *_DIMENSION_KEYS, *_BASE_URL_KEYS}
 )
@@ -56,8 +57,10 @@ def create_embedder(provider: str, **config: Any) -> Embedder:
             ``openai_base_url`` / ``ollama_base_url`` / ``huggingface_base_url``),
             ``embedding_dims`` (or ``dimension``), ``batch_size``, ``timeout``,
             ``max_retries``. In-process: ``model``, ``threads``, ``batch_size``, ``max_length``,
-            ``embedding_dims`` (checked against the model), ``models_dir`` (where packaged
-            models are assembled; default ``<data dir>/models``).
+            ``embedding_dims`` (checked against the model), ``model_cache`` (where packaged
+            models are built, once per machine; default ``~/.cache/memhub/models``),
+            ``models_dir`` (a data directory's ``models`` folder: a packaged model an earlier
+            memhub built there is used in place).
 
     Returns:
         An embedder; nothing is loaded or contacted yet.
@@ -90,9 +93,10 @@ def _build_minilm(name: str, settings: dict[str, Any]) -> Embedder:
         return _build_local(name, settings)
     from memhub.embed.onnx_minilm import MiniLMEmbedder
 
-    # MiniLM ships inside its own package: where other packaged models are assembled does
-    # not concern it (the settings pass models_dir whenever a model is named).
+    # MiniLM ships inside its own package: where other packaged models are built does not
+    # concern it (the settings pass these whenever a model is named).
     settings.pop("models_dir", None)
+    settings.pop("model_cache", None)
     _refuse_unknown(name, settings, _MINILM_KEYS)
     settings.pop("model", None)
     dimension = _pop_dimension(settings)
@@ -116,14 +120,16 @@ def _build_local(name: str, settings: dict[str, Any]) -> Embedder:
     _refuse_unknown(name, settings, _LOCAL_KEYS)
     model = str(settings.pop("model"))
     models_dir = settings.pop("models_dir", None)
+    cache = settings.pop("model_cache", None)
     dimension = _pop_dimension(settings)
     packaged = PACKAGED_MODELS.get(model)
     if packaged is not None:
-        if models_dir is None:
-            from memhub.config import default_data_dir
+        if cache is None:
+            from memhub.config import default_model_cache
 
-            models_dir = default_data_dir() / "models"
-        onnx = prepare(packaged, Path(models_dir))
+            cache = default_model_cache()
+        earlier = None if models_dir is None else Path(models_dir)
+        onnx = prepare(packaged, Path(cache), earlier)
         return LocalModelEmbedder(onnx, dimension=dimension, model_name=packaged.name, **settings)
     if looks_like_path(model):
         return LocalModelEmbedder(model, dimension=dimension, **settings)

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
+import os
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,7 +48,8 @@ def read_safetensors(path: Path) -> dict[str, Array]:
     """Every tensor of a ``.safetensors`` file as a numpy array (float ones as float32).
 
     The format is an 8-byte little-endian header length, a JSON header of name -> dtype,
-    shape and byte offsets, then the raw bytes.
+    shape and byte offsets, then the raw bytes. The file is mapped, not read: the arrays are
+    views of the page cache, so a 438 MB file costs no 438 MB copy in the process.
 
     Raises:
         ConfigurationError: Not a safetensors file, or a dtype numpy cannot hold.
@@ -54,7 +58,7 @@ def read_safetensors(path: Path) -> dict[str, Array]:
         with path.open("rb") as f:
             (length,) = struct.unpack("<Q", f.read(8))
             header = json.loads(f.read(length))
-            data = f.read()
+            data = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))[8 + length :]
     except (OSError, struct.error, ValueError) as exc:
         raise ConfigurationError(f"{path} is not a readable safetensors file: {exc}") from exc
     tensors: dict[str, Array] = {}
@@ -90,25 +94,49 @@ def build_encoder(model_dir: Path, config: dict[str, Any], target: Path) -> Path
     if not can_build(config):
         raise ConfigurationError(f"{model_dir}: no graph writer for {config.get('model_type')!r}")
     weights = _without_prefix(read_safetensors(model_dir / "model.safetensors"), config)
-    graph = _Graph()
-    try:
-        if config["model_type"] == "mpnet":
-            hidden, bias = _mpnet_embeddings(graph, weights, config)
-        else:
-            hidden, bias = _bert_embeddings(graph, weights, config)
-        for n in range(int(config["num_hidden_layers"])):
-            hidden = _layer(graph, weights, config, n, hidden, bias)
-    except KeyError as exc:
-        raise ConfigurationError(f"{model_dir}: model.safetensors has no tensor {exc}") from exc
-    model = graph.model(onnx, hidden)
-    partial = target.with_suffix(".onnx.partial")
     target.parent.mkdir(parents=True, exist_ok=True)
+    data = target.with_name(target.name + ".data")
+    partial = target.with_suffix(".onnx.partial")
     try:
-        onnx.save(model, str(partial))
-        partial.replace(target)  # a file under the final name is complete
+        # Every large weight goes to the data file as the graph is written: the process never
+        # holds a second copy of the weights, nor a serialised one (3.0 GB peak when the
+        # whole model was one protobuf; docs/embedders.md).
+        with data.open("wb") as sink:
+            graph = _Graph(sink, data.name)
+            try:
+                hidden = _encoder(graph, weights, config)
+            except KeyError as exc:
+                raise ConfigurationError(
+                    f"{model_dir}: model.safetensors has no tensor {exc}"
+                ) from exc
+            _flush(sink)
+        onnx.save(graph.model(hidden), str(partial))
+        onnx.checker.check_model(str(partial))  # by path: it reads the data file too
+        _flush_path(partial)
+        partial.replace(target)  # a graph under the final name is complete, data and all
     finally:
         partial.unlink(missing_ok=True)
     return target
+
+
+def _encoder(graph: _Graph, weights: dict[str, Array], config: dict[str, Any]) -> str:
+    if config["model_type"] == "mpnet":
+        hidden, bias = _mpnet_embeddings(graph, weights, config)
+    else:
+        hidden, bias = _bert_embeddings(graph, weights, config)
+    for n in range(int(config["num_hidden_layers"])):
+        hidden = _layer(graph, weights, config, n, hidden, bias)
+    return hidden
+
+
+def _flush(sink: IO[bytes]) -> None:
+    sink.flush()
+    os.fsync(sink.fileno())
+
+
+def _flush_path(path: Path) -> None:
+    with path.open("rb") as f:
+        os.fsync(f.fileno())
 
 
 def _without_prefix(weights: dict[str, Array], config: dict[str, Any]) -> dict[str, Array]:
@@ -119,15 +147,42 @@ def _without_prefix(weights: dict[str, Array], config: dict[str, Any]) -> dict[s
     return weights
 
 
-class _Graph:
-    """Nodes and initializers, named as torch's exporter would, collected for one model."""
+@dataclass(frozen=True)
+class _Stored:
+    """An initializer written to the external data file: where its bytes are."""
 
-    def __init__(self) -> None:
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+    offset: int
+    length: int
+
+
+#: Initializers of at least this many bytes go to the data file; smaller ones stay inline.
+_EXTERNAL_BYTES = 1024
+
+
+class _Graph:
+    """Nodes and initializers, named as torch's exporter would, collected for one model.
+
+    Large initializers are written to ``sink`` (the graph's external data file, named
+    ``location`` beside it) the moment they are added, so none is held until the end.
+    """
+
+    def __init__(self, sink: IO[bytes], location: str) -> None:
         self.nodes: list[Any] = []
         self.constants: dict[str, Array] = {}
+        self.stored: dict[str, _Stored] = {}
+        self._sink = sink
+        self._location = location
 
     def const(self, name: str, value: Array) -> str:
-        self.constants[name] = value
+        if value.nbytes < _EXTERNAL_BYTES:
+            self.constants[name] = value
+            return name
+        raw = np.require(value, dtype=value.dtype.newbyteorder("<"), requirements="C")
+        offset = self._sink.tell()
+        self._sink.write(raw.data)
+        self.stored[name] = _Stored(raw.dtype, raw.shape, offset, raw.nbytes)
         return name
 
     def op(self, kind: str, name: str, *inputs: str, **attributes: Any) -> str:
@@ -137,7 +192,7 @@ class _Graph:
         self.nodes.append(helper.make_node(kind, list(inputs), [output], name=name, **attributes))
         return output
 
-    def model(self, onnx: Any, hidden: str) -> Any:
+    def model(self, hidden: str) -> Any:
         from onnx import TensorProto, helper, numpy_helper
 
         self.nodes.append(helper.make_node("Identity", [hidden], ["last_hidden_state"]))
@@ -152,11 +207,28 @@ class _Graph:
             numpy_helper.from_array(np.require(v, requirements="C"), k)
             for k, v in self.constants.items()
         ]
+        initializers += [self._external(name, where) for name, where in self.stored.items()]
         graph = helper.make_graph(self.nodes, "encoder", inputs, [output], initializers)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)])
         model.ir_version = 8  # what onnxruntime 1.18 and later read
-        onnx.checker.check_model(model)
         return model
+
+    def _external(self, name: str, where: _Stored) -> Any:
+        from onnx import TensorProto, helper
+
+        tensor = TensorProto()
+        tensor.name = name
+        tensor.data_type = helper.np_dtype_to_tensor_dtype(where.dtype)
+        tensor.dims.extend(where.shape)
+        tensor.data_location = TensorProto.EXTERNAL
+        for key, value in (
+            ("location", self._location),
+            ("offset", str(where.offset)),
+            ("length", str(where.length)),
+        ):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+        return tensor
 
 
 def _layer_norm(

@@ -2,221 +2,531 @@
 
 A model's removal (a consolidation DELETE or SUPERSEDE, an agent's ``forget``, an MCP client's
 ``delete_memory``) is only a proposal. It stands when a turn the *user* said (the stored role
-decides: never an assistant or tool turn, never metadata) supports it:
+decides: never an assistant or tool turn, never metadata) supports it. Both checks read only
+the person's **own words** (:func:`own_words`): text in quotation marks of any kind, ``>``
+quoted lines, code, chat lines with a speaker label, a letter ("Dear ...", "Love, Mum"), and
+everything from the sentence of a forwarding or pasting marker on ("---------- Forwarded
+message", "From: ... Subject:", "my friend wrote:", "here is what Tom said") is someone
+else's; a turn that hands the assistant a text to translate, summarise or rewrite asks
+nothing itself.
 
-* **forget** (:func:`forget_request`): a sentence of the turn asks the assistant to forget,
-  and that sentence shares a content word with the fact (:mod:`memhub.engine.grounding`).
-  The request is a command or a polite question addressed to the assistant at the start of a
-  clause ("Please forget ...", "Can you forget ...", "Olvida ...", "Oublie ...", "Vergiss
-  ..."), in English, Spanish, French or German. Text in quotation marks is never read, a
-  sentence that reports speech ("my boss said forget it") or sets a task ("translate:
-  ...") asks nothing, a negated verb ("don't forget") asks the opposite, and the broader
-  verbs (delete, remove, erase, drop; borrar, supprimer, löschen ...) count only next to a
-  memory word ("from your memory", "what you know about"), since "remove the stain" is not
-  about memory at all.
-* **supersede** (:func:`supports_change`): the turn carries the new fact's news (a content
-  word the old one lacks, or its negation) and is about the old fact (shares a content word
-  with it, or the new fact does: "I moved to Berlin" for "lives in Paris" -> "lives in
-  Berlin"). A turn that says nothing new ("Thanks!", "Where do I live?") supports nothing.
+* **forget** (:func:`forget_request`): a clause of the person's own words asks the assistant
+  to forget, and that request is tied to the fact by words of its own part of the sentence.
+  A request is a verb of forgetting addressed to the assistant (an imperative, "can you ...",
+  "I'd like you to ...", in English, Spanish, French or German) with no negation in its
+  clause, or a *negated* verb of keeping ("don't remember ...", "I'd rather you didn't
+  remember ...", "no need to remember ...", "stop storing ...", "merk dir ... nicht"). A
+  negation anywhere in the verb's clause up to its object's "that"-clause counts, so "Vergiss
+  meine Adresse nicht" asks nothing while "Forget that I don't eat meat" asks. A sentence is
+  cut into parts at contrasts ("but", "pero", "mais", "aber"), negated clauses, other verbs of
+  forgetting or keeping, and new statements ("..., I live in Oslo"); the request is tied to
+  the fact only by words of its own part ("forget my job, but don't forget that I live in
+  Oslo" asks to forget the job, not Oslo), or, when it names nothing itself ("..., please
+  forget it"), by the part just before it. A request taken back later in the turn
+  ("Actually no, don't.") asks nothing. The broader verbs (delete, remove, erase; borrar,
+  supprimer, löschen ...) count only beside a memory word ("from your memory").
+* **supersede** (:func:`supports_change`): a statement of the person's own words (not a
+  question) carries the new fact's news (a content word the old one lacks, or its negation)
+  and is about the old fact: shares a content word with it and is not about someone else,
+  or is the person's and says a change when the new fact shares a word with the old ("I
+  moved to Berlin" for "lives in Paris" -> "lives in Berlin"), or goes on with "it" from the
+  person's statement about it just before ("It's from 2015.").
 
-Both are lexical: they refuse what an attacker writes into a model's mouth, and sometimes a
-real request worded otherwise. That is the cheaper mistake, because what they let through is
-retired, not erased, and ``restore`` brings it back.
+Words are compared folded (case and accents: "végétarien" meets "vegetarian") and crudely
+stemmed (:mod:`memhub.engine.grounding`). Both checks are lexical: they refuse what an
+attacker writes into a model's mouth, and sometimes a real request worded otherwise. That is
+the cheaper mistake, because what they let through is retired, not erased, and ``restore``
+brings it back.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
-from memhub.engine.grounding import content_words
+from memhub.engine.grounding import content_words, fold
 
-__all__ = ["forget_request", "supports_change"]
+__all__ = ["forget_request", "own_words", "supports_change"]
 
-# Function words of the other three languages (English's are grounding's), and the vocabulary
-# of forgetting and memory itself: a request and a fact sharing "forget" share nothing.
+# Function words of the other three languages (English's are grounding's), the vocabulary of
+# forgetting, memory and asking, and vague nouns ("that thing about ..."): a request and a
+# fact sharing "forget", "rather" or "thing" share nothing.
 _OTHER_WORDS = frozenset(
     """
     el la los las un una unos unas de del al que y o pero con sin por para en es son era fue
     ser estar está están soy eres mi mis tu tus su sus me te se lo le les nos yo él ella ya muy
-    más todo todos esto eso esta este ese esa favor por
+    más todo todos esto eso esta este ese esa favor por ahora
     le la les un une des du de et ou mais avec sans pour par dans en est sont était être suis
     es mon ma mes ton ta tes son sa ses je tu il elle nous vous ils elles ce cet cette ces qui
-    que quoi ne pas plus tout tous très moi toi lui leur
+    que quoi ne pas plus tout tous très moi toi lui leur maintenant
     der die das den dem des ein eine einen einem einer und oder aber mit ohne für von zu zur
     zum in im ist sind war bin bist mein meine meinen meiner dein deine deinen ich du er sie
-    es wir ihr sich dass nicht nur auch sehr alles bitte
+    es wir ihr sich dass nicht nur auch sehr alles bitte mehr jetzt dir mir
     forget forgets forgot forgotten forgetting delete deleted remove removed erase erased wipe
-    drop purge unlearn remember remembering memory memories know knows knew keep store stored
+    drop purge unlearn remember remembering memory memories know knows knew keep keeping store
+    stored storing save retain anymore longer rather prefer need needs want wish hope please
+    kindly stop plaît thing things stuff part bit okay hey
     olvida olvidar olvides olvídate olvide borra borrar elimina eliminar quita recuerdes
-    recordar memoria sabes oublie oublier oubliez oublies efface effacer supprime supprimer
-    retire mémoire souviens vergiss vergessen vergisst lösche löschen entferne entfernen
-    gedächtnis speicher merk merke merken weißt
-    """.split()  # noqa: SIM905 (a list literal of 250 strings reads worse)
+    recordar memoria sabes necesitas hace falta prefiero cosa guardes
+    oublie oublier oubliez oublies efface effacer supprime supprimer retire mémoire souviens
+    souvenir retiens retenir besoin chose truc préfère
+    vergiss vergessen vergisst lösche löschen entferne entfernen gedächtnis speicher merk merke
+    merken weißt brauchst musst sache
+    """.split()  # noqa: SIM905 (a list literal of 280 strings reads worse)
 )
+_OTHER_STEMS = content_words(" ".join(_OTHER_WORDS))  # stemmed once, not per call
 
-# Quoted text is someone else's words: removed before anything is read.
+# --- Whose words: quotes, pasted, forwarded and chat text are someone else's ---------------
+
+# Quotation marks of every kind; an opening mark never closed quotes the rest of the turn.
 _QUOTED = re.compile(
-    r'"[^"\n]*"|“[^”\n]*”|„[^“”\n]*[“”]|«[^»\n]*»|‘[^’\n]*’|`[^`\n]*`|(?<!\w)\'[^\'\n]*\'(?!\w)'
+    r'```.*?(?:```|$)|`[^`\n]*`|"[^"]*(?:"|$)|“[^”]*(?:”|$)|„[^“”]*(?:[“”]|$)|«[^»]*(?:»|$)'
+    r"|‹[^›]*(?:›|$)|「[^」]*(?:」|$)|‘[^’]*(?:’|$)|(?<!\w)'[^'\n]*'(?!\w)",
+    re.DOTALL,
 )
-_SENTENCE = re.compile(r"[.!?;¿¡\n]+")
-_CLAUSE = re.compile(
-    r",|\b(?:and|but|then|also|y|pero|luego|et|mais|puis|und|aber|dann)\b", re.IGNORECASE
+_QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+# A chat line with a speaker label ("Tom: ...", "[10:32] Mum: ...") is that speaker's.
+_CHAT_LINE = re.compile(
+    r"^[ \t]*(?:\[[^\]\n]*\][ \t]*|\d{1,2}:\d{2}\S*[ \t]+)?(?P<label>[^\W\d][\w.'-]*"
+    r"(?:[ \t]+[\w.'-]+){0,2})[ \t]*:[ \t]+\S.*$",
+    re.MULTILINE,
 )
-
-# A sentence that reports someone's words, or hands the assistant a text to work on, is not
-# the person's request even when it contains one.
-_REPORTING = re.compile(
-    r"\b(said|says|say|told|tells|wrote|writes|asked|asks|ordered|instructed|according|reads"
-    r"|translate|translation|repeat|quote|dijo|dice|decía|escribió|escribe|pidió|pide|según"
-    r"|traduce|traducir|repite|dit|disait|écrit|écrivait|demandé|selon|tradui[st]|traduire"
-    r"|répète|sagte|sagt|gesagt|schrieb|schreibt|geschrieben|bat|laut|übersetze|übersetzen"
-    r"|wiederhole)\b",
-    re.IGNORECASE,
+_REPORT_VERBS = (
+    r"said|says|say|told|tells|wrote|writes|written|asked|asks|ordered|instructed|according"
+    r"|reads|quote|quoting|repeat|dijo|dice|decia|escribio|escribe|pidio|pide|segun|repite|dit"
+    r"|disait|ecrit|ecrivait|demande|selon|repete|sagte|sagt|gesagt|schrieb|schreibt"
+    r"|geschrieben|bat|laut|wiederhole"
 )
-
-# Words that may open a clause before the request itself ("OK so please forget ...").
-_LEAD = (
-    r"(?:(?:ok|okay|hey|hi|so|now|oh|well|actually|btw|please|kindly|just|pls|por favor|vale"
-    r"|bueno|oye|s'il te plaît|s'il vous plaît|stp|svp|bon|alors|bitte|also|ok)\s+)*"
+_TEXT_NOUNS = (
+    r"message|e-?mail|mail|text|sms|letter|note|post|tweet|comment|transcript|document|article"
+    r"|passage|paragraph|following|below|mensaje|correo|carta|texto|siguiente|courriel|lettre"
+    r"|texte|suivant|nachricht|brief|folgende\w*"
 )
-
-# The request at a clause's start: (verb pattern, needs a memory word nearby).
-_STRONG = [
-    # English
-    r"forget\b",
-    r"unlearn\b",
-    r"(?:don'?t|do not|stop|no longer|never again)\s+(?:remember|remembering|keep|keeping"
-    r"|store|storing|save|saving)\b",
-    r"(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:forget|stop remembering)\b",
-    r"i\s+(?:want|need|would like|'d like|d like)\s+you\s+to\s+(?:forget|stop remembering)\b",
-    # Spanish
-    r"(?:olvida|olvide|olvidad|olvídate|olvídese|olvidate)\b",
-    r"(?:no\s+(?:recuerdes|recuerde|guardes|guarde)|deja\s+de\s+recordar|ya\s+no\s+recuerdes)\b",
-    r"(?:puedes|podrías|puede|podría)\s+(?:por favor\s+)?olvidar\b",
-    r"quiero\s+que\s+(?:olvides|olvide)\b",
-    # French
-    r"(?:oublie|oubliez)\b",
-    r"(?:ne\s+(?:retiens|retenez|garde|gardez)\s+pas|arrête\s+de\s+(?:te\s+)?(?:souvenir|retenir))\b",
-    r"(?:peux-tu|pouvez-vous|pourrais-tu|pourriez-vous|tu peux|vous pouvez)\s+oublier\b",
-    r"(?:je\s+veux|j'aimerais|je\s+voudrais)\s+que\s+(?:tu|vous)\s+(?:oublies|oubliez)\b",
-    # German
-    r"(?:vergiss|vergesst|vergessen\s+sie)\b",
-    r"(?:kannst|könntest|würdest)\s+du\b.*\bvergessen\b",
-    r"(?:können|könnten|würden)\s+sie\b.*\bvergessen\b",
-    r"(?:ich\s+möchte|ich\s+will)\s+dass\s+(?:du|sie)\b.*\b(?:vergisst|vergessen)\b",
-    r"(?:merk|merke)\s+(?:dir|es|das)\b.*\bnicht\b",
-]
-_BROAD = [
-    r"(?:delete|remove|erase|wipe|drop|purge|clear)\b",
-    r"(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:delete|remove|erase|wipe|drop|purge)\b",
-    r"i\s+(?:want|need|would like|'d like)\s+you\s+to\s+(?:delete|remove|erase|wipe|drop)\b",
-    r"(?:borra|borre|elimina|elimine|quita|quite|suprime|suprima)\b",
-    r"(?:puedes|podrías|puede|podría)\s+(?:borrar|eliminar|quitar|suprimir)\b",
-    r"(?:efface|effacez|supprime|supprimez|retire|retirez)\b",
-    r"(?:peux-tu|pouvez-vous|pourrais-tu|pourriez-vous)\s+(?:effacer|supprimer|retirer)\b",
-    r"(?:lösche|lösch|löschen\s+sie|entferne|entfernen\s+sie)\b",
-    r"(?:kannst|könntest|würdest|können|könnten|würden)\s+(?:du|sie)\b.*\b(?:löschen|entfernen)\b",
-]
-_STRONG_AT_START = re.compile(_LEAD + "(?:" + "|".join(_STRONG) + ")", re.IGNORECASE)
-_BROAD_AT_START = re.compile(_LEAD + "(?:" + "|".join(_BROAD) + ")", re.IGNORECASE)
-
-# "Forget it." / "Olvídalo." alone is "never mind"; "oublie pas", "vergiss nicht" = don't.
-_DISMISSAL = re.compile(
-    r"^\W*(?:forget\s+(?:about\s+)?it|never\s?mind|olvídalo|olvidalo|vergiss\s+es|laisse"
-    r"\s+tomber)\W*$",
-    re.IGNORECASE,
+# From the sentence holding any of these on, the turn is pasted or forwarded (folded text).
+_PASTED_FROM = re.compile(
+    r"-{2,}\s*(?:forwarded|original|weitergeleitete|ursprungliche|mensaje|message)\b"
+    r"|\bbegin forwarded message\b"
+    r"|^[ \t]*(?:fwd?|wg|from|subject|sent|von|betreff|gesendet|de|asunto|enviado|objet|envoye"
+    r"|expediteur|remitente)[ \t]*:"
+    rf"|\b(?:{_REPORT_VERBS})\b[^.!?\n]{{0,60}}?(?::|$)"
+    r"|\b(?:here(?:'s| is| are)|this is|these are|voici|voila|aqui (?:esta|tienes|va)|esto es"
+    rf"|hier (?:ist|sind))\b[^.!?\n]{{0,60}}?\b(?:{_REPORT_VERBS}|{_TEXT_NOUNS})\b"
+    rf"|\b(?:{_TEXT_NOUNS})\b[^.!?\n:]{{0,30}}:",
+    re.MULTILINE,
 )
-_NEGATED = re.compile(
-    r"\b(?:oublie|oubliez|vergiss|vergesst)\b(?:\s+\w+){0,2}?\s+(?:pas|jamais|point|nicht|nie"
-    r"|niemals|keinesfalls)\b",
-    re.IGNORECASE,
+# A letter: a salutation line opens someone's text, a closing line ends it.
+_SALUTATION = re.compile(
+    r"^[ \t]*(?:dear|querid[oa]|estimad[oa]|cher|chere|liebe[rs]?|sehr geehrte[rs]?)\b[^\n]{0,40}"
+    r",?[ \t]*$",
+    re.MULTILINE,
+)
+_CLOSING = re.compile(
+    r"(?:^|\n|[.!?][ \t]+)[ \t]*(?:best|best wishes|regards|kind regards|cheers|love|xoxo|yours"
+    r"|sincerely|thanks|thank you|thx|merci|gracias|danke"
+    r"|saludos|un abrazo|besos|cordialement|bises|amities|gru(?:ss|sse)|viele gru(?:ss|sse)|lg"
+    r"|mit freundlichen gru(?:ss|sse)n)\b[^\n,]{0,20}(?:,[ \t]*\n?|[ \t]*\n)[ \t]*"
+    r"[^\W\d][\w .'-]{0,30}\s*\Z"
+)
+# A turn that hands the assistant a text to work on is about that text, wherever it stands.
+_TASK = re.compile(
+    r"\b(?:translate|translation|summari[sz]e|summary|tl;?dr|proofread|paraphrase|rephrase"
+    r"|rewrite|reword|reply to|respond to|traduce|traducir|traduzca|resumir|resumeme"
+    r"|resume (?:esto|este|esta|ceci|cela|ce|cette|ca)|traduis|traduisez|traduire|ubersetze"
+    r"|ubersetzen|ubersetzung|zusammenfass\w*|fasse\w* \w+ zusammen)\b"
 )
 
-# What the broad verbs must sit next to: a reference to what the assistant keeps.
+
+def own_words(turn: str) -> str:
+    """What of ``turn`` (a user's message) the person says themselves, folded (lower case,
+    no accents); "" when the turn hands over a text to work on."""
+    text = _QUOTED.sub(" ", unicodedata.normalize("NFKC", turn))
+    text = fold(_QUOTED_LINE.sub(" ", text)).replace("’", "'")
+    if _TASK.search(text) or _CLOSING.search(text):
+        return ""
+    salutation = _SALUTATION.search(text)
+    if salutation:
+        text = text[: salutation.start()]
+    for marker in _PASTED_FROM.finditer(text):
+        # "forget what I said about X" is the person's own; "I said to Tom: ..." quotes
+        if marker.group(0).endswith(":") or not _SELF.search(text[: marker.start()]):
+            # From the start of the marker's sentence: "forget it, my boss said" is his.
+            text = text[: max(text.rfind(end, 0, marker.start()) for end in ".!?\n") + 1]
+            break
+    return _CHAT_LINE.sub(_unless_a_request, text)
+
+
+_OWN_LABEL = re.compile(r"(?:p\.?\s?s|p\.?p\.?s|btw|fyi|edit|update)\.?")
+
+
+def _unless_a_request(line: re.Match[str]) -> str:
+    # "Forget this: my address" and "PS: ..." are the person's own; "Tom: forget ..." is Tom's.
+    label = line.group("label")
+    return line.group(0) if _VERB.search(label) or _OWN_LABEL.fullmatch(label) else " "
+
+
+# --- Clauses: which verb, addressed to whom, negated or not ---------------------------------
+
+_LEAD_WORDS = (
+    r"ok|okay|hey|hi|so|now|oh|well|actually|btw|please|kindly|just|pls|plz|and|also|then"
+    r"|por favor|vale|bueno|oye|y|tambien|s'il te plait|s'il vous plait|stp|svp|bon|alors|et"
+    r"|aussi|bitte|und|dann|auch|ach|na"
+)
+_NEGATOR_WORDS = (
+    r"don't|dont|do not|never|no|not|stop|no longer|no more|ya no|no|nunca|jamas|ne|n'|nicht"
+    r"|nie|niemals"
+)
+_CLITICS = r"me|te|le|la|l'|lo|se|dir|mir|dich|mich|es|das|du"
+# The start of a clause that is only lead words, negators and pronouns before the verb: the
+# verb is an imperative addressed to the assistant.
+_IMPERATIVE_PREFIX = re.compile(
+    rf"\W*(?:(?:{_LEAD_WORDS}|{_NEGATOR_WORDS}|{_CLITICS})(?:\W+|(?<=')))*",
+)
+_FORGET = r"forget|forgets|forgot|forgotten|unlearn|olvid\w*|oubli\w*|vergiss\w*|vergess\w*"
+_KEEP = (
+    r"remember(?:ing|s)?|keep(?:ing)?|store|storing|save|saving|retain(?:ing)?|hold on to"
+    r"|track(?:ing)?|recuerd\w*|recordar|guard\w*|almacen\w*|retien\w*|retenir|retenez"
+    r"|souvien\w*|souvenir|gard\w*|memoris\w*|enregistr\w*|rappell\w*|merk(?:e|en|st|t)?"
+    r"|behalt\w*|speicher\w*|erinner\w*"
+)
+_ERASE = (
+    r"delete|remove|erase|wipe|drop|purge|clear|borr\w*|elimin\w*|quit(?:a|e|ar|es)\b|suprim\w*"
+    r"|effac\w*|supprim\w*|retir\w*|losch\w*|entfern\w*"
+)
+_VERB = re.compile(rf"\b(?:(?P<forget>{_FORGET})|(?P<keep>{_KEEP})|(?P<erase>{_ERASE}))\b")
+_PAST = frozenset(
+    ("forgot", "forgotten", "remembered", "kept", "stored", "saved", "deleted", "removed")
+)
+# The verb addressed to the assistant when it is not an imperative: "can you ...", "I'd
+# rather you ...", "no need to ...", "puedes ...", "je voudrais que ...", "kannst du ...".
+_ADDRESSED = re.compile(
+    r"\b(?:(?:can|could|would|will|might|may)\s+you|you\s+(?:can|could|may|might|should|must"
+    r"|ought|need|have to|'d|had better|no longer|don't need|dont need|do not need|don't have"
+    r"|do not have)|(?:want|need|like|love|wish|prefer|rather|hope|ask|asking|beg|request)"
+    r"\s+(?:that\s+)?you|if\s+you\s+(?:could|would|can)|no\s+need|not\s+necessary|please"
+    r"|kindly|stop|puedes|podrias|puede|podria|pueden|podrian|quiero que|queria que|quisiera que"
+    r"|gustaria que|prefiero que|preferiria que|necesito que|pido que|ojala|hace falta|necesitas"
+    r"|tienes que|deberias|debes|por favor|deja de|dejes de|peux-tu|peux tu|pouvez-vous"
+    r"|pourrais-tu|pourriez-vous|tu peux|vous pouvez|tu pourrais|vous pourriez|veux que"
+    r"|voudrais que|aimerais que|prefere que|prefererais que|il faut que|tu dois|vous devez"
+    r"|besoin de|(?:te|vous) demande d|s'il te plait|s'il vous plait|stp|svp|arrete de"
+    r"|arretez de|cesse de"
+    r"|kannst du|konntest du|wurdest du|konnen sie|konnten sie|wurden sie|mochte\w* dass"
+    r"|will dass|gerne? dass|ware \w+ wenn|du kannst|du musst|du brauchst|du sollst"
+    r"|du solltest|sie konnen|sie mussen|sie brauchen|bitte|hor auf|horen sie auf)"
+)
+_WHY = re.compile(r"\W*(?:why|how come|por que|pourquoi|warum|wieso|weshalb)\b")
+_WISHED_PAST = re.compile(r"\b(?:rather|wish|prefer)\s+(?:that\s+)?you\s*$")
+_NEGATION = re.compile(
+    r"\b(?:not|never|no|nothing|stop|nunca|jamas|tampoco|ni|ne|pas|jamais|rien|nicht|nie"
+    r"|niemals|kein\w*|keinesfalls)\b|n't\b|\bn'|\bdont\b|\bcant\b|\bdeja de|\bdejes de"
+    r"|\barrete[sz]? de|\bcesse de|\bhor(?:en sie)? auf"
+)
+# Where the verb's object turns into a clause of its own ("forget [that I don't eat meat]"):
+# a negation past it is the object's, not the request's.
+_COMPLEMENT = re.compile(
+    r"\b(?:that|about|where|what|how|when|which|who|whether|if|because|que|donde|cuando|como"
+    r"|porque|lo de|ou|quand|comment|parce|dass|wo|was|wie|wann|weil|ob|uber)\b|\bqu'"
+)
+# Broad verbs ("remove", "borrar", "löschen") are about memory only beside one of these.
 _MEMORY_WORD = re.compile(
     r"\b(?:memory|memories|remember|notes|records?|profile|database|what you know|you know"
     r" about|you have on me|about me|that fact|this fact|that info|that information|memoria"
-    r"|recuerdas|lo que sabes|tus datos|tus notas|sobre mí|ese dato|esa información|mémoire"
-    r"|souviens|ce que tu sais|ce que vous savez|tes données|tes notes|sur moi|cette information"
-    r"|gedächtnis|speicher|gespeichert|gemerkt|was du .* weißt|über mich|deinen notizen"
-    r"|deinen daten|diese information)\b",
-    re.IGNORECASE,
+    r"|recuerdas|lo que sabes|tus datos|tus notas|sobre mi|ese dato|esa informacion|memoire"
+    r"|souviens|ce que tu sais|ce que vous savez|tes donnees|tes notes|sur moi|cette information"
+    r"|gedachtnis|speicher|gespeichert|gemerkt|was du .* weisst|uber mich|deinen notizen"
+    r"|deinen daten|diese information)\b"
 )
 
 
+@dataclass(frozen=True)
+class _Clause:
+    """One clause of a sentence of the person's own words, as the request rules see it."""
+
+    text: str
+    verb: str  # "forget", "keep", "erase" or "" (the first such verb in it)
+    asks: bool  # a request to forget, addressed to the assistant
+    polite: bool  # asked with a "please" or a "can you": "forget it" alone is "never mind"
+    negated: bool
+    opens_part: bool  # a contrast or a new statement starts here
+
+
+def _asks(text: str, verb: re.Match[str], question: bool, sentence: str) -> tuple[bool, bool]:
+    """(asks, negated) for a clause whose first verb of forgetting or keeping is ``verb``."""
+    before = text[: verb.start()]
+    complement = _COMPLEMENT.search(text, verb.end())
+    scope = text[: complement.start()] if complement else text
+    negated = bool(_NEGATION.search(scope))
+    word = verb.group(0)
+    if re.match(r"\s+\w+ing\b", text[verb.end() :]) and word.startswith("keep"):
+        return False, negated  # "don't keep asking" is not about keeping a memory
+    if _WHY.match(before):  # "why would you forget ...?" reproaches
+        addressed = False
+    elif word in _PAST:
+        addressed = bool(_WISHED_PAST.search(before))
+    else:
+        # "Forget I like olives? Never!" asks nothing: a question asks with "can you ...".
+        imperative = _IMPERATIVE_PREFIX.fullmatch(before) is not None and not question
+        addressed = imperative or bool(_ADDRESSED.search(before))
+    if not addressed:
+        return False, negated
+    if verb.group("keep"):  # "don't remember", not a question ("don't you remember ...?")
+        return negated and not question, negated
+    if verb.group("erase") and not _MEMORY_WORD.search(sentence):
+        return False, negated
+    return not negated, negated
+
+
+# A clause with the person as its subject or a verb of being ("..., I still like olives",
+# "..., Oslo is where I live") is a statement of its own, not more of a request's object;
+# after a "that"/"where" it is the object ("forget my address and where I work").
+_SUBJECT = re.compile(
+    r"\b(?:i|i'm|im|i've|i'll|we|we're|yo|je|j'|ich|wir|is|are|was|were|stays|remains|es|esta"
+    r"|son|est|sont|reste|ist|sind|bleibt)\b|\bj'"
+)
+_STATEMENT_START = re.compile(
+    rf"\W*(?:(?:{_LEAD_WORDS})\W+)*(?:he|she|they|it's|there's|il|elle|on|nous|c'est|er)\b"
+)
+
+
+def _new_statement(text: str) -> bool:
+    subject = _SUBJECT.search(text)
+    if subject and not _COMPLEMENT.search(text, 0, subject.start()):
+        return True
+    return bool(_CONTRAST.match(text) or _STATEMENT_START.match(text))
+
+
+_CONTRAST = re.compile(
+    r"(?:but|however|though|although|except|yet|pero|sino|aunque|excepto|salvo|mais|sauf"
+    r"|cependant|pourtant|aber|sondern|jedoch|ausser)\b"
+)
+_CLAUSE_BREAK = re.compile(
+    r",|:|\s[-–—]+\s|[–—]|\b(?=(?:and|or|then|also|y|o|luego|et|ou|puis|und|oder|dann)\b)"
+    r"|\b(?=(?:but|however|though|although|except|yet|pero|sino|aunque|excepto|salvo|mais|sauf"
+    r"|cependant|pourtant|aber|sondern|jedoch|ausser)\b)"
+)
 # A subordinate clause ("..., that I ...") belongs to the clause before it.
-_SUBORDINATE = re.compile(r",\s*(?=(?:that|que|dass|qu')\b)", re.IGNORECASE)
+_SUBORDINATE = re.compile(r",\s*(?=(?:that|que|dass|qu'|where|donde|ou|wo)\b)")
+# "Forget this: I like olives": what follows the colon is the request's object.
+_OBJECT_COLON = re.compile(
+    r"\b(?:this|that|the following|esto|eso|lo siguiente|ceci|cela|ca|das|dies|folgendes)\s*:"
+)
+_SENTENCE = re.compile(r"[^.!?;\n]+[.!?;\n]*")
+_REPORTING = re.compile(rf"\b(?:{_REPORT_VERBS})\b")
+# "As I said, ..." is the person's own report; "I was told ..." is someone else's.
+_SELF = re.compile(
+    r"\b(?:i|i've|i have|i had|je|j'ai|yo|ich|ich habe)\s+"
+    r"(?:(?!(?:was|were|been|got|get|am|wurde|ete)\b)\w+\s+)?$"
+)
 
 
-def _unquoted(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).replace("’", "'")
-    return _SUBORDINATE.sub(" ", _QUOTED.sub(" ", text))
+def _sentences(own: str) -> Iterator[tuple[str, bool]]:
+    """The sentences of someone's own words, each with whether it is a question."""
+    for match in _SENTENCE.finditer(own):
+        sentence = match.group(0)
+        if sentence.strip(" \t\n.!?;¿¡"):
+            yield sentence.strip(), "?" in sentence or "¿" in sentence
 
 
-def _asks(sentence: str) -> bool:
-    """Does this sentence (quotes removed) ask the assistant to forget something?"""
-    if _REPORTING.search(sentence) or _NEGATED.search(sentence):
-        return False
-    for clause in _CLAUSE.split(sentence):
-        clause = clause.strip()
-        if not clause or _DISMISSAL.match(clause):
+def _reports(sentence: str) -> bool:
+    """Does the sentence report someone else's words ("my boss said forget it")? The
+    person's own ("as I said, forget it") are theirs."""
+    return any(not _SELF.search(sentence[: m.start()]) for m in _REPORTING.finditer(sentence))
+
+
+def _clauses(sentence: str, question: bool) -> list[_Clause]:
+    clauses = []
+    joined = _OBJECT_COLON.sub(lambda m: m.group(0)[:-1], _SUBORDINATE.sub(" ", sentence))
+    texts = [t.strip(" \t\n.!?;¿¡") for t in _CLAUSE_BREAK.split(joined)]
+    texts = [t for t in texts if t]
+    for index, text in enumerate(texts):
+        verb = _VERB.search(text)
+        # "Forget my address, will you?": the question is the tag's, not the request's
+        asked = question and index == len(texts) - 1
+        asks, negated = _asks(text, verb, asked, sentence) if verb else (False, False)
+        negated = negated or bool(_NEGATION.search(text) and not asks)
+        verb_kind = next((k for k, v in verb.groupdict().items() if v), "") if verb else ""
+        opens = _new_statement(text)
+        polite = bool(_ADDRESSED.search(text))
+        clauses.append(_Clause(text, verb_kind, asks, polite, negated, opens))
+    return clauses
+
+
+@dataclass
+class _Part:
+    words: set[str]
+    asks: bool
+    polite: bool
+    plain: bool  # neither a request, a negation nor a verb of forgetting or keeping
+    end: int  # the index of its last clause
+
+
+def _parts(clauses: list[_Clause]) -> list[_Part]:
+    """Cut a sentence's clauses into parts: a request, a negation, a verb of forgetting or
+    keeping, a contrast or a new statement starts one; a plain clause after it ("..., figs
+    and plums") continues it, unless it is a request naming nothing ("forget it, the olives
+    were fine" is "never mind")."""
+    parts: list[_Part] = []
+    for index, clause in enumerate(clauses):
+        words = set(_words(clause.text))
+        plain = not (clause.verb or clause.negated)
+        continues = parts and (parts[-1].words or not parts[-1].asks)
+        if continues and plain and not clause.opens_part:
+            parts[-1].words |= words
+            parts[-1].end = index
             continue
-        if _STRONG_AT_START.match(clause):
-            return True
-        if _BROAD_AT_START.match(clause) and _MEMORY_WORD.search(sentence):
-            return True
-    return False
-
-
-_OTHER_STEMS = content_words(" ".join(_OTHER_WORDS))  # stemmed once, not per call
+        parts.append(_Part(words, clause.asks, clause.polite, plain, index))
+    return parts
 
 
 def _words(text: str, names: Iterable[str] = ()) -> frozenset[str]:
     return content_words(text, names) - _OTHER_STEMS
 
 
-def forget_request(turn: str, fact: str) -> bool:
-    """Does ``turn`` (a user's words) ask to forget ``fact``?
+# Taking a request back later in the turn: "..., actually no, don't", "jk", "never mind".
+_TAKEN_BACK = re.compile(
+    r"\b(?:jk|just kidding|kidding|never ?mind|scratch that|changed my mind|on second thought"
+    r"|mejor no|no lo hagas|en fait non|ne le fais pas|laisse tomber|doch nicht|lieber nicht"
+    r"|mach das nicht)\b"
+)
+# A later clause of nothing but "no", "don't", "wait", "do it" with a negation among them.
+_BARE_REFUSAL = re.compile(
+    rf"\W*(?:(?:{_LEAD_WORDS}|{_NEGATOR_WORDS}|or|wait|nope|sorry|nein|non|do|it|that|forget it"
+    r"|olvidalo|vergiss es)(?:\W+|(?<=')|$))+"
+)
+_REFUSING = re.compile(rf"{_NEGATION.pattern}|\b(?:nope|nein|non|forget it|olvidalo|vergiss es)\b")
 
-    One of its sentences must ask the assistant to forget (see the module) and share a
-    content word with the fact.
-    """
-    facts = _words(fact)
-    if not facts:
-        return False
-    for sentence in _SENTENCE.split(_unquoted(turn)):
-        if _asks(sentence) and _words(sentence) & facts:
+
+def _taken_back(request: str, later: Iterable[str]) -> bool:
+    if _TAKEN_BACK.search(request):  # "forget that I like olives lol jk"
+        return True
+    for text in later:
+        if _TAKEN_BACK.search(text) or (_BARE_REFUSAL.fullmatch(text) and _REFUSING.search(text)):
             return True
     return False
 
 
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|n't|nicht|kein|keine|nie|pas|jamais|plus|nunca|ya no|nada)\b|n't\b",
-    re.IGNORECASE,
+def forget_request(turn: str, fact: str) -> bool:
+    """Does ``turn`` (a user's words) ask to forget ``fact``?
+
+    A clause of the person's own words must ask the assistant to forget, and its part of
+    the sentence (or, for "..., please forget it", the part just before) share a content
+    word with the fact, and nothing later in the turn take it back ("actually no, don't").
+    See the module.
+    """
+    facts = _words(fact)
+    if not facts:
+        return False
+    sentences = [
+        _clauses(sentence, question)
+        for sentence, question in _sentences(own_words(turn))
+        if not _reports(sentence)
+    ]
+    for position, clauses in enumerate(sentences):
+        parts = _parts(clauses)
+        for index, part in enumerate(parts):
+            if not part.asks:
+                continue
+            words = part.words
+            if not words and part.polite and index and parts[index - 1].plain:
+                words = parts[index - 1].words  # "that thing about Paris, please forget it"
+            if not words & facts:
+                continue
+            later = [c.text for c in clauses[part.end + 1 :]]
+            later += [c.text for rest in sentences[position + 1 :] for c in rest]
+            return not _taken_back(clauses[part.end].text, later)
+    return False
+
+
+_FIRST_PERSON = re.compile(
+    r"\b(?:i|i'm|im|i've|i'd|i'll|me|my|mine|we|our|us|yo|mi|mis|nosotros|nuestr\w*|je|moi|mon"
+    r"|ma|mes|nous|notre|nos|ich|mich|mir|mein\w*|wir|uns|unser\w*)\b|\bj'|\bm'"
 )
+# What says a change when the statement shares no word with the old fact ("I moved to
+# Berlin" for "lives in Paris"); "I love Berlin's museums" says none.
+_CHANGE = re.compile(
+    r"\b(?:now|new|no longer|any ?more|moved|move|moving|changed|switched|started|became"
+    r"|joined|left|quit|since|ahora|ya no|nuev[oa]s?|mude|mudamos|mudado|cambie|empece|desde"
+    r"|maintenant|desormais|nouve\w*|demenage\w*|change|depuis|jetzt|neu\w*|umgezogen|nicht mehr"
+    r"|seit|gewechselt)\b"
+)
+
+
+# Someone else as the subject: "She hates olives" is not the person's change.
+_THIRD_PERSON = re.compile(
+    r"\b(?:he|she|they|his|her|their|him|them|il|elle|ils|elles|lui|leur|ella|ellos|ellas|er"
+    r"|ihm|ihn)\b"
+)
+# A statement opening with one of these goes on about what the one before it said ("I drive a
+# blue Corolla." "It's from 2015.").
+_ANAPHOR = re.compile(r"\W*(?:it|its|that|this|es|eso|esto|c'est|ce|ca|cela|das|dies)\b")
 
 
 def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[str] = ()) -> bool:
     """Does one of the user's ``turns`` support replacing ``old`` by ``new``?
 
-    The turn must carry what is new (a content word of ``new`` that ``old`` lacks; when only
-    a negation differs, a negation), and be about the old fact: share a content word with
-    it, or the new fact shares one with the old ("I moved to Berlin" replaces "Ada lives in
-    Paris" by "Ada lives in Berlin"). The person's ``names`` do not count: every fact about
-    Ada names her, so sharing "Ada" says nothing about which fact is meant.
+    One statement (not a question, not reported speech) of the person's own words must carry
+    what is new (a content word of ``new`` that ``old`` lacks, in a clause negated only if
+    ``new`` is; when only a negation differs, a negation) and be about the old fact:
+
+    * share a content word with it, and be about the person ("I", "my", their ``names``, a
+      name the old fact opens with: "Tom moved") or at least not about someone else ("Tom hates
+      olives", "She hates olives" are not);
+    * or be the person's and say a change ("now", "moved", "no longer") when the new fact
+      shares a word with the old ("I moved to Berlin" replaces "Ada lives in Paris" by "Ada
+      lives in Berlin"; "Is Berlin nice?", "Berlin is cold" and "I love Berlin" do not);
+    * or go on, with "it"/"that"/"c'est"/"das" ..., from the person's statement just before
+      that was about the old fact ("I drive a blue Corolla." "It's from 2015.").
+
+    The ``names`` do not count as shared words: every fact about Ada names her, so sharing
+    "Ada" says nothing about which fact is meant.
     """
     names = tuple(names)
     old_words, new_words = _words(old, names), _words(new, names)
     news = new_words - old_words
-    flips = bool(_NEGATION.search(new)) != bool(_NEGATION.search(old))
+    negated_new = bool(_NEGATION.search(fold(new)))
+    flips = negated_new != bool(_NEGATION.search(fold(old)))
     same_subject = bool(old_words & new_words)
+    # Whom the old fact is about: the person, or whom it names first ("Tom lives in Paris").
+    # An article is not a name: "The user likes olives" is the person's (consolidation's
+    # facts open with "The user"), and "the" in "Tom hates the olives" does not make it so.
+    subject = re.match(r"\W*(?:(?:the|a|an)\s+)?([^\W\d_]+)", old, re.IGNORECASE)
+    whom = {fold(n) for n in names if n}
+    if subject and subject.group(1)[0].isupper():
+        whom.add(fold(subject.group(1)))
+    previous = False  # the person's statement just before was about the old fact
     for turn in turns:
-        text = _unquoted(turn)
-        said = _words(text, names)
-        if not (said & old_words or same_subject):
-            continue
-        if said & news or (not news and flips and _NEGATION.search(text)):
-            return True
+        others = _named(turn) - old_words - new_words
+        for sentence, question in _sentences(own_words(turn)):
+            if question or _reports(sentence):
+                previous = False
+                continue
+            said = _words(sentence, names)
+            personal = bool(_FIRST_PERSON.search(sentence)) or any(
+                re.search(rf"\b{re.escape(w)}\b", sentence) for w in whom
+            )
+            foreign = bool(_THIRD_PERSON.search(sentence) or said & others)
+            shares = bool(said & old_words) and (personal or not foreign)
+            about = shares or (same_subject and personal and _CHANGE.search(sentence))
+            if about or (previous and _ANAPHOR.match(sentence) and not foreign):
+                stated = _states(sentence, news, names, negated_new)
+                if stated or (not news and flips and _NEGATION.search(sentence)):
+                    return True
+            previous = shares
     return False
+
+
+def _named(turn: str) -> frozenset[str]:
+    """The content words a turn writes with a capital letter ("Tom", "Big"), as stems."""
+    capitalised = " ".join(w for w in re.findall(r"[^\W\d_][\w'-]*", turn) if w[0].isupper())
+    return _words(capitalised)
+
+
+def _states(sentence: str, news: frozenset[str], names: Iterable[str], negated: bool) -> bool:
+    """Does a clause of ``sentence`` say ``news`` as the new fact does ("I'd never move to
+    Berlin" does not say "lives in Berlin")?"""
+    return any(
+        _words(clause, names) & news and bool(_NEGATION.search(clause)) == negated
+        for clause in _CLAUSE_BREAK.split(sentence)
+    )

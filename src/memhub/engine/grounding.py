@@ -3,7 +3,8 @@
 A model writes a fact and cites the turns it comes from. The fact is **grounded** when the
 person's own turns carry its content: they share content words with it (function words,
 reporting verbs and the person's name do not count, and words are compared by a crude stem
-so "lives"/"live" and "peanuts"/"peanut" match). It is a **copy** of something else when
+so "lives"/"live" and "peanuts"/"peanut" match; case and accents are folded, so
+"végétarien" meets "vegetarian"). It is a **copy** of something else when
 another source (the prompt's instructions and examples, system text, the assistant's turns)
 supplies more of its content words than the person's turns do, or more than one ("Ada lives
 in Paris." after "I moved to Paris" is grounded though the prompt's example says the same:
@@ -24,12 +25,14 @@ counted, never stored; a fact it accepts still goes through every other check.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
     "Support",
     "content_words",
+    "fold",
     "restates",
     "shared_content_words",
     "stem",
@@ -64,19 +67,31 @@ _SUFFIXES = ("ing", "ed", "es", "s", "e")
 _STEM_LENGTH = 5
 
 
+_DOUBLED = re.compile(r"(\w)\1+")
+
+
+def fold(text: str) -> str:
+    """``text`` case-folded and without accents: "Végétarien" -> "vegetarien", "Straße" ->
+    "strasse". People type the same word with and without them, and across languages."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", bare)
+
+
 def stem(word: str) -> str:
-    """A crude stem: one inflection off, then the first five letters ("moving" -> "mov")."""
+    """A crude stem: one inflection off, doubled letters single, then the first five letters
+    ("moving" -> "mov"; "address" and French "adresse" -> "adres")."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
             break
-    return word[:_STEM_LENGTH]
+    return _DOUBLED.sub(r"\1", word)[:_STEM_LENGTH]
 
 
 def content_words(text: str, ignore: Iterable[str] = ()) -> frozenset[str]:
     """The stems of ``text``'s content words, without those of ``ignore`` (e.g. names)."""
-    ignored = {stem(w) for name in ignore for w in _WORD.findall(name.casefold())}
-    words = (w for w in _WORD.findall(text.casefold()) if w not in _STOP)
+    ignored = {stem(w) for name in ignore for w in _WORD.findall(fold(name))}
+    words = (w for w in _WORD.findall(fold(text)) if w not in _STOP)
     return frozenset(s for s in map(stem, words) if s and s not in ignored)
 
 
@@ -199,11 +214,11 @@ def restates(fact: str, turn: str, speakers: Iterable[str] = ()) -> bool:
     prefix = _SPEAKER_PREFIX.match(fact)
     if prefix and prefix.group(1).casefold() in _ROLES | {s.casefold() for s in speakers}:
         return True
-    words = _WORD.findall(_QUOTED.sub(" ", fact).casefold())
+    words = _WORD.findall(fold(_QUOTED.sub(" ", fact)))
     if _VOICE.intersection(words):
         return True
-    words = _WORD.findall(fact.casefold())
+    words = _WORD.findall(fold(fact))
     # a turn's own speaker prefix ("Jon: I lost my job") names who speaks, not what is said:
     # "Jon lost his job." is Jon's fact in the system's words
-    said = _WORD.findall(_SPEAKER_PREFIX.sub("", turn, count=1).casefold())
+    said = _WORD.findall(fold(_SPEAKER_PREFIX.sub("", turn, count=1)))
     return len(words) >= 3 and _in_order(words, said) >= RESTATED_SHARE * len(words)

@@ -23,7 +23,14 @@ from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
 from memhub.memory.compat import as_of_filters, pick_limit, queued_answer, split_scope
 from memhub.memory.core import parse_memory_id
-from memhub.memory.inputs import check_add, check_id, check_limit, check_text, scope_of
+from memhub.memory.inputs import (
+    check_add,
+    check_id,
+    check_limit,
+    check_text,
+    parse_expiration,
+    scope_of,
+)
 from memhub.memory.results import HistoryItem, MemoryItem, history_item, memory_item
 from memhub.memory.retirement import RetirementMethods
 from memhub.memory.services import Services
@@ -50,6 +57,8 @@ class AsyncMemory(RetirementMethods):
         settings: Explicit settings; by default they come from the environment.
         embedder: An embedder to use instead of the one the settings name.
         fusion: How search fuses its signals.
+        config: A Mem0 config (a dict, or Mem0's ``MemoryConfig``), as Mem0's
+            ``AsyncMemory(config=...)`` takes it: the same as :meth:`from_config`.
     """
 
     @classmethod
@@ -295,8 +304,9 @@ class AsyncMemory(RetirementMethods):
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        expiration_date: date | datetime | str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory's text and/or metadata; the old text stays in history.
+        """Correct a memory's text, metadata and/or expiry; the old text stays in history.
 
         Args:
             memory_id: The memory.
@@ -309,27 +319,39 @@ class AsyncMemory(RetirementMethods):
             user_id: With agent_id / run_id: only inside this scope.
             agent_id: See user_id.
             run_id: See user_id.
+            expiration_date: A new date (``YYYY-MM-DD``) after which the memory is no longer
+                returned, as ``add`` takes it; None keeps the current one.
         """
         scope = self._optional_scope(user_id, agent_id, run_id)
         if data is not None and text is not None and data != text:
             raise UsageError("pass the new text once: data or text")
         data = data if data is not None else text
-        if data is None and metadata is None:
-            raise UsageError("pass the new text (data), metadata, or both")
+        if data is None and metadata is None and expiration_date is None:
+            raise UsageError("pass the new text (data), metadata, expiration_date, or some")
+        # Everything is checked before anything is written.
         text = None if data is None else check_text("data", data, self.limits)
         meta = None if metadata is None else self._check_metadata(metadata)
+        expires_at = None if expiration_date is None else parse_expiration(expiration_date)
+        memory = parse_memory_id(memory_id)
         engine = await self._services()
-        vector = None if text is None else (await engine.embedder.embed([text]))[0]
-        record = await engine.store.update_memory(
-            scope,
-            parse_memory_id(memory_id),
-            text,
-            None if text is None else memory_hash(text),
-            vector,
-            meta,
-            actor="user",
-            merge_metadata=merge_metadata,
-        )
+        if text is None and meta is None:  # only the expiry changes
+            record = await engine.store.get_memory(scope, memory)
+            if record is None:
+                raise MemoryNotFound(f"no memory {memory} in this scope")
+        else:
+            vector = None if text is None else (await engine.embedder.embed([text]))[0]
+            record = await engine.store.update_memory(
+                scope,
+                memory,
+                text,
+                None if text is None else memory_hash(text),
+                vector,
+                meta,
+                actor="user",
+                merge_metadata=merge_metadata,
+            )
+        if expires_at is not None:
+            await engine.store.set_expiry(scope, [memory], expires_at)
         return {"message": "Memory updated successfully!", "result": memory_item(record)}
 
     async def delete(

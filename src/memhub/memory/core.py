@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 from memhub.config import MemhubSettings
@@ -27,6 +27,18 @@ def parse_memory_id(value: object) -> uuid.UUID:
         raise UsageError(f"memory_id {value!r} is not a UUID") from None
 
 
+def _settings_from_config(config: object, db_url: str | None) -> MemhubSettings:
+    """Settings from a Mem0 config: a dict, or Mem0's own ``MemoryConfig`` (a pydantic model)."""
+    from memhub.memory.mem0_config import settings_from_mem0_config
+
+    dump = getattr(config, "model_dump", None)
+    mapping = dump(exclude_none=True) if callable(dump) else config
+    if not isinstance(mapping, Mapping):
+        raise UsageError(f"config must be a Mem0 config dict, got {type(config).__name__}")
+    settings = settings_from_mem0_config(mapping)
+    return settings if db_url is None else settings.model_copy(update={"database_url": db_url})
+
+
 class MemoryCore:
     """The state of a memory object and the helpers its public methods share.
 
@@ -43,7 +55,12 @@ class MemoryCore:
         settings: MemhubSettings | None = None,
         embedder: Embedder | None = None,
         fusion: FusionConfig | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
+        if config is not None:
+            if settings is not None:
+                raise UsageError("pass settings or a Mem0 config, not both")
+            settings = _settings_from_config(config, db_url)
         if settings is None:
             settings = MemhubSettings.from_env(database_url=db_url)
         elif db_url is not None:

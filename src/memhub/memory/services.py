@@ -25,7 +25,7 @@ from memhub._portal import is_portal_loop
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder, create_embedder
 from memhub.embed.factory import DEFAULT_MODEL
-from memhub.embed.packaged import PACKAGED_MODELS
+from memhub.embed.packaged import PACKAGED_MODELS, is_ready
 from memhub.engine.consolidate import Consolidator
 from memhub.engine.ingest import INGEST_JOB
 from memhub.engine.prompts import reply_tokens
@@ -39,6 +39,7 @@ from memhub.store.records import Scope
 __all__ = [
     "Services",
     "acquire_services",
+    "builds_a_model",
     "close_all_services",
     "embedder_for_store",
     "embedder_from_settings",
@@ -90,9 +91,23 @@ async def embedder_for_store(settings: MemhubSettings, store: Store) -> Embedder
                 recorded,
             )
             settings = settings.model_copy(update={"embedder_model": recorded})
-    # A packaged model's first use assembles it and writes its graph (tens of seconds): off
+    # A packaged model's first use on a machine builds it (tens of seconds): off
     # the event loop, which may be serving other requests meanwhile.
     return await asyncio.to_thread(embedder_from_settings, settings)
+
+
+def builds_a_model(settings: MemhubSettings) -> bool:
+    """Whether opening with these settings first builds a packaged model (once per machine:
+    about a minute), so a server should answer ``/healthz`` while it opens."""
+    if settings.embedder not in ("minilm", "onnx", "default", "local"):
+        return False
+    model = settings.embedder_model
+    if model is None and settings.embedder in ("default", "local"):
+        model = DEFAULT_MODEL
+    packaged = PACKAGED_MODELS.get(model or "")
+    if packaged is None:
+        return False
+    return not is_ready(packaged, settings.model_cache, settings.data_dir / "models")
 
 
 def embedder_from_settings(settings: MemhubSettings) -> Embedder:
@@ -103,6 +118,7 @@ def embedder_from_settings(settings: MemhubSettings) -> Embedder:
             threads=settings.embedder_threads,
             model=settings.embedder_model,
             dimension=settings.embedder_dimension,
+            model_cache=settings.model_cache,
             models_dir=settings.data_dir / "models",
         )
     return create_embedder(

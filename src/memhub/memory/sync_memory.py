@@ -35,6 +35,8 @@ class Memory:
         settings: Explicit settings; by default they come from the environment.
         embedder: An embedder to use instead of the one the settings name.
         fusion: How search fuses its signals.
+        config: A Mem0 config (a dict, or Mem0's ``MemoryConfig``), as Mem0's
+            ``AsyncMemory(config=...)`` takes it: the same as :meth:`from_config`.
     """
 
     def __init__(
@@ -47,6 +49,7 @@ class Memory:
         settings: MemhubSettings | None = None,
         embedder: Embedder | None = None,
         fusion: FusionConfig | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         self._async = AsyncMemory(
             user_id,
@@ -56,6 +59,7 @@ class Memory:
             settings=settings,
             embedder=embedder,
             fusion=fusion,
+            config=config,
         )
 
     @property
@@ -284,8 +288,9 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        expiration_date: date | datetime | str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory's text and/or metadata; the old text stays in history.
+        """Correct a memory's text, metadata and/or expiry; the old text stays in history.
 
         Args:
             memory_id: The memory.
@@ -298,6 +303,8 @@ class Memory:
             user_id: With agent_id / run_id: only inside this scope.
             agent_id: See user_id.
             run_id: See user_id.
+            expiration_date: A new date (``YYYY-MM-DD``) after which the memory is no longer
+                returned, as ``add`` takes it; None keeps the current one.
         """
         return run_sync(
             self._async.update(
@@ -309,6 +316,7 @@ class Memory:
                 user_id=user_id,
                 agent_id=agent_id,
                 run_id=run_id,
+                expiration_date=expiration_date,
             )
         )
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import importlib.util
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +22,11 @@ from memhub.config import MemhubSettings
 from memhub.errors import install_hint
 from memhub.memory.admin import AsyncAdmin
 from memhub.memory.async_memory import AsyncMemory
+from memhub.memory.services import builds_a_model
 from memhub.server import routes_admin, routes_memories
 from memhub.server.errors import install_error_handlers
 from memhub.server.gate import TenantGate
+from memhub.server.health import WriteHealth, WriteWatch
 from memhub.server.limits import BodyLimit
 from memhub.server.settings import ServerSettings
 from memhub.server.state import ServerState
@@ -93,7 +97,10 @@ class _GatedApp(FastAPI):
 
 
 def _lifespan(
-    settings: MemhubSettings | None, memory: AsyncMemory | None, server: ServerSettings
+    settings: MemhubSettings | None,
+    memory: AsyncMemory | None,
+    server: ServerSettings,
+    writes: WriteHealth,
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """Open the facade (or use the caller's) and the server's state around the app's life."""
 
@@ -102,25 +109,81 @@ def _lifespan(
         own = memory is None
         facade = memory or AsyncMemory(settings=settings or MemhubSettings.from_env())
         try:
-            # Now, not on the first request: the worker drains jobs queued before a restart,
-            # and a broken database or embedder fails the start.
-            await facade.open()
-            state = ServerState(memory=facade, admin=AsyncAdmin(facade), server=server)
-            await state.admin.ping()  # keys and tenants need PostgreSQL: refuse memory:// now
-            await _bootstrap(state)
-            # Revocations by other processes are pushed from the first request on.
-            await state.access.start(wait=facade.settings.connect_timeout)
-            app.state.memhub = state
-            try:
-                yield
-            finally:
-                app.state.memhub = None
-                await state.access.aclose()
+            if own and builds_a_model(facade.settings):
+                async with _started_in_background(app, facade, server, writes):
+                    yield
+            else:
+                async with _started(app, facade, server, writes):
+                    yield
         finally:
             if own:
                 await facade.aclose()
 
     return lifespan
+
+
+@asynccontextmanager
+async def _started(
+    app: FastAPI, facade: AsyncMemory, server: ServerSettings, writes: WriteHealth
+) -> AsyncIterator[None]:
+    """The server's state, ready, for as long as the context lasts."""
+    # Now, not on the first request: the worker drains jobs queued before a restart,
+    # and a broken database or embedder fails the start.
+    await facade.open()
+    state = ServerState(memory=facade, admin=AsyncAdmin(facade), server=server, writes=writes)
+    await state.admin.ping()  # keys and tenants need PostgreSQL: refuse memory:// now
+    await _bootstrap(state)
+    # Revocations by other processes are pushed from the first request on.
+    await state.access.start(wait=facade.settings.connect_timeout)
+    app.state.memhub = state
+    try:
+        yield
+    finally:
+        app.state.memhub = None
+        await state.access.aclose()
+
+
+@asynccontextmanager
+async def _started_in_background(
+    app: FastAPI, facade: AsyncMemory, server: ServerSettings, writes: WriteHealth
+) -> AsyncIterator[None]:
+    """Start while already listening: the first start builds the embedding model (about a
+    minute), and meanwhile ``/healthz`` answers 503 with the build's progress.
+
+    A start that fails is logged and, under ``memhub serve``, stops the server
+    (``app.state.stop_server``); ``/healthz`` says "failed" until then.
+    """
+    held = AsyncExitStack()
+
+    async def start() -> None:
+        try:
+            await held.enter_async_context(_started(app, facade, server, writes))
+        except Exception as exc:
+            log.error("memhub could not start: %s", exc, exc_info=exc)
+            app.state.memhub_failed = f"{exc.__class__.__name__}: {exc}"
+            stop: Callable[[], None] | None = getattr(app.state, "stop_server", None)
+            if stop is not None:
+                stop()
+            return
+        app.state.memhub_starting = None
+        log.info("memhub is ready")
+
+    log.info("memhub is starting: building its embedding model first (GET /healthz shows how far)")
+    app.state.memhub_failed = None
+    app.state.memhub_starting = asyncio.create_task(start())
+    try:
+        yield
+    finally:
+        task = app.state.memhub_starting
+        if task is not None:
+            # A build in its thread runs to its end (a thread cannot be stopped), and the
+            # process exits after it: the next start finds the model built.
+            log.info("stopping while starting: the model being built is finished first")
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        app.state.memhub_starting = None
+        await held.aclose()
 
 
 def create_app(
@@ -140,17 +203,20 @@ def create_app(
     """
 
     server_settings = server or ServerSettings.from_env()
+    writes = WriteHealth()
     app = _GatedApp(
         title="memhub",
         summary="Memory for LLM agents on PostgreSQL + pgvector, Mem0-style.",
         version="1",
-        lifespan=_lifespan(settings, memory, server_settings),
+        lifespan=_lifespan(settings, memory, server_settings, writes),
         # FastAPI's own pages load Swagger UI and ReDoc from a CDN: /docs is served below
         # from the fastapi-offline package's assets instead, so it works offline.
         docs_url=None,
         redoc_url=None,
     )
     install_error_handlers(app)
+    # Inside the slash rewrite, the body limit and the gate: it sees the routes' own paths.
+    app.add_middleware(WriteWatch, health=writes)
     app.add_middleware(_TrailingSlashes)
     # An oversized body is refused before routing, parsing or authentication (and a tenant
     # over its quota before that, by _GatedApp, before its body is even read).

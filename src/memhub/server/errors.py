@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from memhub.errors import (
     ConfigurationError,
@@ -144,7 +145,29 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
     response = _body(exc.status_code, str(exc.detail), _HTTP_TYPES.get(exc.status_code, "Error"))
     if exc.headers:
         response.headers.update(exc.headers)
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route of the path only; several routes
+        # share one (GET, POST and DELETE /v1/memories are three).
+        response.headers["Allow"] = ", ".join(_allowed_methods(request))
     return response
+
+
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the request's path accepts.
+
+    Asked of each route as the router asks (``matches`` with that method), so routes that
+    FastAPI nests under included routers are found too.
+    """
+    routes = request.app.router.routes
+    allowed = []
+    for method in _METHODS:
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] is Match.FULL for route in routes):
+            allowed.append(method)
+    return allowed
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -78,9 +78,15 @@ class BodyLimit:
                 {"Connection": "close"},
             )
             return
+        if _asks_websocket(headers):
+            await answer(send, 400, _NO_WEBSOCKET, "BadRequest", {"Connection": "close"})
+            return
         declared = next(iter(lengths), None)
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            if declared.isdigit() and int(declared) <= DRAIN_BYTES:
+            # A client sending "Expect: 100-continue" waits for a word before its body: the
+            # 413 is that word, and nothing needs draining (reading would send "100 Continue").
+            waiting = any(n == b"expect" and v.lower() == b"100-continue" for n, v in headers)
+            if not waiting and declared.isdigit() and int(declared) <= DRAIN_BYTES:
                 await _drain(receive, DRAIN_BYTES)
             await self._refuse(send)
             return
@@ -103,6 +109,14 @@ class BodyLimit:
             more = bool(message.get("more_body", False))
         body = b"".join(chunks)
         await self.app(scope, _replay([{"type": "http.request", "body": body}], receive), send)
+
+
+_NO_WEBSOCKET = "this server speaks plain HTTP only: it does not switch to WebSocket"
+
+
+def _asks_websocket(headers: list[tuple[bytes, bytes]]) -> bool:
+    # Only WebSocket: an "Upgrade: h2c" may be ignored, and the request served in HTTP/1.1.
+    return any(n == b"upgrade" and b"websocket" in v.lower() for n, v in headers)
 
 
 async def _drain(receive: Receive, limit: int) -> None:

@@ -50,6 +50,7 @@ def serve(
     import uvicorn
 
     from memhub.server.app import create_app
+    from memhub.server.protocol import JsonH11Protocol
 
     settings = settings or MemhubSettings.from_env()
     server = server or ServerSettings.from_env()
@@ -61,4 +62,22 @@ def serve(
         # the signal again: with Python's default one the process would die without running
         # its exit handlers, leaving the embedded PostgreSQL running. Ours exits normally.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, proxy_headers=False)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        proxy_headers=False,
+        # Malformed requests answered in memhub's JSON (memhub.server.protocol); no WebSocket.
+        http=JsonH11Protocol,
+        ws="none",
+    )
+    runner = uvicorn.Server(config)
+
+    def stop() -> None:  # a start that failed after the port opened (app._started_in_background)
+        runner.should_exit = True
+
+    app.state.stop_server = stop
+    runner.run()
+    if not runner.started or getattr(app.state, "memhub_failed", None) is not None:
+        raise SystemExit(3)  # uvicorn.run's exit status for a start that failed

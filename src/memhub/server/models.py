@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    field_validator,
+)
 
 __all__ = [
     "AddRequest",
@@ -39,6 +47,27 @@ __all__ = [
     "UserOut",
     "WhoAmI",
 ]
+
+
+def _iso_8601(value: object) -> object:
+    """Let only text (or a Python date) through: pydantic reads a number as Unix seconds."""
+    if isinstance(value, date):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("expected an ISO 8601 string, not a number or a boolean")
+    try:
+        float(value)
+    except ValueError:
+        return value
+    raise ValueError("expected an ISO 8601 string, not a number in a string")
+
+
+# What the OpenAPI schema says (a date-time or date string) and nothing else: lax pydantic
+# would also take 0, 1.5 or "1700000000" as moments of 1970 or 2023.
+IsoDateTime = Annotated[datetime, BeforeValidator(_iso_8601)]
+IsoDate = Annotated[date | datetime, BeforeValidator(_iso_8601)]
+StrictInt = Annotated[int, Strict()]
+StrictFloat = Annotated[float, Strict()]  # an integer is a number too; true and "0.5" are not
 
 
 def _id() -> Any:
@@ -77,14 +106,17 @@ class AddRequest(_Scoped):
     messages: str | ChatMessage | list[ChatMessage | str]
     metadata: dict[str, Any] | None = None
     infer: bool = Field(default=True, strict=True)
-    timestamp: datetime | float | None = Field(
+    timestamp: IsoDateTime | StrictFloat | None = Field(
         default=None,
         description="When the messages were said (ISO 8601 or Unix seconds), years 1 to 9999.",
     )
     wait: bool = Field(
-        default=False, strict=True, description="Answer once the memories are searchable."
+        default=False,
+        strict=True,
+        description="Answer once the memories are searchable, or after the server's "
+        "MEMHUB_WAIT_TIMEOUT (30 s by default) with status PENDING and what is searchable.",
     )
-    expiration_date: date | datetime | None = Field(
+    expiration_date: IsoDate | None = Field(
         default=None,
         description="Mem0's: the memories' last day (YYYY-MM-DD, UTC) or the instant they "
         "expire; after it they are not returned, and are purged later.",
@@ -111,10 +143,22 @@ class SearchRequest(_Scoped):
         description="At most MEMHUB_MAX_SEARCH_RESULTS.",
     )
     filters: dict[str, Any] | None = None
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    threshold: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
     include_superseded: bool = Field(default=False, strict=True)
-    as_of: datetime | None = Field(
+    as_of: IsoDateTime | None = Field(
         default=None, description="Only what was true at this moment (ISO 8601; naive is UTC)."
+    )
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        strict=True,
+        description="Cap on the results' total length, estimated at four characters a token.",
+    )
+    rerank: bool | None = Field(
+        default=None,
+        strict=True,
+        description="Rerank with the server's MEMHUB_RERANKER (true without one: 422); "
+        "null: rerank when one is set.",
     )
 
 
@@ -316,7 +360,7 @@ class ParkedJobs(BaseModel):
 class RetryRequest(_Strict):
     """``POST /v1/jobs/retry``: parked jobs to queue again (``ids`` null: all of them)."""
 
-    ids: list[int] | None = Field(default=None, max_length=1000)
+    ids: list[StrictInt] | None = Field(default=None, max_length=1000)
 
 
 class RetryResponse(BaseModel):
@@ -332,7 +376,7 @@ class KeyCreate(_Strict):
         pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$",
         description="Lowercase letters, digits, '-' and '_'; its ids never meet another's.",
     )
-    is_admin: bool = False
+    is_admin: bool = Field(default=False, strict=True)
 
 
 class KeyOut(BaseModel):
@@ -363,8 +407,10 @@ class WhoAmI(BaseModel):
 
 
 class Health(BaseModel):
-    status: str
+    status: str  # ok | unavailable | starting | failed
     database: str
+    #: While starting: the embedding model's build, {"name", "step", "done", "of"}.
+    model: dict[str, Any] | None = None
 
 
 class ErrorBody(BaseModel):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 
+from memhub.embed.model_cache import active_builds
 from memhub.engine.worker import CONSOLIDATE_LANE, ingest_lane
 from memhub.errors import StatementTimeout, StoreUnavailable, UsageError
 from memhub.server.auth import AdminCaller, Caller, State
@@ -27,6 +29,7 @@ from memhub.server.models import (
     UserList,
     WhoAmI,
 )
+from memhub.server.state import STARTING_RETRY_AFTER, ServerState
 
 __all__ = ["health_router", "router"]
 
@@ -205,15 +208,48 @@ async def retry_jobs(body: RetryRequest, caller: AdminCaller, state: State) -> d
     return {"requeued": await state.admin.retry_parked(body.ids)}
 
 
-@health_router.get("/healthz", response_model=Health, responses={503: {"model": Health}})
-async def healthz(state: State) -> Any:
-    """200 when the database answers, else 503 (no key needed; reveals nothing else)."""
+@health_router.get(
+    "/healthz",
+    response_model=Health,
+    response_model_exclude_none=True,
+    responses={503: {"model": Health}},
+)
+async def healthz(request: Request) -> Any:
+    """200 when the database answers and the server's writes work, else 503 (no key needed).
+
+    ``degraded`` (503): the database answers, but the server's latest write failed with 503
+    less than a minute ago and none has succeeded since (a full disk, a permission changed).
+    While the server starts (its first start builds the embedding model) it answers at once:
+    503 ``{"status": "starting", "model": {"step", "done", "of"}}``, or ``"failed"``.
+    """
+    state = getattr(request.app.state, "memhub", None)
+    if not isinstance(state, ServerState):
+        return _starting(request)
     try:
         await state.admin.ping()
     except (StoreUnavailable, StatementTimeout):
-        return JSONResponse(
-            {"status": "unavailable", "database": "unreachable"},
-            503,
-            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-        )
+        return _unhealthy("unavailable", "unreachable")
+    if state.writes.degraded(time.monotonic()):
+        return _unhealthy("degraded", "writes failing")
     return {"status": "ok", "database": "ok"}
+
+
+def _unhealthy(status: str, database: str) -> JSONResponse:
+    return JSONResponse(
+        {"status": status, "database": database},
+        503,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+
+
+def _starting(request: Request) -> JSONResponse:
+    failed = getattr(request.app.state, "memhub_failed", None)
+    if failed is not None:  # the reason is in the server's log, not here
+        return JSONResponse({"status": "failed", "database": "unknown"}, 503)
+    if getattr(request.app.state, "memhub_starting", None) is None:
+        raise RuntimeError("the memhub app is not started: run it under its lifespan")
+    body: dict[str, Any] = {"status": "starting", "database": "unknown"}
+    builds = active_builds()
+    if builds:
+        body["model"] = builds[0]
+    return JSONResponse(body, 503, headers={"Retry-After": str(STARTING_RETRY_AFTER)})

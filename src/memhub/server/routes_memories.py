@@ -159,6 +159,8 @@ async def search_memories(body: SearchRequest, caller: Caller, state: State) -> 
         threshold=body.threshold,
         include_superseded=body.include_superseded,
         as_of=body.as_of,
+        max_tokens=body.max_tokens,
+        rerank=body.rerank,
     )
     return {"results": [caller.present(item) for item in found["results"]]}
 

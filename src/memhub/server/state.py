@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fastapi import Request
+from fastapi import HTTPException, Request
 
 from memhub.memory.access import Access, KeyCache, Quotas, RateLimiter
 from memhub.memory.admin import AsyncAdmin
 from memhub.memory.async_memory import AsyncMemory
 from memhub.memory.inputs import Limits
+from memhub.server.health import WriteHealth
 from memhub.server.settings import ServerSettings
 
-__all__ = ["ServerState", "get_state"]
+__all__ = ["STARTING_RETRY_AFTER", "ServerState", "get_state"]
+
+#: What ``Retry-After`` says while the server is starting (building its embedding model).
+STARTING_RETRY_AFTER = 5
 
 
 @dataclass
@@ -22,6 +26,7 @@ class ServerState:
     memory: AsyncMemory
     admin: AsyncAdmin
     server: ServerSettings
+    writes: WriteHealth = field(default_factory=WriteHealth)
     access: Access = field(init=False)
     turns: RateLimiter = field(init=False)
 
@@ -46,5 +51,12 @@ def get_state(request: Request) -> ServerState:
     """The running app's state (set by its lifespan)."""
     state = getattr(request.app.state, "memhub", None)
     if not isinstance(state, ServerState):
+        if getattr(request.app.state, "memhub_starting", None) is not None:
+            raise HTTPException(
+                503,
+                "memhub is starting: its embedding model is being built (GET /healthz shows "
+                "how far); retry later",
+                headers={"Retry-After": str(STARTING_RETRY_AFTER)},
+            )
         raise RuntimeError("the memhub app is not started: run it under its lifespan")
     return state

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Final
 
 import psycopg
 import psycopg_pool
@@ -11,6 +13,25 @@ import psycopg_pool
 from memhub.errors import Conflict, StatementTimeout, StoreError, StoreUnavailable, UsageError
 
 __all__ = ["translate_errors"]
+
+# SQLSTATEs PostgreSQL gives a failed file operation besides its classes 53 (insufficient
+# resources: a full disk, no memory) and 58 (system errors: I/O), which psycopg already makes
+# OperationalError: errcode_for_file_access() reports EACCES, EPERM and EROFS as
+# insufficient_privilege (42501), ENOTDIR and EISDIR as wrong_object_type (42809), and any
+# other errno as internal_error (XX000). The same codes also mean a missing GRANT or a bug,
+# which no retry cures, so only a message about a file or directory counts.
+_FILE_ACCESS_STATES: Final = frozenset({"42501", "42809", "XX000"})
+_FILE_OPERATION = re.compile(r'^could not [a-z ]+ (?:file|directory) "|\bin file "')
+
+
+def _storage_fault(exc: psycopg.Error) -> bool:
+    """True when PostgreSQL failed to read or write its own files (a permission, I/O).
+
+    An operator's fix (the permission restored, the disk replaced) cures it without any
+    change to the request, so it is an outage, like a full disk, not a failed statement.
+    """
+    message = exc.diag.message_primary or ""
+    return exc.sqlstate in _FILE_ACCESS_STATES and bool(_FILE_OPERATION.search(message))
 
 
 @contextmanager
@@ -37,4 +58,8 @@ def translate_errors(action: str) -> Iterator[None]:
     except (psycopg.OperationalError, psycopg.errors.AdminShutdown, OSError) as exc:
         raise StoreUnavailable(f"{action}: database unavailable ({exc})") from exc
     except psycopg.Error as exc:
+        if _storage_fault(exc):
+            # PostgreSQL could not read or write its files (a permission changed under it):
+            # a 503 with Retry-After like a full disk, not a 500.
+            raise StoreUnavailable(f"{action}: database storage failed ({exc})") from exc
         raise StoreError(f"{action}: {exc}") from exc
