@@ -1,17 +1,30 @@
-"""What a real model makes of 30 labelled conversations: extraction and supersession quality.
+"""What a real model adds to memory: each stored fact judged as a person would (issue 35).
 
-Each conversation in ``bench/llm_set/conversations.json`` (written for this bench) is added
-session by session through the public API (``AsyncMemory.add(messages, wait=True)``) against an
-OpenAI-compatible server; then the current facts are scored against the labels:
+Labelled conversations (``bench/llm_set/dev.json``, tuned on; ``bench/llm_set/heldout.json``,
+run only to report) are added session by session, each at its own date, through the public
+API (``AsyncMemory.add(messages, user_id=..., timestamp=..., wait=True)``) against an
+OpenAI-compatible server. Then every current memory is sorted:
 
-- precision: facts stored that match a fact to keep; recall: facts to keep that a stored fact
-  matches (a label matches when a fact holds most of its content words);
-- changes: a change of fact is right when the old fact is no longer current and the new one
-  is; a request to forget is right when no current fact matches what was to be forgotten;
-- LLM calls, prompt and completion tokens per turn, seconds per turn (wall time of ``add``).
+- an **episode** (it has a ``role``, ``kind == "episode"`` or ``memory_type == "turn"``): what
+  was said, kept as it was; counted, never judged as a fact;
+- every other memory is a **stored fact**, judged into exactly one category, first that fits:
+  ``raw_turn`` (a user turn's words, nothing else), ``assistant_text`` (an assistant or system
+  turn's words, or a word only they said), ``copy_of_turn`` (still in the speaker's voice:
+  first or second person, a speaker prefix, or nearly all its words a user turn's in order),
+  ``forgotten`` (says what the user asked to forget), ``stale`` (says what a later turn
+  changed), ``supported`` (matches a labelled fact), else ``wrong``.
+
+A label is mechanical and strict: ``about`` is who the fact is about (``"user"``: the fact
+says "user"; a name: the fact names that person), ``all`` the patterns it must hold (each a
+case-insensitive regular expression matched at a word's start, so ``allerg`` matches
+"allergic"; ``a|b`` takes either), ``not`` patterns it must not hold. Precision is supported
+facts over stored facts; recall is labelled facts matched by a supported fact (found *as a
+fact*, not as a copy or an episode). A change is right when its new label is matched by a
+supported fact and no stored fact says the old one; a request to forget is honoured when no
+stored fact says it (episodes still saying it are counted beside).
 
 Run a server first (``python tools/llm_tier.py serve --model 1.5b``), then
-``python -m bench.llm_quality --url http://127.0.0.1:PORT/v1 --label "Qwen2.5-Coder-1.5B"``.
+``python -m bench.llm_quality --url http://127.0.0.1:PORT/v1 --set dev --out dev.json``.
 Quality is reported, not asserted.
 """
 
@@ -20,19 +33,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import platform
+import re
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from memhub import AsyncMemory, MemhubSettings
-from memhub.engine.grounding import content_words
-
-SET = Path(__file__).parent / "llm_set" / "conversations.json"
-NAMES = ("Ada", "Ben", "Cleo", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Juno")
+SETS = {
+    "dev": Path(__file__).parent / "llm_set" / "dev.json",
+    "heldout": Path(__file__).parent / "llm_set" / "heldout.json",
+}
+CATEGORIES = (
+    "supported",
+    "copy_of_turn",
+    "raw_turn",
+    "assistant_text",
+    "stale",
+    "forgotten",
+    "wrong",
+)
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# The speaker's own voice: a fact still holding these is the turn, not the system's words.
+_VOICE = frozenset(["i", "me", "my", "mine", "myself", "we", "our", "ours", "you", "your", "yours"])
+_PREFIX = re.compile(r"^\s*([\w.@-]+)\s*:\s")
+_COPY_SHARE = 0.85  # a fact with this share of its words a turn's, in order, copies it
 
 
 @dataclass
@@ -41,12 +69,15 @@ class Score:
 
     conversations: int = 0
     turns: int = 0
-    stored: int = 0
-    stored_matching: int = 0
+    episodes: int = 0
+    categories: Counter[str] = field(default_factory=Counter)
     to_keep: int = 0
     kept: int = 0
     changes: int = 0
     changes_right: int = 0
+    forgets: int = 0
+    forgets_honoured: int = 0
+    forgotten_in_episodes: int = 0
     seconds: float = 0.0
     calls: float = 0.0
     prompt_tokens: float = 0.0
@@ -56,11 +87,17 @@ class Score:
         def ratio(a: float, b: float) -> float | None:
             return round(a / b, 2) if b else None
 
+        stored = sum(self.categories.values())
         return {
             "conversations": self.conversations,
-            "precision": ratio(self.stored_matching, self.stored),
-            "recall": ratio(self.kept, self.to_keep),
+            "stored_facts": stored,
+            "precision": ratio(self.categories["supported"], stored),
+            "fact_recall": ratio(self.kept, self.to_keep),
             "changes_right": f"{self.changes_right}/{self.changes}",
+            "forgets_honoured": f"{self.forgets_honoured}/{self.forgets}",
+            "forgotten_still_in_episodes": self.forgotten_in_episodes,
+            "episodes": self.episodes,
+            "categories": {c: self.categories[c] for c in CATEGORIES},
             "calls_per_turn": ratio(self.calls, self.turns),
             "prompt_tokens_per_turn": ratio(self.prompt_tokens, self.turns),
             "completion_tokens_per_turn": ratio(self.completion_tokens, self.turns),
@@ -68,82 +105,133 @@ class Score:
         }
 
 
-def matches(label: str, fact: str, name: str) -> bool:
-    """Does ``fact`` hold most (60 %) of ``label``'s content words?"""
-    wanted = content_words(label, [name])
-    if not wanted:
-        return False
-    return len(wanted & content_words(fact, [name])) >= max(1, math.ceil(0.6 * len(wanted)))
-
-
-def said_in(conv: dict[str, Any]) -> set[str]:
-    return {m["content"].strip() for session in conv["sessions"] for m in session}
-
-
-def score_one(
-    conv: dict[str, Any], memories: list[str], user: str, score: Score, raw: list[bool] | None
-) -> list[bool]:
-    """Score what is current after ``conv``: extracted facts only (raw turns kept after a
-    refusal are the user's words, not the model's extraction). ``raw`` flags the raw turns;
-    without it (older results) a memory saying exactly a turn is taken for one."""
-    said = said_in(conv)
-    flags = raw if raw is not None else [m.strip() in said for m in memories]
-    facts = [m for m, is_raw in zip(memories, flags, strict=True) if not is_raw]
-    keep = conv["keep"]
-    score.conversations += 1
-    score.stored += len(facts)
-    score.stored_matching += sum(any(matches(k, f, user) for k in keep) for f in facts)
-    score.to_keep += len(keep)
-    score.kept += sum(any(matches(k, f, user) for f in facts) for k in keep)
-    right = []
-    for change in conv["changes"]:
-        old_gone = not any(matches(change["old"], f, user) for f in facts)
-        new_there = any(matches(change["new"], f, user) for f in facts)
-        right.append(old_gone and new_there)
-    for forgotten in conv["forgotten"]:
-        # forgotten means gone entirely: neither a fact nor the raw turn still says it
-        right.append(not any(matches(forgotten, m, user) for m in memories))
-    score.changes += len(right)
-    score.changes_right += sum(right)
-    return right
-
-
-async def run_one(
-    memory: AsyncMemory, conv: dict[str, Any], name: str, score: Score
-) -> dict[str, Any]:
-    user = f"{name.lower()}-{conv['id']}"
-    started = time.monotonic()
-    for session in conv["sessions"]:
-        await memory.add(session, user_id=user, wait=True)
-        score.turns += len(session)
-    score.seconds += time.monotonic() - started
-    results = (await memory.get_all(user_id=user))["results"]
-    memories = [r["memory"] for r in results]
-    # a raw turn carries its role (and, in PostgreSQL, memory_type "turn"); a fact does not
-    raw = [r.get("memory_type") == "turn" or "role" in r for r in results]
-    right = score_one(conv, memories, user, score, raw)
-    return {
-        "id": conv["id"],
-        "user": user,
-        "memories": memories,
-        "raw": raw,
-        "changes_right": right,
+def totals(score: Score) -> dict[str, Any]:
+    # asdict() would rebuild the Counter from its items (counting them), so copy it by hand
+    return {f.name: getattr(score, f.name) for f in fields(score)} | {
+        "categories": dict(score.categories)
     }
 
 
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.casefold())
+
+
+def _has(text: str, pattern: str) -> bool:
+    return re.search(rf"(?<!\w)(?:{pattern})", text, re.IGNORECASE) is not None
+
+
+def says(label: dict[str, Any], text: str, subject: bool = True) -> bool:
+    """Does ``text`` say what ``label`` labels (about its subject, unless ``subject`` is
+    False: whoever it names, a stale or forgotten fact is still there)?"""
+    if subject and not _has(text, r"user\b" if label["about"] == "user" else label["about"]):
+        return False
+    if not all(_has(text, p) for p in label["all"]):
+        return False
+    return not any(_has(text, p) for p in label.get("not", ()))
+
+
+def _in_order_share(fact: list[str], turn: list[str]) -> float:
+    """The share of ``fact``'s words that are ``turn``'s words in the same order (LCS)."""
+    if not fact:
+        return 0.0
+    previous = [0] * (len(turn) + 1)
+    for word in fact:
+        current = [0]
+        for j, other in enumerate(turn):
+            current.append(previous[j] + 1 if word == other else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1] / len(fact)
+
+
+def _turns(conv: dict[str, Any], user: bool) -> list[str]:
+    return [
+        m["content"]
+        for session in conv["sessions"]
+        for m in session["messages"]
+        if (m["role"] == "user") == user
+    ]
+
+
+def judge(text: str, conv: dict[str, Any], user_id: str) -> str:
+    """The category of one stored fact (see the module's docstring)."""
+    words = tokens(text)
+    prefix = _PREFIX.match(text)
+    body = tokens(text[prefix.end() :]) if prefix else words
+    said = [tokens(t) for t in _turns(conv, user=True)]
+    others = [tokens(t) for t in _turns(conv, user=False)]
+    if any(body == turn for turn in said):
+        return "raw_turn"
+    if any(_in_order_share(body, turn) >= _COPY_SHARE for turn in others) or any(
+        _has(text, w) for w in conv.get("assistant_words", ())
+    ):
+        return "assistant_text"
+    speaker = prefix is not None and prefix.group(1).casefold() in {user_id.casefold(), "user"}
+    if speaker or _VOICE & set(words):
+        return "copy_of_turn"
+    if len(words) >= 3 and any(_in_order_share(words, turn) >= _COPY_SHARE for turn in said):
+        return "copy_of_turn"
+    if any(says(label, text, subject=False) for label in conv["forgotten"]):
+        return "forgotten"
+    if any(says(change["old"], text, subject=False) for change in conv["changes"]):
+        return "stale"
+    if any(says(label, text) for label in conv["facts"]):
+        return "supported"
+    return "wrong"
+
+
+def score_one(
+    conv: dict[str, Any], facts: Sequence[str], episodes: Sequence[str], user: str, score: Score
+) -> dict[str, Any]:
+    """Judge what is current after ``conv`` and add it to ``score``."""
+    verdicts = [judge(f, conv, user) for f in facts]
+    supported = [f for f, v in zip(facts, verdicts, strict=True) if v == "supported"]
+    score.conversations += 1
+    score.episodes += len(episodes)
+    score.categories.update(verdicts)
+    score.to_keep += len(conv["facts"])
+    score.kept += sum(any(says(label, f) for f in supported) for label in conv["facts"])
+    changes = []
+    for change in conv["changes"]:
+        new_there = any(says(change["new"], f) for f in supported)
+        old_gone = not any(says(change["old"], f, subject=False) for f in facts)
+        changes.append(new_there and old_gone)
+    forgets = [not any(says(lb, f, subject=False) for f in facts) for lb in conv["forgotten"]]
+    score.changes += len(changes)
+    score.changes_right += sum(changes)
+    score.forgets += len(forgets)
+    score.forgets_honoured += sum(forgets)
+    score.forgotten_in_episodes += sum(
+        any(says(lb, e, subject=False) for e in episodes) for lb in conv["forgotten"]
+    )
+    return {"verdicts": verdicts, "changes_right": changes, "forgets_honoured": forgets}
+
+
+def is_episode(result: dict[str, Any]) -> bool:
+    """What was said, kept as it was (a role, kind "episode" or memory_type "turn")."""
+    return (
+        "role" in result or result.get("kind") == "episode" or result.get("memory_type") == "turn"
+    )
+
+
+async def run_one(memory: Any, conv: dict[str, Any], user: str, score: Score) -> dict[str, Any]:
+    started = time.monotonic()
+    for session in conv["sessions"]:
+        await memory.add(session["messages"], user_id=user, timestamp=session["date"], wait=True)
+        score.turns += len(session["messages"])
+    score.seconds += time.monotonic() - started
+    results = (await memory.get_all(user_id=user))["results"]
+    facts = [r["memory"] for r in results if not is_episode(r)]
+    episodes = [r["memory"] for r in results if is_episode(r)]
+    judged = score_one(conv, facts, episodes, user, score)
+    return {"id": conv["id"], "user": user, "facts": facts, "episodes": episodes} | judged
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    conversations = json.loads(SET.read_text())["conversations"]
-    if args.limit:
-        # a subset that keeps every kind: take conversations round robin over kinds
-        by_kind: dict[str, list[dict[str, Any]]] = {}
-        for conv in conversations:
-            by_kind.setdefault(conv["kind"], []).append(conv)
-        picked: list[dict[str, Any]] = []
-        while len(picked) < args.limit and any(by_kind.values()):
-            for group in by_kind.values():
-                if group and len(picked) < args.limit:
-                    picked.append(group.pop(0))
-        conversations = picked
+    from memhub import AsyncMemory, MemhubSettings
+
+    conversations = json.loads(SETS[args.set].read_text())["conversations"]
+    if args.only:
+        conversations = [c for c in conversations if c["id"] in args.only.split(",")]
     score = Score()
     details = []
     with tempfile.TemporaryDirectory() as data_dir:
@@ -161,9 +249,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             job_retry_base_seconds=0.1,
         )
         async with AsyncMemory(settings=settings) as memory:
-            for n, conv in enumerate(conversations):
-                details.append(await run_one(memory, conv, NAMES[n % len(NAMES)], score))
-                print(conv["id"], details[-1]["memories"], flush=True)
+            for conv in conversations:
+                details.append(await run_one(memory, conv, f"u-{conv['id']}", score))
+                print(conv["id"], details[-1]["facts"], details[-1]["verdicts"], flush=True)
             engine = await memory._services()
             usage = await engine.store.usage_stats()
     score.calls = usage.get("llm_calls", 0.0)
@@ -171,17 +259,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     score.completion_tokens = usage.get("completion_tokens", 0.0)
     return {
         "label": args.label,
+        "set": args.set,
         "machine": f"{platform.processor() or platform.machine()}, {args.machine}",
         "result": score.row(),
-        "totals": asdict(score),
+        "totals": totals(score),
         "conversations": details,
     }
 
 
 def rescore(path: Path) -> dict[str, Any]:
-    """Score the memories a saved run left again (after a change to the scoring)."""
+    """Judge the memories a saved run left again (after a change to the labels or judge)."""
     saved = json.loads(path.read_text())
-    by_id = {c["id"]: c for c in json.loads(SET.read_text())["conversations"]}
+    by_id = {c["id"]: c for c in json.loads(SETS[saved["set"]].read_text())["conversations"]}
     totals = saved["totals"]
     score = Score(
         turns=totals["turns"],
@@ -190,25 +279,26 @@ def rescore(path: Path) -> dict[str, Any]:
         prompt_tokens=totals["prompt_tokens"],
         completion_tokens=totals["completion_tokens"],
     )
-    for n, detail in enumerate(saved["conversations"]):
-        user = detail.get("user") or f"{NAMES[n % len(NAMES)].lower()}-{detail['id']}"
-        memories = detail.get("memories", detail.get("facts", []))
-        raw = detail.get("raw")
-        detail["changes_right"] = score_one(by_id[detail["id"]], memories, user, score, raw)
-    return saved | {"result": score.row(), "totals": asdict(score)}
+    for detail in saved["conversations"]:
+        conv = by_id[detail["id"]]
+        detail |= score_one(conv, detail["facts"], detail["episodes"], detail["user"], score)
+    return saved | {"result": score.row(), "totals": totals(score)}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", required=True, help="the server's /v1 URL")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--url", help="the server's /v1 URL")
+    parser.add_argument("--set", choices=sorted(SETS), default="dev")
+    parser.add_argument("--only", default="", help="comma-separated conversation ids")
     parser.add_argument("--model", default="local", help="model name sent to the server")
-    parser.add_argument("--label", default="model", help="name in the table")
+    parser.add_argument("--label", default="memhub", help="name in the table")
     parser.add_argument("--context", type=int, default=4096)
-    parser.add_argument("--limit", type=int, default=0, help="run a subset of every kind")
     parser.add_argument("--machine", default="", help="CPU and load, for the table")
     parser.add_argument("--out", type=Path, help="write the JSON result here")
-    parser.add_argument("--rescore", type=Path, help="score a saved result again, no model")
+    parser.add_argument("--rescore", type=Path, help="judge a saved result again, no model")
     args = parser.parse_args()
+    if not args.rescore and not args.url:
+        parser.error("--url is required unless --rescore")
     result = rescore(args.rescore) if args.rescore else asyncio.run(run(args))
     print(json.dumps(result["result"], indent=1))
     if args.out:

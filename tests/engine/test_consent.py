@@ -343,3 +343,14 @@ def test_a_message_signed_by_someone_else_is_a_letter() -> None:
     assert not forget_request("Hi Ada, please forget that you like olives. Thanks, Tom", olives)
     assert not forget_request("Please forget that you like olives.\nCheers,\nTom", olives)
     assert forget_request("Please forget that I like olives. Thanks!", olives)  # no signature
+
+
+def test_an_article_opening_a_fact_is_not_a_name() -> None:
+    # consolidation's facts open with "The user" (issue 35): "the" in someone else's
+    # sentence must not make it the person's
+    assert not supports_change(
+        ["Tom hates the olives."], "The user likes olives.", "The user hates olives.", ["ada"]
+    )
+    assert supports_change(
+        ["I hate olives now."], "The user likes olives.", "The user hates olives.", ["ada"]
+    )

@@ -51,7 +51,7 @@ async def test_add_then_supersede_keeps_history_and_dates(
     await memory.wait_idle()
     assert await facts(memory) == ["Ada lives in Berlin.", "Ada loves jazz."]
     prompt = llm.chat_requests[0].json["messages"][-1]["content"]
-    assert '[1] 2023-05-08 13:56 "ada": "I live in Berlin and I love jazz."' in prompt
+    assert '[1] 2023-05-08 13:56 "user": "I live in Berlin and I love jazz."' in prompt
 
     llm.enqueue(
         lambda req: ops(

@@ -44,7 +44,7 @@ async def test_the_prompts_own_example_is_refused_and_the_turn_kept(
     # What Qwen2.5-Coder-0.5B did: repeat the prompt's example instead of the user's fact.
     llm.enqueue(
         ops(
-            {"op": "ADD", "text": "Ada lives in Paris.", "turns": [1]},
+            {"op": "ADD", "text": "The user's sister Mira repairs bicycles.", "turns": [1]},
             {"op": "UPDATE", "id": "1", "text": "Ada likes green tea.", "turns": [1]},
         )
     )
@@ -96,7 +96,7 @@ async def test_a_fact_citing_the_wrong_turn_cites_the_turn_that_says_it(
 async def test_a_fact_no_turn_says_is_refused(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
-    llm.enqueue(ops({"op": "ADD", "text": "Ada owns a red bicycle.", "turns": [1]}))
+    llm.enqueue(ops({"op": "ADD", "text": "Ada owns a red canoe.", "turns": [1]}))
     await memory.add("I moved from Paris to Berlin.", user_id="ada", wait=True)
     assert await memories(memory) == [("I moved from Paris to Berlin.", "episode")]
     assert await refusals(db_url) == {"REFUSED_UNGROUNDED": 1}
@@ -157,8 +157,49 @@ async def test_turns_that_do_not_fit_the_window_are_split_never_cut(
         json.loads(match)
         for r in prompts
         for match in re.findall(
-            r'^\[\d+\] [^"]* "ada": (".*")$', r["messages"][-1]["content"], re.M
+            r'^\[\d+\] [^"]* "user": (".*")$', r["messages"][-1]["content"], re.M
         )
     ]
     assert lines[0] == "I live in Lyon." and lines[-1] == "I have a cat named Miso."
     assert " ".join(lines[1:-1]) == long_turn  # every piece, in order, nothing cut off
+
+
+async def test_a_fact_that_restates_the_turn_is_refused_and_counted(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """What Qwen2.5-Coder-1.5B did before issue 35: write the turn back as the fact, in the
+    user's voice or behind the speaker's id. Only the third-person fact is stored."""
+    llm.enqueue(
+        ops(
+            {"op": "ADD", "text": "ada: Aisle, please. I get up a lot.", "turns": [1]},
+            {"op": "ADD", "text": "I get up a lot on long flights.", "turns": [1]},
+            {"op": "ADD", "text": "Aisle please, gets up a lot on long flights", "turns": [1]},
+            {"op": "ADD", "text": "The user prefers an aisle seat on long flights.", "turns": [1]},
+        )
+    )
+    await memory.add("Aisle, please. I get up a lot on long flights.", user_id="ada", wait=True)
+    stored = [text for text, kind in await memories(memory) if kind != "turn"]
+    assert stored == ["The user prefers an aisle seat on long flights."]
+    assert await refusals(db_url) == {"ADD": 1, "REFUSED_COPY_OF_TURN": 3}
+
+
+async def test_a_relative_date_is_stored_as_the_date_the_turn_meant(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    """The prompt notes what "yesterday" meant beside the turn, shows the user as "user"
+    (not the id), and a fact that kept "yesterday" is stored with the date instead."""
+    llm.enqueue(ops({"op": "ADD", "text": "The user ran a half marathon yesterday.", "turns": [1]}))
+    await memory.add(
+        "I ran my first half marathon yesterday!",
+        user_id="ada",
+        timestamp="2023-05-15T10:00:00Z",
+        wait=True,
+    )
+    prompt = llm.chat_requests[0].json["messages"][-1]["content"]
+    assert (
+        '[1] 2023-05-15 10:00 "user": "I ran my first half marathon yesterday!"'
+        ' [dates: "yesterday" = 2023-05-14]'
+    ) in prompt
+    assert "ada" not in prompt
+    stored = [text for text, kind in await memories(memory) if kind != "turn"]
+    assert stored == ["The user ran a half marathon on 2023-05-14."]

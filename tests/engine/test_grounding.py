@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from memhub.engine.grounding import content_words, shared_content_words, stem, support
+import pytest
+
+from memhub.engine.grounding import content_words, restates, shared_content_words, stem, support
 
 
 def test_inflections_of_one_word_share_a_stem() -> None:
@@ -80,3 +82,47 @@ def test_the_example_wording_for_what_the_person_said_in_other_words_is_grounded
         ignore=["ada"],
     )
     assert result.grounded
+
+
+@pytest.mark.parametrize(
+    ("fact", "turn"),
+    [
+        ("I'm allergic to peanuts.", "I'm allergic to peanuts, so keep that in mind."),
+        ("u-h01: Aisle, please.", "Aisle, please. I get up a lot on long flights."),
+        ("user: prefers the aisle", "Aisle, please."),
+        ("Please keep your answers short.", "Please keep your answers short."),
+        (
+            "Jonas is a pilot for Lufthansa and has three dogs.",
+            "My best friend Jonas is a pilot for Lufthansa and has three dogs.",
+        ),
+        ("We moved to Dublin.", "We moved to Dublin last week!"),
+    ],
+)
+def test_a_fact_that_is_still_the_turn_restates_it(fact: str, turn: str) -> None:
+    assert restates(fact, turn, speakers=["u-h01"])
+
+
+@pytest.mark.parametrize(
+    ("fact", "turn"),
+    [
+        ("The user is allergic to peanuts.", "I'm allergic to peanuts, so keep that in mind."),
+        ("The user's friend Tom lives in Oslo.", "My friend Tom lives in Oslo."),
+        ("The user moved to Dublin in the week of 2023-05-08.", "We moved to Dublin last week!"),
+        ('The user\'s motto is "I never give up".', 'My motto: "I never give up".'),
+        ("Allergy: the user reacts to peanuts.", "I'm allergic to peanuts."),
+        ("Jon lost his job at the bank.", "Jon: I lost my job at the bank last week."),
+    ],
+)
+def test_a_fact_in_the_systems_own_words_does_not(fact: str, turn: str) -> None:
+    assert not restates(fact, turn, speakers=["u-h01"])
+
+
+def test_two_words_of_the_assistants_offer_are_not_the_users_taste() -> None:
+    result = support(
+        "The user's favorite Thai food is green curry.",
+        ["I'm diabetic, so low sugar please. I also love Thai food."],
+        [("assistant turn 3", "Here is a low sugar green curry.")],
+    )
+    assert result.by_person == {stem("thai"), stem("food")}
+    assert not result.grounded
+    assert result.copied_from == "assistant turn 3"

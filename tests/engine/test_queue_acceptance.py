@@ -76,7 +76,7 @@ async def test_one_users_garbage_costs_nobody_else(
     llm_settings: MemhubSettings, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
     def answer(request: dict[str, Any]) -> str:
-        if '"bob"' in prompt_of(request):
+        if "Tom and Jerry" in prompt_of(request):  # bob's turn (the prompt shows no user id)
             return "this is not JSON at all"
         return ops({"op": "ADD", "text": "Ada likes tea.", "turns": [1]})
 
@@ -91,8 +91,8 @@ async def test_one_users_garbage_costs_nobody_else(
         hits = (await memory.search("cat names", user_id="bob"))["results"]
         assert hits[0]["memory"] == "My cats are called Tom and Jerry.", "raw turn searchable"
     prompts = [prompt_of(r.json) for r in llm.chat_requests]
-    assert sum('"ada"' in p for p in prompts) == 1, "the healthy user pays for one call"
-    bob_requests = sum('"bob"' in p for p in prompts)
+    assert sum("I like tea." in p for p in prompts) == 1, "the healthy user pays for one call"
+    bob_requests = sum("Tom and Jerry" in p for p in prompts)
     assert N <= bob_requests <= 2 * N, "at most the call and one repair per attempt"
     assert await count(db_url, "SELECT count(*) FROM memory_llm_usage WHERE user_id = 'ada'") == 1
     assert (
@@ -172,7 +172,7 @@ async def test_turns_within_the_window_share_one_call_every_time(
                 await memory.add(f"Message {n} of run {run}.", user_id=user)
                 await asyncio.sleep(spacing)
             await settle(memory, user)
-            calls = [r for r in llm.chat_requests if f'"{user}"' in prompt_of(r.json)]
+            calls = [r for r in llm.chat_requests if f"of run {run}." in prompt_of(r.json)]
             said = "\n".join(prompt_of(call.json) for call in calls)
             assert all(f"Message {n} of run {run}." in said for n in range(turns)), run
             # A loaded machine may spread the adds past the window (their own stamps say

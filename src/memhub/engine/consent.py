@@ -489,7 +489,9 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
     flips = negated_new != bool(_NEGATION.search(fold(old)))
     same_subject = bool(old_words & new_words)
     # Whom the old fact is about: the person, or whom it names first ("Tom lives in Paris").
-    subject = re.match(r"\W*([^\W\d_]+)", old)
+    # An article is not a name: "The user likes olives" is the person's (consolidation's
+    # facts open with "The user"), and "the" in "Tom hates the olives" does not make it so.
+    subject = re.match(r"\W*(?:(?:the|a|an)\s+)?([^\W\d_]+)", old, re.IGNORECASE)
     whom = {fold(n) for n in names if n}
     if subject and subject.group(1)[0].isupper():
         whom.add(fold(subject.group(1)))

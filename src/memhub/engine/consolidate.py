@@ -25,7 +25,8 @@ import numpy as np
 from memhub.embed.base import Embedder
 from memhub.engine import retrieve
 from memhub.engine.consent import forget_request, supports_change
-from memhub.engine.grounding import support
+from memhub.engine.dates import absolute_dates
+from memhub.engine.grounding import restates, support
 from memhub.engine.prompts import (
     CONSOLIDATION_SYSTEM,
     ConsolidationReply,
@@ -100,9 +101,8 @@ def _aware(ts: datetime | None) -> datetime:
 
 def _speaker(turn: Turn) -> str:
     # The stored role decides who spoke; caller metadata (a "speaker" name) never does, so an
-    # assistant or tool turn cannot pass itself off as the user.
-    if turn.role == "user":
-        return turn.user_id or "user"
+    # assistant or tool turn cannot pass itself off as the user. The user is shown as "user",
+    # not by id: a model shown "h01-7f3a" writes the id into the facts.
     return turn.role
 
 
@@ -469,7 +469,9 @@ class Consolidator:
 
         A fact must share content words with the user turns it cites and must not copy the
         prompt's instructions (and their examples), a system turn or an assistant turn more
-        than it says what the user said (engine/grounding.py). Small models cite the wrong
+        than it says what the user said, and must not restate a user turn shown (in the
+        speaker's voice, or nearly all its words the turn's, in order: REFUSED_COPY_OF_TURN;
+        beside the turn it adds nothing) (engine/grounding.py). Small models cite the wrong
         turn: a fact the cited turns do not carry is checked against every user turn shown
         and cites those that carry it.
         """
@@ -479,26 +481,12 @@ class Consolidator:
         names = {t.user_id for t in shown if t.user_id}
         kept: list[PlannedOp] = []
         for op in ops:
-            if op.text is None:  # DELETE: its own guard decides
-                kept.append(op)
+            grounded, reason = _ground(op, people, texts, others, names)
+            if grounded is not None:
+                kept.append(grounded)
                 continue
-            cited = [texts.get(t.id, turn_text(t)) for t in op.turns if t.role == "user"]
-            result = support(op.text, cited, others, names)
-            if not result.grounded:
-                backing = tuple(
-                    t for t in people if support(op.text, [texts[t.id]], (), names).by_person
-                )
-                result = support(op.text, [texts[t.id] for t in backing], others, names)
-                if result.grounded:
-                    op = replace(op, turns=backing)
-            if result.grounded:
-                kept.append(op)
-                continue
-            reason = "REFUSED_UNGROUNDED"
-            if result.copied_from is not None:
-                reason = "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
             log.warning(
-                "%s refused (%s): %r is not said by the user turns shown",
+                "%s refused (%s): %r is not the user's own fact",
                 op.kind,
                 reason.removeprefix("REFUSED_").lower(),
                 op.text,
@@ -625,6 +613,36 @@ async def _episodes(store: Store, jobs: Sequence[Job]) -> dict[int, UUID]:
             if record.role is not None and len(record.source_turn_ids) == 1:
                 found[record.source_turn_ids[0]] = record.id
     return found
+
+
+def _ground(
+    op: PlannedOp,
+    people: Sequence[Turn],
+    texts: dict[int, str],
+    others: Sequence[tuple[str, str]],
+    names: set[str],
+) -> tuple[PlannedOp | None, str]:
+    """``op`` as it may stand (its citations corrected, its relative dates made absolute), or
+    None and the reason it is refused (see :meth:`Consolidator._grounded`)."""
+    text = op.text
+    if text is None:  # DELETE: its own guard decides
+        return op, ""
+    if any(restates(text, texts[t.id], names) for t in people):
+        return None, "REFUSED_COPY_OF_TURN"
+    cited = [texts.get(t.id, turn_text(t)) for t in op.turns if t.role == "user"]
+    result = support(text, cited, others, names)
+    if not result.grounded:
+        backing = tuple(t for t in people if support(text, [texts[t.id]], (), names).by_person)
+        result = support(text, [texts[t.id] for t in backing], others, names)
+        if result.grounded:
+            op = replace(op, turns=backing)
+    if result.grounded:
+        # "yesterday" in a stored fact means nothing a week later: the date it meant on the
+        # day of the turn replaces it, whether or not the model used the prompt's note
+        return replace(op, text=absolute_dates(text, op.said_at.date())), ""
+    if result.copied_from is not None:
+        return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
+    return None, "REFUSED_UNGROUNDED"
 
 
 def _holds_json(text: str | None) -> bool:

@@ -6,9 +6,16 @@ reporting verbs and the person's name do not count, and words are compared by a 
 so "lives"/"live" and "peanuts"/"peanut" match; case and accents are folded, so
 "végétarien" meets "vegetarian"). It is a **copy** of something else when
 another source (the prompt's instructions and examples, system text, the assistant's turns)
-supplies more of its content words than the person's turns do ("Ada lives in Paris." after
-"I moved to Paris" is grounded though the prompt's example says the same: the person said
-Paris and only "lives" comes from elsewhere).
+supplies more of its content words than the person's turns do, or more than one ("Ada lives
+in Paris." after "I moved to Paris" is grounded though the prompt's example says the same:
+the person said Paris and only "lives" comes from elsewhere).
+
+A fact **restates** its turn when it is still the turn rather than something said about the
+person: in the speaker's own voice ("I", "my", "you" outside quotation marks), behind a
+speaker prefix ("ada: ..."), or with nearly all its words the turn's words in the same order.
+Beside the turn itself it adds nothing, so it is refused too. A third-person rewrite ("The
+user is allergic to peanuts." after "I'm allergic to peanuts, so ...") is not a restatement:
+its subject is not the turn's.
 
 This is deliberately lexical: it cannot tell a true paraphrase from a false one, but it is
 cheap, explainable and cannot be talked round by the model. A fact it refuses is dropped and
@@ -26,6 +33,7 @@ __all__ = [
     "Support",
     "content_words",
     "fold",
+    "restates",
     "shared_content_words",
     "stem",
     "support",
@@ -52,6 +60,9 @@ _STOP = frozenset(
     really actually currently recently still already well quite
     """.split()  # noqa: SIM905 (a list literal of 200 strings reads worse)
 )
+#: Content words a fact may take from one source other than the person (the instructions, an
+#: assistant turn) beside those the person said.
+MAX_BORROWED = 1
 _SUFFIXES = ("ing", "ed", "es", "s", "e")
 _STEM_LENGTH = 5
 
@@ -113,15 +124,19 @@ class Support:
     @property
     def grounded(self) -> bool:
         """The person's turns share a content word with the fact, and no other source supplies
-        more of the rest than they do (the fact is not a copy of the prompt or the assistant)."""
-        return bool(self.by_person) and len(self.by_other) <= len(self.by_person)
+        more of the rest than they do, nor more than one word (the fact is not a copy of the
+        prompt or the assistant: "The user's favourite dish is green curry." after the
+        assistant offered a green curry takes two words from it)."""
+        return bool(self.by_person) and not self._borrowed
 
     @property
     def copied_from(self) -> str | None:
         """The other source the fact copies, when it is not grounded because of one."""
-        if self.by_other and len(self.by_other) > len(self.by_person):
-            return self.other
-        return None
+        return self.other if self._borrowed else None
+
+    @property
+    def _borrowed(self) -> bool:
+        return len(self.by_other) > min(len(self.by_person), MAX_BORROWED)
 
 
 def support(
@@ -153,3 +168,57 @@ def support(
         if len(covered) > len(best):
             best, best_name = covered, name
     return Support(words, by_person, best, best_name)
+
+
+# The speaker's own voice: a "fact" holding these is still the turn, addressed to someone.
+_VOICE = frozenset(
+    [
+        "i",
+        "me",
+        "my",
+        "mine",
+        "myself",
+        "we",
+        "our",
+        "ours",
+        "ourselves",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+    ]
+)
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»")
+_SPEAKER_PREFIX = re.compile(r"^\s*([\w.@-]+)\s*:\s")
+_ROLES = frozenset({"user", "assistant", "system", "tool"})
+#: The share of a fact's words that, found in a turn in the same order, make it a restatement.
+RESTATED_SHARE = 0.85
+
+
+def _in_order(words: list[str], turn: list[str]) -> int:
+    """How many of ``words`` appear in ``turn`` in the same order (longest common subsequence)."""
+    previous = [0] * (len(turn) + 1)
+    for word in words:
+        current = [0]
+        for j, other in enumerate(turn):
+            current.append(previous[j] + 1 if word == other else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+def restates(fact: str, turn: str, speakers: Iterable[str] = ()) -> bool:
+    """Whether ``fact`` is still ``turn`` rather than a fact about the person (see above).
+
+    ``speakers`` are the names a speaker prefix may show (user ids); roles always count.
+    """
+    prefix = _SPEAKER_PREFIX.match(fact)
+    if prefix and prefix.group(1).casefold() in _ROLES | {s.casefold() for s in speakers}:
+        return True
+    words = _WORD.findall(fold(_QUOTED.sub(" ", fact)))
+    if _VOICE.intersection(words):
+        return True
+    words = _WORD.findall(fold(fact))
+    # a turn's own speaker prefix ("Jon: I lost my job") names who speaks, not what is said:
+    # "Jon lost his job." is Jon's fact in the system's words
+    said = _WORD.findall(fold(_SPEAKER_PREFIX.sub("", turn, count=1)))
+    return len(words) >= 3 and _in_order(words, said) >= RESTATED_SHARE * len(words)

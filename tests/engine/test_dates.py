@@ -1,0 +1,69 @@
+"""Relative dates made absolute from the day a turn was said (engine/dates.py)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from memhub.engine.dates import absolute_dates, resolve_relative_dates
+
+MONDAY = date(2023, 5, 15)
+
+
+@pytest.mark.parametrize(
+    ("text", "meaning"),
+    [
+        ("I ran my first half marathon yesterday!", [("yesterday", "2023-05-14")]),
+        ("Starting tomorrow.", [("tomorrow", "2023-05-16")]),
+        ("We moved to Dublin last week!", [("last week", "the week of 2023-05-08")]),
+        ("See you next week", [("next week", "the week of 2023-05-22")]),
+        ("I moved last month.", [("last month", "April 2023")]),
+        ("Visiting him next month.", [("next month", "June 2023")]),
+        ("The wedding is next Saturday.", [("next saturday", "2023-05-20")]),
+        ("It was last Monday.", [("last monday", "2023-05-08")]),
+        ("I quit two weeks ago.", [("two weeks ago", "the week of 2023-05-01")]),
+        ("3 days ago", [("3 days ago", "2023-05-12")]),
+        ("We married last year.", [("last year", "2022")]),
+        ("this weekend", [("this weekend", "the weekend of 2023-05-20")]),
+        ("I live in Oslo. On Monday I start.", []),  # a bare weekday reads either way
+    ],
+)
+def test_each_expression_means_one_date(text: str, meaning: list[tuple[str, str]]) -> None:
+    assert resolve_relative_dates(text, MONDAY) == meaning
+
+
+def test_months_roll_over_the_year() -> None:
+    assert resolve_relative_dates("last month", date(2023, 1, 3)) == [
+        ("last month", "December 2022")
+    ]
+    assert resolve_relative_dates("next month", date(2023, 12, 3)) == [
+        ("next month", "January 2024")
+    ]
+
+
+def test_an_expression_said_twice_is_noted_once() -> None:
+    assert resolve_relative_dates("Yesterday? yes, yesterday.", MONDAY) == [
+        ("yesterday", "2023-05-14")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fact", "dated"),
+    [
+        ("The user ran a half marathon yesterday.", "The user ran a half marathon on 2023-05-14."),
+        (
+            "The user moved to Dublin last week.",
+            "The user moved to Dublin in the week of 2023-05-08.",
+        ),
+        (
+            "The user visits Jonas in Munich next month.",
+            "The user visits Jonas in Munich in June 2023.",
+        ),
+        ("The wedding is on next Saturday.", "The wedding is on 2023-05-20."),
+        ("Next month the user flies to Rome.", "In June 2023 the user flies to Rome."),
+        ("The user lives in Oslo.", "The user lives in Oslo."),
+    ],
+)
+def test_a_fact_keeps_the_date_its_turn_meant(fact: str, dated: str) -> None:
+    assert absolute_dates(fact, MONDAY) == dated
