@@ -178,7 +178,7 @@ async def test_a_fact_that_restates_the_turn_is_refused_and_counted(
         )
     )
     await memory.add("Aisle, please. I get up a lot on long flights.", user_id="ada", wait=True)
-    stored = [text for text, kind in await memories(memory) if kind != "turn"]
+    stored = [text for text, kind in await memories(memory) if kind == "fact"]
     assert stored == ["The user prefers an aisle seat on long flights."]
     assert await refusals(db_url) == {"ADD": 1, "REFUSED_COPY_OF_TURN": 3}
 
@@ -201,5 +201,5 @@ async def test_a_relative_date_is_stored_as_the_date_the_turn_meant(
         ' [dates: "yesterday" = 2023-05-14]'
     ) in prompt
     assert "ada" not in prompt
-    stored = [text for text, kind in await memories(memory) if kind != "turn"]
+    stored = [text for text, kind in await memories(memory) if kind == "fact"]
     assert stored == ["The user ran a half marathon on 2023-05-14."]
