@@ -203,3 +203,25 @@ async def test_a_relative_date_is_stored_as_the_date_the_turn_meant(
     assert "ada" not in prompt
     stored = [text for text, kind in await memories(memory) if kind == "fact"]
     assert stored == ["The user ran a half marathon on 2023-05-14."]
+
+
+async def test_a_fact_holding_a_secret_is_refused_and_counted(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """What the 1.5B stored in issue 35's held-out run, told not to: a card number as a fact.
+    The turn stays an episode (the transcript, the user's to erase); no fact repeats it."""
+    llm.enqueue(
+        ops(
+            {"op": "ADD", "text": "The user's card number is 4111 1111 1111 1111.", "turns": [1]},
+            {"op": "ADD", "text": "The user's wifi password is tangerine42.", "turns": [1]},
+            {"op": "ADD", "text": "The user is booking a flight to Lisbon.", "turns": [1]},
+        )
+    )
+    said = (
+        "Book the Lisbon flight on my card 4111 1111 1111 1111, and the wifi password is "
+        "tangerine42 by the way."
+    )
+    await memory.add(said, user_id="ada", wait=True)
+    stored = [text for text, kind in await memories(memory) if kind == "fact"]
+    assert stored == ["The user is booking a flight to Lisbon."]
+    assert await refusals(db_url) == {"ADD": 1, "REFUSED_SECRET": 2}

@@ -41,6 +41,7 @@ from memhub.engine.prompts import (
     reply_tokens,
     turn_windows,
 )
+from memhub.engine.sensitive import secret_in
 from memhub.engine.text import memory_hash, turn_text
 from memhub.errors import ProviderError, ProviderOutputError
 from memhub.filters import FACT, KIND, parse_filters
@@ -627,6 +628,8 @@ def _ground(
     text = op.text
     if text is None:  # DELETE: its own guard decides
         return op, ""
+    if secret_in(text) is not None:  # a card number, a password: never a fact
+        return None, "REFUSED_SECRET"
     if any(restates(text, texts[t.id], names) for t in people):
         return None, "REFUSED_COPY_OF_TURN"
     cited = [texts.get(t.id, turn_text(t)) for t in op.turns if t.role == "user"]
