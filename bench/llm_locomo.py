@@ -4,8 +4,8 @@ One LoCoMo dev conversation (default: index 1, ``conv-30``, the shortest) is add
 session through the public API, ``AsyncMemory.add(messages, user_id=..., timestamp=<session
 date>, wait=True)``, twice in separate in-process stores:
 
-- **facts**: with the LLM configured (consolidation on, ``infer=True``): the model's facts
-  replace a session's raw turns unless something of that session was refused;
+- **facts**: with the LLM configured (consolidation on, ``infer=True``): the turns stay as
+  episodes and the model's facts are added beside them (issue 35);
 - **raw**: the same messages with ``infer=False`` (each turn stored as said).
 
 Every turn is a ``user`` message ``"<speaker>: <text>"`` (LoCoMo's two speakers are both people,
