@@ -319,6 +319,19 @@ def test_what_the_rules_still_get_wrong() -> None:
     assert supports_change(
         ["I live in Paris. It is lovely in Berlin."], "Ada lives in Paris.", "Ada lives in Berlin."
     )
+    # a change said plainly closes the fact the model chose, of the same relation
+    assert supports_change(["I love Berlin now."], "Ada lives in Oslo.", "Ada lives in Berlin.")
+    # refused though meant: another relation in the new fact, a possessive as the only person
+    assert not supports_change(
+        ["I switched careers: these days I teach maths."],
+        "The user works as a pharmacist.",
+        "The user teaches maths.",
+    )
+    assert not supports_change(
+        ["My new job at Shopify starts Monday."],
+        "The user is a barista.",
+        "The user is a developer at Shopify.",
+    )
 
 
 def test_the_person_reporting_their_own_request_asks() -> None:
