@@ -4,11 +4,11 @@ A model's removal (a consolidation DELETE or SUPERSEDE, an agent's ``forget``, a
 ``delete_memory``) is only a proposal. It stands when a turn the *user* said (the stored role
 decides: never an assistant or tool turn, never metadata) supports it. Both checks read only
 the person's **own words** (:func:`own_words`): text in quotation marks of any kind, ``>``
-quoted lines, code, chat lines with a speaker label, a letter ("Dear ...", "Love, Mum"), and
-everything from the sentence of a forwarding or pasting marker on ("---------- Forwarded
-message", "From: ... Subject:", "my friend wrote:", "here is what Tom said") is someone
-else's; a turn that hands the assistant a text to translate, summarise or rewrite asks
-nothing itself.
+quoted lines, code, chat lines with a speaker label (not a heading: "Big news: ..."), a
+letter ("Dear ...", "Love, Mum"), and everything from the sentence of a forwarding or pasting
+marker on ("---------- Forwarded message", "From: ... Subject:", "my friend wrote:", "here is
+what Tom said") is someone else's; a turn that hands the assistant a text to translate,
+summarise or rewrite asks nothing itself.
 
 * **forget** (:func:`forget_request`): a clause of the person's own words asks the assistant
   to forget, and that request is tied to the fact by words of its own part of the sentence.
@@ -28,9 +28,11 @@ nothing itself.
 * **supersede** (:func:`supports_change`): a statement of the person's own words (not a
   question) carries the new fact's news (a content word the old one lacks, or its negation)
   and is about the old fact: shares a content word with it and is not about someone else,
-  or is the person's and says a change when the new fact shares a word with the old ("I
-  moved to Berlin" for "lives in Paris" -> "lives in Berlin"), or goes on with "it" from the
-  person's statement about it just before ("It's from 2015.").
+  or has the person acting ("I", "we"; "my sister" is someone else) and says a change when
+  the new fact shares a word with the old or states its relation ("I moved to Berlin" for
+  "lives in Paris" -> "lives in Berlin"; "I got hired at Shopify" for "is a barista" -> "is a
+  developer at Shopify"), or goes on with "it" from the person's statement about it just
+  before ("It's from 2015.").
 
 Words are compared folded (case and accents: "végétarien" meets "vegetarian") and crudely
 stemmed (:mod:`memhub.engine.grounding`). Both checks are lexical: they refuse what an
