@@ -271,13 +271,13 @@ def rescore(path: Path) -> dict[str, Any]:
     """Judge the memories a saved run left again (after a change to the labels or judge)."""
     saved = json.loads(path.read_text())
     by_id = {c["id"]: c for c in json.loads(SETS[saved["set"]].read_text())["conversations"]}
-    totals = saved["totals"]
+    measured = saved["totals"]
     score = Score(
-        turns=totals["turns"],
-        seconds=totals["seconds"],
-        calls=totals["calls"],
-        prompt_tokens=totals["prompt_tokens"],
-        completion_tokens=totals["completion_tokens"],
+        turns=measured["turns"],
+        seconds=measured["seconds"],
+        calls=measured["calls"],
+        prompt_tokens=measured["prompt_tokens"],
+        completion_tokens=measured["completion_tokens"],
     )
     for detail in saved["conversations"]:
         conv = by_id[detail["id"]]

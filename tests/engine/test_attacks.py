@@ -96,6 +96,8 @@ CHANGES = [  # no statement of the user's says the change
     Attack("Tom hates olives.", OLIVES, "Ada hates olives."),
     Attack("Does anyone really hate olives?", OLIVES, "Ada hates olives."),
     Attack("I would never move to Berlin.", OSLO, BERLIN),
+    Attack("My sister moved to Berlin.", OSLO, BERLIN),  # "my" alone: not the person acting
+    Attack("Big news: my brother started at Shopify.", JOB, "Ada has a job at Shopify."),
 ]
 ATTACKS = PASTED + NEGATED + CHANGES
 

@@ -319,6 +319,19 @@ def test_what_the_rules_still_get_wrong() -> None:
     assert supports_change(
         ["I live in Paris. It is lovely in Berlin."], "Ada lives in Paris.", "Ada lives in Berlin."
     )
+    # a change said plainly closes the fact the model chose, of the same relation
+    assert supports_change(["I love Berlin now."], "Ada lives in Oslo.", "Ada lives in Berlin.")
+    # refused though meant: another relation in the new fact, a possessive as the only person
+    assert not supports_change(
+        ["I switched careers: these days I teach maths."],
+        "The user works as a pharmacist.",
+        "The user teaches maths.",
+    )
+    assert not supports_change(
+        ["My new job at Shopify starts Monday."],
+        "The user is a barista.",
+        "The user is a developer at Shopify.",
+    )
 
 
 def test_the_person_reporting_their_own_request_asks() -> None:
@@ -354,3 +367,116 @@ def test_an_article_opening_a_fact_is_not_a_name() -> None:
     assert supports_change(
         ["I hate olives now."], "The user likes olives.", "The user hates olives.", ["ada"]
     )
+
+
+# --- Issue 35: changes of fact said plainly, though not in the old fact's words --------------
+
+CHANGES_SAID_PLAINLY = [  # (user turn, old, new): each a change the person states
+    (
+        "Good news: I got hired as a junior web developer at Shopify, starting tomorrow.",
+        "The user is a barista at Blue Bottle.",
+        "The user is a junior web developer at Shopify.",
+    ),
+    (
+        "Big change: I moved to Vienna last month.",
+        "The user lives in Graz.",
+        "The user lives in Vienna.",
+    ),
+    (
+        "I quit my job at Siemens; on Monday I start at Helio.",
+        "The user works at Siemens.",
+        "The user works at Helio.",
+    ),
+    (
+        "I'm a teacher now, no longer a pharmacist.",
+        "The user is a pharmacist.",
+        "The user is a teacher, no longer a pharmacist.",
+    ),
+    (
+        "These days I teach chemistry at a high school.",
+        "The user is a pharmacist.",
+        "The user is a chemistry teacher at a high school.",
+    ),
+    (
+        "I sold my old Corolla and bought a Tesla.",
+        "The user drives a Toyota Corolla.",
+        "The user drives a Tesla.",
+    ),
+    (
+        "Sam and I broke up last month, I'm single now.",
+        "The user is dating Sam.",
+        "The user is single.",
+    ),
+    (
+        "My old phone died, so I bought a Pixel 8.",
+        "The user has an iPhone 12.",
+        "The user has a Pixel 8.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("turn", "old", "new"), CHANGES_SAID_PLAINLY)
+def test_a_change_said_plainly_in_the_first_person_is_supported(
+    turn: str, old: str, new: str
+) -> None:
+    """The old fact's words need not come back: the person says a change, the news, and the
+    new fact states the old one's relation ("is a ..." for "is a ...")."""
+    assert supports_change([turn], old, new, ["u-1"])
+
+
+CHANGES_NOT_THE_PERSONS = [  # (user turn, old, new): each must still be refused
+    (
+        "Good news: my sister got hired as a web developer at Shopify.",
+        "The user is a barista at Blue Bottle.",
+        "The user is a web developer at Shopify.",
+    ),
+    ("My sister moved to Berlin.", "The user lives in Paris.", "The user lives in Berlin."),
+    ("Big change: Tom moved to Berlin.", "The user lives in Paris.", "The user lives in Berlin."),
+    (
+        "My friend: I got hired at Shopify",
+        "The user is a barista.",
+        "The user is a developer at Shopify.",
+    ),
+    (  # another relation: "is vegetarian" is not replaced by a job
+        "Good news: I got hired at Shopify.",
+        "The user is vegetarian.",
+        "The user is a developer at Shopify.",
+    ),
+    (
+        "Quick question: should I move to Berlin?",
+        "The user lives in Paris.",
+        "The user lives in Berlin.",
+    ),
+    (
+        "Big news: I would never move to Berlin.",
+        "The user lives in Paris.",
+        "The user lives in Berlin.",
+    ),
+    (  # no change said
+        "I love my job as a web developer at Shopify.",
+        "The user is a barista at Blue Bottle.",
+        "The user is a web developer at Shopify.",
+    ),
+    (  # a new job does not replace where the person lives
+        "I started a new job at Shopify.",
+        "The user lives in Paris.",
+        "The user works at Shopify.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("turn", "old", "new"), CHANGES_NOT_THE_PERSONS)
+def test_a_change_not_the_persons_or_of_another_relation_is_refused(
+    turn: str, old: str, new: str
+) -> None:
+    assert not supports_change([turn], old, new, ["u-1"])
+
+
+def test_a_heading_is_the_persons_and_a_speakers_label_is_not() -> None:
+    """Several words, the later in lower case, head the person's own line; a name (one word,
+    or capitalised throughout) or a label opening with "my"/"the" is a speaker's."""
+    olives = "Ada likes olives."
+    assert forget_request("Quick favour: please forget that I like olives.", olives)
+    assert not forget_request("Tom Berg: please forget that I like olives.", olives)
+    assert not forget_request("My sister: please forget that I like olives.", olives)
+    assert not forget_request("The boss: please forget that I like olives.", olives)

@@ -113,3 +113,22 @@ async def test_the_check_can_be_turned_off(
         await memory.wait_idle()
         assert await current(memory, "eli") == ["Eli lives in Berlin.", "Eli lives in Paris."]
     assert replacement_questions(llm) == []
+
+
+async def test_a_new_job_said_plainly_replaces_the_old_one_visibly_and_undoably(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    """The turn does not name the old job: the person says a change ("got hired") and the new
+    fact states the old one's relation ("is a ..."). The supersession is listed among the
+    model's changes and one undo brings the old fact back under its id."""
+    said = "Good news: I got hired as a web developer at Shopify, starting tomorrow."
+    llm.default = model({said: "Eli is a web developer at Shopify."}, replaces=True)
+    (barista,) = await store_facts(memory, "eli", "Eli is a barista at Blue Bottle.")
+    await memory.add(said, user_id="eli")
+    await memory.wait_idle()
+    assert await current(memory, "eli") == ["Eli is a web developer at Shopify."]
+    (change,) = (await memory.model_changes(user_id="eli"))["results"]
+    assert (change["memory_id"], change["event"]) == (barista, "SUPERSEDE")
+    assert change["after"] == "Eli is a web developer at Shopify."
+    await memory.undo_change(change["id"], user_id="eli")
+    assert "Eli is a barista at Blue Bottle." in await current(memory, "eli")

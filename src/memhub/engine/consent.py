@@ -4,11 +4,11 @@ A model's removal (a consolidation DELETE or SUPERSEDE, an agent's ``forget``, a
 ``delete_memory``) is only a proposal. It stands when a turn the *user* said (the stored role
 decides: never an assistant or tool turn, never metadata) supports it. Both checks read only
 the person's **own words** (:func:`own_words`): text in quotation marks of any kind, ``>``
-quoted lines, code, chat lines with a speaker label, a letter ("Dear ...", "Love, Mum"), and
-everything from the sentence of a forwarding or pasting marker on ("---------- Forwarded
-message", "From: ... Subject:", "my friend wrote:", "here is what Tom said") is someone
-else's; a turn that hands the assistant a text to translate, summarise or rewrite asks
-nothing itself.
+quoted lines, code, chat lines with a speaker label (not a heading: "Big news: ..."), a
+letter ("Dear ...", "Love, Mum"), and everything from the sentence of a forwarding or pasting
+marker on ("---------- Forwarded message", "From: ... Subject:", "my friend wrote:", "here is
+what Tom said") is someone else's; a turn that hands the assistant a text to translate,
+summarise or rewrite asks nothing itself.
 
 * **forget** (:func:`forget_request`): a clause of the person's own words asks the assistant
   to forget, and that request is tied to the fact by words of its own part of the sentence.
@@ -28,9 +28,11 @@ nothing itself.
 * **supersede** (:func:`supports_change`): a statement of the person's own words (not a
   question) carries the new fact's news (a content word the old one lacks, or its negation)
   and is about the old fact: shares a content word with it and is not about someone else,
-  or is the person's and says a change when the new fact shares a word with the old ("I
-  moved to Berlin" for "lives in Paris" -> "lives in Berlin"), or goes on with "it" from the
-  person's statement about it just before ("It's from 2015.").
+  or has the person acting ("I", "we"; "my sister" is someone else) and says a change when
+  the new fact shares a word with the old or states its relation ("I moved to Berlin" for
+  "lives in Paris" -> "lives in Berlin"; "I got hired at Shopify" for "is a barista" -> "is a
+  developer at Shopify"), or goes on with "it" from the person's statement about it just
+  before ("It's from 2015.").
 
 Words are compared folded (case and accents: "végétarien" meets "vegetarian") and crudely
 stemmed (:mod:`memhub.engine.grounding`). Both checks are lexical: they refuse what an
@@ -46,7 +48,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from memhub.engine.grounding import content_words, fold
+from memhub.engine.grounding import content_words, fold, stem
 
 __all__ = ["forget_request", "own_words", "supports_change"]
 
@@ -142,6 +144,8 @@ def own_words(turn: str) -> str:
     """What of ``turn`` (a user's message) the person says themselves, folded (lower case,
     no accents); "" when the turn hands over a text to work on."""
     text = _QUOTED.sub(" ", unicodedata.normalize("NFKC", turn))
+    # Told apart before folding, by case: "Big news: ..." heads the person's own line.
+    headings = {fold(m.group("label")) for m in _CHAT_LINE.finditer(text) if _heading(m)}
     text = fold(_QUOTED_LINE.sub(" ", text)).replace("’", "'")
     if _TASK.search(text) or _CLOSING.search(text):
         return ""
@@ -154,16 +158,34 @@ def own_words(turn: str) -> str:
             # From the start of the marker's sentence: "forget it, my boss said" is his.
             text = text[: max(text.rfind(end, 0, marker.start()) for end in ".!?\n") + 1]
             break
-    return _CHAT_LINE.sub(_unless_a_request, text)
+    return _CHAT_LINE.sub(lambda line: _unless_a_request(line, headings), text)
 
 
 _OWN_LABEL = re.compile(r"(?:p\.?\s?s|p\.?p\.?s|btw|fyi|edit|update)\.?")
+# A speaker's label may open with these ("My sister: ...", "The boss: ..."); a heading not.
+_SPEAKER_OPENING = re.compile(
+    r"(?:the|a|an|my|our|your|his|her|their|mi|mis|tu|su|mon|ma|mes|ton|ta|notre|mein\w*"
+    r"|unser\w*|dein\w*|sein\w*|ihr\w*|el|la|le|les|der|die|das)"
+)
 
 
-def _unless_a_request(line: re.Match[str]) -> str:
+def _heading(line: re.Match[str]) -> bool:
+    """Is a chat line's label a heading of the person's own ("Big change: I moved ...",
+    "Good news: ...")? A speaker's name is one word or capitalised throughout ("Tom", "Tom
+    Berg"); a heading is several words, the later ones in lower case."""
+    first, *rest = line.group("label").split()
+    return (
+        bool(rest)
+        and all(w[0].islower() for w in rest)
+        and not _SPEAKER_OPENING.fullmatch(fold(first))
+    )
+
+
+def _unless_a_request(line: re.Match[str], headings: set[str]) -> str:
     # "Forget this: my address" and "PS: ..." are the person's own; "Tom: forget ..." is Tom's.
     label = line.group("label")
-    return line.group(0) if _VERB.search(label) or _OWN_LABEL.fullmatch(label) else " "
+    own = label in headings or _OWN_LABEL.fullmatch(label)
+    return line.group(0) if own or _VERB.search(label) else " "
 
 
 # --- Clauses: which verb, addressed to whom, negated or not ---------------------------------
@@ -443,13 +465,20 @@ _FIRST_PERSON = re.compile(
     r"\b(?:i|i'm|im|i've|i'd|i'll|me|my|mine|we|our|us|yo|mi|mis|nosotros|nuestr\w*|je|moi|mon"
     r"|ma|mes|nous|notre|nos|ich|mich|mir|mein\w*|wir|uns|unser\w*)\b|\bj'|\bm'"
 )
+# The person as who acts, not only as an owner: "my sister" is someone else.
+_ACTOR = re.compile(
+    r"\b(?:i|i'm|im|i've|i'd|i'll|me|we|we're|we've|us|yo|nosotros|je|moi|nous|ich|mich|mir|wir"
+    r"|uns)\b|\bj'|\bm'"
+)
 # What says a change when the statement shares no word with the old fact ("I moved to
 # Berlin" for "lives in Paris"); "I love Berlin's museums" says none.
 _CHANGE = re.compile(
-    r"\b(?:now|new|no longer|any ?more|moved|move|moving|changed|switched|started|became"
-    r"|joined|left|quit|since|ahora|ya no|nuev[oa]s?|mude|mudamos|mudado|cambie|empece|desde"
-    r"|maintenant|desormais|nouve\w*|demenage\w*|change|depuis|jetzt|neu\w*|umgezogen|nicht mehr"
-    r"|seit|gewechselt)\b"
+    r"\b(?:now|new|no longer|any ?more|moved|move|moving|changed|switched|started|start"
+    r"|starting|became|joined|left|quit|hired|bought|sold|replaced|married|engaged|divorced"
+    r"|broke up|since|old|former|previous|used to|these days|nowadays|ahora|ya no|nuev[oa]s?"
+    r"|mude|mudamos|mudado|cambie|empece|empiezo|desde"
+    r"|maintenant|desormais|nouve\w*|demenage\w*|change|commence|depuis|jetzt|neu\w*"
+    r"|umgezogen|nicht mehr|seit|gewechselt|angefangen)\b"
 )
 
 
@@ -473,9 +502,13 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
     * share a content word with it, and be about the person ("I", "my", their ``names``, a
       name the old fact opens with: "Tom moved") or at least not about someone else ("Tom hates
       olives", "She hates olives" are not);
-    * or be the person's and say a change ("now", "moved", "no longer") when the new fact
-      shares a word with the old ("I moved to Berlin" replaces "Ada lives in Paris" by "Ada
-      lives in Berlin"; "Is Berlin nice?", "Berlin is cold" and "I love Berlin" do not);
+    * or be the person's and say a change ("now", "moved", "no longer", "hired", "start")
+      when the new fact is of the old one's kind: shares a word with it, or states the same
+      relation (:func:`_relation`). "Good news: I got hired at Shopify" replaces "is a barista
+      at Blue Bottle" by "is a web developer at Shopify"; "I moved to Berlin" replaces "Ada
+      lives in Paris" by "Ada lives in Berlin"; "Is Berlin nice?", "Berlin is lovely" and "I
+      love Berlin" do not, nor does "We have a new puppy" replace "lives in Paris" by "has a
+      dog");
     * or go on, with "it"/"that"/"c'est"/"das" ..., from the person's statement just before
       that was about the old fact ("I drive a blue Corolla." "It's from 2015.").
 
@@ -485,9 +518,10 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
     names = tuple(names)
     old_words, new_words = _words(old, names), _words(new, names)
     news = new_words - old_words
-    negated_new = bool(_NEGATION.search(fold(new)))
-    flips = negated_new != bool(_NEGATION.search(fold(old)))
-    same_subject = bool(old_words & new_words)
+    negated_new = _negated_news(new, news, names)
+    flips = bool(_NEGATION.search(fold(new))) != bool(_NEGATION.search(fold(old)))
+    relation = _relation(old, names)
+    same_kind = bool(old_words & new_words) or relation == _relation(new, names) != ""
     # Whom the old fact is about: the person, or whom it names first ("Tom lives in Paris").
     # An article is not a name: "The user likes olives" is the person's (consolidation's
     # facts open with "The user"), and "the" in "Tom hates the olives" does not make it so.
@@ -506,9 +540,13 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
             personal = bool(_FIRST_PERSON.search(sentence)) or any(
                 re.search(rf"\b{re.escape(w)}\b", sentence) for w in whom
             )
+            # "My sister got hired" is the person's words, not the person's change.
+            acting = bool(_ACTOR.search(sentence)) or any(
+                re.search(rf"\b{re.escape(w)}\b", sentence) for w in whom
+            )
             foreign = bool(_THIRD_PERSON.search(sentence) or said & others)
             shares = bool(said & old_words) and (personal or not foreign)
-            about = shares or (same_subject and personal and _CHANGE.search(sentence))
+            about = shares or (same_kind and acting and _CHANGE.search(sentence))
             if about or (previous and _ANAPHOR.match(sentence) and not foreign):
                 stated = _states(sentence, news, names, negated_new)
                 if stated or (not news and flips and _NEGATION.search(sentence)):
@@ -517,10 +555,48 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
     return False
 
 
+# A line's heading before a colon ("Big change: ...") names nobody.
+_HEADING = re.compile(r"^[ \t]*[^\W\d_][\w' \t-]{0,30}:", re.MULTILINE)
+
+
 def _named(turn: str) -> frozenset[str]:
-    """The content words a turn writes with a capital letter ("Tom", "Big"), as stems."""
-    capitalised = " ".join(w for w in re.findall(r"[^\W\d_][\w'-]*", turn) if w[0].isupper())
-    return _words(capitalised)
+    """The content words a turn writes with a capital letter ("Tom", "Berlin"), as stems."""
+    words = re.findall(r"[^\W\d_][\w'-]*", _HEADING.sub(" ", turn))
+    return _words(" ".join(w for w in words if w[0].isupper()))
+
+
+def _negated_news(new: str, news: frozenset[str], names: Iterable[str]) -> bool:
+    """Is what ``new`` says anew said negated? Only the clauses carrying it count: "is a
+    teacher, no longer a pharmacist" says "teacher" plainly."""
+    carrying = [c for c in _CLAUSE_BREAK.split(fold(new)) if _words(c, names) & news]
+    return all(_NEGATION.search(c) for c in carrying or [fold(new)])
+
+
+_BE = frozenset(("is", "am", "are", "was", "were", "es", "est", "ist", "esta"))
+_HAVE = frozenset(("has", "have", "had", "tiene", "hat"))
+_ADVERBS = frozenset(
+    ("now", "currently", "still", "also", "recently", "newly", "just", "no", "longer", "not")
+)
+
+
+def _relation(fact: str, names: Iterable[str]) -> str:
+    """The relation a fact states of its subject: its first verb, stemmed, and after "is" or
+    "has" the word that follows ("lives", "works", "is a", "has a"); "" when none is found.
+    "The user is a barista" and "The user is a web developer" state one relation; "lives in
+    Paris" and "has a dog" two."""
+    skip = {"the", "user", "user's", "users"} | {fold(n) for n in names}
+    words = [w for w in re.findall(r"[^\W\d_][\w']*", fold(fact)) if w not in _ADVERBS]
+    if words and fact.lstrip()[:1].isupper() and words[0] != "the":
+        skip.add(words[0])  # the name the fact opens with
+    while words and words[0] in skip:
+        words = words[1:]
+    if not words:
+        return ""
+    verb = "be" if words[0] in _BE else "have" if words[0] in _HAVE else stem(words[0])
+    if verb not in ("be", "have"):
+        return verb
+    after = words[1] if len(words) > 1 else ""
+    return f"{verb} {'a' if after == 'an' else after}"
 
 
 def _states(sentence: str, news: frozenset[str], names: Iterable[str], negated: bool) -> bool:
