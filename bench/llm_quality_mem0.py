@@ -7,10 +7,11 @@ test suite's venv can import this module).
 What Mem0 2.2.1 does with a conversation, read from ``mem0/memory/main.py``:
 
 - ``add(messages, user_id=..., metadata=...)`` with ``infer=True`` makes **one** LLM call per
-  ``add`` (its "additive" pipeline): a ~2,900-token system prompt, the session's messages as
-  ``role: content`` lines (system messages included), the user's 10 nearest stored memories
-  and its last 10 messages. It only ever ADDs: no update, no delete, so a change of fact or a
-  request to forget leaves the old memory in place.
+  ``add`` (its "additive" pipeline): a system prompt of 7,924 tokens (Qwen's tokenizer), the
+  session's messages as ``role: content`` lines (system messages included), the user's 10
+  nearest stored memories and its last 10 messages: ~8,000 tokens, over a 4,096-token
+  server's context (run the server with ``--context 16384``). It only ever ADDs: no update,
+  no delete, so a change of fact or a request to forget leaves the old memory in place.
 - ``timestamp=`` raises ("platform-only"); the session's date goes to ``metadata["created_at"]``,
   which Mem0 keeps as the memory's creation time, but its prompt's "Observation Date" and
   "Current Date" are today's date, so "last month" is resolved against the day of the run.
@@ -23,7 +24,9 @@ What Mem0 2.2.1 does with a conversation, read from ``mem0/memory/main.py``:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -106,7 +109,9 @@ def run(args: argparse.Namespace, conversations: list[dict[str, Any]]) -> dict[s
 
     score, usage, details = Score(), LLMUsage(), []
     scratch = Path(tempfile.mkdtemp(prefix="llm-quality-mem0-"))
-    with BenchPostgres(scratch / "pg") as pg:
+    with contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, scratch, ignore_errors=True)
+        pg = cleanup.enter_context(BenchPostgres(scratch / "pg"))
         config = mem0_config(pg.create_database("llm_quality"), maxconn=2)
         config["llm"] = llm_config(args.url, args.model, usage, args.temperature)
         from mem0 import Memory  # imported only here: the test venv has no mem0ai
