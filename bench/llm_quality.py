@@ -25,7 +25,8 @@ stored fact says it (episodes still saying it are counted beside).
 
 Run a server first (``python tools/llm_tier.py serve --model 1.5b``), then
 ``python -m bench.llm_quality --url http://127.0.0.1:PORT/v1 --set dev --out dev.json``.
-Quality is reported, not asserted.
+``--system mem0`` runs Mem0 2.2.x on the same conversations, judge and server instead (from
+``.venv-bench``; see ``bench/llm_quality_mem0.py``). Quality is reported, not asserted.
 """
 
 from __future__ import annotations
@@ -226,12 +227,40 @@ async def run_one(memory: Any, conv: dict[str, Any], user: str, score: Score) ->
     return {"id": conv["id"], "user": user, "facts": facts, "episodes": episodes} | judged
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from memhub import AsyncMemory, MemhubSettings
-
-    conversations = json.loads(SETS[args.set].read_text())["conversations"]
+def load(args: argparse.Namespace) -> list[dict[str, Any]]:
+    conversations: list[dict[str, Any]] = json.loads(SETS[args.set].read_text())["conversations"]
     if args.only:
         conversations = [c for c in conversations if c["id"] in args.only.split(",")]
+    return conversations
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """One run of ``args.system`` over the set, as the saved JSON's dict."""
+    conversations = load(args)
+    if args.system == "mem0":
+        from bench import llm_quality_mem0
+
+        ran = llm_quality_mem0.run(args, conversations)
+    else:
+        ran = asyncio.run(run_memhub(args, conversations))
+    score: Score = ran["score"]
+    return {
+        "label": args.label or args.system,
+        "system": args.system,
+        "set": args.set,
+        "machine": f"{platform.processor() or platform.machine()}, {args.machine}",
+        "failed_llm_calls": ran.get("failed_llm_calls", 0),
+        "result": score.row(),
+        "totals": totals(score),
+        "conversations": ran["details"],
+    }
+
+
+async def run_memhub(
+    args: argparse.Namespace, conversations: list[dict[str, Any]]
+) -> dict[str, Any]:
+    from memhub import AsyncMemory, MemhubSettings
+
     score = Score()
     details = []
     with tempfile.TemporaryDirectory() as data_dir:
@@ -257,27 +286,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     score.calls = usage.get("llm_calls", 0.0)
     score.prompt_tokens = usage.get("prompt_tokens", 0.0)
     score.completion_tokens = usage.get("completion_tokens", 0.0)
-    return {
-        "label": args.label,
-        "set": args.set,
-        "machine": f"{platform.processor() or platform.machine()}, {args.machine}",
-        "result": score.row(),
-        "totals": totals(score),
-        "conversations": details,
-    }
+    return {"score": score, "details": details}
 
 
 def rescore(path: Path) -> dict[str, Any]:
     """Judge the memories a saved run left again (after a change to the labels or judge)."""
     saved = json.loads(path.read_text())
     by_id = {c["id"]: c for c in json.loads(SETS[saved["set"]].read_text())["conversations"]}
-    measured = saved["totals"]
+    counted = saved["totals"]  # what the run measured; the judging is done again
     score = Score(
-        turns=measured["turns"],
-        seconds=measured["seconds"],
-        calls=measured["calls"],
-        prompt_tokens=measured["prompt_tokens"],
-        completion_tokens=measured["completion_tokens"],
+        turns=counted["turns"],
+        seconds=counted["seconds"],
+        calls=counted["calls"],
+        prompt_tokens=counted["prompt_tokens"],
+        completion_tokens=counted["completion_tokens"],
     )
     for detail in saved["conversations"]:
         conv = by_id[detail["id"]]
@@ -290,8 +312,10 @@ def main() -> None:
     parser.add_argument("--url", help="the server's /v1 URL")
     parser.add_argument("--set", choices=sorted(SETS), default="dev")
     parser.add_argument("--only", default="", help="comma-separated conversation ids")
+    parser.add_argument("--system", choices=("memhub", "mem0"), default="memhub")
     parser.add_argument("--model", default="local", help="model name sent to the server")
-    parser.add_argument("--label", default="memhub", help="name in the table")
+    parser.add_argument("--temperature", type=float, default=0.0, help="Mem0's (memhub's is 0)")
+    parser.add_argument("--label", default="", help="name in the table (default: --system)")
     parser.add_argument("--context", type=int, default=4096)
     parser.add_argument("--machine", default="", help="CPU and load, for the table")
     parser.add_argument("--out", type=Path, help="write the JSON result here")
@@ -299,7 +323,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.rescore and not args.url:
         parser.error("--url is required unless --rescore")
-    result = rescore(args.rescore) if args.rescore else asyncio.run(run(args))
+    result = rescore(args.rescore) if args.rescore else run(args)
     print(json.dumps(result["result"], indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
