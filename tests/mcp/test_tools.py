@@ -110,6 +110,26 @@ async def test_search_as_of_a_moment(settings: MemhubSettings) -> None:
         )
 
 
+async def test_search_takes_a_kind(settings: MemhubSettings) -> None:
+    """``kind`` narrows the search to what was said (episodes) or to extracted facts."""
+    from tests.engine.conftest import store_facts
+
+    async with AsyncMemory(settings=settings) as memory:
+        await memory.add("I moved to Vienna last spring.", user_id="ada", infer=False, wait=True)
+        await store_facts(memory, "ada", "The user lives in Vienna.")
+    async with Client(create_server(settings, MCPConfig())) as client:
+        both = await ok(client, "search_memories", query="Vienna", user_id="ada")
+        facts = await ok(client, "search_memories", query="Vienna", user_id="ada", kind="fact")
+        said = await ok(client, "search_memories", query="Vienna", user_id="ada", kind="episode")
+        assert {m["kind"] for m in both["results"]} == {"episode", "fact"}
+        assert [m["memory"] for m in facts["results"]] == ["The user lives in Vienna."]
+        assert [m["memory"] for m in said["results"]] == ["I moved to Vienna last spring."]
+        result = await client.call_tool(
+            "search_memories", {"query": "Vienna", "user_id": "ada", "kind": "rumour"}
+        )
+        assert result.is_error
+
+
 async def test_user_id_is_required_without_a_default(settings: MemhubSettings) -> None:
     async with Client(create_server(settings, MCPConfig())) as client:
         message = await failure(client, "list_memories")

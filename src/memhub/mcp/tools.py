@@ -24,7 +24,7 @@ import time
 import typing
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -175,14 +175,21 @@ async def search_memories(
         str | None,
         Field(description="Only what was true at this moment (ISO 8601, e.g. 2025-03-01)."),
     ] = None,
+    kind: Annotated[
+        Literal["episode", "fact"] | None,
+        Field(description="Only what was said (episode) or only extracted facts (fact)."),
+    ] = None,
 ) -> dict[str, Any]:
     """Search a user's long-term memories by meaning and by words; best matches first."""
     state = _state(ctx)
     user = _user(ctx, state, user_id)
     if not 1 <= limit <= 100:
         raise ToolError(f"limit must be between 1 and 100, got {limit}")
+    filters = None if kind is None else {"kind": kind}
     with _tool_errors("search_memories"), background(_over_quota(ctx)):
-        found = await state.memory.search(query, user_id=user, limit=limit, as_of=as_of)
+        found = await state.memory.search(
+            query, user_id=user, limit=limit, as_of=as_of, filters=filters
+        )
     return {"results": _shown(ctx, found["results"])}
 
 
