@@ -189,6 +189,8 @@ async def test_browse_search_edit_delete_and_history(
             first = memories.first
             await expect(first.locator(".text")).to_have_text("My sister Anna lives in Vienna.")
             await expect(first.locator(".meta")).to_contain_text("#1score 0.")
+            # what was said, by whom (an episode); an extracted fact says "fact"
+            await expect(first.locator(".meta")).to_contain_text("said by user")
             await expect(memories).to_have_count(3)
             await expect(memories.nth(2).locator(".rank")).to_have_text("#3")
             await expect(page.locator("#memories-status")).to_have_text(

@@ -274,7 +274,9 @@ function describe(memory) {
   if (memory.score !== undefined) parts.push(`score ${memory.score.toFixed(3)}`);
   parts.push(`added ${new Date(memory.created_at).toLocaleString()}`);
   if (memory.updated_at) parts.push(`edited ${new Date(memory.updated_at).toLocaleString()}`);
-  if (memory.role) parts.push(`from ${memory.role}`);
+  // what was said (an episode, by whom) or a fact extracted from it
+  if (memory.kind === "fact") parts.push("fact");
+  else if (memory.role) parts.push(`said by ${memory.role}`);
   return parts.join(" · ");
 }
 
