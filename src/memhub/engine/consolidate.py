@@ -44,7 +44,7 @@ from memhub.engine.prompts import (
 from memhub.engine.sensitive import secret_in
 from memhub.engine.text import memory_hash, turn_text
 from memhub.errors import ProviderError, ProviderOutputError
-from memhub.filters import FACT, KIND, parse_filters
+from memhub.filters import EPISODE, FACT, KIND, parse_filters
 from memhub.llm import LLM
 from memhub.llm.base import UnusableAnswerError, Usage
 from memhub.llm.parsing import iter_json_values
@@ -611,7 +611,7 @@ async def _episodes(store: Store, jobs: Sequence[Job]) -> dict[int, UUID]:
     for scope in {job.scope for job in jobs}:
         turn_ids = [t for job in jobs if job.scope == scope for t in job.payload.turns]
         for record in await store.memories_for_turns(scope, turn_ids):
-            if record.role is not None and len(record.source_turn_ids) == 1:
+            if record.kind == EPISODE and len(record.source_turn_ids) == 1:
                 found[record.source_turn_ids[0]] = record.id
     return found
 

@@ -18,7 +18,7 @@ from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
 from memhub.engine.rerank import Reranker, rerank_scored
 from memhub.engine.text import within_budget
 from memhub.errors import UsageError
-from memhub.filters import Filter
+from memhub.filters import EPISODE, Filter
 from memhub.store.protocol import MemoryStore, Vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
@@ -223,14 +223,14 @@ class Tellings:
     def retold(self, record: MemoryRecord) -> bool:
         """Whether ``record`` would say again what a kept result says."""
         turns = set(record.source_turn_ids)
-        if record.role is not None:  # an episode
+        if record.kind == EPISODE:
             return bool(turns & self.facts)
         return bool(turns) and turns <= self.episodes
 
     def told(self, record: MemoryRecord) -> None:
         """``record`` is kept: the turns it tells."""
         turns = set(record.source_turn_ids)
-        if record.role is not None:
+        if record.kind == EPISODE:
             self.episodes |= turns
         elif len(turns) == 1:
             self.facts |= turns

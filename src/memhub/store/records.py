@@ -13,6 +13,8 @@ from datetime import date, datetime
 from typing import Any, Final, Literal
 from uuid import UUID
 
+from memhub.filters import memory_kind
+
 __all__ = [
     "DEFAULT_TEXT_RANKING",
     "FORGET_REASON",
@@ -375,6 +377,11 @@ class MemoryRecord:
     created_at: datetime
     updated_at: datetime | None
     role: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """``"episode"`` (a turn as said: it has a speaker) or ``"fact"`` (memhub.filters)."""
+        return memory_kind(self.role)
 
 
 #: Why consolidation retired a fact, when the caller names no turn.
