@@ -70,6 +70,12 @@ async def test_healthz_answers_during_the_build_then_the_server_serves(
             early = await client.get("/v1/memories", params={"user_id": "u"})
             assert early.status_code == 503 and early.headers["retry-after"] == "5"
             assert "starting" in early.json()["error"]
+            # a write refused while starting is no failed write: /healthz is ok once ready
+            early_write = await client.post(
+                "/v1/memories",
+                json={"messages": [{"role": "user", "content": "too early"}], "user_id": "u"},
+            )
+            assert early_write.status_code == 503 and "starting" in early_write.json()["error"]
 
             release.set()
             ready = await _wait_until_ready(client)

@@ -8,14 +8,14 @@ from starlette.types import Message, Receive, Scope, Send
 from memhub.server.health import WRITE_FAILURE_SECONDS, WriteHealth, WriteWatch
 
 
-def _answering(status: int) -> WriteWatch:
+def _answering(status: int, serving: bool = True) -> WriteWatch:
     health = WriteHealth()
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": status, "headers": []})
         await send({"type": "http.response.body", "body": b"{}"})
 
-    return WriteWatch(app, health)
+    return WriteWatch(app, health, lambda: serving)
 
 
 async def _call(watch: WriteWatch, method: str, path: str) -> list[Message]:
@@ -39,7 +39,9 @@ async def test_a_write_answered_503_degrades_until_a_write_succeeds() -> None:
     assert health.failed_at is not None and health.degraded(health.failed_at + 1)
     assert not health.degraded(health.failed_at + WRITE_FAILURE_SECONDS)
 
-    working = WriteWatch(_answering(200).app, health)  # the same server, now writing again
+    working = WriteWatch(
+        _answering(200).app, health, lambda: True
+    )  # the same server, now writing again
     await _call(working, "GET", "/v1/memories")  # a read says nothing of writes
     assert health.degraded(health.failed_at + 1)
     await _call(working, "DELETE", "/v1/memories/x")
@@ -56,3 +58,10 @@ async def test_reads_searches_and_refusals_say_nothing_of_writes() -> None:
         watch = _answering(status)
         await _call(watch, method, path)
         assert watch.health.failed_at is None, (status, method, path)
+
+
+async def test_a_refusal_while_starting_is_no_failed_write() -> None:
+    """The 503 of a server still building its model reached no database."""
+    starting = _answering(503, serving=False)
+    await _call(starting, "POST", "/v1/memories")
+    assert starting.health.failed_at is None

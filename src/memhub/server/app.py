@@ -216,7 +216,7 @@ def create_app(
     )
     install_error_handlers(app)
     # Inside the slash rewrite, the body limit and the gate: it sees the routes' own paths.
-    app.add_middleware(WriteWatch, health=writes)
+    app.add_middleware(WriteWatch, health=writes, serving=lambda: app._state() is not None)
     app.add_middleware(_TrailingSlashes)
     # An oversized body is refused before routing, parsing or authentication (and a tenant
     # over its quota before that, by _GatedApp, before its body is even read).

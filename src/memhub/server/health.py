@@ -10,6 +10,7 @@ space, unable to open its files, or too slow) until a writing request succeeds a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -48,17 +49,19 @@ def is_write(scope: Scope) -> bool:
 class WriteWatch:
     """ASGI middleware: record each writing request's outcome in ``health``.
 
-    A 503 is a failed write (memhub answers 503 only when the database cannot do it); a 2xx
-    shows the database took one. Other answers (a refusal of the caller's input, a
-    provider's 502) say nothing of the database's writes.
+    Once the server serves (``serving()``), a 503 is a failed write (memhub then answers 503
+    only when the database cannot do it); a 2xx shows the database took one. Other answers (a
+    refusal of the caller's input, a provider's 502) say nothing of the database's writes, nor
+    does the 503 of a server still starting (building its model), which reached no database.
     """
 
-    def __init__(self, app: ASGIApp, health: WriteHealth) -> None:
+    def __init__(self, app: ASGIApp, health: WriteHealth, serving: Callable[[], bool]) -> None:
         self.app = app
         self.health = health
+        self.serving = serving
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not is_write(scope):
+        if scope["type"] != "http" or not is_write(scope) or not self.serving():
             await self.app(scope, receive, send)
             return
 
