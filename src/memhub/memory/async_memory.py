@@ -64,9 +64,7 @@ class AsyncMemory(RetirementMethods):
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> AsyncMemory:
         """Build from a Mem0-style config dict (``vector_store``, ``embedder``, ``llm``)."""
-        from memhub.memory.mem0_config import settings_from_mem0_config
-
-        return cls(settings=settings_from_mem0_config(config))
+        return cls(config=config)
 
     # -- Mem0-style API ---------------------------------------------------------------------
     async def add(
