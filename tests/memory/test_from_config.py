@@ -136,3 +136,30 @@ async def test_async_memory_takes_config_as_mem0s_does(db_url: str) -> None:
         AsyncMemory(config=config, settings=AsyncMemory.from_config(config).settings)
     with pytest.raises(UsageError, match="config dict"):
         AsyncMemory(config=["not", "a", "config"])  # type: ignore[arg-type]
+
+
+def test_a_mem0_memory_config_object_is_read_without_a_warning(
+    db_url: str, recwarn: pytest.WarningsRecorder
+) -> None:
+    """Mem0 2.2.1's ``MemoryConfig`` (checked against the real package, not installed in the
+    suite's venv) types ``vector_store.config`` as a dict but holds a model there, so a plain
+    ``model_dump()`` warns. This stand-in has the same shape."""
+    from pydantic import BaseModel
+
+    class PGVectorConfig(BaseModel):
+        connection_string: str
+        collection_name: str = "mem0"
+
+    class VectorStoreConfig(BaseModel):
+        provider: str
+        config: dict[str, object]
+
+    class MemoryConfig(BaseModel):
+        vector_store: VectorStoreConfig
+
+    store = VectorStoreConfig.model_construct(
+        provider="pgvector", config=PGVectorConfig(connection_string=db_url)
+    )
+    memory = AsyncMemory(config=MemoryConfig.model_construct(vector_store=store))  # type: ignore[arg-type]
+    assert memory.settings.database_url == db_url
+    assert [str(w.message) for w in recwarn] == []

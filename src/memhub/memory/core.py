@@ -32,7 +32,9 @@ def _settings_from_config(config: object, db_url: str | None) -> MemhubSettings:
     from memhub.memory.mem0_config import settings_from_mem0_config
 
     dump = getattr(config, "model_dump", None)
-    mapping = dump(exclude_none=True) if callable(dump) else config
+    # Mem0 2.2's MemoryConfig types a provider's config as a dict but holds a model there:
+    # pydantic dumps it right, with a UserWarning the caller would see for nothing.
+    mapping = dump(exclude_none=True, warnings=False) if callable(dump) else config
     if not isinstance(mapping, Mapping):
         raise UsageError(f"config must be a Mem0 config dict, got {type(config).__name__}")
     settings = settings_from_mem0_config(mapping)
