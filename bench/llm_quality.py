@@ -10,7 +10,8 @@ OpenAI-compatible server. Then every current memory is sorted:
 - every other memory is a **stored fact**, judged into exactly one category, first that fits:
   ``raw_turn`` (a user turn's words, nothing else), ``assistant_text`` (an assistant or system
   turn's words, or a word only they said), ``copy_of_turn`` (still in the speaker's voice:
-  first or second person, a speaker prefix, or nearly all its words a user turn's in order),
+  first or second person, a speaker prefix, or nearly all its words a user turn's in order
+  without naming the user in the third person),
   ``forgotten`` (says what the user asked to forget), ``stale`` (says what a later turn
   changed), ``supported`` (matches a labelled fact), else ``wrong``.
 
@@ -144,6 +145,18 @@ def _in_order_share(fact: list[str], turn: list[str]) -> float:
     return previous[-1] / len(fact)
 
 
+def _restates(fact: list[str], turn: list[str]) -> bool:
+    """Is ``fact`` the turn's words with nothing of the system's own? Nearly all its words are
+    the turn's in order, and it does not name the user where the turn did not: "The user's
+    friend Jonas is a pilot" and Mem0's "User's friend Jonas is a pilot" are both the turn
+    rewritten in the third person (a fact); "Jonas is a pilot", cut from "My friend Jonas is
+    a pilot", is a copy. The subject is judged by the word "user" alone, so no article or
+    possessive form can tip a fact across the 85 % line."""
+    if "user" in fact and "user" not in turn:
+        return False
+    return _in_order_share(fact, turn) >= _COPY_SHARE
+
+
 def _turns(conv: dict[str, Any], user: bool) -> list[str]:
     return [
         m["content"]
@@ -169,7 +182,7 @@ def judge(text: str, conv: dict[str, Any], user_id: str) -> str:
     speaker = prefix is not None and prefix.group(1).casefold() in {user_id.casefold(), "user"}
     if speaker or _VOICE & set(words):
         return "copy_of_turn"
-    if len(words) >= 3 and any(_in_order_share(words, turn) >= _COPY_SHARE for turn in said):
+    if len(words) >= 3 and any(_restates(words, turn) for turn in said):
         return "copy_of_turn"
     if any(says(label, text, subject=False) for label in conv["forgotten"]):
         return "forgotten"

@@ -58,7 +58,13 @@ CONV: dict[str, Any] = {
         ("I'm allergic to peanuts.", "copy_of_turn"),
         ("My friend Tom lives in Oslo, says the user.", "copy_of_turn"),
         ("We moved to Dublin.", "copy_of_turn"),
-        ("User live in Madrid and allergic to peanuts", "copy_of_turn"),
+        ("live in Madrid and allergic to peanuts", "copy_of_turn"),
+        ("Tom lives in Oslo.", "copy_of_turn"),
+        # a third-person rewrite is the system's words whether or not it starts with an
+        # article: 7 of its 8 words are the turn's in order, but it names the user (here it
+        # says what a later turn changed)
+        ("User live in Madrid and allergic to peanuts", "stale"),
+        ("User's friend Tom lives in Oslo.", "supported"),
         ("Mars has two moons, Phobos and Deimos.", "assistant_text"),
         ("The user knows about Phobos.", "assistant_text"),
         ("You are a travel assistant.", "assistant_text"),
