@@ -48,6 +48,7 @@ from typing import Any
 SETS = {
     "dev": Path(__file__).parent / "llm_set" / "dev.json",
     "heldout": Path(__file__).parent / "llm_set" / "heldout.json",
+    "heldout2": Path(__file__).parent / "llm_set" / "heldout2.json",
 }
 CATEGORIES = (
     "supported",
