@@ -64,15 +64,17 @@ async def test_add_then_supersede_keeps_history_and_dates(
         )
     )
     await memory.add("I moved to Paris last week.", user_id="ada", timestamp="2024-02-01T09:00:00Z")
+    # the date the model left out comes back from the turn (engine/dates.keep_the_date)
+    PARIS = "Ada lives in Paris since the week of 2024-01-22."
     await memory.wait_idle()
-    assert await facts(memory) == ["Ada lives in Paris.", "Ada loves jazz."]
+    assert await facts(memory) == [PARIS, "Ada loves jazz."]
     hits = (await memory.search("Where does Ada live?", user_id="ada", limit=5))["results"]
     assert "Ada lives in Berlin." not in [h["memory"] for h in hits]
     everything = (
         await memory.search("Where does Ada live?", user_id="ada", limit=5, include_superseded=True)
     )["results"]
     old = next(h for h in everything if h["memory"] == "Ada lives in Berlin.")
-    new = next(h for h in everything if h["memory"] == "Ada lives in Paris.")
+    new = next(h for h in everything if h["memory"] == PARIS)
     assert old["valid_to"] is not None and old["valid_to"].startswith("2024-02-01T09:00:00")
     assert old["superseded_by"] == new["id"]
     assert new["valid_from"].startswith("2024-02-01T09:00:00")
@@ -80,8 +82,8 @@ async def test_add_then_supersede_keeps_history_and_dates(
     chain = await memory.history(new["id"])
     assert [(e["event"], e["new_memory"]) for e in chain] == [
         ("ADD", "Ada lives in Berlin."),
-        ("SUPERSEDE", "Ada lives in Paris."),
-        ("ADD", "Ada lives in Paris."),
+        ("SUPERSEDE", PARIS),
+        ("ADD", PARIS),
     ]
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
         cur = await conn.execute(

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from memhub.engine.dates import absolute_dates, resolve_relative_dates
+from memhub.engine.dates import absolute_dates, keep_the_date, resolve_relative_dates
 
 MONDAY = date(2023, 5, 15)
 
@@ -26,7 +26,10 @@ MONDAY = date(2023, 5, 15)
         ("3 days ago", [("3 days ago", "2023-05-12")]),
         ("We married last year.", [("last year", "2022")]),
         ("this weekend", [("this weekend", "the weekend of 2023-05-20")]),
-        ("I live in Oslo. On Monday I start.", []),  # a bare weekday reads either way
+        # a bare weekday by its sentence's tense; "on Mondays" is a habit, not a date
+        ("I live in Oslo. On Monday I start.", [("monday", "2023-05-22")]),
+        ("On Friday we went hiking.", [("friday", "2023-05-12")]),
+        ("I swim on Mondays. Monday is fine.", []),
     ],
 )
 def test_each_expression_means_one_date(text: str, meaning: list[tuple[str, str]]) -> None:
@@ -67,3 +70,30 @@ def test_an_expression_said_twice_is_noted_once() -> None:
 )
 def test_a_fact_keeps_the_date_its_turn_meant(fact: str, dated: str) -> None:
     assert absolute_dates(fact, MONDAY) == dated
+
+
+MOVE = "Big change: I moved to Vienna last month and I now teach chemistry at a high school."
+START = "I quit Siemens two weeks ago; on Monday I start at Helio as an electrical engineer."
+
+
+@pytest.mark.parametrize(
+    ("fact", "turn", "kept"),
+    [
+        # the clause that shares the fact's words gives its date, the other clause none
+        ("The user lives in Vienna.", MOVE, "The user lives in Vienna since April 2023."),
+        ("The user teaches chemistry at a high school.", MOVE, None),
+        ("The user works at Helio.", START, "The user works at Helio from 2023-05-22."),
+        ("The user quit Siemens.", START, "The user quit Siemens in the week of 2023-05-01."),
+        (
+            "The user ran a marathon.",
+            "I ran a marathon yesterday!",
+            "The user ran a marathon on 2023-05-14.",
+        ),
+        # dated already, no date in the turn, or two dates for one clause: left as it is
+        ("The user lives in Vienna since 2022.", MOVE, None),
+        ("The user lives in Oslo.", "I live in Oslo.", None),
+        ("The user met Ana.", "I met Ana yesterday or last week.", None),
+    ],
+)
+def test_a_fact_gets_back_the_date_its_clause_said(fact: str, turn: str, kept: str | None) -> None:
+    assert keep_the_date(fact, turn, MONDAY) == (kept or fact)

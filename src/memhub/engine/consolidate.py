@@ -25,7 +25,7 @@ import numpy as np
 from memhub.embed.base import Embedder
 from memhub.engine import retrieve
 from memhub.engine.consent import forget_request, supports_change
-from memhub.engine.dates import absolute_dates
+from memhub.engine.dates import absolute_dates, keep_the_date
 from memhub.engine.grounding import restates, support
 from memhub.engine.prompts import (
     CONSOLIDATION_SYSTEM,
@@ -641,8 +641,14 @@ def _ground(
             op = replace(op, turns=backing)
     if result.grounded:
         # "yesterday" in a stored fact means nothing a week later: the date it meant on the
-        # day of the turn replaces it, whether or not the model used the prompt's note
-        return replace(op, text=absolute_dates(text, op.said_at.date())), ""
+        # day of the turn replaces it, whether or not the model used the prompt's note; a
+        # date the model left out comes back from its one cited turn
+        text = absolute_dates(text, op.said_at.date())
+        told = [t for t in op.turns if t.role == "user"]
+        if len(told) == 1:
+            said = texts.get(told[0].id, turn_text(told[0]))
+            text = keep_the_date(text, said, _aware(told[0].created_at).date())
+        return replace(op, text=text), ""
     if result.copied_from is not None:
         return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
     return None, "REFUSED_UNGROUNDED"

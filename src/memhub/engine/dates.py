@@ -4,8 +4,12 @@ A small model copies "last week" into a fact, or computes the wrong day; the cal
 its strength. So the prompt shows, beside each turn, what its relative expressions mean on
 the day it was said ("yesterday" = 2023-05-14), and the model only has to copy the date.
 English only, and only expressions with one reading: "next Saturday" is the first Saturday
-after the turn's day, "last Saturday" the last one before it; a bare weekday ("on Monday")
-could be either and is left to the model.
+after the turn's day, "last Saturday" the last one before it; a bare weekday ("on Monday") is
+read by its sentence's tense: the last one before the turn's day when the sentence speaks of
+the past ("on Monday I started"), else the next one after it ("on Monday I start").
+
+A small model also drops a date it was shown ("I moved to Vienna last month" becomes "The user
+lives in Vienna."); :func:`keep_the_date` gives such a fact back the date its clause said.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
-__all__ = ["absolute_dates", "resolve_relative_dates"]
+__all__ = ["absolute_dates", "keep_the_date", "resolve_relative_dates"]
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _NUMBERS = {
@@ -34,9 +38,17 @@ _UNITS = r"(day|week|month|year)s?"
 _EXPRESSION = re.compile(
     r"\b(?:(yesterday|today|tonight|tomorrow)"
     r"|(last|this|next)\s+(week|month|year|weekend|" + "|".join(_WEEKDAYS) + r")"
-    r"|(\d{1,2}|" + "|".join(_NUMBERS) + r")\s+" + _UNITS + r"\s+ago)\b",
+    r"|(\d{1,2}|" + "|".join(_NUMBERS) + r")\s+" + _UNITS + r"\s+ago"
+    r"|(?<=\bon\s)(" + "|".join(_WEEKDAYS) + r"))\b(?!s)",
     re.IGNORECASE,
 )
+# The past in a sentence: a few irregular verbs and the regular "-ed" form.
+_PAST = re.compile(
+    r"\b(?:was|were|did|had|went|got|came|left|met|saw|ran|took|made|bought|told|said|quit"
+    r"|\w{3,}ed)\b",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"[^.!?;]+")
 
 
 def _week_of(day: date) -> str:
@@ -72,8 +84,15 @@ def _ago(day: date, count: int, unit: str) -> str:
     return str(day.year - count)
 
 
+def _sentence_at(text: str, position: int) -> str:
+    return next((m.group(0) for m in _SENTENCE.finditer(text) if m.end() >= position), "")
+
+
 def _meaning(match: re.Match[str], day: date) -> str:
-    simple, which, what, count, unit = (g.casefold() if g else g for g in match.groups())
+    simple, which, what, count, unit, bare = (g.casefold() if g else g for g in match.groups())
+    if bare:
+        past = _PAST.search(_sentence_at(match.string, match.start()))
+        return _weekday(day, "last" if past else "next", bare)
     if simple:
         shift = {"yesterday": -1, "tomorrow": 1}.get(simple, 0)
         return f"{day + timedelta(days=shift):%Y-%m-%d}"
@@ -116,10 +135,72 @@ def absolute_dates(text: str, said_on: date) -> str:
     last = 0
     for match in _EXPRESSION.finditer(text):
         before = text[last : match.start()]
-        before = before[: _PREPOSITION.search(before).start()]  # type: ignore[union-attr]
-        parts += [before, _dated(_meaning(match, said_on))]
+        cut = _PREPOSITION.search(before).start()  # type: ignore[union-attr]
+        dated = _dated(_meaning(match, said_on))
+        if before[cut:].strip()[:1].isupper():  # "On Monday I start" -> "On 2023-05-22 I start"
+            dated = dated[:1].upper() + dated[1:]
+        before = before[:cut]
+        parts += [before, dated]
         if before and not before.endswith(" "):
             parts.insert(-1, " ")
         last = match.end()
     result = "".join(parts) + text[last:]
     return result[:1].upper() + result[1:]
+
+
+# What already dates a fact: a year, a month's or a weekday's name, or a relative expression.
+_DATED = re.compile(
+    r"\b(?:\d{4}|january|february|march|april|may|june|july|august|september|october"
+    r"|november|december|" + "|".join(_WEEKDAYS) + r")\b",
+    re.IGNORECASE,
+)
+# Clauses of a turn: "I moved to Vienna last month and I now teach chemistry" dates the move.
+_CLAUSE = re.compile(r"[.!?;:]|,?\s+(?:and|but|so|while|because)\s+", re.IGNORECASE)
+_WORD = re.compile(r"[^\W\d_]{4,}")
+# Words of four letters or more that say nothing of what a clause is about.
+_NOT_CONTENT = frozenset(
+    re.findall(r"\w+", "user users that this with from have will they them their about been were")
+    + re.findall(r"\w+", "what when where which there then than just also some into over very")
+)
+
+
+def _content(text: str) -> set[str]:
+    return {w[:5] for w in _WORD.findall(text.casefold()) if w not in _NOT_CONTENT}
+
+
+def keep_the_date(fact: str, turn: str, said_on: date) -> str:
+    """``fact`` with the date the ``turn`` gave it, when the fact has none and exactly one
+    clause of the turn with a relative date shares a content word with it: from "I moved to
+    Vienna last month and I now teach chemistry", "The user lives in Vienna." becomes "The
+    user lives in Vienna since April 2023." ("from" a date to come; "on"/"in" for a fact in
+    the past tense: "The user ran a marathon on 2023-05-14."). Otherwise ``fact`` as it is."""
+    if _DATED.search(fact) or _EXPRESSION.search(fact):
+        return fact
+    words = _content(fact)
+    found: list[re.Match[str]] = []
+    start = 0
+    for cut in [*_CLAUSE.finditer(turn), None]:
+        end = cut.start() if cut else len(turn)
+        clause = turn[start:end]
+        dates = list(_EXPRESSION.finditer(turn, start, end))
+        if dates and words & _content(_EXPRESSION.sub(" ", clause)):
+            found += dates
+        start = cut.end() if cut else end
+    if len(found) != 1:
+        return fact  # no date, or two: which one the fact means is not known
+    match = found[0]
+    meaning = _meaning(match, said_on)
+    if _PAST.search(fact):
+        when = _dated(meaning)
+    else:  # a state: since a date gone by, from one to come
+        when = ("from " if _ahead(match) else "since ") + meaning
+    return f"{fact.rstrip().rstrip('.')} {when}."
+
+
+def _ahead(match: re.Match[str]) -> bool:
+    """Does the expression name a time after the turn's day ("tomorrow", "next month", "on
+    Monday I start")?"""
+    simple, which, _, _, _, bare = (g.casefold() if g else g for g in match.groups())
+    if bare:
+        return not _PAST.search(_sentence_at(match.string, match.start()))
+    return simple == "tomorrow" or which in ("next", "this")

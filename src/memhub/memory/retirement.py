@@ -22,11 +22,10 @@ from memhub.errors import ModelBudgetSpent, UsageError
 from memhub.memory.core import MemoryCore, parse_memory_id
 from memhub.memory.inputs import check_limit, scope_of
 from memhub.memory.results import MemoryItem, memory_item
-from memhub.store.protocol import Store
-from memhub.store.records import ModelChange, RetiredMemory, is_model_actor
+from memhub.store.records import ModelBudget, ModelChange, RetiredMemory, is_model_actor
 from memhub.telemetry import record_guard
 
-__all__ = ["RetirementMethods", "change_item", "retired_item", "spend_model_change"]
+__all__ = ["RetirementMethods", "change_item", "retired_item"]
 
 log = logging.getLogger("memhub.guard")
 
@@ -62,35 +61,6 @@ def change_item(change: ModelChange) -> dict[str, Any]:
     }
 
 
-async def spend_model_change(
-    store: Store, user_id: str | None, per_day: int, actor: str, what: str
-) -> None:
-    """Refuse a model's change beyond the user's budget: logged, counted, ModelBudgetSpent.
-
-    The count is the user's model changes of the last 24 hours in the store's history, so it
-    holds across calls and processes.
-    """
-    if user_id is None:
-        return
-    spent = await store.count_model_changes(user_id, datetime.now(UTC) - BUDGET_WINDOW)
-    if spent < per_day:
-        return
-    log.warning(
-        "%s by %s refused: models changed %d memories of user %s in 24 hours (budget %d,"
-        " MEMHUB_MODEL_CHANGES_PER_DAY)",
-        what,
-        actor,
-        spent,
-        user_id,
-        per_day,
-    )
-    record_guard(f"{actor.split(':')[0]}.budget", "over_budget")
-    raise ModelBudgetSpent(
-        f"not changed: models already changed {spent} memories of this user in the last 24"
-        f" hours (MEMHUB_MODEL_CHANGES_PER_DAY={per_day}); the user can still do it"
-    )
-
-
 class RetirementMethods(MemoryCore):
     """``retire``, ``restore`` and the listing of retired memories."""
 
@@ -123,16 +93,18 @@ class RetirementMethods(MemoryCore):
         """
         scope = self._optional_scope(user_id, agent_id, run_id)
         engine = await self._services()
-        if is_model_actor(actor):
-            owner = scope.user_id if scope is not None else None
-            if owner is None:  # the budget is the owner's, wherever the id was found
-                found = await engine.store.get_memory(scope, parse_memory_id(memory_id))
-                owner = None if found is None else found.scope.user_id
-            per_day = self.settings.model_changes_per_day
-            await spend_model_change(engine.store, owner, per_day, actor, "retire")
-        record = await engine.store.retire_memory(
-            scope, parse_memory_id(memory_id), actor[:100], reason[:500]
-        )
+        budget = None
+        if is_model_actor(actor):  # the memory's user's budget, counted where it is spent
+            since = datetime.now(UTC) - BUDGET_WINDOW
+            budget = ModelBudget(self.settings.model_changes_per_day, since)
+        try:
+            record = await engine.store.retire_memory(
+                scope, parse_memory_id(memory_id), actor[:100], reason[:500], budget=budget
+            )
+        except ModelBudgetSpent as exc:
+            log.warning("retire of %s by %s refused: %s", memory_id, actor, exc)
+            record_guard(f"{actor.split(':')[0]}.budget", "over_budget")
+            raise
         return memory_item(record)
 
     async def restore(

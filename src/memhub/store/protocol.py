@@ -30,6 +30,7 @@ from memhub.store.records import (
     Lane,
     Lease,
     MemoryRecord,
+    ModelBudget,
     ModelChange,
     NewJob,
     NewMemory,
@@ -266,11 +267,14 @@ class MemoryStore(Protocol):
         actor: str,
         reason: str,
         turn_ids: Sequence[int] = (),
+        budget: ModelBudget | None = None,
     ) -> MemoryRecord:
         """Take a current memory out of every read, restorably (history RETIRE).
 
         What a model removes is retired, never erased; :class:`MemoryNotFound` unless the
-        memory is a current one of ``scope``.
+        memory is a current one of ``scope``. With a ``budget`` (a model retires), the
+        memory's user's model changes are counted in the same transaction and
+        :class:`ModelBudgetSpent` raised, nothing changed, once they reach it.
         """
         ...
 

@@ -36,6 +36,7 @@ __all__ = [
     "Lane",
     "Lease",
     "MemoryRecord",
+    "ModelBudget",
     "ModelChange",
     "NewJob",
     "NewMemory",
@@ -457,6 +458,21 @@ class Candidate:
 MODEL_CHANGE_EVENTS = ("RETIRE", "SUPERSEDE", "UPDATE")
 #: Actors that are people or memhub's own retention, not a model: their changes are not listed.
 PERSON_ACTORS = ("user", "retention")
+
+
+@dataclass(frozen=True)
+class ModelBudget:
+    """How many memories of one user models may change: ``limit`` since ``since``. The store
+    counts and changes in one transaction (see ``retire_memory``)."""
+
+    limit: int
+    since: datetime
+
+    def refusal(self, spent: int) -> str:
+        return (
+            f"not changed: models already changed {spent} memories of this user in the last 24"
+            f" hours (MEMHUB_MODEL_CHANGES_PER_DAY={self.limit}); the user can still do it"
+        )
 
 
 def is_model_actor(actor: str | None) -> bool:

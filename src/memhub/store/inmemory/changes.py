@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
-from datetime import datetime
+from collections.abc import Mapping
 from uuid import UUID
 
 from memhub.errors import MemoryNotFound, NotRestorable
+from memhub.store.inmemory.budget import by_model, count_model_changes
 from memhub.store.inmemory.retire import restore_memory
 from memhub.store.inmemory.rows import in_scope, utc_now
 from memhub.store.inmemory.tables import Tables
 from memhub.store.records import (
-    MODEL_CHANGE_EVENTS,
     HistoryEvent,
     MemoryRecord,
     ModelChange,
     Scope,
     Turn,
-    is_model_actor,
 )
 
 __all__ = [
@@ -27,10 +25,6 @@ __all__ = [
     "session_turns",
     "undo_model_change",
 ]
-
-
-def _by_model(event: HistoryEvent) -> bool:
-    return event.event in MODEL_CHANGE_EVENTS and is_model_actor(event.actor)
 
 
 def _undone(tables: Tables, change: HistoryEvent) -> bool:
@@ -49,7 +43,7 @@ def model_changes(
     found = [
         e
         for s, e in reversed(tables.history)
-        if in_scope(scope, s) and _by_model(e) and (before is None or e.id < before)
+        if in_scope(scope, s) and by_model(e) and (before is None or e.id < before)
     ][: max(limit, 0)]
     return [
         ModelChange(
@@ -71,23 +65,6 @@ def model_changes(
     ]
 
 
-def count_model_changes(
-    tables: Tables,
-    user_id: str,
-    since: datetime,
-    session_turns: Set[int] | None = None,
-) -> int:
-    """``session_turns``: only changes citing one of these turns (a conversation's)."""
-    return sum(
-        s.user_id == user_id
-        and e.created_at >= since
-        and _by_model(e)
-        and "along_with" not in e.metadata
-        and (session_turns is None or not session_turns.isdisjoint(e.turn_ids))
-        for s, e in tables.history
-    )
-
-
 def session_turns(
     turns: Mapping[int, Turn], user_id: str, session_id: str | None
 ) -> set[int] | None:
@@ -103,7 +80,7 @@ def undo_model_change(
     change = next((e for s, e in tables.history if e.id == change_id and in_scope(scope, s)), None)
     if change is None:
         raise MemoryNotFound(f"no change {change_id} in this scope")
-    if not _by_model(change):
+    if not by_model(change):
         raise NotRestorable(f"change {change_id} is not a model's change; nothing to undo")
     if _undone(tables, change):
         raise NotRestorable(f"change {change_id} is undone already")

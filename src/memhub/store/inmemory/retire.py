@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
-from memhub.errors import MemoryNotFound, NotRestorable
+from memhub.errors import MemoryNotFound, ModelBudgetSpent, NotRestorable
+from memhub.store.inmemory.budget import count_model_changes
 from memhub.store.inmemory.rows import MemoryRow, in_scope, utc_now
 from memhub.store.inmemory.tables import Tables, Undo
-from memhub.store.records import MemoryRecord, RetiredMemory, Scope
+from memhub.store.records import MemoryRecord, ModelBudget, RetiredMemory, Scope
 
 __all__ = ["purge_retired", "restore_memory", "retire", "retire_memory", "retired_memories"]
 
@@ -39,11 +40,17 @@ def retire_memory(
     actor: str,
     reason: str,
     turn_ids: Sequence[int],
+    budget: ModelBudget | None = None,
 ) -> MemoryRecord:
     mem = tables.memories.get(memory_id)
     if mem is None or not in_scope(scope, mem.scope) or mem.valid_to is not None:
         raise MemoryNotFound(f"no current memory {memory_id} in this scope")
     record = mem.record()
+    user_id = record.scope.user_id
+    if budget is not None and user_id is not None:
+        spent = count_model_changes(tables, user_id, budget.since)
+        if spent >= budget.limit:
+            raise ModelBudgetSpent(budget.refusal(spent))
     retire(tables, mem, actor, reason, turn_ids, utc_now(), None)
     return record
 

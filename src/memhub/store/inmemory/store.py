@@ -37,6 +37,7 @@ from memhub.store.records import (
     Lane,
     Lease,
     MemoryRecord,
+    ModelBudget,
     ModelChange,
     NewJob,
     NewTurn,
@@ -342,10 +343,11 @@ class InMemoryStore(InMemoryKeys):
         actor: str,
         reason: str,
         turn_ids: Sequence[int] = (),
+        budget: ModelBudget | None = None,
     ) -> MemoryRecord:
         async with self.lock:
             return inmemory_retire.retire_memory(
-                self.tables, scope, memory_id, actor, reason, turn_ids
+                self.tables, scope, memory_id, actor, reason, turn_ids, budget
             )
 
     async def restore_memory(

@@ -9,7 +9,6 @@ from the version the UPDATE kept. Each undo is a RESTORE event naming the change
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -18,12 +17,12 @@ from psycopg import sql
 
 from memhub.errors import MemoryNotFound, NotRestorable
 from memhub.store.postgres.bind import Params, scope_where
+from memhub.store.postgres.budget import by_model, count_model_changes
 from memhub.store.postgres.database import AsyncConn
 from memhub.store.postgres.memories import history_event, lock_memory
 from memhub.store.postgres.retire import restore_memory
 from memhub.store.records import (
     MODEL_CHANGE_EVENTS,
-    PERSON_ACTORS,
     MemoryRecord,
     ModelChange,
     Scope,
@@ -39,14 +38,6 @@ _UNDONE = sql.SQL(
     " AND r.event = 'RESTORE' AND r.id > m.id"
     " AND (m.event <> 'UPDATE' OR r.metadata ->> 'undoes' = m.id::text))"
 )
-_BY_MODEL = sql.SQL("m.event = ANY({events}) AND m.actor IS NOT NULL AND m.actor <> ALL({people})")
-
-
-def _by_model(params: Params) -> sql.Composable:
-    return _BY_MODEL.format(
-        events=params.bind(list(MODEL_CHANGE_EVENTS), "text[]"),
-        people=params.bind(list(PERSON_ACTORS), "text[]"),
-    )
 
 
 async def model_changes(
@@ -65,7 +56,7 @@ async def model_changes(
         ).format(
             undone=_UNDONE,
             scope=scope_where(scope, params),
-            by_model=_by_model(params),
+            by_model=by_model(params),
             older=older,
             n=params.bind(limit),
         ),
@@ -87,35 +78,6 @@ async def model_changes(
         )
         for row in await cur.fetchall()
     ]
-
-
-async def count_model_changes(
-    conn: AsyncConn, user_id: str, since: datetime, session_id: str | None = None
-) -> int:
-    """How many memories of ``user_id`` models changed since ``since`` (undone ones too).
-
-    Episodes retired along with a forgotten fact (``along_with``) are not counted again.
-    ``session_id``: only changes that cite a turn of that conversation.
-    """
-    params = Params()  # values bound in the order the statement reads them
-    user, since_, by_model = params.bind(user_id), params.bind(since), _by_model(params)
-    in_session: sql.Composable = sql.SQL("TRUE")
-    if session_id is not None:
-        in_session = sql.SQL(
-            "m.turn_ids && ARRAY(SELECT c.id::bigint FROM conversation_context c"
-            " WHERE c.user_id = {user} AND c.session_id = {session})"
-        ).format(user=params.bind(user_id), session=params.bind(session_id))
-    cur = await conn.execute(
-        sql.SQL(
-            "SELECT count(*) FROM memory_history m WHERE m.user_id = {user}"
-            " AND m.created_at >= {since} AND {by_model} AND NOT m.metadata ? 'along_with'"
-            " AND {in_session}"
-        ).format(user=user, since=since_, by_model=by_model, in_session=in_session),
-        params.values,
-    )
-    row = await cur.fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 async def _change(conn: AsyncConn, scope: Scope | None, change_id: int) -> tuple[Any, ...]:

@@ -18,9 +18,10 @@ from psycopg import sql
 
 from memhub.errors import MemoryNotFound, NotRestorable
 from memhub.store.postgres.bind import Params, scope_where
+from memhub.store.postgres.budget import spend_model_budget
 from memhub.store.postgres.database import AsyncConn
 from memhub.store.postgres.memories import COLUMNS, N_COLUMNS, history_event, record_from_row
-from memhub.store.records import MemoryRecord, RetiredMemory, Scope
+from memhub.store.records import MemoryRecord, ModelBudget, RetiredMemory, Scope
 
 __all__ = ["purge_retired", "restore_memory", "retire", "retire_memory", "retired_memories"]
 
@@ -73,13 +74,17 @@ async def retire_memory(
     actor: str,
     reason: str,
     turn_ids: Sequence[int] = (),
+    budget: ModelBudget | None = None,
 ) -> MemoryRecord:
-    """Retire one current memory of ``scope``; MemoryNotFound if it is not a current one."""
+    """Retire one current memory of ``scope``; MemoryNotFound if it is not a current one,
+    ModelBudgetSpent if ``budget`` is spent for the memory's user."""
     async with conn.transaction():
         row = await _lock(conn, scope, memory_id)
         if row is None or row[9] is not None:  # absent, superseded or retired already
             raise MemoryNotFound(f"no current memory {memory_id} in this scope")
         record = record_from_row(row)
+        if budget is not None and record.scope.user_id is not None:
+            await spend_model_budget(conn, record.scope.user_id, budget)
         await retire(conn, record, actor, reason, turn_ids)
         return record
 

@@ -80,6 +80,7 @@ from memhub.store.records import (
     Lane,
     Lease,
     MemoryRecord,
+    ModelBudget,
     ModelChange,
     NewJob,
     NewTurn,
@@ -284,9 +285,12 @@ class PostgresStore:
         actor: str,
         reason: str,
         turn_ids: Sequence[int] = (),
+        budget: ModelBudget | None = None,
     ) -> MemoryRecord:
         async with self._connect("retiring a memory") as conn:
-            retired = await pg_retire.retire_memory(conn, scope, memory_id, actor, reason, turn_ids)
+            retired = await pg_retire.retire_memory(
+                conn, scope, memory_id, actor, reason, turn_ids, budget
+            )
             await self._wrote(conn, scope)
             return retired
 
