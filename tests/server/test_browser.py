@@ -214,7 +214,8 @@ async def test_browse_search_edit_delete_and_history(
             await expect(dialog).to_be_visible()
             events = dialog.locator("li")
             await expect(events).to_have_count(2)
-            await expect(events.nth(1)).to_contain_text("UPDATE by user")
+            await expect(events.nth(0)).to_contain_text("added by you")
+            await expect(events.nth(1)).to_contain_text("updated by you")
             await expect(events.nth(1)).to_contain_text(
                 "My sister Anna lives in Vienna. → My sister Anna lives in Graz."
             )
