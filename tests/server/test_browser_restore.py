@@ -71,7 +71,7 @@ async def test_retired_memories_sit_beside_the_chosen_users_and_a_restore_lists_
     async with _page(live_server) as page:
         # Before connecting there is nothing to list, and no panel asks for a user.
         await expect(page.locator("#revisions")).to_be_hidden()
-        await expect(page.get_by_role("heading", name="Retired")).to_have_count(0)
+        await expect(page.get_by_role("heading", name="Retired memories")).to_have_count(0)
         await _connect_and_pick(page, key, "user alice")
 
         memories = page.locator("#memories li.memory")
@@ -82,7 +82,7 @@ async def test_retired_memories_sit_beside_the_chosen_users_and_a_restore_lists_
         await expect(retired.locator(".meta")).to_contain_text(
             "retired by the assistant (support): asked"
         )
-        await expect(page.locator("#retired-heading")).to_have_text("Retired (1)")
+        await expect(page.locator("#retired-heading")).to_have_text("Retired memories (1)")
         await expect(page.locator("#revisions input")).to_have_count(0)  # the user is chosen
         changes = page.locator("#changes-list li")
         await expect(changes).to_have_count(1)
@@ -94,8 +94,11 @@ async def test_retired_memories_sit_beside_the_chosen_users_and_a_restore_lists_
         assert abs(aside["y"] - view["y"]) < 5
 
         await page.evaluate("window.notReloaded = true")
-        await retired.get_by_role("button", name="Restore “I keep bees.”").click()
+        # From the keyboard: the focus goes to the list's heading as the row goes away.
+        await retired.get_by_role("button", name="Restore “I keep bees.”").focus()
+        await page.keyboard.press("Enter")
         await expect(page.locator("#retired-status")).to_have_text("Restored: I keep bees.")
+        await expect(page.locator("#retired-heading")).to_be_focused()
         await expect(retired).to_have_count(0)
         await expect(memories).to_have_count(2)  # the list beside, refreshed in place
         await expect(page.locator("#memories")).to_contain_text("I keep bees.")

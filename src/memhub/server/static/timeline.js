@@ -7,11 +7,13 @@ import { el } from "./api.js";
 
 const BREAK_WIDTH = 6; // percent of the track one shortened gap takes
 const MAX_BREAKS = 3;
-// A gap is shortened when it is longer than this many times all the smaller gaps together.
-const DWARFS = 2;
+// A gap is shortened when it is longer than this many times all the smaller gaps together
+// (drawn to scale, they would get less than a fifth of the track) and at least a minute.
+const DWARFS = 4;
+const SHORTEST_BREAK = 60e3;
 
 // The gaps between consecutive distinct times to shorten: the longest first, while each is
-// longer than DWARFS times the sum of the gaps shorter than it.
+// longer than DWARFS times the sum of the gaps shorter than it (and SHORTEST_BREAK).
 function brokenGaps(points) {
   const gaps = points.slice(1).map((t, i) => ({ index: i, size: t - points[i] }));
   const longestFirst = [...gaps].sort((a, b) => b.size - a.size);
@@ -19,7 +21,7 @@ function brokenGaps(points) {
   const broken = new Set();
   for (const gap of longestFirst.slice(0, MAX_BREAKS)) {
     rest -= gap.size;
-    if (gap.size <= DWARFS * rest) break;
+    if (gap.size <= DWARFS * rest || gap.size < SHORTEST_BREAK) break;
     broken.add(gap.index);
   }
   return broken;
