@@ -6,7 +6,9 @@ screenshots; the screenshots at 1280 and 390 px are saved for a person to look a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,18 @@ def _seed(base: str) -> str:
     return key
 
 
+@contextlib.asynccontextmanager
+async def _chromium() -> AsyncIterator[Any]:
+    async with playwright_api.async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
 async def _open(browser: Any, base: str, key: str, width: int) -> Any:
     page = await browser.new_page(viewport={"width": width, "height": 844})
     await page.goto(base)
@@ -83,29 +97,23 @@ async def test_the_timeline_keeps_recent_facts_apart_beside_one_from_another_yea
     each other on the 545 px track (measured with the gap left unshortened); shortening the
     year-long gap keeps them a fifth of the track apart or more."""
     key = await asyncio.to_thread(_seed, live_server)
-    async with playwright_api.async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            page = await _open(browser, live_server, key, 1280)
-            await page.get_by_role("button", name="Timeline").click()
-            rows = page.locator("#timeline-rows li.fact")
-            await expect(rows).to_have_count(4)
-            await expect(rows.first.locator(".label")).to_have_text(OUTLIER)
-            track = await _box(rows.first.locator(".track"))
-            starts = [(await _box(rows.nth(n).locator(".bar")))["x"] for n in range(4)]
-            apart = [later - earlier for earlier, later in itertools.pairwise(starts[1:])]
-            assert min(apart) >= 0.2 * track["width"], (starts, track)
-            # the year between is the hatched break, and the caption says so
-            gap = await _box(rows.first.locator(".gap"))
-            assert starts[0] < gap["x"] < starts[1]
-            await expect(page.locator("#timeline-axis")).to_contain_text("hatched: 1 year")
-            shot = tmp_path / "timeline-1280.png"
-            await page.screenshot(path=str(shot), full_page=True)
-            assert _looks_like_png(shot)
-        finally:
-            await browser.close()
+    async with _chromium() as browser:
+        page = await _open(browser, live_server, key, 1280)
+        await page.get_by_role("button", name="Timeline").click()
+        rows = page.locator("#timeline-rows li.fact")
+        await expect(rows).to_have_count(4)
+        await expect(rows.first.locator(".label")).to_have_text(OUTLIER)
+        track = await _box(rows.first.locator(".track"))
+        starts = [(await _box(rows.nth(n).locator(".bar")))["x"] for n in range(4)]
+        apart = [later - earlier for earlier, later in itertools.pairwise(starts[1:])]
+        assert min(apart) >= 0.2 * track["width"], (starts, track)
+        # the year between is the hatched break, and the caption says so
+        gap = await _box(rows.first.locator(".gap"))
+        assert starts[0] < gap["x"] < starts[1]
+        await expect(page.locator("#timeline-axis")).to_contain_text("hatched: 1 year")
+        shot = tmp_path / "timeline-1280.png"
+        await page.screenshot(path=str(shot), full_page=True)
+        assert _looks_like_png(shot)
 
 
 async def test_on_a_phone_the_memories_come_before_the_scope_list(
@@ -113,38 +121,33 @@ async def test_on_a_phone_the_memories_come_before_the_scope_list(
     tmp_path: Path,
 ) -> None:
     key = await asyncio.to_thread(_seed, live_server)
-    async with playwright_api.async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            phone = await _open(browser, live_server, key, 390)
-            # picked from the list below: the keyboard (and the view) go up to the memories
-            await expect(phone.locator("#memories-heading")).to_be_focused()
-            first = await _box(phone.locator("#memories li.memory").first)
-            retired = await _box(phone.locator("#revisions"))
-            scopes = await _box(phone.locator("#scopes"))
-            assert first["y"] + first["height"] <= retired["y"] <= scopes["y"]
-            assert first["y"] < 844  # the first memory is on the first screen
-            overflow = "document.documentElement.scrollWidth > window.innerWidth"
-            assert not await phone.evaluate(overflow)
-            # The scope list is one button away, and the keyboard lands on it.
-            await phone.get_by_role("button", name="Scopes", exact=True).click()
-            await expect(phone.locator("#scopes-heading")).to_be_focused()
-            await phone.get_by_role("button", name="Timeline").click()
-            await expect(phone.locator("#timeline-rows li.fact")).to_have_count(4)
-            assert not await phone.evaluate(overflow)
-            shot = tmp_path / "page-390.png"
-            await phone.screenshot(path=str(shot), full_page=True)
-            assert _looks_like_png(shot)
+    async with _chromium() as browser:
+        phone = await _open(browser, live_server, key, 390)
+        # picked from the list below: the keyboard (and the view) go up to the memories
+        await expect(phone.locator("#memories-heading")).to_be_focused()
+        first = await _box(phone.locator("#memories li.memory").first)
+        retired = await _box(phone.locator("#revisions"))
+        scopes = await _box(phone.locator("#scopes"))
+        assert first["y"] + first["height"] <= retired["y"] <= scopes["y"]
+        top = first["y"] + await phone.evaluate("window.scrollY")  # in the page, not the view
+        assert top + first["height"] < 844  # the whole first memory is on the first screen
+        overflow = "document.documentElement.scrollWidth > window.innerWidth"
+        assert not await phone.evaluate(overflow)
+        # The scope list is one button away, and the keyboard lands on it.
+        await phone.get_by_role("button", name="Scopes", exact=True).click()
+        await expect(phone.locator("#scopes-heading")).to_be_focused()
+        await phone.get_by_role("button", name="Timeline").click()
+        await expect(phone.locator("#timeline-rows li.fact")).to_have_count(4)
+        assert not await phone.evaluate(overflow)
+        shot = tmp_path / "page-390.png"
+        await phone.screenshot(path=str(shot), full_page=True)
+        assert _looks_like_png(shot)
 
-            desktop = await _open(browser, live_server, key, 1280)
-            await expect(desktop.get_by_role("button", name="Scopes", exact=True)).to_be_hidden()
-            nav = await _box(desktop.locator("#scope-nav"))
-            memories = await _box(desktop.locator("#memories"))
-            assert nav["x"] + nav["width"] <= memories["x"]  # side by side when there is room
-            shot = tmp_path / "page-1280.png"
-            await desktop.screenshot(path=str(shot), full_page=True)
-            assert _looks_like_png(shot)
-        finally:
-            await browser.close()
+        desktop = await _open(browser, live_server, key, 1280)
+        await expect(desktop.get_by_role("button", name="Scopes", exact=True)).to_be_hidden()
+        nav = await _box(desktop.locator("#scope-nav"))
+        memories = await _box(desktop.locator("#memories"))
+        assert nav["x"] + nav["width"] <= memories["x"]  # side by side when there is room
+        shot = tmp_path / "page-1280.png"
+        await desktop.screenshot(path=str(shot), full_page=True)
+        assert _looks_like_png(shot)
