@@ -2,8 +2,10 @@
 // search, add, correct or delete its memories. Plain DOM, no framework; every value from the
 // server is set as text, never as HTML.
 
-const $ = (id) => document.getElementById(id);
-const KEY_STORE = "memhub.apiKey";
+import { $, KEY_STORE, api, clearError, count, guarded } from "./api.js";
+import { hideRevisions, loadRevisions, showRevisions } from "./revisions.js";
+import { timelineRows } from "./timeline.js";
+import { historyChange, historyHeadline } from "./words.js";
 
 // view.scope: {user_id, agent_id, run_id}, each an id or null; the API's scope parameters.
 const view = { scope: null, query: null, cursor: null };
@@ -11,55 +13,8 @@ const PAGE = 50;
 const SCOPE_FIELDS = [["user_id", "user"], ["agent_id", "agent"], ["run_id", "run"]];
 // memhub's own metadata keys: shown as "from <role>", not repeated as metadata.
 const OWN_KEYS = new Set(["role", "session_id"]);
-
-const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
-
-// -- talking to the API ------------------------------------------------------------------
-class ApiError extends Error {}
-
-async function api(method, path, body) {
-  const key = sessionStorage.getItem(KEY_STORE);
-  const headers = { Accept: "application/json" };
-  if (key) headers.Authorization = `Bearer ${key}`;
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  let response;
-  try {
-    response = await fetch(path, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  } catch (err) {
-    throw new ApiError(`Cannot reach the server (${err.message}).`);
-  }
-  const data = await response.json().catch(() => null);
-  if (!response.ok) {
-    const message = data && data.error ? data.error : response.statusText;
-    throw new ApiError(`${response.status}: ${message}`);
-  }
-  return data;
-}
-
-function showError(err) {
-  const box = $("error");
-  box.textContent = err instanceof Error ? err.message : String(err);
-  box.hidden = false;
-}
-
-function clearError() {
-  $("error").hidden = true;
-  $("error").textContent = "";
-}
-
-async function guarded(action) {
-  clearError();
-  try {
-    await action();
-  } catch (err) {
-    showError(err);
-    if (!(err instanceof ApiError)) console.error(err);
-  }
-}
+// Where the scope list comes after the memories (style.css's phone layout).
+const PHONE = window.matchMedia("(max-width: 700px)");
 
 // -- key ---------------------------------------------------------------------------------
 async function connect() {
@@ -67,6 +22,7 @@ async function connect() {
   const role = me.is_admin ? "admin" : `tenant ${me.tenant}`;
   $("whoami").textContent = `Connected as “${me.name}” (${role}).`;
   $("workspace").hidden = false;
+  $("key-help").hidden = true; // where keys come from matters before connecting, not after
   $("operations").hidden = !me.is_admin;
   await loadScopes();
   if (me.is_admin) await loadOperations();
@@ -140,9 +96,11 @@ function disconnect(message) {
   sessionStorage.removeItem(KEY_STORE);
   $("whoami").textContent = message;
   $("workspace").hidden = true;
+  $("key-help").hidden = false;
   $("operations").hidden = true;
   $("scopes").replaceChildren();
   $("memories").replaceChildren();
+  hideRevisions();
   view.scope = null;
 }
 
@@ -206,7 +164,17 @@ async function pickScope(scope) {
   $("memories-heading").textContent = `Memories of ${scopeLabel(view.scope)}`;
   $("search-form").hidden = false;
   $("add-form").hidden = false;
-  await loadMemories();
+  if (PHONE.matches) $("memories-heading").focus(); // the list picked from is below
+  await Promise.all([
+    loadMemories(),
+    showRevisions(scopeParams(view.scope), scopeLabel(view.scope), memoriesChanged),
+  ]);
+}
+
+// After a restore or an undo beside the list: the memory is current again.
+async function memoriesChanged() {
+  await Promise.all([loadMemories(), loadScopes()]);
+  if (!$("timeline").hidden) await showTimeline();
 }
 
 async function addMemory() {
@@ -225,7 +193,7 @@ async function deleteScope() {
   const label = scopeLabel(view.scope);
   if (!window.confirm(`Delete every memory and turn of ${label}? This cannot be undone.`)) return;
   await api("DELETE", `/v1/memories?${scopeParams(view.scope)}`);
-  await Promise.all([loadMemories(), loadScopes()]);
+  await Promise.all([loadMemories(), loadScopes(), loadRevisions()]);
 }
 
 // -- memories ----------------------------------------------------------------------------
@@ -281,49 +249,16 @@ function describe(memory) {
 }
 
 // -- timeline ----------------------------------------------------------------------------
-// Every fact of the user, current and superseded, as a bar over its validity interval: a
+// Every fact of the scope, current and superseded, as a bar over its validity interval: a
 // superseded fact is a closed bar naming its successor, so one sees what was believed when.
 async function showTimeline() {
   const params = scopeParams(view.scope);
   params.set("limit", 500);
   params.set("include_superseded", "true");
   const { results } = await api("GET", `/v1/memories?${params}`);
-  const now = Date.now();
-  const facts = results
-    .map((m) => ({ ...m, from: Date.parse(m.valid_from), to: m.valid_to ? Date.parse(m.valid_to) : now }))
-    .sort((a, b) => a.from - b.from);
-  const start = facts.length ? Math.min(...facts.map((f) => f.from)) : now;
-  const span = Math.max(now - start, 1);
-  const byId = new Map(facts.map((f) => [f.id, f]));
-  $("timeline-rows").replaceChildren(
-    ...facts.map((fact) => {
-      const row = document.createElement("li");
-      row.className = fact.valid_to ? "fact closed" : "fact open";
-      const label = document.createElement("p");
-      label.className = "label";
-      label.textContent = fact.memory;
-      const track = document.createElement("div");
-      track.className = "track";
-      const bar = document.createElement("div");
-      bar.className = "bar";
-      // CSSOM, not a style attribute: the page's CSP allows no inline styles.
-      bar.style.left = `${((fact.from - start) / span) * 100}%`;
-      bar.style.width = `${Math.max(((fact.to - fact.from) / span) * 100, 1)}%`;
-      track.append(bar);
-      const when = document.createElement("p");
-      when.className = "muted when";
-      const from = new Date(fact.from).toLocaleString();
-      if (fact.valid_to) {
-        const next = byId.get(fact.superseded_by);
-        const successor = next ? ` → “${next.memory}”` : "";
-        when.textContent = `${from} – ${new Date(fact.to).toLocaleString()}${successor}`;
-      } else {
-        when.textContent = `${from} – now`;
-      }
-      row.append(label, track, when);
-      return row;
-    }),
-  );
+  const { rows, caption } = timelineRows(results, Date.now());
+  $("timeline-rows").replaceChildren(...rows);
+  $("timeline-axis").textContent = caption;
   $("timeline-heading").textContent = `Timeline of ${scopeLabel(view.scope)}`;
   $("timeline").hidden = false;
 }
@@ -407,14 +342,12 @@ async function showHistory(memory) {
     ...events.map((event) => {
       const item = document.createElement("li");
       const head = document.createElement("strong");
-      head.textContent = `${event.event} by ${event.actor || "unknown"}`;
+      head.textContent = historyHeadline(event);
       const when = document.createElement("span");
       when.className = "muted";
       when.textContent = ` ${new Date(event.created_at).toLocaleString()}`;
       const change = document.createElement("p");
-      change.textContent = [event.old_memory, event.new_memory]
-        .filter((text) => text !== null)
-        .join(" → ");
+      change.textContent = historyChange(event);
       item.append(head, when, change);
       return item;
     }),
@@ -446,6 +379,10 @@ function init() {
     disconnect("Key forgotten; not connected.");
   });
   $("refresh-scopes").addEventListener("click", () => guarded(loadScopes));
+  $("to-scopes").addEventListener("click", () => {
+    $("scope-nav").scrollIntoView();
+    $("scopes-heading").focus();
+  });
   $("open-scope").addEventListener("submit", (event) => {
     event.preventDefault();
     const id = $("open-id").value.trim();
