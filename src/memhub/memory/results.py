@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-from memhub.filters import memory_kind
 from memhub.store.records import HistoryEvent, MemoryRecord
 
 __all__ = ["HistoryItem", "MemoryItem", "history_item", "memory_item"]
@@ -76,12 +75,8 @@ def memory_item(record: MemoryRecord, score: float | None = None) -> MemoryItem:
         item["memory_type"] = record.memory_type
     if record.superseded_by is not None:
         item["superseded_by"] = str(record.superseded_by)
-    # Memories stored before the role column kept it in their metadata (migration 0025
-    # copies it to the column, which decides the kind).
-    role = record.role or record.metadata.get("role")
-    if isinstance(role, str):
-        item["role"] = role
-        item["kind"] = memory_kind(role)
+    if record.role is not None:  # the column decides (migration 0025 moved older rows' role)
+        item["role"] = record.role
     return item
 
 
