@@ -86,6 +86,8 @@ class PlannedOp:
     target: MemoryRecord | None
     text: str | None
     turns: tuple[Turn, ...]
+    # a DELETE's cited user turns that ask to forget its fact (the guard's decision, kept)
+    asked: tuple[int, ...] = ()
 
     @property
     def said_at(self) -> datetime:
@@ -107,7 +109,16 @@ def _speaker(turn: Turn) -> str:
     return turn.role
 
 
-def _refusal(kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn]) -> str | None:
+def _asking(target: MemoryRecord, cited: Sequence[Turn]) -> tuple[int, ...]:
+    """The cited user turns that ask to forget ``target`` (:mod:`memhub.engine.consent`)."""
+    return tuple(
+        t.id for t in cited if t.role == "user" and forget_request(turn_text(t), target.memory)
+    )
+
+
+def _refusal(
+    kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn], asking: Sequence[int]
+) -> str | None:
     """Why a DELETE, SUPERSEDE or UPDATE may not stand; None when a user turn supports it.
 
     An UPDATE rewords a fact: it is held to the SUPERSEDE rule, since a rewording can change
@@ -121,20 +132,18 @@ def _refusal(kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn]) 
     if not users:
         return "it cites no user turn of this prompt"
     if kind == "DELETE":
-        if any(forget_request(said, target.memory) for said in users):
-            return None
-        return "no cited user turn asks to forget this fact"
+        return None if asking else "no cited user turn asks to forget this fact"
     names = {t.user_id for t in cited if t.user_id}
     if supports_change(users, target.memory, text, names):
         return None
     return "no cited user turn is about this fact and says what replaces it"
 
 
-def _removal_refused(
-    kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn], cap_spent: bool
-) -> bool:
+def _removal_refused(op: PlannedOp, cited: Sequence[Turn], cap_spent: bool) -> bool:
     """Whether a DELETE, SUPERSEDE or UPDATE is refused (or capped); logged, counted if so."""
-    reason = _refusal(kind, target, text, cited)
+    kind, target = op.kind, op.target
+    assert target is not None
+    reason = _refusal(kind, target, op.text or "", cited, op.asked)
     outcome = "refused"
     if reason is None and cap_spent:
         reason, outcome = "the cap of removals per call is spent", "capped"
@@ -190,15 +199,16 @@ def plan_operations(
             if refused is not None:
                 refused["REFUSED_INVALID"] += 1
             continue
+        # ADD only adds knowledge; without a valid citation it comes from the batch.
+        planned_op = PlannedOp(kind, target, text or None, cited or tuple(turns))
         if kind in _CHANGES:
             assert target is not None
-            if _removal_refused(kind, target, text, cited, removals >= max_removals):
+            if kind == "DELETE":
+                planned_op = replace(planned_op, asked=_asking(target, cited))
+            if _removal_refused(planned_op, cited, removals >= max_removals):
                 continue
             removals += 1
-        # ADD only adds knowledge; without a valid citation it comes from the batch.
-        planned.append(
-            PlannedOp(kind=kind, target=target, text=text or None, turns=cited or tuple(turns))
-        )
+        planned.append(planned_op)
     return planned
 
 
@@ -404,9 +414,10 @@ class Consolidator:
             if not answer.value.replaces:
                 continue
             cap_spent = removals >= self.max_removals
-            if _removal_refused("SUPERSEDE", closest, op.text, op.turns, cap_spent):
+            superseding = replace(op, kind="SUPERSEDE", target=closest)
+            if _removal_refused(superseding, op.turns, cap_spent):
                 continue
-            plan.ops[i] = replace(op, kind="SUPERSEDE", target=closest)
+            plan.ops[i] = superseding
             touched.add(closest.id)
             removals += 1
         return usage
@@ -541,12 +552,7 @@ class Consolidator:
             await batch.forget(plan.scope, op.target.id, turn_ids, reason)
             # What was said stays as episodes: those of the fact's own turns, and the request
             # itself, say it too, so they go with it (restorable alike) or search finds it.
-            asked = [
-                t.id
-                for t in op.turns
-                if t.role == "user" and forget_request(turn_text(t), op.target.memory)
-            ]
-            stated = [*op.target.source_turn_ids, *asked]
+            stated = [*op.target.source_turn_ids, *op.asked]
             await batch.retire_episodes(plan.scope, stated, reason, op.target.id)
             return
         assert op.text is not None
