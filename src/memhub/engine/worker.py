@@ -196,6 +196,14 @@ class Worker:
         await self._purge_expired()
         return done
 
+    async def run_for(self, owners: Sequence[str]) -> int:
+        """Claim and process one batch per lane of ``owners``' jobs only (:attr:`Scope.owner`
+        values): an import embedding its own users, never another user's backlog."""
+        done = await self._lane(ingest_lane(self.consolidator is not None), owners)
+        if self.consolidator is not None:
+            done += await self._lane(CONSOLIDATE_LANE, owners)
+        return done
+
     async def purge_retired(self, *, force: bool = False) -> int:
         """Erase memories retired longer ago than the retention, once per purge interval."""
         now = time.monotonic()
@@ -232,10 +240,15 @@ class Worker:
             self._inserted_since_analyze = 0
             await self.store.refresh_statistics()
 
-    async def _lane(self, lane: Lane) -> int:
+    async def _lane(self, lane: Lane, owners: Sequence[str] | None = None) -> int:
         if self._stopping.is_set():
             return 0
-        jobs = await self.store.claim_jobs(lane, self.config.batch_size, self.lease)
+        # An ingest claim carries about one chunk of turns: a job queued meanwhile (another
+        # owner's add) waits for that much, not for a batch of 64 import jobs of 256 turns.
+        turns = None if lane is CONSOLIDATE_LANE else max(1, self.config.ingest_chunk)
+        jobs = await self.store.claim_jobs(
+            lane, self.config.batch_size, self.lease, turns=turns, owners=owners
+        )
         if not jobs:
             return 0
         try:
@@ -284,17 +297,21 @@ class Worker:
             # Not awaited: awaiting it here could swallow a cancellation aimed at this task.
             task.cancel()
 
-    async def drain_ingest(self, pending: Callable[[], Awaitable[int]], end: float) -> None:
-        """Run the ingest lane here until ``pending()`` is 0 or the loop's clock reaches ``end``.
+    async def drain_ingest(
+        self, pending: Callable[[], Awaitable[int]], end: float, owners: Sequence[str]
+    ) -> None:
+        """Run the ingest lane of ``owners`` (:attr:`Scope.owner` values) here until
+        ``pending()`` is 0 or the loop's clock reaches ``end``.
 
-        For an exit: the worker loops are stopped first. Consolidation is left queued (an LLM
-        call is slow); work the deadline interrupts is left for :meth:`hand_back`.
+        For an exit: the worker loops are stopped first. Only those owners' jobs are claimed
+        (what the process queued, not other users' backlogs). Consolidation is left queued
+        (an LLM call is slow); work the deadline interrupts is left for :meth:`hand_back`.
         """
         loop = asyncio.get_running_loop()
         self._stopping.clear()
         try:
             while loop.time() < end and await pending():
-                lane = self._lane(ingest_lane(self.consolidator is not None))
+                lane = self._lane(ingest_lane(self.consolidator is not None), owners)
                 try:
                     done = await asyncio.wait_for(lane, max(end - loop.time(), 0.0))
                 except TimeoutError:
