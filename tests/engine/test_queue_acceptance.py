@@ -17,7 +17,9 @@ import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub.memory.core import services_of
 from memhub.messages import UserMessage
+from memhub.store.records import Scope
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import scripted
 
@@ -419,3 +421,24 @@ async def test_erasing_a_run_takes_only_that_runs_turns(
         await count(db_url, "SELECT count(*) FROM conversation_context WHERE user_id = 'bea'") == 0
     )
     assert await count(db_url, "SELECT count(*) FROM memory_jobs WHERE user_id = 'ann'") == 1
+
+
+async def test_an_exit_drain_runs_only_its_own_users_jobs(settings: MemhubSettings) -> None:
+    """What ``close()`` / an exit finishes (``Worker.drain_ingest``, given the owners the
+    process queued for) is that user's work, never another user's backlog."""
+    quiet = settings.model_copy(update={"worker": "off"})
+    async with AsyncMemory(settings=quiet) as other:  # another process's backlog
+        for n in range(5):
+            await other.add(f"backlog note {n}", user_id="backlog", infer=False)
+    async with AsyncMemory(settings=quiet) as memory:
+        await memory.add("my own note", user_id="mine", infer=False)
+        engine = await services_of(memory)
+        mine, backlog = Scope(user_id="mine"), Scope(user_id="backlog")
+        end = asyncio.get_running_loop().time() + 120
+
+        async def left() -> int:
+            return await engine.store.pending_jobs(mine)
+
+        await engine.worker.drain_ingest(left, end, [mine.owner])
+        assert await engine.store.pending_jobs(mine) == 0
+        assert await engine.store.pending_jobs(backlog) == 5, "not another user's jobs"

@@ -1,4 +1,4 @@
-"""HTTP's edges against a real ``memhub serve``, byte by byte over a raw socket: requests
+"""HTTP's edges against a real ``memhub serve`` (and ``memhub mcp --http``), byte by byte over a raw socket: requests
 uvicorn's parser refuses, a WebSocket upgrade, ``Expect: 100-continue`` with a body over the
 limit, and a method a path does not take. Each is answered with memhub's JSON error body and
 the status docs/api.md's error table gives it, never uvicorn's plain text."""
@@ -10,12 +10,22 @@ import json
 import shutil
 import signal
 import socket
+import time
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.ops.procs import ADMIN_KEY, memhub_env, private_home, spawned, start_server, stop
+from tests.ops.procs import (
+    ADMIN_KEY,
+    free_port,
+    memhub_env,
+    private_home,
+    spawned,
+    start,
+    start_server,
+    stop,
+)
 
 AUTH = f"Authorization: Bearer {ADMIN_KEY}\r\n".encode()
 
@@ -113,8 +123,44 @@ MALFORMED = {
 }
 
 
+@pytest.fixture(scope="module")
+def mcp_server() -> Iterator[tuple[str, int]]:
+    """One ``memhub mcp --http`` for the module: the same protocol handling as ``serve``."""
+    home = private_home()
+    env = memhub_env(MEMHUB_DATA_DIR=str(home), MEMHUB_WORKER="off")
+    port = free_port()
+    proc = start(["mcp", "--http", "--port", str(port)], env, home / "mcp.log")
+    spawned.remove(proc)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, (home / "mcp.log").read_text()
+            assert time.monotonic() < deadline, (home / "mcp.log").read_text()
+            with contextlib.suppress(OSError):
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                break
+            time.sleep(0.1)
+        yield "127.0.0.1", port
+    finally:
+        stop(proc, signal.SIGTERM)
+    log = (home / "mcp.log").read_text()
+    shutil.rmtree(home, ignore_errors=True)
+    assert "Traceback" not in log, log
+
+
 @pytest.mark.parametrize("case", MALFORMED)
 def test_what_the_parser_refuses_is_answered_in_json(server: tuple[str, int], case: str) -> None:
+    _refused_in_json(server, case)
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_the_mcp_http_server_answers_what_the_parser_refuses_in_json(
+    mcp_server: tuple[str, int], case: str
+) -> None:
+    _refused_in_json(mcp_server, case)
+
+
+def _refused_in_json(server: tuple[str, int], case: str) -> None:
     request, expected = MALFORMED[case]
     status, headers, body = _json_answer(_exchange(server, request))
     assert status == expected
