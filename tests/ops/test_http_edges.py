@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -123,6 +125,21 @@ MALFORMED = {
 }
 
 
+def _listens(pid: int, port: int) -> bool:
+    """True once process ``pid`` holds a socket listening on ``port`` (Linux /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{fields[9]}]")
+    with contextlib.suppress(OSError):
+        fds = Path(f"/proc/{pid}/fd")
+        return any(os.readlink(fd) in inodes for fd in fds.iterdir())
+    return False
+
+
 @pytest.fixture(scope="module")
 def mcp_server() -> Iterator[tuple[str, int]]:
     """One ``memhub mcp --http`` for the module: the same protocol handling as ``serve``."""
@@ -133,12 +150,11 @@ def mcp_server() -> Iterator[tuple[str, int]]:
     spawned.remove(proc)
     try:
         deadline = time.monotonic() + 120
-        while True:
+        while not _listens(
+            proc.pid, port
+        ):  # its own socket: not another process's on a reused port
             assert proc.poll() is None, (home / "mcp.log").read_text()
             assert time.monotonic() < deadline, (home / "mcp.log").read_text()
-            with contextlib.suppress(OSError):
-                socket.create_connection(("127.0.0.1", port), 1).close()
-                break
             time.sleep(0.1)
         yield "127.0.0.1", port
     finally:
@@ -153,7 +169,12 @@ def test_what_the_parser_refuses_is_answered_in_json(server: tuple[str, int], ca
     _refused_in_json(server, case)
 
 
-@pytest.mark.parametrize("case", MALFORMED)
+# Both headers at once pass h11 (it frames the body by Transfer-Encoding, as RFC 9112 says);
+# `serve` refuses them in its application (server/limits.py), which the MCP server is not.
+PARSER_REFUSES = [case for case in MALFORMED if case != "Content-Length and Transfer-Encoding"]
+
+
+@pytest.mark.parametrize("case", PARSER_REFUSES)
 def test_the_mcp_http_server_answers_what_the_parser_refuses_in_json(
     mcp_server: tuple[str, int], case: str
 ) -> None:
