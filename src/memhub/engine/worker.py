@@ -82,6 +82,9 @@ class WorkerConfig:
         shutdown_grace: Seconds in-flight work gets to finish once stopping; what is still
             running then is cancelled and its leases left to expire.
         ingest_chunk: Turns embedded and applied per transaction (large imports go in parts).
+        claim_turns: An ingest claim stops taking jobs once they carry this many turns (the
+            first job is always taken): what another owner's add queued meanwhile waits for
+            per busy batch loop, besides its own turns.
         retired_retention_days: Memories a model retired are erased this many days later
             (checked every ``purge_interval`` seconds, ``purge_batch`` at a time).
     """
@@ -96,6 +99,7 @@ class WorkerConfig:
     lease_seconds: float = 60.0
     shutdown_grace: float = 10.0
     ingest_chunk: int = 256
+    claim_turns: int = 32
     retired_retention_days: float = 30.0
     purge_interval: float = 3600.0
     purge_batch: int = 1000
@@ -243,9 +247,9 @@ class Worker:
     async def _lane(self, lane: Lane, owners: Sequence[str] | None = None) -> int:
         if self._stopping.is_set():
             return 0
-        # An ingest claim carries about one chunk of turns: a job queued meanwhile (another
-        # owner's add) waits for that much, not for a batch of 64 import jobs of 256 turns.
-        turns = None if lane is CONSOLIDATE_LANE else max(1, self.config.ingest_chunk)
+        # An ingest claim carries a few dozen turns: a job queued meanwhile (another owner's
+        # add) waits for that much, not for a batch of 64 jobs (of up to 256 turns each).
+        turns = None if lane is CONSOLIDATE_LANE else max(1, self.config.claim_turns)
         jobs = await self.store.claim_jobs(
             lane, self.config.batch_size, self.lease, turns=turns, owners=owners
         )
