@@ -33,6 +33,17 @@ class QueuedTurns:
         while len(self._turns) > self._scopes:
             del self._turns[next(iter(self._turns))]
 
+    def note_ids(
+        self,
+        turn_ids: Sequence[int],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """:meth:`note` for scope ids as the memory methods take them (a server's)."""
+        self.note(Scope(user_id=user_id, agent_id=agent_id, run_id=run_id), turn_ids)
+
     def seen_by(self, scope: Scope) -> list[Scope]:
         """The scopes of queued turns a read of ``scope`` sees (those with its ids)."""
         wanted = scope.as_dict()

@@ -19,7 +19,6 @@ from memhub.errors import UsageError
 from memhub.memory.inputs import Limits
 from memhub.memory.writes import QueuedTurns
 from memhub.server.tenancy import Principal
-from memhub.store.records import Scope
 
 __all__ = ["CAUSAL_HEADER", "MAX_TOKEN_TURNS", "encode_token", "tokens_writes"]
 
@@ -70,6 +69,5 @@ def tokens_writes(tokens: Sequence[str], caller: Principal, limits: Limits) -> Q
     writes = QueuedTurns(scopes=len(tokens) or 1, per_scope=MAX_TOKEN_TURNS * len(tokens))
     for token in tokens:
         ids, turns = _decode(token)
-        scope = caller.scope(limits, *ids)
-        writes.note(Scope(**scope), turns)
+        writes.note_ids(turns, **caller.scope(limits, *ids))
     return writes
