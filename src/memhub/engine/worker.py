@@ -81,10 +81,11 @@ class WorkerConfig:
             claimed again after it.
         shutdown_grace: Seconds in-flight work gets to finish once stopping; what is still
             running then is cancelled and its leases left to expire.
-        ingest_chunk: Turns embedded and applied per transaction (large imports go in parts).
-        claim_turns: An ingest claim stops taking jobs once they carry this many turns (the
-            first job is always taken): what another owner's add queued meanwhile waits for
-            per busy batch loop, besides its own turns.
+        ingest_chunk: Turns embedded and applied per transaction (large imports go in parts),
+            at most ``claim_turns``.
+        claim_turns: An ingest claim stops taking jobs once they carry this many turns, and
+            gives back what is left of a larger job after that many (its progress saved):
+            what another owner's add queued meanwhile waits for per busy batch loop.
         retired_retention_days: Memories a model retired are erased this many days later
             (checked every ``purge_interval`` seconds, ``purge_batch`` at a time).
     """
@@ -405,7 +406,12 @@ class Worker:
             await self._failed([job], exc)
 
     async def _ingest_jobs(self, jobs: list[Job], finished: set[int]) -> None:
-        """Embed and store the jobs' turns a chunk at a time, each chunk in its own apply."""
+        """Embed and store the jobs' turns a chunk at a time, each chunk in its own apply.
+
+        A claim does about ``claim_turns`` of work: what is left of a large job then goes
+        back to the queue with its progress saved, so the next claim (round robin) serves an
+        owner whose add came meanwhile before the rest of a 256-turn import job.
+        """
         items = [
             (job, index, turn_id)
             for job in jobs
@@ -413,10 +419,11 @@ class Worker:
             if index >= job.payload.progress
         ]
         last = {job.id: len(job.payload.turns) - 1 for job in jobs}
-        chunk = max(1, self.config.ingest_chunk)
+        share = max(1, self.config.claim_turns)
+        chunk = max(1, min(self.config.ingest_chunk, share))
         empty = [job for job in jobs if last[job.id] < job.payload.progress]
         for start in range(0, max(len(items), 1), chunk):
-            if start and self._stopping.is_set():
+            if start and (self._stopping.is_set() or start >= share):
                 await self._give_back([j for j in jobs if j.id not in finished])
                 return
             part = items[start : start + chunk]

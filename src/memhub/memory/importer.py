@@ -42,8 +42,8 @@ from memhub.store.records import (
 
 __all__ = ["CheckedItem", "ImportRecord", "Importer", "source_identity"]
 
-# Turns per ingest job: one worker apply (WorkerConfig.ingest_chunk) each, so several
-# workers can share one user's backlog.
+# Turns per ingest job, so several workers can share one user's backlog; a worker claim does
+# WorkerConfig.claim_turns of one and gives the rest back (another owner's add goes between).
 _TURNS_PER_JOB = 256
 
 
