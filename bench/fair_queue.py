@@ -1,6 +1,6 @@
 """A fair queue: another owner's small add is served within seconds behind a 100k backlog.
 
-``python -m bench.fair_queue [--turns 100000] [--turns-per-job 1]`` on a fresh embedded
+``.venv/bin/python -m bench.fair_queue [--turns 100000] [--turns-per-job 1]`` on a fresh embedded
 PostgreSQL (or ``MEMHUB_DATABASE_URL``): one owner's backlog of ``--turns`` turns is queued
 directly in SQL (``--turns-per-job`` turns a job: 1 is a stream of REST adds, 256 an import),
 the claim's statements are run once under ``EXPLAIN (ANALYZE, BUFFERS)`` and timed, a
