@@ -233,3 +233,28 @@ async def test_with_an_llm_messages_are_queued_for_it_and_memory_items_stored(
         ("Ada lives in Oslo", "episode"),  # an imported memory item is stored as said
         ("I keep bees.", "episode"),  # what was said stays beside the fact drawn from it
     ]
+
+
+async def test_an_import_embeds_its_own_items_and_leaves_another_users_backlog(
+    settings: MemhubSettings, tmp_path: Path, aconn: Conn
+) -> None:
+    # Another user's backlog, queued first (no worker runs here): the import embeds its own
+    # two items, counts only its own jobs, and leaves the backlog to the workers.
+    async with AsyncMemory(settings=quiet(settings)) as other:
+        for n in range(5):
+            await other.add(f"backlog note {n}", user_id="backlog", infer=False)
+    path = write_lines(tmp_path / "in.jsonl", facts(2))
+    progress = io.StringIO()
+    report = await import_jsonl(quiet(settings), path, wait=True, stream=progress, infer=False)
+    assert (report.added, report.bad) == (2, [])
+    cur = await aconn.execute(
+        "SELECT user_id, count(*) FILTER (WHERE status = 'queued') FROM memory_jobs"
+        " GROUP BY user_id ORDER BY user_id"
+    )
+    assert await cur.fetchall() == [("backlog", 5)], "the other user's jobs are not run"
+    cur = await aconn.execute(
+        "SELECT user_id, count(embedding) FROM memories GROUP BY user_id ORDER BY user_id"
+    )
+    assert await cur.fetchall() == [("ada", 2), ("backlog", 0)]
+    # one job for ada's two items; the backlog's five are not counted
+    assert "embed: 1/1 jobs (100%)" in progress.getvalue(), progress.getvalue()

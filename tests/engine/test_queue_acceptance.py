@@ -17,7 +17,9 @@ import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub.memory.core import services_of
 from memhub.messages import UserMessage
+from memhub.store.records import Scope
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import scripted
 
@@ -419,3 +421,48 @@ async def test_erasing_a_run_takes_only_that_runs_turns(
         await count(db_url, "SELECT count(*) FROM conversation_context WHERE user_id = 'bea'") == 0
     )
     assert await count(db_url, "SELECT count(*) FROM memory_jobs WHERE user_id = 'ann'") == 1
+
+
+async def test_an_exit_drain_runs_only_its_own_users_jobs(settings: MemhubSettings) -> None:
+    """What ``close()`` / an exit finishes (``Worker.drain_ingest``, given the owners the
+    process queued for) is that user's work, never another user's backlog."""
+    quiet = settings.model_copy(update={"worker": "off"})
+    async with AsyncMemory(settings=quiet) as other:  # another process's backlog
+        for n in range(5):
+            await other.add(f"backlog note {n}", user_id="backlog", infer=False)
+    async with AsyncMemory(settings=quiet) as memory:
+        await memory.add("my own note", user_id="mine", infer=False)
+        engine = await services_of(memory)
+        mine, backlog = Scope(user_id="mine"), Scope(user_id="backlog")
+        end = asyncio.get_running_loop().time() + 120
+
+        async def left() -> int:
+            return await engine.store.pending_jobs(mine)
+
+        await engine.worker.drain_ingest(left, end, [mine.owner])
+        assert await engine.store.pending_jobs(mine) == 0
+        assert await engine.store.pending_jobs(backlog) == 5, "not another user's jobs"
+
+
+async def test_a_small_add_is_served_between_the_parts_of_a_large_job(
+    settings: MemhubSettings, aconn: Any
+) -> None:
+    """A 300-turn job (an import's shape) is worked on a claim's share at a time and given
+    back in between, so another user's add queued meanwhile is done in the very next claim,
+    before the rest of the large job."""
+    quiet = settings.model_copy(update={"worker": "off"})
+    async with AsyncMemory(settings=quiet) as memory:
+        await memory.add([f"import line {n}" for n in range(300)], user_id="big", infer=False)
+        engine = await services_of(memory)
+        share = engine.worker.config.claim_turns
+        await engine.worker.run_once()  # the large job's first share, then given back
+        small = await memory.add("a small note", user_id="small", infer=False)
+        await engine.worker.run_once()
+        big, little = Scope(user_id="big"), Scope(user_id="small")
+        assert await engine.store.pending_turn_jobs(little, small["queued_turn_ids"], None) == 0
+        assert await engine.store.pending_jobs(big) == 1, "the large job is not done yet"
+    cur = await aconn.execute(
+        "SELECT user_id, count(embedding) FROM memories GROUP BY user_id ORDER BY user_id"
+    )
+    # the second claim: the small add's turn, then the large job's next turns up to the share
+    assert await cur.fetchall() == [("big", 2 * share - 1), ("small", 1)]

@@ -246,7 +246,8 @@ async def test_sigterm_with_a_100k_turn_backlog_stops_between_chunks(
             worker.kill()
     assert worker.returncode == 0
     stored = await _count(db_url, "SELECT count(*) FROM memories")
-    assert 0 < stored < 100_000 and stored % 64 == 0, "stopped at a chunk's end, not the job's"
+    # a chunk is at most WorkerConfig.claim_turns (32) turns; a claim does one of the job's
+    assert 0 < stored < 100_000 and stored % 32 == 0, "stopped at a chunk's end, not the job's"
     assert await _count(db_url, "SELECT (payload->>'done')::int FROM memory_jobs") == stored
     # stopped between chunks: the rest of the job was given back, not left leased
     assert await _count(db_url, "SELECT count(*) FROM memory_jobs WHERE lease_owner IS NULL") == 1

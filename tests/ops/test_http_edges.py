@@ -1,4 +1,4 @@
-"""HTTP's edges against a real ``memhub serve``, byte by byte over a raw socket: requests
+"""HTTP's edges against a real ``memhub serve`` (and ``memhub mcp --http``), byte by byte over a raw socket: requests
 uvicorn's parser refuses, a WebSocket upgrade, ``Expect: 100-continue`` with a body over the
 limit, and a method a path does not take. Each is answered with memhub's JSON error body and
 the status docs/api.md's error table gives it, never uvicorn's plain text."""
@@ -7,15 +7,27 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import socket
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.ops.procs import ADMIN_KEY, memhub_env, private_home, spawned, start_server, stop
+from tests.ops.procs import (
+    ADMIN_KEY,
+    free_port,
+    memhub_env,
+    private_home,
+    spawned,
+    start,
+    start_server,
+    stop,
+)
 
 AUTH = f"Authorization: Bearer {ADMIN_KEY}\r\n".encode()
 
@@ -113,8 +125,63 @@ MALFORMED = {
 }
 
 
+def _listens(pid: int, port: int) -> bool:
+    """True once process ``pid`` holds a socket listening on ``port`` (Linux /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{fields[9]}]")
+    with contextlib.suppress(OSError):
+        fds = Path(f"/proc/{pid}/fd")
+        return any(os.readlink(fd) in inodes for fd in fds.iterdir())
+    return False
+
+
+@pytest.fixture(scope="module")
+def mcp_server() -> Iterator[tuple[str, int]]:
+    """One ``memhub mcp --http`` for the module: the same protocol handling as ``serve``."""
+    home = private_home()
+    env = memhub_env(MEMHUB_DATA_DIR=str(home), MEMHUB_WORKER="off")
+    port = free_port()
+    proc = start(["mcp", "--http", "--port", str(port)], env, home / "mcp.log")
+    spawned.remove(proc)
+    try:
+        deadline = time.monotonic() + 120
+        while not _listens(
+            proc.pid, port
+        ):  # its own socket: not another process's on a reused port
+            assert proc.poll() is None, (home / "mcp.log").read_text()
+            assert time.monotonic() < deadline, (home / "mcp.log").read_text()
+            time.sleep(0.1)
+        yield "127.0.0.1", port
+    finally:
+        stop(proc, signal.SIGTERM)
+    log = (home / "mcp.log").read_text()
+    shutil.rmtree(home, ignore_errors=True)
+    assert "Traceback" not in log, log
+
+
 @pytest.mark.parametrize("case", MALFORMED)
 def test_what_the_parser_refuses_is_answered_in_json(server: tuple[str, int], case: str) -> None:
+    _refused_in_json(server, case)
+
+
+# Both headers at once pass h11 (it frames the body by Transfer-Encoding, as RFC 9112 says);
+# `serve` refuses them in its application (server/limits.py), which the MCP server is not.
+PARSER_REFUSES = [case for case in MALFORMED if case != "Content-Length and Transfer-Encoding"]
+
+
+@pytest.mark.parametrize("case", PARSER_REFUSES)
+def test_the_mcp_http_server_answers_what_the_parser_refuses_in_json(
+    mcp_server: tuple[str, int], case: str
+) -> None:
+    _refused_in_json(mcp_server, case)
+
+
+def _refused_in_json(server: tuple[str, int], case: str) -> None:
     request, expected = MALFORMED[case]
     status, headers, body = _json_answer(_exchange(server, request))
     assert status == expected

@@ -165,6 +165,43 @@ async def test_claims_are_fair_across_owners(store: Store) -> None:
     assert len(claimed) == 4
 
 
+async def queue_turns(store: Store, scope: Scope, turns: int) -> int:
+    """Queue one job of ``scope`` carrying ``turns`` turns (an import's shape); its id."""
+    said = [
+        NewTurn(user_id=scope.user_id or "", session_id="s", role="user", message=f"m{i}")
+        for i in range(turns)
+    ]
+    before = {j.id for j in await store.list_jobs("queued", 100_000)}
+    await store.append_turns(said, NewJob("ingest", scope))
+    (job,) = {j.id for j in await store.list_jobs("queued", 100_000)} - before
+    return job
+
+
+async def test_a_claim_stops_at_its_turns_budget_so_a_small_owner_goes_next(
+    store: Store,
+) -> None:
+    # U's import backlog (jobs of 300 turns) was queued first; V's 10-turn add comes after
+    # U's first claim: V's job is in the very next claim, and no claim holds two of U's.
+    backlog = [await queue_turns(store, U, 300) for _ in range(3)]
+    first = await store.claim_jobs(UNORDERED, 64, A, turns=256)
+    assert [j.id for j in first] == backlog[:1], "a claim is about one chunk of work"
+    small = await queue_turns(store, V, 10)
+    second = await store.claim_jobs(UNORDERED, 64, B, turns=256)
+    assert small in [j.id for j in second]
+    assert len([j for j in second if j.owner == U.owner]) <= 1
+    assert sum(j.work for j in second) < 2 * 300
+
+
+async def test_a_claim_for_some_owners_takes_only_theirs(store: Store) -> None:
+    u1, *_ = await queue(store, U, 3)
+    v1, v2 = await queue(store, V, 2)
+    mine = await store.claim_jobs(UNORDERED, 10, A, owners=[V.owner, "nobody"])
+    assert sorted(j.id for j in mine) == [v1, v2], "another owner's jobs are not taken"
+    assert await store.claim_jobs(UNORDERED, 10, A, owners=[V.owner]) == []
+    # the round robin's place is untouched: the next plain claim starts from the first owner
+    assert [j.id for j in await store.claim_jobs(UNORDERED, 1, B)] == [u1]
+
+
 async def test_a_claim_fills_up_from_the_owners_with_a_backlog(store: Store) -> None:
     # A claim reads a fair share per owner first (3 here); V has less, so U's and W's
     # fourth jobs fill the claim, as a round robin over their whole queues would.

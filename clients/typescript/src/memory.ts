@@ -229,6 +229,9 @@ export class Memory {
   private readonly timeoutMs: number;
   private readonly fetchImpl: typeof fetch;
   private readonly extraHeaders: Record<string, string>;
+  /** The causal tokens of this object's recent adds, with their scopes: a search of a scope
+   * that sees them passes them back, so the server waits for this object's own writes only. */
+  private unsettled: { scope: Query; token: string }[] = [];
 
   constructor(config: MemoryConfig = {}) {
     checkProviderSections(config);
@@ -271,6 +274,10 @@ export class Memory {
     result.results = (Array.isArray(answer["results"]) ? answer["results"] : []).map((item) =>
       camelKeys(item),
     );
+    const token = answer["causal_token"];
+    if (typeof token === "string" && answer["status"] !== "DONE") {
+      this.unsettled = [...this.unsettled, { scope: scopeOf(options), token }].slice(-16);
+    }
     return result;
   }
 
@@ -287,9 +294,16 @@ export class Memory {
       include_superseded: options.includeSuperseded,
       as_of: options.asOf === undefined ? undefined : iso(options.asOf),
     });
+    // Read your own writes: the tokens of this object's adds that the searched scope sees.
+    const wanted = Object.entries(scopeOf(scope)).filter(([, value]) => value !== undefined);
+    const seen = this.unsettled.filter((w) =>
+      wanted.every(([key, value]) => w.scope[key] === value),
+    );
+    if (seen.length > 0) body["causal_tokens"] = seen.map((w) => w.token);
     const answer = await this.request<{ results?: unknown[] }>("POST", "/v1/memories/search", {
       body,
     });
+    this.unsettled = this.unsettled.filter((w) => !seen.includes(w)); // waited for once
     return { results: (answer.results ?? []).map((item) => camelKeys<MemoryItem>(item)) };
   }
 

@@ -111,6 +111,8 @@ export interface AddResult {
   queuedTurnIds?: number[];
   /** With `wait`: the server's deadline passed first; `results` is what was ready. */
   timedOut?: boolean;
+  /** Opaque; this object passes it back to its next search of the scope by itself. */
+  causalToken?: string;
   [extra: string]: unknown;
 }
 

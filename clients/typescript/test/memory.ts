@@ -83,6 +83,34 @@ export function memorySuite(ctx: ServerContext): void {
       assert.equal(found?.memory, "My cat is called Miso.");
     });
 
+    it("a search passes back the causal tokens of this object's own adds, once", async () => {
+      const sent: Record<string, unknown>[] = [];
+      const recording: typeof fetch = async (input, init) => {
+        if (String(input).endsWith("/v1/memories/search"))
+          sent.push(JSON.parse(String(init?.body)));
+        return fetch(input, init);
+      };
+      const mine = new Memory({
+        host: ctx.url,
+        apiKey: await tenantKey(ctx.url, "acme"),
+        fetch: recording,
+      });
+      const added = await mine.add("I keep bees on the roof.", { userId: "bea", infer: false });
+      assert.equal(typeof added.causalToken, "string");
+      await mine.search("insects", { userId: "someone-else" }); // a scope that does not see it
+      const found = await mine.search("insects kept at home", { userId: "bea" });
+      await mine.search("insects kept at home", { userId: "bea" }); // waited for already
+      assert.deepEqual(
+        sent.map((body) => body["causal_tokens"]),
+        [undefined, [added.causalToken], undefined],
+      );
+      // the server waited for the vector: found by meaning (no word in common)
+      assert.deepEqual(
+        found.results.map((item) => item.memory),
+        ["I keep bees on the roof."],
+      );
+    });
+
     it("expirationDate: a past one hides the memory from get, getAll and search", async () => {
       const expired = await memory.add("Dentist on Friday at nine.", {
         userId: "dora",

@@ -81,7 +81,11 @@ class WorkerConfig:
             claimed again after it.
         shutdown_grace: Seconds in-flight work gets to finish once stopping; what is still
             running then is cancelled and its leases left to expire.
-        ingest_chunk: Turns embedded and applied per transaction (large imports go in parts).
+        ingest_chunk: Turns embedded and applied per transaction (large imports go in parts),
+            at most ``claim_turns``.
+        claim_turns: An ingest claim stops taking jobs once they carry this many turns, and
+            gives back what is left of a larger job after that many (its progress saved):
+            what another owner's add queued meanwhile waits for per busy batch loop.
         retired_retention_days: Memories a model retired are erased this many days later
             (checked every ``purge_interval`` seconds, ``purge_batch`` at a time).
     """
@@ -96,6 +100,7 @@ class WorkerConfig:
     lease_seconds: float = 60.0
     shutdown_grace: float = 10.0
     ingest_chunk: int = 256
+    claim_turns: int = 32
     retired_retention_days: float = 30.0
     purge_interval: float = 3600.0
     purge_batch: int = 1000
@@ -196,6 +201,14 @@ class Worker:
         await self._purge_expired()
         return done
 
+    async def run_for(self, owners: Sequence[str]) -> int:
+        """Claim and process one batch per lane of ``owners``' jobs only (:attr:`Scope.owner`
+        values): an import embedding its own users, never another user's backlog."""
+        done = await self._lane(ingest_lane(self.consolidator is not None), owners)
+        if self.consolidator is not None:
+            done += await self._lane(CONSOLIDATE_LANE, owners)
+        return done
+
     async def purge_retired(self, *, force: bool = False) -> int:
         """Erase memories retired longer ago than the retention, once per purge interval."""
         now = time.monotonic()
@@ -232,10 +245,15 @@ class Worker:
             self._inserted_since_analyze = 0
             await self.store.refresh_statistics()
 
-    async def _lane(self, lane: Lane) -> int:
+    async def _lane(self, lane: Lane, owners: Sequence[str] | None = None) -> int:
         if self._stopping.is_set():
             return 0
-        jobs = await self.store.claim_jobs(lane, self.config.batch_size, self.lease)
+        # An ingest claim carries a few dozen turns: a job queued meanwhile (another owner's
+        # add) waits for that much, not for a batch of 64 jobs (of up to 256 turns each).
+        turns = None if lane is CONSOLIDATE_LANE else max(1, self.config.claim_turns)
+        jobs = await self.store.claim_jobs(
+            lane, self.config.batch_size, self.lease, turns=turns, owners=owners
+        )
         if not jobs:
             return 0
         try:
@@ -284,17 +302,21 @@ class Worker:
             # Not awaited: awaiting it here could swallow a cancellation aimed at this task.
             task.cancel()
 
-    async def drain_ingest(self, pending: Callable[[], Awaitable[int]], end: float) -> None:
-        """Run the ingest lane here until ``pending()`` is 0 or the loop's clock reaches ``end``.
+    async def drain_ingest(
+        self, pending: Callable[[], Awaitable[int]], end: float, owners: Sequence[str]
+    ) -> None:
+        """Run the ingest lane of ``owners`` (:attr:`Scope.owner` values) here until
+        ``pending()`` is 0 or the loop's clock reaches ``end``.
 
-        For an exit: the worker loops are stopped first. Consolidation is left queued (an LLM
-        call is slow); work the deadline interrupts is left for :meth:`hand_back`.
+        For an exit: the worker loops are stopped first. Only those owners' jobs are claimed
+        (what the process queued, not other users' backlogs). Consolidation is left queued
+        (an LLM call is slow); work the deadline interrupts is left for :meth:`hand_back`.
         """
         loop = asyncio.get_running_loop()
         self._stopping.clear()
         try:
             while loop.time() < end and await pending():
-                lane = self._lane(ingest_lane(self.consolidator is not None))
+                lane = self._lane(ingest_lane(self.consolidator is not None), owners)
                 try:
                     done = await asyncio.wait_for(lane, max(end - loop.time(), 0.0))
                 except TimeoutError:
@@ -384,7 +406,12 @@ class Worker:
             await self._failed([job], exc)
 
     async def _ingest_jobs(self, jobs: list[Job], finished: set[int]) -> None:
-        """Embed and store the jobs' turns a chunk at a time, each chunk in its own apply."""
+        """Embed and store the jobs' turns a chunk at a time, each chunk in its own apply.
+
+        A claim does about ``claim_turns`` of work: what is left of a large job then goes
+        back to the queue with its progress saved, so the next claim (round robin) serves an
+        owner whose add came meanwhile before the rest of a 256-turn import job.
+        """
         items = [
             (job, index, turn_id)
             for job in jobs
@@ -392,10 +419,11 @@ class Worker:
             if index >= job.payload.progress
         ]
         last = {job.id: len(job.payload.turns) - 1 for job in jobs}
-        chunk = max(1, self.config.ingest_chunk)
+        share = max(1, self.config.claim_turns)
+        chunk = max(1, min(self.config.ingest_chunk, share))
         empty = [job for job in jobs if last[job.id] < job.payload.progress]
         for start in range(0, max(len(items), 1), chunk):
-            if start and self._stopping.is_set():
+            if start and (self._stopping.is_set() or start >= share):
                 await self._give_back([j for j in jobs if j.id not in finished])
                 return
             part = items[start : start + chunk]

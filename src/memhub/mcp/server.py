@@ -112,6 +112,8 @@ async def serve(
         return
     import uvicorn
 
+    from memhub._http import JsonH11Protocol
+
     # Keys are checked on the engine the tools use: same settings, so one shared pool.
     async with AsyncMemory(settings=_served(resolved, options)) as memory:
         admin = None
@@ -126,7 +128,15 @@ async def serve(
             options.path,
             "required" if options.require_key else "NOT required",
         )
-        config_ = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning")
+        config_ = uvicorn.Config(
+            app,
+            host=options.host,
+            port=options.port,
+            log_level="warning",
+            # Malformed requests answered in memhub's JSON, as `memhub serve` does.
+            http=JsonH11Protocol,
+            ws="none",
+        )
         from memhub.mcp.auth import KeyAuth
 
         try:

@@ -14,6 +14,7 @@ from memhub.engine.ingest import INGEST_JOB
 from memhub.errors import UsageError
 from memhub.memory.inputs import Limits, check_id, check_metadata, scope_of
 from memhub.memory.services import Services, acquire_services, release_services
+from memhub.memory.writes import QueuedTurns, current_writes
 from memhub.store.records import Scope
 
 __all__ = ["MemoryCore", "parse_memory_id", "services_of"]
@@ -81,8 +82,9 @@ class MemoryCore:
         self._services_ref: Services | None = None
         self._open_lock: asyncio.Lock | None = None
         # Turns this object queued for ingestion, by the job's scope, that a read of the
-        # scope waits for (briefly) so that it finds them by meaning too.
-        self._unsettled: dict[Scope, list[int]] = {}
+        # scope waits for (briefly) so that it finds them by meaning too; a server names
+        # each request's caller's own instead (memory/writes.py).
+        self._unsettled = QueuedTurns()
 
     @property
     def extracts_facts(self) -> bool:
@@ -150,23 +152,21 @@ class MemoryCore:
             pause = min(pause * 2, 0.05)
         return True
 
+    def _writes(self) -> QueuedTurns:
+        """Whose queued turns a read waits for: the caller's a server named for this
+        request (:func:`memhub.memory.writes.caller_writes`), else this object's own."""
+        named = current_writes()
+        return self._unsettled if named is None else named
+
     def _queued(self, engine: Services, scope: Scope, turn_ids: Sequence[int]) -> None:
         """Remember turns queued for ingestion in ``scope`` (the last 100 scopes, 100 each);
         the services remember them too, for an exit without close()."""
         engine.note_queued(scope, turn_ids)
-        held = self._unsettled.pop(scope, [])
-        self._unsettled[scope] = [*held, *turn_ids][-100:]
-        while len(self._unsettled) > 100:
-            del self._unsettled[next(iter(self._unsettled))]
+        self._writes().note(scope, turn_ids)
 
     def _unsettled_in(self, scope: Scope) -> list[Scope]:
         """The scopes of queued turns a read of ``scope`` sees (those with its ids)."""
-        wanted = scope.as_dict()
-        return [
-            s
-            for s in self._unsettled
-            if all(getattr(s, name) == value for name, value in wanted.items())
-        ]
+        return self._writes().seen_by(scope)
 
     async def _settle(self, engine: Services, scope: Scope, deadline: float) -> bool:
         """Wait (up to ``deadline`` s in all) for this object's own queued turns ``scope``
@@ -176,14 +176,15 @@ class MemoryCore:
         read, nor does anyone else's work. The turns are forgotten either way, so one slow
         worker delays one read, not every read after it. False if the deadline passed.
         """
-        seen = self._unsettled_in(scope)
+        writes = self._writes()
+        seen = writes.seen_by(scope)
         if not seen or deadline <= 0:
             return True
         loop = asyncio.get_running_loop()
         end = loop.time() + deadline
         settled = True
         for s in seen:
-            turn_ids = self._unsettled.pop(s, [])
+            turn_ids = writes.take(s)
             if settled:
                 left = max(end - loop.time(), 0.0)
                 settled = await self._wait_for_turns(engine, s, turn_ids, [INGEST_JOB], left)

@@ -21,8 +21,10 @@ from typing import Any
 
 from memhub.config import MemhubSettings
 from memhub.engine.ingest import INGEST_JOB, AddPlan, memories_from_turns, plan_add
+from memhub.engine.worker import Worker
 from memhub.errors import UsageError
 from memhub.memory.async_memory import AsyncMemory
+from memhub.memory.core import services_of
 from memhub.memory.inputs import Limits, check_add
 from memhub.memory.services import embedder_for_store
 from memhub.store import open_store
@@ -40,8 +42,8 @@ from memhub.store.records import (
 
 __all__ = ["CheckedItem", "ImportRecord", "Importer", "source_identity"]
 
-# Turns per ingest job: one worker apply (WorkerConfig.ingest_chunk) each, so several
-# workers can share one user's backlog.
+# Turns per ingest job, so several workers can share one user's backlog; a worker claim does
+# WorkerConfig.claim_turns of one and gives the rest back (another owner's add goes between).
 _TURNS_PER_JOB = 256
 
 
@@ -96,6 +98,9 @@ class Importer:
         self.limits = Limits.from_settings(settings)
         self._store: Store | None = None
         self._bulk: BulkStore | None = None
+        # What this import queued: the jobs its progress counts, the users it runs.
+        self._job_ids: list[int] = []
+        self._owners: set[str] = set()
 
     async def __aenter__(self) -> Importer:
         store = await open_store(self.settings)
@@ -165,22 +170,36 @@ class Importer:
         """Store ``items`` and move ``cursor`` in one transaction; returns the turns written."""
         count = sum(len(item.turns) for item in items)
         ids = await self.bulk.reserve_turn_ids(count) if count else []
-        await self.bulk.write_import(_batch(items, ids, cursor))
+        batch = _batch(items, ids, cursor)
+        self._job_ids += await self.bulk.write_import(batch)
+        self._owners.update(job.scope.owner for job in batch.jobs)
         return count
 
     async def pending_jobs(self) -> int:
-        """Jobs still queued in the database (every scope's)."""
-        return await self.store.pending_jobs()
+        """This import's own jobs still queued (not other imports' or users')."""
+        return await self.bulk.queued_jobs_among(self._job_ids) if self._job_ids else 0
+
+    async def _run_own(self, worker: Worker) -> None:
+        # Only the imported users' jobs: another user's backlog is the workers' to run.
+        # With an LLM, also the facts drawn from them (follow-up jobs this import did not
+        # queue itself, but caused).
+        owners = sorted(self._owners)
+        facts = self.settings.llm_configured
+        while await self.pending_jobs() or (
+            facts and await self.bulk.queued_jobs_among(None, owners)
+        ):
+            if not await worker.run_for(owners):
+                await asyncio.sleep(0.02)  # backing off, or another worker holds them
 
     async def ingest(self, on_progress: Callable[[int], None]) -> None:
-        """Run the queue in this process until it is empty (embedding what was imported).
+        """Embed what this import queued, here, until none of its jobs is queued.
 
-        ``on_progress`` is told how many of the jobs queued at the start are done, twice a
-        second.
+        ``on_progress`` is told how many of this import's jobs queued at the start are done,
+        twice a second.
         """
         first = await self.pending_jobs()
         async with AsyncMemory(settings=self.settings.model_copy(update={"worker": "off"})) as m:
-            task = asyncio.ensure_future(m.wait_idle())
+            task = asyncio.ensure_future(self._run_own((await services_of(m)).worker))
             try:
                 while not task.done():
                     on_progress(max(0, first - await self.pending_jobs()))

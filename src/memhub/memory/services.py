@@ -199,7 +199,8 @@ class Services:
             await self._stop_worker(within=budget)
             await self.worker.hand_back()  # what the stopped loops left leased: drain it
             if drains:
-                await self.worker.drain_ingest(self._unfinished, end)
+                owners = sorted({scope.owner for scope in self.queued})
+                await self.worker.drain_ingest(self._unfinished, end, owners)
             left = await self._unfinished() if drains else 0
             return left, await self.worker.hand_back()
         finally:

@@ -49,8 +49,8 @@ def serve(
     """
     import uvicorn
 
+    from memhub._http import JsonH11Protocol
     from memhub.server.app import create_app
-    from memhub.server.protocol import JsonH11Protocol
 
     settings = settings or MemhubSettings.from_env()
     server = server or ServerSettings.from_env()
@@ -68,7 +68,7 @@ def serve(
         port=port,
         log_level=log_level,
         proxy_headers=False,
-        # Malformed requests answered in memhub's JSON (memhub.server.protocol); no WebSocket.
+        # Malformed requests answered in memhub's JSON (memhub._http); no WebSocket.
         http=JsonH11Protocol,
         ws="none",
     )

@@ -160,6 +160,14 @@ class SearchRequest(_Scoped):
         description="Rerank with the server's MEMHUB_RERANKER (true without one: 422); "
         "null: rerank when one is set.",
     )
+    causal_tokens: list[Annotated[str, Field(min_length=1, max_length=16_384)]] | None = Field(
+        default=None,
+        max_length=16,
+        description="Read your own writes: `causal_token`s of this caller's adds; the search "
+        "waits (up to MEMHUB_SEARCH_WAIT_TIMEOUT) until their memories are searchable by "
+        "meaning. Without tokens a search waits for nobody's work. A token that is not one "
+        "the server issued: 422.",
+    )
 
 
 class UpdateRequest(_Strict):
@@ -273,6 +281,11 @@ class AddResponse(BaseModel):
     queued_turn_ids: list[int] | None = None
     timed_out: bool | None = Field(
         default=None, description="With wait: the deadline passed first; results so far."
+    )
+    causal_token: str | None = Field(
+        default=None,
+        description="Pass it back in a search's `causal_tokens` to have that search wait for "
+        "these memories' vectors (also in the Memhub-Causal-Token header). Opaque.",
     )
 
 

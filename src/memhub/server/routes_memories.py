@@ -6,11 +6,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query
+from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Response
 
 from memhub.errors import MemoryNotFound, UsageError
+from memhub.memory.writes import QueuedTurns, caller_writes
 from memhub.server import pages
 from memhub.server.auth import Caller, State, check_rate
+from memhub.server.causal import CAUSAL_HEADER, encode_token, tokens_writes
 from memhub.server.errors import RETRY_AFTER_SECONDS
 from memhub.server.models import (
     AddRequest,
@@ -122,6 +124,7 @@ async def add_memories(
     body: AddRequest,
     caller: Caller,
     state: State,
+    response: Response,
     idempotency_key: Annotated[
         str | None,
         Header(
@@ -135,34 +138,43 @@ async def add_memories(
     """Store messages; with ``wait`` answer once their memories are searchable."""
     scope = caller.scope(state.limits, body.user_id, body.agent_id, body.run_id)
     await _check_quota(state, caller, body.messages)
-    added = await state.memory.add(
-        _plain(body.messages),
-        **scope,
-        metadata=body.metadata,
-        infer=body.infer,
-        timestamp=body.timestamp,
-        wait=body.wait,
-        idempotency_key=idempotency_key,
-        expiration_date=body.expiration_date,
-    )
-    return {**added, "results": [caller.present(item) for item in added["results"]]}
+    # This caller's own queued turns, for its token (not the shared memory object's list).
+    with caller_writes(QueuedTurns()) as mine:
+        added = await state.memory.add(
+            _plain(body.messages),
+            **scope,
+            metadata=body.metadata,
+            infer=body.infer,
+            timestamp=body.timestamp,
+            wait=body.wait,
+            idempotency_key=idempotency_key,
+            expiration_date=body.expiration_date,
+        )
+    answer = {**added, "results": [caller.present(item) for item in added["results"]]}
+    turn_ids = [turn for _, turns in mine.items() for turn in turns]
+    if turn_ids:
+        answer["causal_token"] = encode_token((body.user_id, body.agent_id, body.run_id), turn_ids)
+        response.headers[CAUSAL_HEADER] = answer["causal_token"]
+    return answer
 
 
 @router.post("/search", response_model=MemoryList, response_model_exclude_unset=True)
 async def search_memories(body: SearchRequest, caller: Caller, state: State) -> dict[str, Any]:
     """Memories relevant to ``query``, best first, each with a ``score`` in [0, 1]."""
     caller.check_filters(body.filters)
-    found = await state.memory.search(
-        body.query,
-        **caller.scope(state.limits, body.user_id, body.agent_id, body.run_id),
-        limit=body.limit,
-        filters=body.filters,
-        threshold=body.threshold,
-        include_superseded=body.include_superseded,
-        as_of=body.as_of,
-        max_tokens=body.max_tokens,
-        rerank=body.rerank,
-    )
+    # Waits only for the turns the caller's tokens name: never for other callers' adds.
+    with caller_writes(tokens_writes(body.causal_tokens or [], caller, state.limits)):
+        found = await state.memory.search(
+            body.query,
+            **caller.scope(state.limits, body.user_id, body.agent_id, body.run_id),
+            limit=body.limit,
+            filters=body.filters,
+            threshold=body.threshold,
+            include_superseded=body.include_superseded,
+            as_of=body.as_of,
+            max_tokens=body.max_tokens,
+            rerank=body.rerank,
+        )
     return {"results": [caller.present(item) for item in found["results"]]}
 
 

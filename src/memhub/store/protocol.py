@@ -343,13 +343,25 @@ class MemoryStore(Protocol):
 class JobStore(Protocol):
     """The durable queue: claim (leases), apply (checked), release, heartbeat, park, requeue."""
 
-    async def claim_jobs(self, lane: Lane, limit: int, lease: Lease) -> list[Job]:
+    async def claim_jobs(
+        self,
+        lane: Lane,
+        limit: int,
+        lease: Lease,
+        *,
+        turns: int | None = None,
+        owners: Sequence[str] | None = None,
+    ) -> list[Job]:
         """Lease up to ``limit`` ready jobs of ``lane`` to ``lease.owner``; commits at once.
 
         Attempts are counted here. Owners are served round robin, each with a share of
         ``limit``; an ordered lane hands an owner's jobs out in id order, one lease at a time.
-        Expired leases are claimed again; one that expires after ``lease.max_attempts`` is
-        parked.
+        With ``turns``, the claim stops taking jobs once they carry that many turns to embed
+        (:attr:`Job.work`; the first job is always taken), so one claim is about one chunk of
+        work and an owner queued meanwhile is served after it. ``owners`` (:attr:`Scope.owner`
+        values) restricts the claim to those owners' queues and leaves the round robin's
+        place alone. Expired leases are claimed again; one that expires after
+        ``lease.max_attempts`` is parked.
         """
         ...
 
@@ -529,8 +541,16 @@ class BulkStore(Protocol):
         """``count`` new turn ids, in order, for a batch to be written under."""
         ...
 
-    async def write_import(self, batch: ImportBatch) -> None:
-        """Write a batch's turns, memories, history, jobs and cursor in one transaction."""
+    async def write_import(self, batch: ImportBatch) -> list[int]:
+        """Write a batch's turns, memories, history, jobs and cursor in one transaction;
+        returns the ids of the jobs it queued."""
+        ...
+
+    async def queued_jobs_among(
+        self, job_ids: Sequence[int] | None = None, owners: Sequence[str] | None = None
+    ) -> int:
+        """Queued jobs among ``job_ids`` and of ``owners`` (:attr:`Scope.owner` values);
+        None: any. What an import waits for and counts: its own jobs, its own users."""
         ...
 
     async def import_cursor(self, source: str) -> ImportCursor | None:

@@ -51,6 +51,7 @@ __all__ = [
     "Turn",
     "UserRow",
     "is_model_actor",
+    "round_robin",
     "updated_metadata",
     "usage_summary",
 ]
@@ -339,6 +340,12 @@ class Job:
     def owner(self) -> str:
         """Whose queue the job is in: ``coalesce(user_id, agent_id, run_id, '')``."""
         return self.scope.owner
+
+    @property
+    def work(self) -> int:
+        """The turns a claim of it embeds (those not applied yet), at least 1: what a claim's
+        ``turns`` budget counts."""
+        return max(len(self.payload.turns) - self.payload.progress, 1)
 
 
 @dataclass(frozen=True)
@@ -670,3 +677,24 @@ class EmbeddingSpace:
 
     model: str | None
     dimension: int | None
+
+
+def round_robin(queues: Sequence[Sequence[Job]], limit: int, turns: int | None = None) -> list[Job]:
+    """Each owner's first job, then each one's second, ...: a share of ``limit`` each.
+
+    With ``turns``, the pick also stops once its jobs carry that many turns to embed (the
+    first job is always taken): a claim is then about one chunk of work whatever the jobs'
+    sizes, so an owner whose job is queued meanwhile waits for that much, not for a batch of
+    another owner's 256-turn import jobs.
+    """
+    picked: list[Job] = []
+    work = 0
+    for depth in range(limit):
+        for jobs in queues:
+            if depth >= len(jobs) or len(picked) >= limit:
+                continue
+            if turns is not None and picked and work >= turns:
+                return picked
+            picked.append(jobs[depth])
+            work += jobs[depth].work
+    return picked

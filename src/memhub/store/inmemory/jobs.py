@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from memhub.store.records import JOB_DONE, JOB_TURN_IDS, Job, Lane, Lease, NewJob, Scope
+from memhub.store.records import (
+    JOB_DONE,
+    JOB_TURN_IDS,
+    Job,
+    Lane,
+    Lease,
+    NewJob,
+    Scope,
+    round_robin,
+)
 
 __all__ = ["JobQueue", "ScopeLocks"]
 
@@ -99,11 +108,21 @@ class JobQueue:
 
     # -- claim -----------------------------------------------------------------------------------
     def claim(
-        self, lane: Lane, limit: int, lease: Lease, now: datetime, after: str | None
+        self,
+        lane: Lane,
+        limit: int,
+        lease: Lease,
+        now: datetime,
+        after: str | None,
+        *,
+        turns: int | None = None,
+        only: Sequence[str] | None = None,
     ) -> tuple[list[Job], str | None]:
         """Lease up to ``limit`` ready jobs of ``lane``; see :func:`postgres.jobs.claim_jobs`."""
         self._park_exhausted(lease, now)
         queued = sorted({row.owner for row in self._rows.values() if row.status == "queued"})
+        if only is not None:
+            queued = [o for o in queued if o in set(only)]
         owners = [o for o in queued if after is None or o > after][:limit]
         if len(owners) < limit:
             owners += [o for o in queued if o not in owners][: limit - len(owners)]
@@ -115,8 +134,10 @@ class JobQueue:
             if rows and lane.after_other_lanes and self._held_back(owner, lane, rows[0]):
                 continue
             queues.append(rows)
-        # round robin: each owner's first job, then each one's second, ...
-        taken = [q[d] for d in range(limit) for q in queues if d < len(q)][:limit]
+        # round robin: each owner's first job, then each one's second, ... (up to ``turns``)
+        jobs = {row.id: row for rows in queues for row in rows}
+        picked = round_robin([[row.job() for row in rows] for rows in queues], limit, turns)
+        taken = [jobs[job.id] for job in picked]
         for row in taken:
             row.lease_owner = lease.owner
             row.lease_until = now + timedelta(seconds=lease.seconds)

@@ -393,11 +393,22 @@ class InMemoryStore(InMemoryKeys):
             self._clear()
 
     # -- jobs -----------------------------------------------------------------------------
-    async def claim_jobs(self, lane: Lane, limit: int, lease: Lease) -> list[Job]:
+    async def claim_jobs(
+        self,
+        lane: Lane,
+        limit: int,
+        lease: Lease,
+        *,
+        turns: int | None = None,
+        owners: Sequence[str] | None = None,
+    ) -> list[Job]:
         async with self.lock:
-            jobs, self._cursors[lane.name] = self.jobs.claim(
-                lane, limit, lease, utc_now(), self._cursors.get(lane.name)
+            after = None if owners is not None else self._cursors.get(lane.name)
+            jobs, cursor = self.jobs.claim(
+                lane, limit, lease, utc_now(), after, turns=turns, only=owners
             )
+            if owners is None:
+                self._cursors[lane.name] = cursor
             return jobs
 
     @asynccontextmanager

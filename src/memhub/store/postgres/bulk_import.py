@@ -53,8 +53,10 @@ def _naive_utc(at: datetime | None, now: datetime) -> datetime:
     return ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo else ts
 
 
-async def write_batch(conn: AsyncConn, batch: ImportBatch) -> None:
-    """Write ``batch`` in one transaction (COPY for the bulk rows); all of it or nothing."""
+async def write_batch(conn: AsyncConn, batch: ImportBatch) -> list[int]:
+    """Write ``batch`` in one transaction (COPY for the bulk rows); all of it or nothing.
+
+    Returns the ids of the jobs it queued (the import waits for those, not for others')."""
     now = datetime.now(UTC)
     async with conn.transaction(), conn.cursor() as cur:
         async with cur.copy(
@@ -68,10 +70,11 @@ async def write_batch(conn: AsyncConn, batch: ImportBatch) -> None:
                 row = (turn_id, t.user_id, t.session_id, t.role, t.message, t.agent_id, meta, at)
                 await copy.write_row(row)
         await _copy_memories(cur, batch.memories, now)
+        job_ids: list[int] = []
         if batch.jobs:
             await cur.executemany(
                 "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
-                " VALUES (%s, %s, %s, %s, %s)",
+                " VALUES (%s, %s, %s, %s, %s) RETURNING id",
                 [
                     (
                         j.kind,
@@ -80,7 +83,12 @@ async def write_batch(conn: AsyncConn, batch: ImportBatch) -> None:
                     )
                     for j in batch.jobs
                 ],
+                returning=True,
             )
+            while True:
+                job_ids += [int(row[0]) for row in await cur.fetchall()]
+                if not cur.nextset():
+                    break
         if batch.cursor is not None:
             c = batch.cursor
             await cur.execute(
@@ -96,6 +104,7 @@ async def write_batch(conn: AsyncConn, batch: ImportBatch) -> None:
                     "finished": c.finished,
                 },
             )
+    return job_ids
 
 
 async def _copy_memories(

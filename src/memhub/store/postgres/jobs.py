@@ -15,7 +15,7 @@ from typing import Any
 
 from memhub.store.postgres.database import AsyncConn, Database
 from memhub.store.postgres.errors import translate_errors
-from memhub.store.records import JOB_TURN_IDS, Job, Lane, Lease, Scope
+from memhub.store.records import JOB_TURN_IDS, Job, Lane, Lease, Scope, round_robin
 
 __all__ = [
     "claim_jobs",
@@ -25,9 +25,9 @@ __all__ = [
     "lock_scopes",
     "pending_jobs",
     "pending_turn_jobs",
+    "queued_jobs_among",
     "release_jobs",
     "requeue_parked",
-    "round_robin",
     "take_heads",
 ]
 
@@ -172,16 +172,6 @@ def take_heads(
     return taken, ready_at
 
 
-def round_robin(queues: Sequence[Sequence[Job]], limit: int) -> list[Job]:
-    """Each owner's first job, then each one's second, ...: a share of ``limit`` each."""
-    picked: list[Job] = []
-    for depth in range(limit):
-        for jobs in queues:
-            if depth < len(jobs) and len(picked) < limit:
-                picked.append(jobs[depth])
-    return picked
-
-
 async def _lease(conn: AsyncConn, jobs: Sequence[Job], lease: Lease) -> list[Job]:
     # The WHERE is evaluated again on rows a concurrent claim changed meanwhile: a job leased
     # by someone else since our read is skipped, never taken twice.
@@ -204,32 +194,59 @@ async def _lock_owners(conn: AsyncConn, owners: Sequence[str], lane: Lane) -> li
     return [str(row[0]) for row in await cur.fetchall()]
 
 
+async def _next_owners(
+    conn: AsyncConn, after: str | None, limit: int, only: Sequence[str] | None
+) -> list[str]:
+    """The owners a claim visits: round robin from ``after``, or those of ``only`` that have
+    queued jobs (one index probe each on ``memory_jobs_owner``)."""
+    if only is not None:
+        cur = await conn.execute(
+            "SELECT o FROM unnest(%s::text[]) AS o WHERE EXISTS (SELECT 1 FROM memory_jobs"
+            " WHERE status = 'queued' AND coalesce(user_id, agent_id, run_id, '') = o)"
+            " ORDER BY o LIMIT %s",
+            (sorted(set(only)), limit),
+        )
+        return [str(row[0]) for row in await cur.fetchall()]
+    owners = await _owners(conn, after, limit)
+    if len(owners) < limit and after is not None:  # wrap around to the start
+        owners += [o for o in await _owners(conn, None, limit) if o not in owners]
+    return owners[:limit]
+
+
 async def claim_jobs(
-    database: Database, lane: Lane, limit: int, lease: Lease, after: str | None
+    database: Database,
+    lane: Lane,
+    limit: int,
+    lease: Lease,
+    after: str | None,
+    *,
+    turns: int | None = None,
+    only: Sequence[str] | None = None,
 ) -> tuple[list[Job], str | None]:
     """Lease up to ``limit`` ready jobs of ``lane``, fairly across owners; commits at once.
 
     Owners are visited round robin from ``after`` (the last owner the previous claim served),
-    each getting an equal share of ``limit``. Returns the jobs and the new cursor.
+    each getting an equal share of ``limit`` (and of ``turns``, see :func:`round_robin`).
+    ``only`` restricts the claim to those owners (an exit finishing its own work). Returns
+    the jobs and the new cursor.
     """
     with translate_errors("claiming background jobs"):
         async with database.connection() as conn, conn.transaction():
             await _park_exhausted(conn, lease)
-            owners = await _owners(conn, after, limit)
-            if len(owners) < limit and after is not None:  # wrap around to the start
-                owners += [o for o in await _owners(conn, None, limit) if o not in owners]
-                owners = owners[:limit]
+            owners = await _next_owners(conn, after, limit, only)
             if not owners:
                 return [], None
             cursor = owners[-1]
             if lane.ordered:
                 # One claimer per owner at a time; the read below then sees its leases.
                 owners = await _lock_owners(conn, owners, lane)
-            jobs = await _fair_share(conn, owners, lane, limit)
+            jobs = await _fair_share(conn, owners, lane, limit, turns)
             return (await _lease(conn, jobs, lease) if jobs else []), cursor
 
 
-async def _fair_share(conn: AsyncConn, owners: Sequence[str], lane: Lane, limit: int) -> list[Job]:
+async def _fair_share(
+    conn: AsyncConn, owners: Sequence[str], lane: Lane, limit: int, turns: int | None
+) -> list[Job]:
     """The jobs :func:`round_robin` picks from the owners' takeable queue heads.
 
     Read first ``limit / len(owners)`` heads per owner: with a backlog spread over many owners
@@ -246,12 +263,13 @@ async def _fair_share(conn: AsyncConn, owners: Sequence[str], lane: Lane, limit:
         if lane.after_other_lanes:
             for owner in await _held_back(conn, ready_at, lane):
                 taken.pop(owner, None)
-        jobs = round_robin([taken.get(owner, []) for owner in owners], limit)
+        jobs = round_robin([taken.get(owner, []) for owner in owners], limit, turns)
         # An owner gave fewer than its share only when it has no more takeable jobs (an
         # ordered lane stops at its first leased or waiting job), so reading deeper cannot
         # change a full pick: every job it adds comes after the last one picked.
         more = any(len(queue) == per_owner for queue in taken.values())
-        if len(jobs) == limit or per_owner >= limit or not more:
+        full = turns is not None and sum(job.work for job in jobs) >= turns
+        if len(jobs) == limit or full or per_owner >= limit or not more:
             return jobs
         per_owner = limit
 
@@ -306,6 +324,24 @@ async def leased_job_ids(conn: AsyncConn, owner: str) -> list[int]:
 
 
 # -- reading the queue ---------------------------------------------------------------------------
+async def queued_jobs_among(
+    conn: AsyncConn, job_ids: Sequence[int] | None, owners: Sequence[str] | None
+) -> int:
+    """Queued jobs among ``job_ids`` (by primary key) or of ``owners`` (on their index)."""
+    cur = await conn.execute(
+        "SELECT count(*) FROM memory_jobs WHERE status = 'queued'"
+        " AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))"
+        " AND (%(owners)s::text[] IS NULL"
+        "  OR coalesce(user_id, agent_id, run_id, '') = ANY(%(owners)s))",
+        {
+            "ids": None if job_ids is None else list(job_ids),
+            "owners": None if owners is None else list(owners),
+        },
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
 async def pending_jobs(conn: AsyncConn, scope: Scope | None) -> int:
     scope = scope or Scope()
     cur = await conn.execute(

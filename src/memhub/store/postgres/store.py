@@ -342,10 +342,21 @@ class PostgresStore:
             await self._wrote(conn, None)
 
     # -- jobs -----------------------------------------------------------------------------
-    async def claim_jobs(self, lane: Lane, limit: int, lease: Lease) -> list[Job]:
-        jobs, self._cursors[lane.name] = await pg_jobs.claim_jobs(
-            self.database, lane, limit, lease, self._cursors.get(lane.name)
+    async def claim_jobs(
+        self,
+        lane: Lane,
+        limit: int,
+        lease: Lease,
+        *,
+        turns: int | None = None,
+        owners: Sequence[str] | None = None,
+    ) -> list[Job]:
+        after = None if owners is not None else self._cursors.get(lane.name)
+        jobs, cursor = await pg_jobs.claim_jobs(
+            self.database, lane, limit, lease, after, turns=turns, only=owners
         )
+        if owners is None:
+            self._cursors[lane.name] = cursor
         return jobs
 
     def apply_jobs(
@@ -453,9 +464,15 @@ class PostgresStore:
         async with self._connect("importing a batch") as conn:
             return await pg_import.reserve_turn_ids(conn, count)
 
-    async def write_import(self, batch: ImportBatch) -> None:
+    async def write_import(self, batch: ImportBatch) -> list[int]:
         async with self._connect("importing a batch") as conn:
-            await pg_import.write_batch(conn, batch)
+            return await pg_import.write_batch(conn, batch)
+
+    async def queued_jobs_among(
+        self, job_ids: Sequence[int] | None = None, owners: Sequence[str] | None = None
+    ) -> int:
+        async with self._connect("counting queued jobs") as conn:
+            return await pg_jobs.queued_jobs_among(conn, job_ids, owners)
 
     async def import_cursor(self, source: str) -> ImportCursor | None:
         async with self._connect("reading the import cursor") as conn:
