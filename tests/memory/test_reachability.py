@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
-from memhub.memory.reachability import warn_unreachable
+from memhub.memory.reachability import can_connect, warn_unreachable
 from memhub.memory.services import acquire_services, release_services
 from memhub.testing import ScriptedOpenAIServer
 
@@ -57,9 +57,10 @@ async def test_an_unreachable_llm_is_named_once_and_the_call_works(
     assert len(warnings_about(caplog, nothing_listens)) == 1
 
 
-async def test_an_unreachable_embedding_server_is_named(
+async def test_an_unreachable_embedding_server_is_named_even_when_closed_at_once(
     settings: MemhubSettings, nothing_listens: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """A script that opens and closes straight away: close lets the bounded check finish."""
     remote = settings.model_copy(
         update={
             "embedder": "vllm",
@@ -69,11 +70,9 @@ async def test_an_unreachable_embedding_server_is_named(
         }
     )
     services = await acquire_services(remote)
-    try:
-        assert services.probe is not None
-        assert [one.what for one in await services.probe] == ["embedder"]
-    finally:
-        await release_services(services)
+    await release_services(services)  # the last user: closes the services
+    assert services.probe is not None and services.probe.done()
+    assert [one.what for one in services.probe.result()] == ["embedder"]
     (line,) = warnings_about(caplog, nothing_listens)
     assert "MEMHUB_EMBEDDER_BASE_URL" in line
 
@@ -99,3 +98,11 @@ async def test_servers_that_answer_get_no_warning(
         finally:
             await release_services(services)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_a_host_name_is_tried_at_each_of_its_addresses(nothing_listens: str) -> None:
+    """``localhost`` may resolve to ::1 first while the server listens on 127.0.0.1 only."""
+    with ScriptedOpenAIServer() as server:
+        assert await can_connect(server.base_url.replace("127.0.0.1", "localhost"))
+    assert not await can_connect(nothing_listens.replace("127.0.0.1", "localhost"))
+    assert not await can_connect("http://no-such-host.invalid/v1")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
+import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -69,16 +71,51 @@ def endpoints(settings: MemhubSettings, llm: LLM | None, embedder: Embedder) -> 
 async def can_connect(url: str, within: float = PROBE_TIMEOUT) -> bool:
     """Whether a TCP connection to ``url``'s host and port opens within ``within`` s."""
     parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
         async with asyncio.timeout(within):
-            _, writer = await asyncio.open_connection(parts.hostname, port)
+            # each address in turn, as a client would: localhost may be ::1 then 127.0.0.1
+            for address in await _addresses(parts.hostname or "", port):
+                with contextlib.suppress(OSError):
+                    _, writer = await asyncio.open_connection(address, port)
+                    writer.close()
+                    with contextlib.suppress(OSError):
+                        await writer.wait_closed()
+                    return True
     except (OSError, TimeoutError, ValueError):
-        return False
-    writer.close()
-    with contextlib.suppress(OSError):
-        await writer.wait_closed()
-    return True
+        pass
+    return False
+
+
+async def _addresses(host: str, port: int) -> list[str]:
+    """``host``'s addresses, looked up on a daemon thread of its own: a lookup that hangs
+    (a slow resolver) must not hold the loop's executor, which ``asyncio.run`` waits for at
+    exit, nor anything else past the check's timeout."""
+    loop = asyncio.get_running_loop()
+    found: asyncio.Future[list[str]] = loop.create_future()
+
+    def settle(addresses: list[str], error: OSError | None) -> None:
+        if found.done():  # the check timed out meanwhile
+            return
+        if error is not None:
+            found.set_exception(error)
+        else:
+            found.set_result(addresses)
+
+    def look_up() -> None:
+        addresses: list[str] = []
+        error: OSError | None = None
+        try:
+            for *_, sockaddr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+                if str(sockaddr[0]) not in addresses:
+                    addresses.append(str(sockaddr[0]))
+        except OSError as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(settle, addresses, error)
+
+    threading.Thread(target=look_up, name="memhub-reachability", daemon=True).start()
+    return await found
 
 
 async def warn_unreachable(found: list[Endpoint], within: float = PROBE_TIMEOUT) -> list[Endpoint]:
@@ -92,8 +129,8 @@ async def warn_unreachable(found: list[Endpoint], within: float = PROBE_TIMEOUT)
     unreachable = [one for one, ok in zip(fresh, answered, strict=True) if not ok]
     for one in unreachable:
         log.warning(
-            "memhub: the %s at %s cannot be reached (nothing answered within %.0f s; set by"
-            " %s): %s",
+            "memhub: the %s at %s cannot be reached (refused, or no connection within %.0f s;"
+            " set by %s): %s",
             one.what,
             one.url,
             within,
