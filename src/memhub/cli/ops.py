@@ -9,6 +9,8 @@ import json
 import logging
 import signal
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,6 +19,7 @@ from memhub.errors import StoreUnavailable
 from memhub.logs import show_info
 
 if TYPE_CHECKING:
+    from memhub.engine.worker import Worker
     from memhub.memory.services import Services
 
 __all__ = ["database_label", "demo", "jobs", "migrate", "serve", "worker"]
@@ -90,10 +93,39 @@ async def worker(settings: MemhubSettings, concurrency: int, report_every: float
     return 0
 
 
+@dataclass(frozen=True)
+class WorkDone:
+    """A worker's counters at one moment."""
+
+    turns_embedded: int
+    jobs: int
+    at: float  # time.monotonic()
+
+    @classmethod
+    def of(cls, worker: Worker) -> WorkDone:
+        return cls(worker.turns_embedded, worker.jobs_done, time.monotonic())
+
+
+def progress_line(before: WorkDone, now: WorkDone, counts: Mapping[str, int]) -> str | None:
+    """What the worker did since ``before``, or None if it did nothing and nothing waits.
+
+    The rate counts turns embedded, also those of batches still in flight: a long import's
+    first batch shows its progress before any of its jobs is finished.
+    """
+    embedded, jobs = now.turns_embedded - before.turns_embedded, now.jobs - before.jobs
+    queued, parked = counts.get("queued", 0), counts.get("parked", 0)
+    if not (embedded or jobs or queued):
+        return None
+    seconds = now.at - before.at
+    return (
+        f"worker: {embedded / max(seconds, 1e-9):.1f} turns/s ({jobs} jobs in {seconds:.1f} s,"
+        f" {embedded} turns embedded); queue: {queued} queued, {parked} parked"
+    )
+
+
 async def _report_progress(engine: Services, stop: asyncio.Event, every: float) -> None:
     """One INFO line per ``every`` seconds in which the worker worked or jobs waited."""
-    worker = engine.worker
-    turns, jobs, started = worker.turns_done, worker.jobs_done, time.monotonic()
+    before = WorkDone.of(engine.worker)
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
@@ -102,18 +134,11 @@ async def _report_progress(engine: Services, stop: asyncio.Event, every: float) 
         except StoreUnavailable as exc:
             log.warning("worker: cannot read the queue: %s", exc)
             continue
-        now = time.monotonic()
-        done_turns, done_jobs = worker.turns_done - turns, worker.jobs_done - jobs
-        if done_jobs or counts.get("queued", 0):
-            log.info(
-                "worker: %.1f turns/s (%s jobs in %.1f s); queue: %s queued, %s parked",
-                done_turns / max(now - started, 1e-9),
-                done_jobs,
-                now - started,
-                counts.get("queued", 0),
-                counts.get("parked", 0),
-            )
-        turns, jobs, started = worker.turns_done, worker.jobs_done, now
+        now = WorkDone.of(engine.worker)
+        line = progress_line(before, now, counts)
+        if line is not None:
+            log.info("%s", line)
+        before = now
 
 
 def database_label(settings: MemhubSettings) -> str:

@@ -79,7 +79,12 @@ class OpenAIEmbedder:
         )
 
     def __repr__(self) -> str:
-        return f"OpenAIEmbedder(model={self._model!r}, base_url={str(self._client.base_url)!r})"
+        return f"OpenAIEmbedder(model={self._model!r}, base_url={self.base_url!r})"
+
+    @property
+    def base_url(self) -> str:
+        """The server's API root (OpenAI's, or ``OPENAI_BASE_URL``, when none was given)."""
+        return str(self._client.base_url)
 
     @property
     def dimension(self) -> int:

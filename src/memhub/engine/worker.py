@@ -127,6 +127,9 @@ class Worker:
         self.failed = 0
         self.jobs_done = 0  # counters for `memhub worker`'s progress line
         self.turns_done = 0
+        # Turns embedded and stored, counted per chunk: a long batch shows progress before
+        # its jobs finish (turns_done counts them only then).
+        self.turns_embedded = 0
         self._inserted_since_analyze = 0
         self._inserted_total = 0
         self._purged_at = float("-inf")
@@ -462,6 +465,7 @@ class Worker:
                 await batch.progress(job_id, max(i for j, i, _ in part if j.id == job_id) + 1)
             await batch.complete([job.id for job in complete])
         self._inserted_since_analyze += len(memories)
+        self.turns_embedded += len(part)
         finished.update(job.id for job in complete)
 
     async def _follow_up(self, batch: JobBatch, job: Job) -> None:

@@ -32,6 +32,7 @@ from memhub.engine.prompts import reply_tokens
 from memhub.engine.worker import Worker, WorkerConfig
 from memhub.errors import StoreUnavailable
 from memhub.llm import LLM, create_llm
+from memhub.memory.reachability import Endpoint, endpoints, start_probe
 from memhub.store import close_all_stores, open_store
 from memhub.store.protocol import BulkStore, Store
 from memhub.store.records import Scope
@@ -144,6 +145,8 @@ class Services:
     llm: LLM | None = None
     owns_embedder: bool = True  # False for an embedder the caller passed in: theirs to close
     exit_timeout: float = 5.0  # MemhubSettings.exit_timeout
+    #: The background check that the model servers answer (memory.reachability), if any.
+    probe: asyncio.Task[list[Endpoint]] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     # Turns their users queued for ingestion, by the job's scope (the last 1,000 of
@@ -207,6 +210,11 @@ class Services:
             await self.close()
 
     async def close(self) -> None:
+        if self.probe is not None:
+            # A script that opens and closes at once still hears of an unreachable server:
+            # the check is bounded (PROBE_TIMEOUT), so close waits no longer than that.
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.probe
         await self._stop_worker()
         with contextlib.suppress(StoreUnavailable):
             await self.worker.hand_back()
@@ -328,6 +336,7 @@ async def _open_services(settings: MemhubSettings, embedder: Embedder | None) ->
         llm=llm,
         owns_embedder=embedder is None,
         exit_timeout=settings.exit_timeout,
+        probe=start_probe(endpoints(settings, llm, chosen)),
     )
     if settings.worker == "thread":
         services.start_worker(settings.worker_concurrency or 1)

@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memhub.config import MemhubSettings
-from memhub.errors import install_hint
+from memhub.errors import MemhubError, install_hint
 from memhub.memory.admin import AsyncAdmin
 from memhub.memory.async_memory import AsyncMemory
 from memhub.memory.services import builds_a_model
@@ -159,7 +159,10 @@ async def _started_in_background(
         try:
             await held.enter_async_context(_started(app, facade, server, writes))
         except Exception as exc:
-            log.error("memhub could not start: %s", exc, exc_info=exc)
+            # memhub's own errors say what to do (a missing model names its install command):
+            # one line, which a traceback would bury; anything else keeps its traceback.
+            trace = None if isinstance(exc, MemhubError) else exc
+            log.error("memhub could not start: %s", exc, exc_info=trace)
             app.state.memhub_failed = f"{exc.__class__.__name__}: {exc}"
             stop: Callable[[], None] | None = getattr(app.state, "stop_server", None)
             if stop is not None:
