@@ -44,6 +44,7 @@ __all__ = [
     "embedder_for_store",
     "embedder_from_settings",
     "finish_all_services",
+    "learn_dimension",
     "release_services",
     "settings_fingerprint",
 ]
@@ -94,6 +95,17 @@ async def embedder_for_store(settings: MemhubSettings, store: Store) -> Embedder
     # A packaged model's first use on a machine builds it (tens of seconds): off
     # the event loop, which may be serving other requests meanwhile.
     return await asyncio.to_thread(embedder_from_settings, settings)
+
+
+async def learn_dimension(embedder: Embedder) -> int:
+    """The embedder's dimension; one that does not know it yet (a served model named without
+    ``embedding_dims``) learns it from one real request, embedding one short text."""
+    probe = getattr(embedder, "probe_dimension", None)
+    if callable(probe):
+        learnt = await probe()
+        if isinstance(learnt, int):
+            return learnt
+    return embedder.dimension
 
 
 def builds_a_model(settings: MemhubSettings) -> bool:
@@ -290,7 +302,8 @@ async def _open_services(settings: MemhubSettings, embedder: Embedder | None) ->
     store = await open_store(settings)
     try:
         chosen = embedder or await embedder_for_store(settings, store)
-        await store.ensure_embedding_space(chosen.model_name, chosen.dimension)
+        dimension = await learn_dimension(chosen)  # no connection is held meanwhile
+        await store.ensure_embedding_space(chosen.model_name, dimension)
     except BaseException:
         await store.aclose()
         raise
