@@ -33,8 +33,7 @@ def cookbook_config(server: ScriptedOpenAIServer, **vector_store: Any) -> dict[s
     return {
         "vector_store": {
             "provider": "qdrant",
-            "config": {"collection_name": "test", "host": "localhost", "port": 6333}
-            | vector_store,
+            "config": {"collection_name": "test", "host": "localhost", "port": 6333} | vector_store,
         },
         "llm": {
             "provider": "ollama",
