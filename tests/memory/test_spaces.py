@@ -15,7 +15,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from memhub import AsyncMemory, ConfigurationError, MemhubSettings
+from memhub import AsyncMemory, ConfigurationError, MemhubSettings, Memory
+from memhub.cli.parser import parse_args
+from memhub.cli.reembed import run_reembed
 from memhub.memory.reembed import reembed
 from memhub.store.postgres.space_names import space_schema
 from memhub.testing import ScriptedOpenAIServer
@@ -172,3 +174,27 @@ async def test_reembed_moves_one_space(
         found = await notes.search("Ada likes green tea", user_id="ada")
         assert [r["memory"] for r in found["results"]] == ["Ada likes green tea"]
         assert await texts(main, "ada") == {"Ada is allergic to peanuts"}
+
+
+def test_memhub_reembed_space_moves_that_space(
+    env_database: MemhubSettings, embedding_server: ScriptedOpenAIServer
+) -> None:
+    """``memhub reembed --space NAME``: the command line's way to the same move."""
+    with Memory(settings=env_database.model_copy(update={"space": "notes"})) as notes:
+        notes.add("Ada likes green tea", user_id="ada", infer=False)
+    served = env_database.model_copy(
+        update={
+            "embedder": "openai",
+            "embedder_model": "text-embedding-3-small",
+            "embedder_base_url": embedding_server.base_url,
+            "embedder_api_key": "x",
+        }
+    )
+    assert run_reembed(parse_args(["reembed", "--space", "notes", "--yes"]), served) == 0
+    moved = [r.json for r in embedding_server.embedding_requests]
+    assert {"model": "text-embedding-3-small", "input": ["Ada likes green tea"]}.items() <= (
+        moved[-1] or {}
+    ).items()
+    with Memory(settings=served.model_copy(update={"space": "notes"})) as notes:
+        found = notes.search("Ada likes green tea", user_id="ada")["results"]
+        assert [r["memory"] for r in found] == ["Ada likes green tea"]
