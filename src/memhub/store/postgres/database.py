@@ -168,9 +168,11 @@ class Database:
         row = await cur.fetchone()
         self._extension_schema = str(row[0]) if row is not None else "public"  # type: ignore[index]
         name = sql.Identifier(schema)
-        # IF NOT EXISTS still fails when a concurrent opener creates the same name first.
-        with contextlib.suppress(psycopg.errors.UniqueViolation):
-            await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
+        cur = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+        if await cur.fetchone() is None:  # (CREATE SCHEMA asks for CREATE even if it exists)
+            # IF NOT EXISTS still fails when a concurrent opener creates the same name first.
+            with contextlib.suppress(psycopg.errors.UniqueViolation):
+                await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
         with contextlib.suppress(psycopg.errors.UniqueViolation):
             await conn.execute(  # first, or the unqualified name would find the default's
                 sql.SQL(
