@@ -13,7 +13,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from memhub import MemhubSettings, Memory
-from memhub.integrations.langgraph import MemhubStore
+from memhub.integrations.langgraph import CallerEmbedder, MemhubStore
 
 
 def test_langgraphs_docstring_example_runs_beside_the_default_space(
@@ -56,3 +56,17 @@ def test_a_sync_and_an_async_function_of_one_model_share_a_space_when_named_alik
     with MemhubStore(index={"dims": 32, "embed": aembed_texts, **model}, settings=settings) as s:
         found = [item.key for item in s.search(("notes",), query="Ada likes green tea")]
     assert found == (["tea"] if named else [])
+
+
+def test_a_default_space_recording_the_stores_embedder_keeps_serving_it(
+    settings: MemhubSettings,
+) -> None:
+    """A database an earlier memhub fixed to the store's embedder (no spaces then): the
+    store with that ``embed`` still finds what it kept."""
+    fake = DeterministicFakeEmbedding(size=32)
+    index = {"dims": 32, "embed": fake, "model": "fake-32"}
+    embedder = CallerEmbedder(fake, 32, "fake-32")
+    with Memory(settings=settings, embedder=embedder) as earlier:  # the default space
+        MemhubStore(earlier).put(("notes",), "tea", {"text": "Ada likes green tea"})
+    with MemhubStore(index=index, settings=settings) as store:
+        assert [i.key for i in store.search(("notes",), query="Ada likes green tea")] == ["tea"]

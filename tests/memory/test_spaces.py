@@ -113,6 +113,28 @@ async def test_cookbook_config_runs_beside_the_default_space(
         assert await cur.fetchone() == ("vector(384)",)
 
 
+async def test_a_default_space_recording_the_collections_embedder_keeps_serving_it(
+    env_database: MemhubSettings, embedding_server: ScriptedOpenAIServer
+) -> None:
+    """A database whose default space an earlier memhub fixed to the config's embedder (no
+    spaces then): the config still finds what it kept there, and no space is made."""
+    before_spaces = env_database.model_copy(
+        update={
+            "embedder": "ollama",
+            "embedder_model": "nomic-embed-text:latest",
+            "embedder_base_url": embedding_server.base_url.removesuffix("/v1"),
+        }
+    )
+    async with AsyncMemory(settings=before_spaces) as earlier:
+        await earlier.add("Ada likes green tea", user_id="ada", infer=False)
+    async with cookbook_memory(cookbook_config(embedding_server)) as companion:
+        assert await texts(companion, "ada") == {"Ada likes green tea"}
+    assert env_database.database_url is not None
+    async with await psycopg.AsyncConnection.connect(env_database.database_url) as conn:
+        cur = await conn.execute("SELECT to_regnamespace(%s)", (space_schema("test"),))
+        assert await cur.fetchone() == (None,)
+
+
 async def test_mem0_embedding_dims_is_taken_without_a_request(
     env_database: MemhubSettings, embedding_server: ScriptedOpenAIServer
 ) -> None:

@@ -320,7 +320,7 @@ def _own_space(settings: MemhubSettings, embedder: CallerEmbedder) -> MemhubSett
     if settings.space is not None:
         return settings
     name = re.sub(r"[^\w.:/@+-]+", "_", embedder.model_name)[:128]
-    return settings.model_copy(update={"space": name})
+    return settings.model_copy(update={"space": name, "space_prefers_default": True})
 
 
 class _IndexConfig:

@@ -134,6 +134,7 @@ def settings_from_mem0_config(config: Mapping[str, Any]) -> MemhubSettings:
         # A collection with its own embedder is a space of its own (docs/embedders.md):
         # Mem0's default collection is "mem0".
         values["space"] = str(store_cfg.get("collection_name") or "mem0")
+        values["space_prefers_default"] = True
         if values["embedder_dimension"] is None:
             values["embedder_dimension"] = store_cfg.get("embedding_model_dims")
     llm, llm_cfg = _section(config, "llm")
