@@ -28,12 +28,24 @@ __all__ = [
 SPACE_LOCK_ID = 0x6D656D68_7665  # "memhve": one creator of the embedding column at a time
 
 
+#: What an erase deletes from (store/postgres/erase.py): a space is listed once it has all.
+_ERASED_TABLES = (
+    "memory_jobs",
+    "memories",
+    "memory_history",
+    "memory_llm_usage",
+    "conversation_context",
+)
+
+
 async def space_schemas(conn: AsyncConn) -> list[str]:
-    """The schemas of the database's named spaces (those whose tables exist)."""
+    """The schemas of the database's named spaces (those whose erased tables all exist: one
+    being created by another process right now is not listed until it has them)."""
     cur = await conn.execute(
         "SELECT n.nspname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid"
-        " WHERE starts_with(n.nspname, %s) AND c.relname = 'memories' ORDER BY n.nspname",
-        (SPACE_SCHEMA_PREFIX,),
+        " WHERE starts_with(n.nspname, %s) AND c.relname = ANY(%s)"
+        " GROUP BY n.nspname HAVING count(*) = %s ORDER BY n.nspname",
+        (SPACE_SCHEMA_PREFIX, list(_ERASED_TABLES), len(_ERASED_TABLES)),
     )
     return [str(row[0]) for row in await cur.fetchall()]
 
