@@ -220,3 +220,12 @@ def test_memhub_reembed_space_moves_that_space(
     with Memory(settings=served.model_copy(update={"space": "notes"})) as notes:
         found = notes.search("Ada likes green tea", user_id="ada")["results"]
         assert [r["memory"] for r in found] == ["Ada likes green tea"]
+
+
+async def test_a_named_space_behind_pgbouncer_is_refused(settings: MemhubSettings) -> None:
+    """PgBouncer in transaction mode keeps no session search_path: refused before any
+    connection, naming the reason."""
+    pooled = settings.model_copy(update={"space": "notes", "pgbouncer": True})
+    with pytest.raises(ConfigurationError, match="PgBouncer"):
+        async with AsyncMemory(settings=pooled) as memory:
+            await memory.get_all(user_id="ada")
