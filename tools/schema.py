@@ -123,19 +123,20 @@ async def _rows(
     return await cur.fetchall()
 
 
-async def render(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> str:
-    """The schema text of the database ``conn`` is connected to."""
+async def render(conn: psycopg.AsyncConnection[tuple[object, ...]], schema: str = SCHEMA) -> str:
+    """The schema text of the database ``conn`` is connected to (``schema``: a named
+    embedding space's, tests/store/test_space_schema.py)."""
     out = [HEADER]
     extensions = await _rows(conn, EXTENSIONS)
     out.extend(f"CREATE EXTENSION {name};" for (name,) in extensions)
-    for oid, table in await _rows(conn, TABLES, SCHEMA):
+    for oid, table in await _rows(conn, TABLES, schema):
         lines = [_column(row) for row in await _rows(conn, COLUMNS, oid)]
         lines += [f"CONSTRAINT {n} {d}" for n, d in await _rows(conn, CONSTRAINTS, oid)]
         body = ",\n".join(f"    {line}" for line in lines)
         out.append(f"\nCREATE TABLE {table} (\n{body}\n);")
-        out.extend(f"{d};" for (d,) in await _rows(conn, INDEXES, SCHEMA, table))
+        out.extend(f"{d};" for (d,) in await _rows(conn, INDEXES, schema, table))
         out.extend(f"{d};" for (d,) in await _rows(conn, TRIGGERS, oid))
-    for (definition,) in await _rows(conn, FUNCTIONS, SCHEMA):
+    for (definition,) in await _rows(conn, FUNCTIONS, schema):
         out.append(f"\n{str(definition).strip()};")
     return "\n".join(out) + "\n"
 

@@ -172,6 +172,18 @@ class MemhubSettings(EnvSettings):
     embedder_api_key: SecretStr | None = None
     embedder_dimension: int | None = None
     embedder_threads: int = Field(default=1, ge=1)
+    space: str | None = Field(
+        default=None,
+        pattern=r"^[\w.:/@+-]{1,128}$",
+        description="The embedding space (docs/embedders.md): unset, the database's default"
+        " space; a name, a space of its own with its own embedder, created on first use.",
+    )
+    space_prefers_default: bool = Field(
+        default=False,
+        description="Use the default space instead of `space` when the default space already"
+        " records this embedder (set for the spaces Mem0 collections and LangGraph indexes"
+        " name, so memories they kept there before spaces existed stay found).",
+    )
 
     # -- reranker (search(rerank=...)); none configured means no second pass -----------
     reranker: str | None = Field(default=None, description="cross-encoder | tei | cohere | vllm")

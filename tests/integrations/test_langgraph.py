@@ -317,7 +317,7 @@ def test_what_memhub_cannot_honour_is_refused_clearly(settings: MemhubSettings) 
     with pytest.raises(ConfigurationError, match="cosine"):
         MemhubStore(index={"dims": 384, "distance_type": "l2"}, settings=settings)
     with pytest.raises(ConfigurationError, match="unknown keys"):
-        MemhubStore(index={"dims": 384, "model": "x"}, settings=settings)
+        MemhubStore(index={"dims": 384, "metric": "x"}, settings=settings)
     with Memory(settings=settings) as memory:
         with pytest.raises(ConfigurationError, match="settings="):
             MemhubStore(

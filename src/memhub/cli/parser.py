@@ -154,6 +154,9 @@ def _export_reembed(commands: Commands) -> None:
     ree.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     ree.add_argument("--batch", type=int, default=256, help="memories per embedding call")
     ree.add_argument("--force", action="store_true", help="even if the model is unchanged")
+    ree.add_argument(
+        "--space", help="the embedding space to move (default: MEMHUB_SPACE, else the default)"
+    )
 
 
 def _others(commands: Commands) -> None:

@@ -37,7 +37,10 @@ class LineProgress(ReembedProgress):
 
 
 def run_reembed(args: argparse.Namespace, settings: MemhubSettings) -> int:
-    """``memhub reembed``: asks on a terminal unless ``--yes``."""
+    """``memhub reembed``: asks on a terminal unless ``--yes``; ``--space`` names the
+    embedding space to move (docs/embedders.md)."""
+    if getattr(args, "space", None):
+        settings = MemhubSettings.model_validate(settings.model_dump() | {"space": args.space})
     asyncio.run(
         reembed(
             settings,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -55,7 +56,7 @@ _FIELD = "langgraph"  # the metadata key holding namespace, key and value
 _OPERATORS = {"$eq": "eq", "$ne": "ne", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 _MAX_LISTED = 10_000  # list_namespaces reads at most this many items
 _TTL_KEYS = frozenset({"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"})
-_INDEX_KEYS = frozenset({"dims", "embed", "fields", "distance_type", "ann_index_config"})
+_INDEX_KEYS = frozenset({"dims", "embed", "fields", "distance_type", "ann_index_config", "model"})
 # Names LangGraph users give memhub's in-process models (LangChain's "provider:model" form too).
 _MINILM_NAMES = frozenset(
     {
@@ -140,7 +141,8 @@ class MemhubStore(BaseStore):
                 )
             if config.dims is None:
                 raise ConfigurationError("index['embed'] needs index['dims'], as in LangGraph")
-            embedder = CallerEmbedder(config.embed, config.dims)
+            embedder = CallerEmbedder(config.embed, config.dims, config.model)
+            settings = _own_space(settings or MemhubSettings.from_env(), embedder)
         self._owned = memory is None
         if memory is None:
             memory = Memory(settings=settings, embedder=embedder)
@@ -312,19 +314,31 @@ class MemhubStore(BaseStore):
 # -- the index configuration ----------------------------------------------------------------
 
 
+def _own_space(settings: MemhubSettings, embedder: CallerEmbedder) -> MemhubSettings:
+    """The settings with the caller's embedder in a space of its own, named after it (unless
+    they name a space already): it sits beside the database's default space."""
+    if settings.space is not None:
+        return settings
+    name = re.sub(r"[^\w.:/@+-]+", "_", embedder.model_name)[:128]
+    return settings.model_copy(update={"space": name, "space_prefers_default": True})
+
+
 class _IndexConfig:
-    def __init__(self, fields: list[str] | None, dims: int | None, embed: Any) -> None:
-        self.fields, self.dims, self.embed = fields, dims, embed
+    def __init__(
+        self, fields: list[str] | None, dims: int | None, embed: Any, model: str | None
+    ) -> None:
+        self.fields, self.dims, self.embed, self.model = fields, dims, embed, model
 
 
 def _index_config(index: Mapping[str, Any] | None, fields: Sequence[str] | None) -> _IndexConfig:
     """LangGraph's ``index`` dict, checked: every key is used or refused."""
     if index is None:
-        return _IndexConfig(None if fields is None else list(fields), None, None)
+        return _IndexConfig(None if fields is None else list(fields), None, None, None)
     unknown = sorted(set(index) - _INDEX_KEYS)
     if unknown:
         raise ConfigurationError(
-            f"index: unknown keys {unknown} (LangGraph's are dims, embed, fields)"
+            f"index: unknown keys {unknown} (LangGraph's are dims, embed, fields; memhub's "
+            "model names what embed computes)"
         )
     if index.get("distance_type", "cosine") != "cosine":
         raise ConfigurationError(
@@ -348,7 +362,11 @@ def _index_config(index: Mapping[str, Any] | None, fields: Sequence[str] | None)
     dims = index.get("dims")
     if dims is not None and (not isinstance(dims, int) or dims < 1):
         raise ConfigurationError(f"index['dims'] must be a positive int, not {dims!r}")
-    return _IndexConfig(None if whole or chosen is None else list(chosen), dims, index.get("embed"))
+    model = index.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ConfigurationError(f"index['model'] must name the embedding model, not {model!r}")
+    chosen_fields = None if whole or chosen is None else list(chosen)
+    return _IndexConfig(chosen_fields, dims, index.get("embed"), model)
 
 
 def _check_model_name(name: str, settings: MemhubSettings) -> None:
@@ -375,10 +393,12 @@ class CallerEmbedder:
     """A LangChain ``Embeddings`` or an embedding function, as a memhub embedder.
 
     Its vectors are scaled to unit length (memhub ranks by cosine similarity, which does not
-    change); the model name recorded in the database is ``"langgraph:<name>"``.
+    change); the model name recorded in the database is ``"langgraph:<name>"``, where the
+    name is ``model`` (``index["model"]``), else the Embeddings' ``model`` / ``model_name``
+    attribute, else the function's qualified name.
     """
 
-    def __init__(self, embed: Any, dims: int) -> None:
+    def __init__(self, embed: Any, dims: int, model: str | None = None) -> None:
         if not callable(embed) and not hasattr(embed, "embed_documents"):
             raise ConfigurationError(
                 f"index['embed'] must be a model name, a function or an Embeddings, not "
@@ -386,7 +406,9 @@ class CallerEmbedder:
             )
         self._embed = embed
         self._dims = dims
-        label = getattr(embed, "model", None) or getattr(embed, "model_name", None)
+        # What it computes names it: the name given, else the Embeddings' model; only a
+        # bare function falls back to its own name (sync and async twins then differ).
+        label = model or getattr(embed, "model", None) or getattr(embed, "model_name", None)
         self._name = f"langgraph:{label or getattr(embed, '__qualname__', type(embed).__name__)}"
 
     @property

@@ -3,8 +3,11 @@
 A migrating user's config names the vector store Mem0 used (qdrant, chroma, ...). memhub keeps
 its memories in PostgreSQL whatever the dict says, so such a section runs on memhub's own
 database (``MEMHUB_DATABASE_URL``, else the embedded server) with one warning naming what is
-ignored, rather than stopping code that only changed its import. Sections memhub does not
-implement (``graph_store``, ``reranker``) are named the same way; nothing is dropped silently.
+ignored, rather than stopping code that only changed its import. A config with an
+``embedder`` section keeps its memories in the embedding space named by the vector store's
+``collection_name`` (Mem0's default: ``mem0``), beside the database's default space. Sections
+memhub does not implement (``graph_store``, ``reranker``) are named the same way; nothing is
+dropped silently.
 """
 
 from __future__ import annotations
@@ -128,6 +131,12 @@ def settings_from_mem0_config(config: Mapping[str, Any]) -> MemhubSettings:
     embedder, embed_cfg = _section(config, "embedder")
     if embedder is not None:
         values.update(_embedder_values(embedder, embed_cfg))
+        # A collection with its own embedder is a space of its own (docs/embedders.md):
+        # Mem0's default collection is "mem0".
+        values["space"] = str(store_cfg.get("collection_name") or "mem0")
+        values["space_prefers_default"] = True
+        if values["embedder_dimension"] is None:
+            values["embedder_dimension"] = store_cfg.get("embedding_model_dims")
     llm, llm_cfg = _section(config, "llm")
     if llm is not None:
         values["llm_provider"] = llm

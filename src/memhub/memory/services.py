@@ -35,7 +35,7 @@ from memhub.llm import LLM, create_llm
 from memhub.memory.reachability import Endpoint, endpoints, start_probe
 from memhub.store import close_all_stores, open_store
 from memhub.store.protocol import BulkStore, Store
-from memhub.store.records import Scope
+from memhub.store.records import EmbeddingSpace, Scope
 
 __all__ = [
     "Services",
@@ -45,6 +45,7 @@ __all__ = [
     "embedder_for_store",
     "embedder_from_settings",
     "finish_all_services",
+    "learn_dimension",
     "release_services",
     "settings_fingerprint",
 ]
@@ -95,6 +96,17 @@ async def embedder_for_store(settings: MemhubSettings, store: Store) -> Embedder
     # A packaged model's first use on a machine builds it (tens of seconds): off
     # the event loop, which may be serving other requests meanwhile.
     return await asyncio.to_thread(embedder_from_settings, settings)
+
+
+async def learn_dimension(embedder: Embedder) -> int:
+    """The embedder's dimension; one that does not know it yet (a served model named without
+    ``embedding_dims``) learns it from one real request, embedding one short text."""
+    probe = getattr(embedder, "probe_dimension", None)
+    if callable(probe):
+        learnt = await probe()
+        if isinstance(learnt, int):
+            return learnt
+    return embedder.dimension
 
 
 def builds_a_model(settings: MemhubSettings) -> bool:
@@ -295,14 +307,39 @@ async def _finish_when_cancelled(released: asyncio.Future[None]) -> None:
             del _guards[loop]  # the task holds the loop: keep no finished one
 
 
-async def _open_services(settings: MemhubSettings, embedder: Embedder | None) -> Services:
-    store = await open_store(settings)
+async def _open_space(
+    settings: MemhubSettings, embedder: Embedder | None
+) -> tuple[Store, Embedder]:
+    """The store of the settings' embedding space and its embedder, the space fixed to it.
+
+    A space that prefers the default one (a Mem0 collection's, a LangGraph index's) is the
+    default space when that already records its embedder: what was kept there before
+    spaces existed stays found.
+    """
+    prefers = settings.space is not None and settings.space_prefers_default
+    store = await open_store(settings.model_copy(update={"space": None}) if prefers else settings)
     try:
         chosen = embedder or await embedder_for_store(settings, store)
-        await store.ensure_embedding_space(chosen.model_name, chosen.dimension)
+        dimension = await learn_dimension(chosen)  # no connection is held meanwhile
+        if prefers and not await _records(store, chosen.model_name, dimension):
+            await store.aclose()  # closing twice (below, if the next open fails) is harmless
+            store = await open_store(settings)
+        await store.ensure_embedding_space(chosen.model_name, dimension)
+        return store, chosen
     except BaseException:
         await store.aclose()
         raise
+
+
+async def _records(store: Store, model: str, dimension: int) -> bool:
+    """Whether ``store``'s space records this embedder (``memory://`` records none)."""
+    if not isinstance(store, BulkStore):
+        return False
+    return await store.embedding_space() == EmbeddingSpace(model, dimension)
+
+
+async def _open_services(settings: MemhubSettings, embedder: Embedder | None) -> Services:
+    store, chosen = await _open_space(settings, embedder)
     llm = llm_from_settings(settings)
     worker = Worker(
         store,

@@ -464,14 +464,17 @@ class Store(TurnStore, MemoryStore, JobStore, KeyStore, Protocol):
     async def aclose(self) -> None: ...
 
     async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
-        """Fix the database's embedding model and dimension, or refuse a different one."""
+        """Fix the embedding model and dimension of the store's space (the settings'
+        ``space``; the default space without one), or refuse a different one."""
         ...
 
     async def delete_all(self, scope: Scope) -> int:
         """Remove everything of the scope: jobs, memories, history, LLM usage and turns.
 
         Under the scope's locks, which the apply phase of a worker also takes, so a batch
-        racing the erase either lands before it (and is erased) or finds its jobs gone.
+        racing the erase either lands before it (and is erased) or finds its jobs gone. A
+        named space's store erases in that space; the default space's erases in every space
+        of its database (``memory://`` stores share nothing: each is a space of its own).
         """
         ...
 

@@ -59,8 +59,9 @@ T = TypeVar("T")
 class InMemoryStore(InMemoryKeys):
     """memhub's data in this process's memory; the ``memory://`` URL selects it."""
 
-    def __init__(self) -> None:
+    def __init__(self, space: str | None = None) -> None:
         super().__init__()
+        self.space = space  # named in refusals; a memory:// store shares nothing anyway
         # memhub's async core runs on one event loop and no critical section awaits, so the
         # lock only keeps whole operations apart (and keeps them whole should one ever await).
         self.lock = asyncio.Lock()
@@ -82,8 +83,9 @@ class InMemoryStore(InMemoryKeys):
 
     @classmethod
     async def open(cls, settings: MemhubSettings) -> InMemoryStore:
-        """A new, empty store (the settings' URL is not used: ``memory://`` has no address)."""
-        return cls()
+        """A new, empty store (the settings' URL is not used: ``memory://`` has no address);
+        every one is an embedding space of its own, named after the settings' ``space``."""
+        return cls(settings.space)
 
     async def aclose(self) -> None:
         """Nothing to release; the data lives as long as the object."""
@@ -95,8 +97,9 @@ class InMemoryStore(InMemoryKeys):
                 self._model, vectors.dim = model_name, dimension
                 vectors.clear()
             elif self._model != model_name or vectors.dim != dimension:
+                where = "this store" if self.space is None else f"space {self.space!r}"
                 raise ConfigurationError(
-                    f"this store holds {vectors.dim}-dimensional vectors of {self._model!r}, "
+                    f"{where} holds {vectors.dim}-dimensional vectors of {self._model!r}, "
                     f"but the configured embedder is {model_name!r} ({dimension} dimensions); "
                     "configure the recorded model, or run `memhub reembed` to re-embed every "
                     "memory with the new one"

@@ -7,6 +7,7 @@ than one failed call; every wait is bounded by the configured connect timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import weakref
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 from pgvector.psycopg import register_vector_async
+from psycopg import sql
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
@@ -30,6 +32,7 @@ from memhub.store.postgres.embedded import (
 )
 from memhub.store.postgres.errors import translate_errors
 from memhub.store.postgres.migrate import apply_migrations, available_migrations
+from memhub.store.postgres.space_names import space_migrations, space_schema
 
 __all__ = ["AsyncConn", "Database", "resolve_database_url"]
 
@@ -90,6 +93,14 @@ class Database:
     _watchdog: asyncio.Task[None] | None = None
     _postmaster: int | None = None  # the embedded postmaster the pool's connections are on
     _drained: int | None = None  # one in shutdown, whose connections the pool let go of
+    # Where pgvector's types and operators live: a named space's search path holds its own
+    # schema, then this one (read while migrating; replicas assume the usual one).
+    _extension_schema: str = "public"
+
+    @property
+    def space_schema(self) -> str | None:
+        """The schema of the settings' named space; None for the default space."""
+        return None if self.settings.space is None else space_schema(self.settings.space)
 
     async def open(self) -> None:
         """Migrate, then open the pool. Idempotent."""
@@ -133,6 +144,8 @@ class Database:
         async with conn:
             if url is not None:
                 await apply_migrations(conn)
+                if self.space_schema is not None:
+                    await self._migrate_space(conn, self.space_schema)
                 return
             done: set[str] = set()
             cur = await conn.execute("SELECT to_regclass('memhub_schema_migrations')")
@@ -145,6 +158,37 @@ class Database:
                 f"the database lacks migrations {', '.join(missing)}; with MEMHUB_PGBOUNCER, "
                 "set MEMHUB_DIRECT_DATABASE_URL to PostgreSQL itself so memhub can apply them"
             )
+
+    async def _migrate_space(self, conn: psycopg.AsyncConnection[object], schema: str) -> None:
+        """Create the named space's schema and bring its tables up to date (the default
+        space's first: its migrations create the extensions both use)."""
+        cur = await conn.execute(
+            "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'"
+        )
+        row = await cur.fetchone()
+        self._extension_schema = str(row[0]) if row is not None else "public"  # type: ignore[index]
+        name = sql.Identifier(schema)
+        cur = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+        if await cur.fetchone() is None:  # (CREATE SCHEMA asks for CREATE even if it exists)
+            # IF NOT EXISTS still fails when a concurrent opener creates the same name first.
+            with contextlib.suppress(psycopg.errors.UniqueViolation):
+                await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
+        with contextlib.suppress(psycopg.errors.UniqueViolation):
+            await conn.execute(  # first, or the unqualified name would find the default's
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {}.memhub_schema_migrations ("
+                    " version TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                ).format(name)
+            )
+        await conn.execute(
+            sql.SQL("SET search_path TO {}, {}").format(
+                name, sql.Identifier(self._extension_schema)
+            )
+        )
+        await apply_migrations(conn, space_migrations(schema, available_migrations()))
+
+    def _search_path(self, schema: str) -> str:
+        return f"{schema},{self._extension_schema}"
 
     def _connection_kwargs(self) -> dict[str, object]:
         kwargs: dict[str, object] = {
@@ -161,6 +205,8 @@ class Database:
         options = "-c timezone=UTC"
         if self.settings.statement_timeout_ms:
             options += f" -c statement_timeout={self.settings.statement_timeout_ms}"
+        if self.space_schema is not None:
+            options += f" -c search_path={self._search_path(self.space_schema)}"
         kwargs["options"] = options
         return kwargs
 
@@ -259,11 +305,17 @@ def _pool_key(url: str, settings: MemhubSettings) -> tuple[object, ...]:
         settings.statement_timeout_ms,
         settings.pgbouncer,
         settings.direct_database_url,
+        settings.space,
     )
 
 
 async def acquire_database(settings: MemhubSettings) -> Database:
     """The process's shared :class:`Database` for these settings on the running loop."""
+    if settings.space is not None and settings.pgbouncer:
+        raise ConfigurationError(
+            "MEMHUB_SPACE needs a session search_path, which PgBouncer in transaction mode "
+            "does not keep: point MEMHUB_DATABASE_URL at PostgreSQL itself for a named space"
+        )
     url = await asyncio.to_thread(resolve_database_url, settings)
 
     async def create() -> Database:

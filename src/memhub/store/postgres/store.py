@@ -157,7 +157,8 @@ class PostgresStore:
 
     async def ensure_embedding_space(self, model_name: str, dimension: int) -> None:
         async with self._connect("checking the embedding space") as conn:
-            await pg_space.ensure_embedding_space(conn, model_name, dimension)
+            space = self.database.settings.space
+            await pg_space.ensure_embedding_space(conn, model_name, dimension, space)
 
     # -- conversations --------------------------------------------------------------------
     async def append_turns(
@@ -270,7 +271,10 @@ class PostgresStore:
 
     async def delete_all(self, scope: Scope) -> int:
         async with self._connect("deleting a scope") as conn:
-            deleted = await pg_erase.delete_all(conn, scope)
+            if self.database.space_schema is None:  # the default space erases every space
+                deleted = await pg_erase.delete_all_spaces(conn, scope)
+            else:
+                deleted = await pg_erase.delete_all(conn, scope)
             await self._wrote(conn, scope)
             return deleted
 
