@@ -66,6 +66,14 @@ def test_an_expression_said_twice_is_noted_once() -> None:
         ("The wedding is on next Saturday.", "The wedding is on 2023-05-20."),
         ("Next month the user flies to Rome.", "In June 2023 the user flies to Rome."),
         ("The user lives in Oslo.", "The user lives in Oslo."),
+        # a preposition of its own stays; a date the model also wrote is not said twice
+        (
+            "The user is a supervisor as of last week.",
+            "The user is a supervisor as of the week of 2023-05-08.",
+        ),
+        ("The user flies next month, in June 2023.", "The user flies in June 2023."),
+        ("The user flies next month in June.", "The user flies in June 2023."),
+        ("The user moved last month in the city.", "The user moved in April 2023 in the city."),
     ],
 )
 def test_a_fact_keeps_the_date_its_turn_meant(fact: str, dated: str) -> None:

@@ -111,6 +111,13 @@ def test_a_fact_that_is_still_the_turn_restates_it(fact: str, turn: str) -> None
         ('The user\'s motto is "I never give up".', 'My motto: "I never give up".'),
         ("Allergy: the user reacts to peanuts.", "I'm allergic to peanuts."),
         ("Jon lost his job at the bank.", "Jon: I lost my job at the bank last week."),
+        # a long turn rewritten about the user: 22 of its 25 words are the turn's, in order
+        (
+            "The user's friend Kwame is a junior doctor and never has time for long games. He"
+            " is from Accra originally and misses the game nights there.",
+            "My friend Kwame is a junior doctor and never has time for long games. He is from"
+            " Accra originally and misses the game nights there.",
+        ),
     ],
 )
 def test_a_fact_in_the_systems_own_words_does_not(fact: str, turn: str) -> None:

@@ -120,6 +120,19 @@ def resolve_relative_dates(text: str, said_on: date) -> list[tuple[str, str]]:
 
 
 _PREPOSITION = re.compile(r"(?:\b(?:on|in|at|during)\s+)?$", re.IGNORECASE)
+_OWN_PREPOSITION = re.compile(
+    r"\b(?:as of|since|from|by|until|till|before|after|of)\s+$", re.IGNORECASE
+)
+
+
+def _said_again(meaning: str) -> re.Pattern[str]:
+    """The date ``meaning`` written out once more right after its expression (", in
+    September 2023", " on 2023-05-22"): a month's name or an ISO day, with or without year."""
+    first = meaning.split()[0]
+    if first.casefold() == "the":
+        return re.compile(r"(?!)")
+    year = f"(?:\\s+{meaning.split()[1]})?" if " " in meaning else ""
+    return re.compile(rf",?\s+(?:on|in)\s+{re.escape(first)}{year}\b", re.IGNORECASE)
 
 
 def _dated(meaning: str) -> str:
@@ -130,13 +143,18 @@ def _dated(meaning: str) -> str:
 
 def absolute_dates(text: str, said_on: date) -> str:
     """``text`` with each relative expression replaced by the date it meant on ``said_on``:
-    "ran a half marathon yesterday" -> "ran a half marathon on 2023-05-14"."""
+    "ran a half marathon yesterday" -> "ran a half marathon on 2023-05-14"; "as of last week"
+    -> "as of the week of 2023-05-08"; "next month in June" -> "in June 2023"."""
     parts: list[str] = []
     last = 0
     for match in _EXPRESSION.finditer(text):
         before = text[last : match.start()]
-        cut = _PREPOSITION.search(before).start()  # type: ignore[union-attr]
-        dated = _dated(_meaning(match, said_on))
+        meaning = _meaning(match, said_on)
+        if _OWN_PREPOSITION.search(before):  # "since", "as of" ... already say how it relates
+            cut, dated = len(before), meaning
+        else:
+            cut = _PREPOSITION.search(before).start()  # type: ignore[union-attr]
+            dated = _dated(meaning)
         if before[cut:].strip()[:1].isupper():  # "On Monday I start" -> "On 2023-05-22 I start"
             dated = dated[:1].upper() + dated[1:]
         before = before[:cut]
@@ -144,6 +162,9 @@ def absolute_dates(text: str, said_on: date) -> str:
         if before and not before.endswith(" "):
             parts.insert(-1, " ")
         last = match.end()
+        said_again = _said_again(meaning).match(text, last)
+        if said_again:  # the model wrote the date too: "next month in September"
+            last = said_again.end()
     result = "".join(parts) + text[last:]
     return result[:1].upper() + result[1:]
 

@@ -221,4 +221,10 @@ def restates(fact: str, turn: str, speakers: Iterable[str] = ()) -> bool:
     # a turn's own speaker prefix ("Jon: I lost my job") names who speaks, not what is said:
     # "Jon lost his job." is Jon's fact in the system's words
     said = _WORD.findall(fold(_SPEAKER_PREFIX.sub("", turn, count=1)))
+    if "user" in words and "user" not in said:
+        # the turn rewritten about the user in the third person ("The user's friend Kwame is
+        # a junior doctor ..."): a fact however many of its words are the turn's, as a person
+        # judges it (and as bench.llm_quality does); the share would otherwise refuse a long
+        # rewrite and pass a short one
+        return False
     return len(words) >= 3 and _in_order(words, said) >= RESTATED_SHARE * len(words)
