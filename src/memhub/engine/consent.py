@@ -50,7 +50,13 @@ from dataclasses import dataclass
 
 from memhub.engine.grounding import content_words, fold, stem
 
-__all__ = ["forget_request", "own_words", "supports_change"]
+__all__ = [
+    "forget_request",
+    "forget_requests_naming_no_fact",
+    "mentions",
+    "own_words",
+    "supports_change",
+]
 
 # Function words of the other three languages (English's are grounding's), the vocabulary of
 # forgetting, memory and asking, and vague nouns ("that thing about ..."): a request and a
@@ -69,7 +75,7 @@ _OTHER_WORDS = frozenset(
     forget forgets forgot forgotten forgetting delete deleted remove removed erase erased wipe
     drop purge unlearn remember remembering memory memories know knows knew keep keeping store
     stored storing save retain anymore longer rather prefer need needs want wish hope please
-    kindly stop plaît thing things stuff part bit okay hey
+    kindly stop plaît thing things stuff part bit okay hey dont didnt wasnt isnt wouldnt cant
     olvida olvidar olvides olvídate olvide borra borrar elimina eliminar quita recuerdes
     recordar memoria sabes necesitas hace falta prefiero cosa guardes
     oublie oublier oubliez oublies efface effacer supprime supprimer retire mémoire souviens
@@ -207,7 +213,8 @@ _IMPERATIVE_PREFIX = re.compile(
 )
 _FORGET = r"forget|forgets|forgot|forgotten|unlearn|olvid\w*|oubli\w*|vergiss\w*|vergess\w*"
 _KEEP = (
-    r"remember(?:ing|s)?|keep(?:ing)?|store|storing|save|saving|retain(?:ing)?|hold on to"
+    r"remember(?:ing|s|ed)?|keep(?:ing)?|kept|store[ds]?|storing|saved?|saving|retain(?:ing|ed)?"
+    r"|(?:hold|hang)(?:ing)? on ?to"
     r"|track(?:ing)?|recuerd\w*|recordar|guard\w*|almacen\w*|retien\w*|retenir|retenez"
     r"|souvien\w*|souvenir|gard\w*|memoris\w*|enregistr\w*|rappell\w*|merk(?:e|en|st|t)?"
     r"|behalt\w*|speicher\w*|erinner\w*"
@@ -226,7 +233,8 @@ _ADDRESSED = re.compile(
     r"\b(?:(?:can|could|would|will|might|may)\s+you|you\s+(?:can|could|may|might|should|must"
     r"|ought|need|have to|'d|had better|no longer|don't need|dont need|do not need|don't have"
     r"|do not have)|(?:want|need|like|love|wish|prefer|rather|hope|ask|asking|beg|request)"
-    r"\s+(?:that\s+)?you|if\s+you\s+(?:could|would|can)|no\s+need|not\s+necessary|please"
+    r"\s+(?:that\s+)?you|(?:rather|prefer)\s+(?:that|it|this)\s+(?:was|were|is)(?:n't|nt"
+    r"|\s+not|\s+never)|if\s+you\s+(?:could|would|can)|no\s+need|not\s+necessary|please"
     r"|kindly|stop|puedes|podrias|puede|podria|pueden|podrian|quiero que|queria que|quisiera que"
     r"|gustaria que|prefiero que|preferiria que|necesito que|pido que|ojala|hace falta|necesitas"
     r"|tienes que|deberias|debes|por favor|deja de|dejes de|peux-tu|peux tu|pouvez-vous"
@@ -239,10 +247,15 @@ _ADDRESSED = re.compile(
     r"|du solltest|sie konnen|sie mussen|sie brauchen|bitte|hor auf|horen sie auf)"
 )
 _WHY = re.compile(r"\W*(?:why|how come|por que|pourquoi|warum|wieso|weshalb)\b")
-_WISHED_PAST = re.compile(r"\b(?:rather|wish|prefer)\s+(?:that\s+)?you\s*$")
+# "I'd rather you forgot ...", "I'd rather that wasn't stored", "I wish it wasnt kept"
+_WISHED_PAST = re.compile(
+    r"\b(?:rather|wish|prefer)\s+(?:(?:that\s+)?you|(?:that|it|this)\s+(?:was|were|is)(?:n't|nt"
+    r"|\s+not|\s+never))\s*$"
+)
 _NEGATION = re.compile(
     r"\b(?:not|never|no|nothing|stop|nunca|jamas|tampoco|ni|ne|pas|jamais|rien|nicht|nie"
-    r"|niemals|kein\w*|keinesfalls)\b|n't\b|\bn'|\bdont\b|\bcant\b|\bdeja de|\bdejes de"
+    r"|niemals|kein\w*|keinesfalls)\b|n't\b|\bn'|\b(?:dont|cant|didnt|wasnt|isnt|wouldnt)\b"
+    r"|\bdeja de|\bdejes de"
     r"|\barrete[sz]? de|\bcesse de|\bhor(?:en sie)? auf"
 )
 # Where the verb's object turns into a clause of its own ("forget [that I don't eat meat]"):
@@ -377,6 +390,7 @@ def _clauses(sentence: str, question: bool) -> list[_Clause]:
 
 @dataclass
 class _Part:
+    text: str
     words: set[str]
     asks: bool
     polite: bool
@@ -395,10 +409,11 @@ def _parts(clauses: list[_Clause]) -> list[_Part]:
         plain = not (clause.verb or clause.negated)
         continues = parts and (parts[-1].words or not parts[-1].asks)
         if continues and plain and not clause.opens_part:
+            parts[-1].text += ", " + clause.text
             parts[-1].words |= words
             parts[-1].end = index
             continue
-        parts.append(_Part(words, clause.asks, clause.polite, plain, index))
+        parts.append(_Part(clause.text, words, clause.asks, clause.polite, plain, index))
     return parts
 
 
@@ -438,8 +453,26 @@ def forget_request(turn: str, fact: str) -> bool:
     See the module.
     """
     facts = _words(fact)
-    if not facts:
-        return False
+    return bool(facts) and any(words & facts for words, _ in _requests(turn))
+
+
+def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]:
+    """The requests to forget in ``turn`` whose words none of the ``shown`` facts holds ("please
+    forget the salary figure I gave you" beside "The user is on 48k"), as their text. Which
+    fact such a request means is left to meaning (consolidation compares them with the
+    embedder); one that names nothing at all ("forget it") is not among them."""
+    named = frozenset().union(*(_words(fact) for fact in shown))
+    return [text for words, text in _requests(turn) if words and not words & named]
+
+
+def mentions(turn: str, fact: str) -> bool:
+    """Do the person's own words in ``turn`` share a content word with ``fact``?"""
+    return bool(_words(own_words(turn)) & _words(fact))
+
+
+def _requests(turn: str) -> Iterator[tuple[frozenset[str], str]]:
+    """The words and text each request to forget in ``turn`` names (its part of the sentence,
+    or the part before a bare "please forget it"), for requests not taken back later."""
     sentences = [
         _clauses(sentence, question)
         for sentence, question in _sentences(own_words(turn))
@@ -450,15 +483,14 @@ def forget_request(turn: str, fact: str) -> bool:
         for index, part in enumerate(parts):
             if not part.asks:
                 continue
-            words = part.words
+            words, text = part.words, part.text
             if not words and part.polite and index and parts[index - 1].plain:
-                words = parts[index - 1].words  # "that thing about Paris, please forget it"
-            if not words & facts:
-                continue
+                # "that thing about Paris, please forget it"
+                words, text = parts[index - 1].words, parts[index - 1].text
             later = [c.text for c in clauses[part.end + 1 :]]
             later += [c.text for rest in sentences[position + 1 :] for c in rest]
-            return not _taken_back(clauses[part.end].text, later)
-    return False
+            if not _taken_back(clauses[part.end].text, later):
+                yield frozenset(words), text
 
 
 _FIRST_PERSON = re.compile(
