@@ -24,7 +24,9 @@ summarise or rewrite asks nothing itself.
   Oslo" asks to forget the job, not Oslo), or, when it names nothing itself ("..., please
   forget it"), by the part just before it. A request taken back later in the turn
   ("Actually no, don't.") asks nothing. The broader verbs (delete, remove, erase; borrar,
-  supprimer, löschen ...) count only beside a memory word ("from your memory").
+  supprimer, löschen ...) count only beside a memory word ("from your memory"). A request
+  whose words no shown fact holds ("the salary figure I gave you") is handed to consolidation
+  (:func:`forget_requests_naming_no_fact`), which ties it by meaning with the embedder.
 * **supersede** (:func:`supports_change`): a statement of the person's own words (not a
   question) carries the new fact's news (a content word the old one lacks, or its negation)
   and is about the old fact: shares a content word with it and is not about someone else,
