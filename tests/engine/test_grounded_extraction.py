@@ -225,3 +225,27 @@ async def test_a_fact_holding_a_secret_is_refused_and_counted(
     stored = [text for text, kind in await memories(memory) if kind == "fact"]
     assert stored == ["The user is booking a flight to Lisbon."]
     assert await refusals(db_url) == {"ADD": 1, "REFUSED_SECRET": 2}
+
+
+async def test_a_fact_standing_only_on_a_question_is_refused(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """What the 1.5B wrote from a question about the world (heldout2's k08): the question
+    states nothing, so the "fact" is refused; the statement beside it stands."""
+    llm.enqueue(
+        ops(
+            {"op": "ADD", "text": "The user's tofu is actually high in protein.", "turns": [2]},
+            {"op": "ADD", "text": "The user is vegan.", "turns": [1]},
+        )
+    )
+    await memory.add(
+        [
+            {"role": "user", "content": "I've gone fully vegan."},
+            {"role": "user", "content": "is tofu actualy high in protein?"},
+        ],
+        user_id="ada",
+        wait=True,
+    )
+    stored = [text for text, kind in await memories(memory) if kind == "fact"]
+    assert stored == ["The user is vegan."]
+    assert await refusals(db_url) == {"ADD": 1, "REFUSED_UNGROUNDED": 1}

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.engine.grounding import content_words, restates, shared_content_words, stem, support
+from memhub.engine.grounding import (
+    content_words,
+    restates,
+    shared_content_words,
+    stated,
+    stem,
+    support,
+)
 
 
 def test_inflections_of_one_word_share_a_stem() -> None:
@@ -133,3 +140,16 @@ def test_two_words_of_the_assistants_offer_are_not_the_users_taste() -> None:
     assert result.by_person == {stem("thai"), stem("food")}
     assert not result.grounded
     assert result.copied_from == "assistant turn 3"
+
+
+@pytest.mark.parametrize(
+    ("turn", "kept"),
+    [
+        ("is tofu actualy high in protein?", ""),
+        ("I'm vegan now. Is tofu high in protein?", "I'm vegan now."),
+        ("Can you remember that I'm vegan?", "Can you remember that I'm vegan?"),
+        ("What's the tallest mountain in Africa?\nI prefer aisle seats.", "I prefer aisle seats."),
+    ],
+)
+def test_a_question_about_the_world_states_nothing(turn: str, kept: str) -> None:
+    assert stated(turn) == kept

@@ -31,7 +31,7 @@ from memhub.engine.consent import (
     supports_change,
 )
 from memhub.engine.dates import absolute_dates, keep_the_date
-from memhub.engine.grounding import restates, support
+from memhub.engine.grounding import restates, stated, support
 from memhub.engine.prompts import (
     CONSOLIDATION_SYSTEM,
     ConsolidationReply,
@@ -694,11 +694,13 @@ def _ground(
         return None, "REFUSED_SECRET"
     if any(restates(text, texts[t.id], names) for t in people):
         return None, "REFUSED_COPY_OF_TURN"
-    cited = [texts.get(t.id, turn_text(t)) for t in op.turns if t.role == "user"]
+    # a fact stands on what the user stated, never on a question about the world
+    said = {t.id: stated(texts.get(t.id, turn_text(t))) for t in (*op.turns, *people)}
+    cited = [said[t.id] for t in op.turns if t.role == "user"]
     result = support(text, cited, others, names)
     if not result.grounded:
-        backing = tuple(t for t in people if support(text, [texts[t.id]], (), names).by_person)
-        result = support(text, [texts[t.id] for t in backing], others, names)
+        backing = tuple(t for t in people if support(text, [said[t.id]], (), names).by_person)
+        result = support(text, [said[t.id] for t in backing], others, names)
         if result.grounded:
             op = replace(op, turns=backing)
     if result.grounded:
@@ -708,8 +710,8 @@ def _ground(
         text = absolute_dates(text, op.said_at.date())
         told = [t for t in op.turns if t.role == "user"]
         if len(told) == 1:
-            said = texts.get(told[0].id, turn_text(told[0]))
-            text = keep_the_date(text, said, _aware(told[0].created_at).date())
+            whole = texts.get(told[0].id, turn_text(told[0]))
+            text = keep_the_date(text, whole, _aware(told[0].created_at).date())
         return replace(op, text=text), ""
     if result.copied_from is not None:
         return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()

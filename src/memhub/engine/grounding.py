@@ -35,6 +35,7 @@ __all__ = [
     "fold",
     "restates",
     "shared_content_words",
+    "stated",
     "stem",
     "support",
 ]
@@ -137,6 +138,22 @@ class Support:
     @property
     def _borrowed(self) -> bool:
         return len(self.by_other) > min(len(self.by_person), MAX_BORROWED)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_PERSON = re.compile(r"\b(?:i|i'm|im|i've|i'd|i'll|me|my|mine|we|we're|our|us)\b")
+
+
+def stated(turn: str) -> str:
+    """``turn`` without its questions that say nothing of the person: "is tofu actually high
+    in protein?" asks and states nothing, so no fact may stand on it; "can you remember that
+    I'm vegan?" says something of the person and stays."""
+    kept = [
+        sentence
+        for sentence in _SENTENCE_END.split(turn)
+        if not sentence.rstrip().endswith("?") or _PERSON.search(fold(sentence))
+    ]
+    return " ".join(kept)
 
 
 def support(
