@@ -49,6 +49,7 @@ SETS = {
     "dev": Path(__file__).parent / "llm_set" / "dev.json",
     "heldout": Path(__file__).parent / "llm_set" / "heldout.json",
     "heldout2": Path(__file__).parent / "llm_set" / "heldout2.json",
+    "heldout3": Path(__file__).parent / "llm_set" / "heldout3.json",
 }
 CATEGORIES = (
     "supported",
