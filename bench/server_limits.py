@@ -235,9 +235,13 @@ def _flood(
     # A process of its own: flooding threads in the sampler's process would make B wait for
     # the GIL, not for the server.
     _as_load(cpus)
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as a:
+    auth = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base, headers=auth, timeout=120) as a:
         while not stop.is_set():
-            counter = refused if _call(a).status_code == 429 else admitted
+            try:
+                counter = refused if _call(a).status_code == 429 else admitted
+            except httpx.HTTPError:  # a loaded machine: the flood goes on
+                continue
             with counter.get_lock():
                 counter.value += 1
 
@@ -316,7 +320,7 @@ def flood_latency(
 
     def sample() -> list[float]:
         times = []
-        with httpx.Client(base_url=base, headers=headers) as b:
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as b:
             for _ in range(SAMPLES // rounds):
                 start = time.perf_counter()
                 assert _call(b).status_code == 200
