@@ -1,5 +1,6 @@
 """Admission takes turns by tenant: with the request slots taken by one tenant and more of its
-requests waiting, another tenant's request is served next, before them.
+requests waiting, another tenant's request is served next, before them; and while a tenant
+has requests waiting, the CPU work of its running one is niced.
 
 The app runs on the embedded PostgreSQL with the real in-process embedder; the only thing
 the test adds is a hold on the first search's embedding (a threading.Event), so that the
@@ -10,6 +11,8 @@ the embedder and the waiting counts the gate reports: no clock.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +24,7 @@ import pytest
 from fastapi import FastAPI
 from pydantic import SecretStr
 
+from memhub._cpu import BACKGROUND_NICE
 from memhub._fair import FairShare
 from memhub.embed.onnx_encoder import OnnxEncoder
 from memhub.server import ServerSettings
@@ -55,10 +59,12 @@ async def test_a_quiet_tenant_is_served_before_a_busy_tenants_queue(
     held = threading.Event()  # the first search is embedding
     release = threading.Event()
     embedded: list[str] = []
+    nice: dict[str, int] = {}  # the nice value of the thread that embedded each query
     original = OnnxEncoder.embed_sync
 
     def spied(self: OnnxEncoder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         embedded.append(texts[0])
+        nice[texts[0]] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
         if texts[0] == "acme 0":
             held.set()
             release.wait(60)
@@ -99,6 +105,17 @@ async def test_a_quiet_tenant_is_served_before_a_busy_tenants_queue(
 
     assert [a.status_code for a in answers] == [200] * 5
     assert embedded == ["acme 0", "globex", "acme 1", "acme 2", "acme 3"]
+    if sys.platform == "linux":  # a nice value per thread
+        normal = os.getpriority(os.PRIO_PROCESS, 0)
+        # While more of acme's requests wait for their turn, acme's CPU work is niced; a
+        # request with none behind it, and the quiet tenant's, are not.
+        assert nice == {
+            "acme 0": normal,
+            "globex": normal,
+            "acme 1": BACKGROUND_NICE,
+            "acme 2": BACKGROUND_NICE,
+            "acme 3": normal,
+        }
     assert slots.queue.busy == 0 and slots.queue.waiting() == 0
 
 

@@ -9,7 +9,9 @@ server's CPU from other tenants either. A key refused in the last seconds is ser
 request at a time, its CPU work at background priority (``Quotas``), so even the requests it
 is admitted cost the others little. Admitted requests then take turns by tenant at a few
 request slots (MEMHUB_REQUEST_SLOTS, :class:`memhub._fair.FairShare`): however many requests
-other tenants have in flight, a tenant with none running is next. bench/server_limits.py and
+other tenants have in flight, a tenant with none running is next, and while a tenant has
+requests waiting for their turn, its running one's CPU work is niced as an over-quota key's
+is. bench/server_limits.py and
 bench/server_limits_refusal.py measure all of it.
 """
 
@@ -99,8 +101,12 @@ class TenantGate:
             # quiet tenant's request is next whatever the others have queued.
             over = quotas.over_quota(key.id)
             tenant = key.tenant or ""
-            async with self._slots(state).slot(tenant, later=over):
-                with background(over), owned_by(tenant):
+            slots = self._slots(state)
+            async with slots.slot(tenant, later=over):
+                # A tenant with more requests waiting for their turn wants more than its
+                # share: this one's CPU work, too, runs from what the others leave.
+                busy = over or slots.queue.waiting(tenant) > 0
+                with background(busy), owned_by(tenant):
                     await self.app({**scope, GATED_KEY: key}, receive, send)
         finally:
             quotas.leave(key.id)
