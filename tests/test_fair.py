@@ -23,7 +23,7 @@ def _fill(queue: FairQueue[str], owner: str, count: int, later: bool = False) ->
 
 
 def test_a_quiet_owner_is_next_whatever_another_has_queued() -> None:
-    queue: FairQueue[str] = FairQueue(slots=2)
+    queue: FairQueue[str] = FairQueue(slots=2, spare=0)
     assert _fill(queue, "a", 100) == ["a0", "a1"], "free slots start at once"
     assert queue.waiting("a") == 98
     assert not queue.arrive("b0", "b")
@@ -34,7 +34,7 @@ def test_a_quiet_owner_is_next_whatever_another_has_queued() -> None:
 
 
 def test_owners_with_as_many_running_take_turns() -> None:
-    queue: FairQueue[str] = FairQueue(slots=1)
+    queue: FairQueue[str] = FairQueue(slots=1, spare=0)
     assert _fill(queue, "a", 10) == ["a0"]
     _fill(queue, "b", 10)
     _fill(queue, "c", 10)
@@ -48,7 +48,7 @@ def test_owners_with_as_many_running_take_turns() -> None:
 
 def test_no_owner_holds_more_than_its_share_while_others_wait() -> None:
     """With 4 slots and 4 owners queued deep, every owner runs exactly one call at a time."""
-    queue: FairQueue[str] = FairQueue(slots=4)
+    queue: FairQueue[str] = FairQueue(slots=4, spare=0)
     for owner in "abcd":
         _fill(queue, owner, 50)
     assert queue.running == {"a": 4}, "a arrived first, to free slots"
@@ -63,7 +63,7 @@ def test_no_owner_holds_more_than_its_share_while_others_wait() -> None:
 
 
 def test_later_lane_waits_for_the_first_lane_but_is_never_starved() -> None:
-    queue: FairQueue[str] = FairQueue(slots=1, later_every=4)
+    queue: FairQueue[str] = FairQueue(slots=1, later_every=4, spare=0)
     assert queue.arrive("w0", "worker", later=True), "an idle slot takes bulk work at once"
     _fill(queue, "w", 5, later=True)
     _fill(queue, "q", 20)
@@ -76,15 +76,31 @@ def test_later_lane_waits_for_the_first_lane_but_is_never_starved() -> None:
 
 
 def test_a_query_goes_before_queued_bulk_work_of_its_own_owner_too() -> None:
-    queue: FairQueue[str] = FairQueue(slots=1)
+    queue: FairQueue[str] = FairQueue(slots=1, spare=0)
     queue.arrive("bulk-running", "t", later=True)
     _fill(queue, "t", 3, later=True)
     queue.arrive("query", "t")
     assert queue.finish("t") == [("query", "t")]
 
 
+def test_an_idle_owner_starts_at_once_in_the_spare_slot() -> None:
+    """A quiet tenant waits neither for another's queue nor for its running calls; the spare
+    slot is its alone: an owner already running or waiting, and bulk work, queue."""
+    queue: FairQueue[str] = FairQueue(slots=2, spare=1)
+    assert _fill(queue, "a", 100) == ["a0", "a1"]
+    assert queue.arrive("b0", "b"), "b has nothing running or waiting: it starts at once"
+    assert not queue.arrive("b1", "b"), "b is running: its next call waits its turn"
+    assert not queue.arrive("c0", "c", later=True), "bulk work never takes the spare slot"
+    assert not queue.arrive("d0", "d"), "the spare slot is taken: d waits"
+    assert queue.busy == 3
+    # Freed slots refill only up to `slots`: b's running call holds the spare one.
+    assert queue.finish("a") == []
+    assert queue.finish("a") == [("d0", "d")]
+    assert queue.finish("b") == [("a2", "a")]
+
+
 def test_withdrawn_tickets_never_start() -> None:
-    queue: FairQueue[str] = FairQueue(slots=1)
+    queue: FairQueue[str] = FairQueue(slots=1, spare=0)
     queue.arrive("a0", "a")
     queue.arrive("b0", "b")
     queue.arrive("c0", "c")
@@ -97,7 +113,7 @@ def test_withdrawn_tickets_never_start() -> None:
 async def test_share_serves_a_quiet_tenant_within_one_round() -> None:
     """Real tasks: tenant a queues 100 calls on 2 slots, then b one; b's runs third at the
     latest (after the calls already running), before a's 98 waiting ones."""
-    share = FairShare(2)
+    share = FairShare(2, spare=0)
     order: list[str] = []
     gate = asyncio.Event()
 
@@ -118,7 +134,7 @@ async def test_share_serves_a_quiet_tenant_within_one_round() -> None:
 
 
 async def test_cancelled_waiters_give_their_turn_on() -> None:
-    share = FairShare(1)
+    share = FairShare(1, spare=0)
     release = asyncio.Event()
     entered: list[str] = []
 
@@ -143,7 +159,7 @@ async def test_cancelled_waiters_give_their_turn_on() -> None:
 
 async def test_step_aside_lends_the_slot_and_queues_again() -> None:
     """A request waiting for the worker lends its slot: another tenant's runs meanwhile."""
-    share = FairShare(1)
+    share = FairShare(1, spare=0)
     lent = asyncio.Event()
     done = asyncio.Event()
     order: list[str] = []

@@ -3,7 +3,8 @@
 A server has a few cores and many tenants. When more work wants to run than there are
 slots, who runs next decides what a quiet tenant pays for a busy one: first come, first
 served makes one query wait behind a hundred of another tenant's. :class:`FairQueue` decides
-instead: the owner with the fewest calls running goes next, owners with as many take turns
+instead: an owner with nothing running or waiting starts at once (in a spare slot if need
+be), else the owner with the fewest calls running goes next, owners with as many take turns
 (round-robin), and a call in the ``later`` lane (a worker's bulk embedding, an over-quota
 tenant's request) starts only when no ``first``-lane call waits, or after ``later_every``
 first-lane starts in a row, so it is delayed, never starved. :class:`FairShare` is the same
@@ -43,10 +44,13 @@ class FairQueue(Generic[T]):
     Attributes:
         slots: How many calls run at once.
         later_every: First-lane starts in a row after which a waiting later-lane call goes.
+        spare: Slots beyond ``slots`` that only an idle owner's first-lane call may take
+            (an owner with nothing running or waiting), so that it starts at once.
     """
 
     slots: int
     later_every: int = LATER_EVERY
+    spare: int = 1
     running: Counter[str] = field(default_factory=Counter)
     _first: dict[str, deque[T]] = field(default_factory=dict)
     _later: dict[str, deque[T]] = field(default_factory=dict)
@@ -74,8 +78,16 @@ class FairQueue(Generic[T]):
         if self.busy < self.slots and not self._first and not self._later:
             self._started(owner)
             return True
+        if self.busy < self.slots + self.spare and self._idle(owner) and not later:
+            # An owner with nothing running or waiting (a quiet tenant) starts at once in a
+            # spare slot: it waits neither for the others' queue nor for a running call.
+            self._started(owner)
+            return True
         (self._later if later else self._first).setdefault(owner, deque()).append(ticket)
         return False
+
+    def _idle(self, owner: str) -> bool:
+        return owner not in self.running and not self.waiting(owner)
 
     def withdraw(self, ticket: T, owner: str) -> bool:
         """Take a waiting ticket out of its queue; False if it is not waiting (it started)."""
@@ -141,8 +153,8 @@ class FairShare:
     """A :class:`FairQueue` of asyncio tasks: :meth:`enter` waits for a slot, :meth:`leave`
     frees it and starts whoever is next. One event loop's; not thread-safe."""
 
-    def __init__(self, slots: int, later_every: int = LATER_EVERY) -> None:
-        self.queue: FairQueue[asyncio.Future[None]] = FairQueue(slots, later_every)
+    def __init__(self, slots: int, later_every: int = LATER_EVERY, spare: int = 1) -> None:
+        self.queue: FairQueue[asyncio.Future[None]] = FairQueue(slots, later_every, spare)
 
     async def enter(self, owner: str, later: bool = False) -> None:
         """Wait for a slot for ``owner`` (at once if one is free and nobody waits)."""
