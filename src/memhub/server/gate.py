@@ -9,7 +9,8 @@ server's CPU from other tenants either. A key refused in the last seconds is ser
 request at a time, its CPU work at background priority (``Quotas``), so even the requests it
 is admitted cost the others little. Admitted requests then take turns by tenant at a few
 request slots (MEMHUB_REQUEST_SLOTS, :class:`memhub._fair.FairShare`): however many requests
-other tenants have in flight, a tenant with none running is next, and while a tenant has
+other tenants have in flight, a tenant with nothing running or waiting starts at once (one
+spare slot), and while a tenant has
 requests waiting for their turn, its running one's CPU work is niced as an over-quota key's
 is. bench/server_limits.py and
 bench/server_limits_refusal.py measure all of it.

@@ -42,7 +42,8 @@ class ServerSettings(AccessSettings):
             429s are sent after this delay (until it has had none for the delay plus 1 s), so
             a client that waits for each answer floods at one request per delay and
             connection. 0 disables.
-        request_slots: Tenant requests served at once; more wait their tenant's turn (the
+        request_slots: Tenant requests served at once; a tenant with nothing running or
+            waiting starts at once in one spare slot, more wait their tenant's turn (the
             tenant with the fewest running goes next, an over-quota key's requests after the
             others'). 0: one per core this process may use.
     """
