@@ -12,7 +12,10 @@ client on CPU 1 and the server on CPU 0, as if the flood came from another machi
 to the server and B, which is what a flood from another machine costs B; ``--no-hold``:
 ``MEMHUB_FLOOD_HOLD_SECONDS=0``, so every refusal is answered at once, the control for the
 hold; ``--rounds N``: the quiet, flood and CPU-burn phases taken N times in turn with the
-samples pooled, so that load beside the bench falls on all three alike).
+samples pooled, so that load beside the bench falls on all three alike; ``--tenants 1,2,4``:
+one flood phase per count, the same flooding processes spread over that many tenant keys, so
+the clients' own CPU stays the same and what changes is how many tenants the server admits;
+``--no-burn``: without the CPU-burn control).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -232,9 +235,13 @@ def _flood(
     # A process of its own: flooding threads in the sampler's process would make B wait for
     # the GIL, not for the server.
     _as_load(cpus)
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as a:
+    auth = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base, headers=auth, timeout=120) as a:
         while not stop.is_set():
-            counter = refused if _call(a).status_code == 429 else admitted
+            try:
+                counter = refused if _call(a).status_code == 429 else admitted
+            except httpx.HTTPError:  # a loaded machine: the flood goes on
+                continue
             with counter.get_lock():
                 counter.value += 1
 
@@ -246,11 +253,14 @@ def _spin(cpus: set[int] | None, stop: Any) -> None:
         sum(range(10_000))
 
 
-def _with_load(target: Any, args: tuple[Any, ...], sample: Any) -> tuple[list[float], float]:
-    """B's samples while ``FLOODERS`` processes run ``target``, and the seconds they took."""
+def _with_load(
+    target: Any, args: Callable[[int], tuple[Any, ...]], sample: Any
+) -> tuple[list[float], float]:
+    """B's samples while ``_flooders()`` processes run ``target`` (process n with ``args(n)``),
+    and the seconds they took."""
     stop = multiprocessing.Event()
     count = _flooders()
-    loads = [multiprocessing.Process(target=target, args=(*args, stop)) for _ in range(count)]
+    loads = [multiprocessing.Process(target=target, args=(*args(n), stop)) for n in range(count)]
     for process in loads:
         process.start()
     time.sleep(1)  # the load under way before sampling
@@ -274,15 +284,33 @@ def _rounds() -> int:
     return int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 1
 
 
+def _tenant_counts() -> list[int]:
+    """``--tenants 1,2,4``: how many tenants flood at once, one flood phase per count."""
+    argv = sys.argv[1:]
+    if "--tenants" not in argv:
+        return [1]
+    return [int(n) for n in argv[argv.index("--tenants") + 1].split(",")]
+
+
+def _quantile(samples: list[float], q: int) -> float:
+    return statistics.quantiles(samples, n=100)[q - 1]
+
+
 def flood_latency(
     base: str, admin: httpx.Client, pid: int, cpus: set[int] | None
 ) -> dict[str, float]:
-    """B's latency quiet, while A floods, and while as many processes only burn CPU."""
-    keys = [admin.post("/v1/keys", json={"name": t, "tenant": t}).json()["key"] for t in ("a", "b")]
-    refused = multiprocessing.Value("i", 0)
-    admitted = multiprocessing.Value("i", 0)
+    """B's latency quiet, while 1 or more tenants flood, and while as many processes only
+    burn CPU."""
+    counts = _tenant_counts()
+    flooding = [f"a{n}" if max(counts) > 1 else "a" for n in range(max(counts))]
+    keys = [
+        admin.post("/v1/keys", json={"name": t, "tenant": t}).json()["key"]
+        for t in [*flooding, "b"]
+    ]
+    refused = {n: multiprocessing.Value("i", 0) for n in counts}
+    admitted = {n: multiprocessing.Value("i", 0) for n in counts}
     rounds = _rounds()
-    headers = {"Authorization": f"Bearer {keys[1]}"}
+    headers = {"Authorization": f"Bearer {keys[-1]}"}
     if SEARCH:  # something to find
         with httpx.Client(base_url=base, headers=headers, timeout=120) as b:
             for n in range(20):
@@ -292,7 +320,7 @@ def flood_latency(
 
     def sample() -> list[float]:
         times = []
-        with httpx.Client(base_url=base, headers=headers) as b:
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as b:
             for _ in range(SAMPLES // rounds):
                 start = time.perf_counter()
                 assert _call(b).status_code == 200
@@ -301,36 +329,51 @@ def flood_latency(
         return times
 
     quiet: list[float] = []
-    loud: list[float] = []
+    loud: dict[int, list[float]] = {n: [] for n in counts}
     spun: list[float] = []
-    cpu = elapsed = quiet_cpu = quiet_elapsed = 0.0
+    cpu = dict.fromkeys(counts, 0.0)
+    elapsed = dict.fromkeys(counts, 0.0)
+    quiet_cpu = quiet_elapsed = 0.0
     for _ in range(rounds):
         before, started = _cpu_seconds(pid), time.monotonic()
         quiet += sample()
         quiet_cpu += _cpu_seconds(pid) - before
         quiet_elapsed += time.monotonic() - started
-        before = _cpu_seconds(pid)
-        samples, seconds = _with_load(_flood, (base, keys[0], refused, admitted, cpus), sample)
-        cpu += _cpu_seconds(pid) - before
-        loud += samples
-        elapsed += seconds
-        spun += _with_load(_spin, (cpus,), sample)[0]
-    p = lambda xs, q: statistics.quantiles(xs, n=100)[q - 1]  # noqa: E731
-    return {
-        "b_p50_quiet_ms": p(quiet, 50),
-        "b_p95_quiet_ms": p(quiet, 95),
-        "b_p50_flood_ms": p(loud, 50),
-        "b_p95_flood_ms": p(loud, 95),
-        "b_p50_cpu_burn_ms": p(spun, 50),
-        "b_p95_cpu_burn_ms": p(spun, 95),
-        "p95_flood_over_quiet": p(loud, 95) / p(quiet, 95),
-        "p95_cpu_burn_over_quiet": p(spun, 95) / p(quiet, 95),
-        "a_refused_429_per_s": refused.value / elapsed,
-        "a_served_per_s": admitted.value / elapsed,
+        for n in counts:
+            before = _cpu_seconds(pid)
+
+            def args(i: int, n: int = n) -> tuple[Any, ...]:
+                return (base, keys[i % n], refused[n], admitted[n], cpus)
+
+            samples, seconds = _with_load(_flood, args, sample)
+            cpu[n] += _cpu_seconds(pid) - before
+            loud[n] += samples
+            elapsed[n] += seconds
+        if "--no-burn" not in sys.argv[1:]:
+            spun += _with_load(_spin, lambda i: (cpus,), sample)[0]
+    result = {
+        "b_p50_quiet_ms": _quantile(quiet, 50),
+        "b_p95_quiet_ms": _quantile(quiet, 95),
         "server_cpu_share_quiet": quiet_cpu / quiet_elapsed,
-        "server_cpu_share_in_flood": cpu / elapsed,
-        "server_cpu_us_per_request": cpu / (refused.value + admitted.value + len(loud)) * 1e6,
     }
+    for n in counts:
+        tag = "flood" if counts == [1] else f"flood{n}"
+        result |= {
+            f"b_p50_{tag}_ms": _quantile(loud[n], 50),
+            f"b_p95_{tag}_ms": _quantile(loud[n], 95),
+            f"p50_{tag}_over_quiet": _quantile(loud[n], 50) / _quantile(quiet, 50),
+            f"p95_{tag}_over_quiet": _quantile(loud[n], 95) / _quantile(quiet, 95),
+            f"a_refused_429_per_s_{tag}": refused[n].value / elapsed[n],
+            f"a_served_per_s_{tag}": admitted[n].value / elapsed[n],
+            f"server_cpu_share_in_{tag}": cpu[n] / elapsed[n],
+        }
+    if spun:
+        result |= {
+            "b_p50_cpu_burn_ms": _quantile(spun, 50),
+            "b_p95_cpu_burn_ms": _quantile(spun, 95),
+            "p95_cpu_burn_over_quiet": _quantile(spun, 95) / _quantile(quiet, 95),
+        }
+    return result
 
 
 def main() -> int:
@@ -355,9 +398,14 @@ def main() -> int:
                 rss = rss_under_max_requests(base, process.pid, admin)
                 print("  RSS MB:", {k: round(v, 1) for k, v in rss.items()})
             where = "on CPU 1, the server on CPU 0" if pin else "sharing every CPU"
-            print(f"tenant B while tenant A floods ({_flooders()} processes {where}):")
+            tenants = ",".join(map(str, _tenant_counts()))
+            print(
+                f"tenant B while {tenants} tenants flood ({_flooders()} processes {where}),"
+                f" load average {os.getloadavg()[0]:.1f}:"
+            )
             flood = flood_latency(base, admin, process.pid, {1} if pin else None)
             print("  ", {k: round(v, 2) for k, v in flood.items()})
+            print(f"  load average after: {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "logs": 0,
     "_loops": 0,
     "_cpu": 0,
+    "_fair": 0,
     "_http": 0,
     "store": 1,
     "embed": 1,

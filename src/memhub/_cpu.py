@@ -11,6 +11,13 @@ spare, and costs the other tenants what a nice-19 neighbour costs them when it h
 
 Linux sets a nice value per thread; elsewhere ``setpriority`` would lower the whole process,
 so on other systems the background threads keep the process's priority.
+
+All of it also takes turns: an event loop runs at most one such call per core at a time,
+and when more want to run, a :class:`memhub._fair.FairShare` picks the next by owner (the
+tenant a request serves, :func:`owned_by`): the owner with the fewest calls running, owners
+with as many in turn, and bulk work (:func:`bulk`: the worker's embedding of queued turns)
+and over-quota work after the rest. So one tenant's hundred queued embeddings delay another's
+query embedding by at most the calls already running.
 """
 
 from __future__ import annotations
@@ -23,11 +30,23 @@ import logging
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
-__all__ = ["BACKGROUND_NICE", "background", "in_background", "run_cpu"]
+from memhub._fair import FairShare
+
+__all__ = [
+    "BACKGROUND_NICE",
+    "background",
+    "bulk",
+    "cpu_share",
+    "cpu_slots",
+    "in_background",
+    "owned_by",
+    "run_cpu",
+]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -40,8 +59,52 @@ logger = logging.getLogger(__name__)
 _background: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "memhub_background_cpu", default=False
 )
+_bulk: contextvars.ContextVar[bool] = contextvars.ContextVar("memhub_bulk_cpu", default=False)
+_owner: contextvars.ContextVar[str] = contextvars.ContextVar("memhub_cpu_owner", default="")
 _executor: ThreadPoolExecutor | None = None
 _executor_lock = threading.Lock()
+_shares: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FairShare] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def cpu_slots() -> int:
+    """CPU calls run at once: one per core this process may use (each runs one thread)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def cpu_share() -> FairShare:
+    """The running loop's turns at the CPU slots."""
+    loop = asyncio.get_running_loop()
+    share = _shares.get(loop)
+    if share is None:
+        share = _shares[loop] = FairShare(cpu_slots())
+    return share
+
+
+@contextlib.contextmanager
+def owned_by(owner: str) -> Iterator[None]:
+    """The CPU work started inside this block is ``owner``'s (a tenant): it takes turns
+    with other owners' (see the module's docstring)."""
+    token = _owner.set(owner)
+    try:
+        yield
+    finally:
+        _owner.reset(token)
+
+
+@contextlib.contextmanager
+def bulk() -> Iterator[None]:
+    """The CPU work started inside this block waits for queries: it starts when none waits
+    (or after a few in a row, so it is never starved)."""
+    token = _bulk.set(True)
+    try:
+        yield
+    finally:
+        _bulk.reset(token)
 
 
 @contextlib.contextmanager
@@ -66,11 +129,22 @@ def in_background() -> bool:
 
 
 async def run_cpu(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-    """``asyncio.to_thread``, in a background thread inside :func:`background`."""
-    if not _background.get():
-        return await asyncio.to_thread(func, *args, **kwargs)
-    call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(_background_executor(), call)
+    """``asyncio.to_thread`` at its owner's turn; in a background thread inside
+    :func:`background`."""
+    owner, niced = _owner.get(), _background.get()
+    share = cpu_share()
+    await share.enter(owner, later=niced or _bulk.get())
+    try:
+        call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
+        executor = _background_executor() if niced else None
+        running = asyncio.get_running_loop().run_in_executor(executor, call)
+    except BaseException:
+        share.leave(owner)
+        raise
+    # The slot is the thread's, not the caller's: a cancelled caller leaves it running, and
+    # its slot is freed when it ends.
+    running.add_done_callback(lambda _: share.leave(owner))
+    return await asyncio.shield(running)
 
 
 def _background_executor() -> ThreadPoolExecutor:

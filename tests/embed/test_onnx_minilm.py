@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from memhub.embed import Embedder, onnx_encoder, onnx_minilm
+from memhub.embed.onnx_encoder import TURN_TEXTS
 from memhub.embed.onnx_minilm import MiniLMEmbedder
 from memhub.errors import ConfigurationError, ProviderError, UsageError
 
@@ -104,6 +105,26 @@ async def test_batch_equals_one_at_a_time(embedder: MiniLMEmbedder) -> None:
     alone = np.stack([embedder.embed_sync([text])[0] for text in texts])
 
     np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+async def test_a_long_call_takes_several_cpu_turns_and_keeps_order(
+    embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More than TURN_TEXTS texts go to the CPU slots in several calls (so a query waits
+    for one of them, not for all), and come back in input order."""
+    texts = [f"note {n}: " + "word " * (n % 7) for n in range(2 * TURN_TEXTS + 3)]
+    calls: list[int] = []
+    embed_sync = embedder.embed_sync
+
+    def counted(items: list[str]) -> np.ndarray:
+        calls.append(len(items))
+        return embed_sync(items)
+
+    monkeypatch.setattr(embedder, "embed_sync", counted)
+    vectors = await embedder.embed(texts)
+
+    assert calls == [TURN_TEXTS, TURN_TEXTS, 3]
+    np.testing.assert_allclose(vectors, embed_sync(texts), atol=1e-5)
 
 
 def test_small_batches_keep_input_order() -> None:

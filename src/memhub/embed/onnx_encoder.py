@@ -24,7 +24,15 @@ from memhub.errors import ConfigurationError, ProviderError, UsageError
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
-__all__ = ["EncoderSpec", "OnnxEncoder", "Pooling", "batches", "load_session", "load_tokenizer"]
+__all__ = [
+    "TURN_TEXTS",
+    "EncoderSpec",
+    "OnnxEncoder",
+    "Pooling",
+    "batches",
+    "load_session",
+    "load_tokenizer",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +41,9 @@ Pooling = Literal["mean", "cls", "max", "lasttoken"]
 
 #: A batch holds texts at most this many times longer than its shortest (see batches).
 _MAX_SPREAD = 1.25
+
+TURN_TEXTS = 16
+"""Texts embedded in one turn at a CPU slot: longer calls take several turns."""
 
 _ONNXRUNTIME_ERRORS = (
     "EPFail",
@@ -143,7 +154,16 @@ class OnnxEncoder:
             return empty_matrix(self.dimension)
         # This is CPU work, not I/O: onnxruntime and tokenizers release the GIL, so a worker
         # thread keeps the event loop responsive and lets other threads run meanwhile.
-        return await run_cpu(self.embed_sync, items)
+        if len(items) <= TURN_TEXTS:
+            return await run_cpu(self.embed_sync, items)
+        # A long call goes in turns of TURN_TEXTS texts of similar length, so a query waits
+        # for at most one turn of it at a CPU slot (memhub._cpu), not for the whole call.
+        order = sorted(range(len(items)), key=lambda i: len(items[i]))
+        result = np.empty((len(items), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), TURN_TEXTS):
+            rows = order[start : start + TURN_TEXTS]
+            result[rows] = await run_cpu(self.embed_sync, [items[i] for i in rows])
+        return result
 
     def embed_sync(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed texts in the calling thread; same contract as :meth:`embed`."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memhub._cpu import bulk, owned_by
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB, Consolidator, fact_scope
 from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
@@ -41,6 +42,7 @@ log = logging.getLogger("memhub.worker")
 PURGE_INTERVAL = 60.0  # seconds between purges of expired memories, per worker
 PURGE_BATCH = 1_000  # expired memories one purge deletes at most
 CONSOLIDATE_LANE = Lane((CONSOLIDATE_JOB,), after_other_lanes=True)
+WORKER_OWNER = "(worker)"  # whose CPU work the worker's is (memhub._cpu.owned_by)
 
 
 def standalone_concurrency(configured: int | None) -> int:
@@ -141,7 +143,14 @@ class Worker:
         self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Process jobs until ``stop`` is set, then give in-flight work a bounded grace."""
+        """Process jobs until ``stop`` is set, then give in-flight work a bounded grace.
+
+        Its embedding is bulk work: in a server's process a query's embedding goes first.
+        """
+        with bulk(), owned_by(WORKER_OWNER):
+            await self._run(stop)
+
+    async def _run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             step = asyncio.ensure_future(self._guarded_once())
             stopped = asyncio.ensure_future(stop.wait())

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
+from memhub._fair import step_aside
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.fusion import FusionConfig
@@ -145,11 +146,12 @@ class MemoryCore:
         loop = asyncio.get_running_loop()
         end = loop.time() + deadline
         pause = 0.005
-        while await engine.store.pending_turn_jobs(scope, turn_ids, kinds):
-            if loop.time() >= end:
-                return False
-            await asyncio.sleep(min(pause, max(end - loop.time(), 0)))
-            pause = min(pause * 2, 0.05)
+        async with step_aside():  # a server's request slot serves others meanwhile
+            while await engine.store.pending_turn_jobs(scope, turn_ids, kinds):
+                if loop.time() >= end:
+                    return False
+                await asyncio.sleep(min(pause, max(end - loop.time(), 0)))
+                pause = min(pause * 2, 0.05)
         return True
 
     def _writes(self) -> QueuedTurns:

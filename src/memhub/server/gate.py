@@ -7,8 +7,13 @@ the gate; a key refused more than FLOOD_REFUSALS times in a second has its furth
 held (MEMHUB_FLOOD_HOLD_SECONDS), so that a client waiting for each answer cannot take the
 server's CPU from other tenants either. A key refused in the last seconds is served one
 request at a time, its CPU work at background priority (``Quotas``), so even the requests it
-is admitted cost the others little. bench/server_limits.py and
-bench/server_limits_refusal.py measure all three.
+is admitted cost the others little. Admitted requests then take turns by tenant at a few
+request slots (MEMHUB_REQUEST_SLOTS, :class:`memhub._fair.FairShare`): however many requests
+other tenants have in flight, a tenant with nothing running or waiting starts at once (one
+spare slot), and while a tenant has
+requests waiting for their turn, its running one's CPU work is niced as an over-quota key's
+is. bench/server_limits.py and
+bench/server_limits_refusal.py measure all of it.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memhub._cpu import background
+from memhub._cpu import background, cpu_slots, owned_by
+from memhub._fair import FairShare
 from memhub.memory.access import KeyCache, Quotas
 from memhub.memory.admin import ApiKey
 from memhub.server.state import ServerState
@@ -67,6 +73,7 @@ class TenantGate:
         self.app = app
         self.state = state
         self.floods = Floods()
+        self.slots: FairShare | None = None  # MEMHUB_REQUEST_SLOTS, made on the first request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.state() if scope["type"] == "http" else None
@@ -90,11 +97,25 @@ class TenantGate:
         quotas.enter(key.id)
         try:
             # A key sending faster than its quota has its admitted work's CPU niced: it is
-            # served from CPU the other tenants leave (memhub._cpu).
-            with background(quotas.over_quota(key.id)):
-                await self.app({**scope, GATED_KEY: key}, receive, send)
+            # served from CPU the other tenants leave (memhub._cpu). Every tenant's requests
+            # take turns at the request slots, and their CPU work at the CPU slots, so a
+            # quiet tenant's request is next whatever the others have queued.
+            over = quotas.over_quota(key.id)
+            tenant = key.tenant or ""
+            slots = self._slots(state)
+            async with slots.slot(tenant, later=over):
+                # A tenant with more requests waiting for their turn wants more than its
+                # share: this one's CPU work, too, runs from what the others leave.
+                busy = over or slots.queue.waiting(tenant) > 0
+                with background(busy), owned_by(tenant):
+                    await self.app({**scope, GATED_KEY: key}, receive, send)
         finally:
             quotas.leave(key.id)
+
+    def _slots(self, state: ServerState) -> FairShare:
+        if self.slots is None:
+            self.slots = FairShare(state.server.request_slots or cpu_slots())
+        return self.slots
 
 
 FLOOD_REFUSALS = 50

@@ -42,6 +42,10 @@ class ServerSettings(AccessSettings):
             429s are sent after this delay (until it has had none for the delay plus 1 s), so
             a client that waits for each answer floods at one request per delay and
             connection. 0 disables.
+        request_slots: Tenant requests served at once; a tenant with nothing running or
+            waiting starts at once in one spare slot, more wait their tenant's turn (the
+            tenant with the fewest running goes next, an over-quota key's requests after the
+            others'). 0: one per core this process may use.
     """
 
     # admin_key, rate_limit, rate_burst, max_in_flight_per_key and key_cache_seconds are
@@ -59,3 +63,4 @@ class ServerSettings(AccessSettings):
     turn_burst: float = Field(default=200.0, ge=1)
     max_queued_jobs: int = Field(default=1_000, ge=0)
     flood_hold_seconds: float = Field(default=1.0, ge=0, le=30)
+    request_slots: int = Field(default=0, ge=0, le=1024)
