@@ -193,7 +193,8 @@ async def test_genuine_requests_retire_their_fact_only_and_restorably(
 
     def plan_for(fact: str) -> Any:
         def plan(request: dict[str, Any]) -> str:
-            asked = {"op": "DELETE", "id": fact_number(request, fact), "turns": [1]}
+            # with the fact's text beside the number, as the 1.5B writes its DELETEs
+            asked = {"op": "DELETE", "id": fact_number(request, fact), "text": fact, "turns": [1]}
             return ops(asked, {"op": "DELETE", "id": fact_number(request, OLIVES), "turns": [1]})
 
         return plan

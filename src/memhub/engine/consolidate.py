@@ -688,7 +688,7 @@ def _ground(
     """``op`` as it may stand (its citations corrected, its relative dates made absolute), or
     None and the reason it is refused (see :meth:`Consolidator._grounded`)."""
     text = op.text
-    if text is None:  # DELETE: its own guard decides
+    if op.kind == "DELETE" or text is None:  # its own guard decided; a text beside it is noise
         return op, ""
     if secret_in(text) is not None:  # a card number, a password: never a fact
         return None, "REFUSED_SECRET"
