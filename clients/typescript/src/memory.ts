@@ -236,7 +236,8 @@ export class Memory {
   constructor(config: MemoryConfig = {}) {
     checkProviderSections(config);
     const env = typeof process === "undefined" ? {} : process.env;
-    const host = (config.host ?? (env["MEMHUB_SERVER_URL"] || DEFAULT_HOST)).replace(/\/+$/, "");
+    const fromEnv = env["MEMHUB_SERVER_URL"] || env["MEMHUB_URL"] || DEFAULT_HOST;
+    const host = (config.host ?? fromEnv).replace(/\/+$/, "");
     try {
       new URL(host);
     } catch (error) {

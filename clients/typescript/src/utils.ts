@@ -58,7 +58,7 @@ export interface EnvMemoryConfig extends MemoryConfig {
 
 /**
  * The client's configuration from the environment: `MEMHUB_SERVER_URL` (the name
- * `memhub search` reads; default `http://127.0.0.1:8765`), `MEMHUB_API_KEY` (or Mem0's
+ * `memhub search` reads; `MEMHUB_URL` too; default `http://127.0.0.1:8765`), `MEMHUB_API_KEY` (or Mem0's
  * `MEM0_API_KEY`), `MEMHUB_TIMEOUT_MS`, and `enabled` from `MEMHUB_MEMORY_ENABLED` /
  * `MEM0_ENABLED`.
  *
@@ -78,7 +78,7 @@ export function buildMem0ConfigFromEnv(env: Env = environment()): EnvMemoryConfi
     );
   }
   const config: EnvMemoryConfig = {
-    host: env["MEMHUB_SERVER_URL"] || DEFAULT_HOST,
+    host: env["MEMHUB_SERVER_URL"] || env["MEMHUB_URL"] || DEFAULT_HOST,
     enabled: memoryEnabledFromEnv(env),
   };
   const apiKey = env["MEMHUB_API_KEY"] || env["MEM0_API_KEY"];

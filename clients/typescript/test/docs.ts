@@ -101,9 +101,23 @@ export function docsSuite(ctx: ServerContext): void {
       const memory = new Memory({ host: ctx.url, apiKey: key });
       const page = await memory.getAll({ userId: "customer-42", runId: "ticket-1876" });
       assert.equal(page.results.length, 2); // stored before the first call returned
+      // The second run is another process: its search waits for nobody's writes but its own
+      // (docs/api.md, read-your-writes per caller), so wait until both are found by meaning.
+      await untilFound(memory, "Let me reset your password.", 2);
       const second = await withEnv(env, () => run(t, source, ctx.url));
       assert.equal(second.at(-1), "Let me reset your password. 2 true");
       assert.match(second[0] ?? "", /system: <memhub:memories thread="ticket-1876">/);
     });
   });
+}
+
+/** Poll until a search of the example's thread returns ``count`` memories (an event, not a
+ * time: at most 600 tries, 50 ms apart). */
+async function untilFound(memory: Memory, query: string, count: number): Promise<void> {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    const found = await memory.search(query, { userId: "customer-42", runId: "ticket-1876" });
+    if (found.results.length >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`fewer than ${count} memories found by meaning`);
 }

@@ -344,7 +344,12 @@ export function memorySuite(ctx: ServerContext): void {
         // an explicit key still wins over the environment
         const explicit = new Memory({ apiKey: "mhk_not-a-real-key" });
         await assert.rejects(explicit.getAll({ userId: "alice" }), AuthenticationError);
+        // MEMHUB_URL is read as well (the integration plan's name for it)
+        delete process.env["MEMHUB_SERVER_URL"];
+        process.env["MEMHUB_URL"] = ctx.url;
+        assert.equal(new Memory().host, ctx.url.replace(/\/+$/, ""));
       } finally {
+        delete process.env["MEMHUB_URL"];
         for (const [name, value] of [
           ["MEMHUB_SERVER_URL", saved.url],
           ["MEMHUB_API_KEY", saved.key],
