@@ -97,6 +97,13 @@ START = "I quit Siemens two weeks ago; on Monday I start at Helio as an electric
             "I ran a marathon yesterday!",
             "The user ran a marathon on 2023-05-14.",
         ),
+        # a clause of little more than a date goes with its neighbour; a comma ends a clause
+        (
+            "The user is a developer at Shopify.",
+            "I got hired as a developer at Shopify, starting tomorrow.",
+            "The user is a developer at Shopify from 2023-05-16.",
+        ),
+        ("The user's son is 7.", "he's 7, we're going to the museum on Saturday", None),
         # dated already, no date in the turn, or two dates for one clause: left as it is
         ("The user lives in Vienna since 2022.", MOVE, None),
         ("The user lives in Oslo.", "I live in Oslo.", None),

@@ -249,3 +249,29 @@ async def test_a_fact_standing_only_on_a_question_is_refused(
     stored = [text for text, kind in await memories(memory) if kind == "fact"]
     assert stored == ["The user is vegan."]
     assert await refusals(db_url) == {"ADD": 1, "REFUSED_UNGROUNDED": 1}
+
+
+async def test_a_rewrite_sliding_back_into_the_turn_keeps_its_head(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """What the 1.5B wrote on heldout3's m04: a third-person start, then the turn's own
+    words. The head is a fact in the system's words and is stored; the turn's tail is not."""
+    llm.enqueue(
+        ops(
+            {
+                "op": "ADD",
+                "text": "The user's son Mateo is 7 and dinosaur-obsessed, we're doing the"
+                " museum on Saturday.",
+                "turns": [1],
+            }
+        )
+    )
+    await memory.add(
+        "he's 7 and completely dinosaur-obsessed, we're doing the museum on saturday. My son"
+        " Mateo, I mean.",
+        user_id="ada",
+        wait=True,
+    )
+    stored = [text for text, kind in await memories(memory) if kind == "fact"]
+    assert stored == ["The user's son Mateo is 7 and dinosaur-obsessed."]
+    assert await refusals(db_url) == {"ADD": 1}

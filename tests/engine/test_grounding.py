@@ -11,6 +11,7 @@ from memhub.engine.grounding import (
     stated,
     stem,
     support,
+    third_person_head,
 )
 
 
@@ -153,3 +154,24 @@ def test_two_words_of_the_assistants_offer_are_not_the_users_taste() -> None:
 )
 def test_a_question_about_the_world_states_nothing(turn: str, kept: str) -> None:
     assert stated(turn) == kept
+
+
+@pytest.mark.parametrize(
+    ("fact", "head"),
+    [
+        (
+            "The user's son Mateo is 7 and dinosaur-obsessed, we're doing the museum on Saturday.",
+            "The user's son Mateo is 7 and dinosaur-obsessed.",
+        ),
+        ("The user is a nurse, and I love it.", "The user is a nurse."),
+        # nothing about the user before the voice, or no voice at all: as it is
+        ("The user's partner and I want to climb Kilimanjaro.", None),
+        ("I'm allergic to peanuts, so keep that in mind.", None),
+        ("ada: Aisle, please. I get up a lot.", None),
+        ('The user\'s motto is "I never give up".', None),
+    ],
+)
+def test_a_rewrite_that_slides_back_into_the_turn_keeps_its_third_person_head(
+    fact: str, head: str | None
+) -> None:
+    assert third_person_head(fact) == (head or fact)

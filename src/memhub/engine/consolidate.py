@@ -31,7 +31,7 @@ from memhub.engine.consent import (
     supports_change,
 )
 from memhub.engine.dates import absolute_dates, keep_the_date
-from memhub.engine.grounding import restates, stated, support
+from memhub.engine.grounding import restates, stated, support, third_person_head
 from memhub.engine.prompts import (
     CONSOLIDATION_SYSTEM,
     ConsolidationReply,
@@ -687,9 +687,9 @@ def _ground(
 ) -> tuple[PlannedOp | None, str]:
     """``op`` as it may stand (its citations corrected, its relative dates made absolute), or
     None and the reason it is refused (see :meth:`Consolidator._grounded`)."""
-    text = op.text
-    if op.kind == "DELETE" or text is None:  # its own guard decided; a text beside it is noise
+    if op.kind == "DELETE" or op.text is None:  # its own guard decided; a text beside is noise
         return op, ""
+    text = third_person_head(op.text)
     if secret_in(text) is not None:  # a card number, a password: never a fact
         return None, "REFUSED_SECRET"
     if any(restates(text, texts[t.id], names) for t in people):

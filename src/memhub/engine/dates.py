@@ -175,8 +175,9 @@ _DATED = re.compile(
     r"|november|december|" + "|".join(_WEEKDAYS) + r")\b",
     re.IGNORECASE,
 )
-# Clauses of a turn: "I moved to Vienna last month and I now teach chemistry" dates the move.
-_CLAUSE = re.compile(r"[.!?;:]|,?\s+(?:and|but|so|while|because)\s+", re.IGNORECASE)
+# Clauses of a turn: "I moved to Vienna last month and I now teach chemistry" dates the move;
+# a comma ends one too ("he's 7, we're going to the museum on Saturday" dates only the visit).
+_CLAUSE = re.compile(r"[.!?;:,]|\s+(?:and|but|so|while|because)\s+", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]{4,}")
 # Words of four letters or more that say nothing of what a clause is about.
 _NOT_CONTENT = frozenset(
@@ -199,14 +200,10 @@ def keep_the_date(fact: str, turn: str, said_on: date) -> str:
         return fact
     words = _content(fact)
     found: list[re.Match[str]] = []
-    start = 0
-    for cut in [*_CLAUSE.finditer(turn), None]:
-        end = cut.start() if cut else len(turn)
-        clause = turn[start:end]
+    for start, end in _clauses(turn):
         dates = list(_EXPRESSION.finditer(turn, start, end))
-        if dates and words & _content(_EXPRESSION.sub(" ", clause)):
+        if dates and words & _content(_EXPRESSION.sub(" ", turn[start:end])):
             found += dates
-        start = cut.end() if cut else end
     if len(found) != 1:
         return fact  # no date, or two: which one the fact means is not known
     match = found[0]
@@ -216,6 +213,29 @@ def keep_the_date(fact: str, turn: str, said_on: date) -> str:
     else:  # a state: since a date gone by, from one to come
         when = ("from " if _ahead(match) else "since ") + meaning
     return f"{fact.rstrip().rstrip('.')} {when}."
+
+
+def _clauses(turn: str) -> list[tuple[int, int]]:
+    """The spans of ``turn``'s clauses; a clause that is little more than a date ("...,
+    starting tomorrow", "On Monday, ...") belongs to the one before it (or, first, after)."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for cut in [*_CLAUSE.finditer(turn), None]:
+        end = cut.start() if cut else len(turn)
+        if turn[start:end].strip():
+            spans.append((start, end))
+        start = cut.end() if cut else end
+    merged: list[tuple[int, int]] = []
+    for index, (start, end) in enumerate(spans):
+        text = turn[start:end]
+        bare = _EXPRESSION.search(text) and len(_content(_EXPRESSION.sub(" ", text))) <= 1
+        if bare and merged:
+            merged[-1] = (merged[-1][0], end)
+        elif bare and index + 1 < len(spans):
+            spans[index + 1] = (start, spans[index + 1][1])
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _ahead(match: re.Match[str]) -> bool:

@@ -38,6 +38,7 @@ __all__ = [
     "stated",
     "stem",
     "support",
+    "third_person_head",
 ]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -221,6 +222,31 @@ def _in_order(words: list[str], turn: list[str]) -> int:
             current.append(previous[j] + 1 if word == other else max(previous[j + 1], current[j]))
         previous = current
     return previous[-1]
+
+
+# Where a fact's clause may end: a comma, semicolon or dash, or a joining word after a space.
+_CLAUSE_END = re.compile(r"\s*[,;:]\s+|\s+[-–—]+\s+|\s+(?=(?:so|and|but|because|while)\s)")
+
+
+def third_person_head(fact: str) -> str:
+    """``fact`` cut before the clause where it slides back into the turn's own voice, when what
+    comes before is a fact about the user in the third person: "The user's son Mateo is 7 and
+    dinosaur-obsessed, we're doing the museum on Saturday." -> "The user's son Mateo is 7 and
+    dinosaur-obsessed." (a small model starts the rewrite and then copies the turn). A fact
+    whose first clause is already the turn's ("The user's partner and I want ...") is left
+    as it is, for :func:`restates` to refuse."""
+    words = list(re.finditer(r"[^\W_]+(?:'[^\W_]+)?", _QUOTED.sub(lambda m: " " * len(m[0]), fact)))
+    voiced = next((w for w in words if fold(w.group(0)).split("'")[0] in _VOICE), None)
+    if voiced is None:
+        return fact
+    cuts = [m.start() for m in _CLAUSE_END.finditer(fact, 0, voiced.start())]
+    if not cuts:
+        return fact
+    head = fact[: cuts[-1]].rstrip(" ,;:-–—")
+    said = _WORD.findall(fold(head))
+    if "user" not in said or len([w for w in said if w not in ("the", "user", "s")]) < 3:
+        return fact  # no fact about the user before the turn's voice: "The user's partner"
+    return head + "."
 
 
 def restates(fact: str, turn: str, speakers: Iterable[str] = ()) -> bool:
