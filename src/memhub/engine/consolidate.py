@@ -16,7 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -54,7 +54,15 @@ from memhub.llm import LLM
 from memhub.llm.base import UnusableAnswerError, Usage
 from memhub.llm.parsing import iter_json_values
 from memhub.store.protocol import ConsolidationWrites, JobBatch, Store
-from memhub.store.records import Candidate, Job, MemoryRecord, NewMemory, Scope, Turn
+from memhub.store.records import (
+    MODEL_BUDGET_WINDOW,
+    Candidate,
+    Job,
+    MemoryRecord,
+    NewMemory,
+    Scope,
+    Turn,
+)
 from memhub.telemetry import (
     operation,
     record_guard,
@@ -472,7 +480,8 @@ class Consolidator:
             self._refuse(plan, "REFUSED_UNPARSABLE")
             return exc.usage, []
         try:
-            meant = await self._meant(shown_turns, texts, facts)
+            deletes = any(op.op == "DELETE" for op in result.value.operations)
+            meant = await self._meant(shown_turns, texts, facts) if deletes else {}
             ops = plan_operations(
                 result.value, facts, shown_turns, self.max_removals, plan.refused, meant
             )
@@ -641,7 +650,7 @@ class Consolidator:
         ]
         sessions = sorted({t.session_id for t in op.turns})
         budgets += [(s, self.changes_per_run, "MEMHUB_MODEL_CHANGES_PER_RUN") for s in sessions]
-        since = datetime.now(UTC) - timedelta(days=1)
+        since = datetime.now(UTC) - MODEL_BUDGET_WINDOW
         for session, limit, setting in budgets:
             if limit is None:
                 continue

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memhub.errors import ModelBudgetSpent, UsageError
@@ -28,9 +27,6 @@ from memhub.telemetry import record_guard
 __all__ = ["RetirementMethods", "change_item", "retired_item"]
 
 log = logging.getLogger("memhub.guard")
-
-#: The window of ``MEMHUB_MODEL_CHANGES_PER_DAY``.
-BUDGET_WINDOW = timedelta(days=1)
 
 
 def retired_item(retired: RetiredMemory) -> dict[str, Any]:
@@ -95,8 +91,7 @@ class RetirementMethods(MemoryCore):
         engine = await self._services()
         budget = None
         if is_model_actor(actor):  # the memory's user's budget, counted where it is spent
-            since = datetime.now(UTC) - BUDGET_WINDOW
-            budget = ModelBudget(self.settings.model_changes_per_day, since)
+            budget = ModelBudget.of_the_last_day(self.settings.model_changes_per_day)
         try:
             record = await engine.store.retire_memory(
                 scope, parse_memory_id(memory_id), actor[:100], reason[:500], budget=budget

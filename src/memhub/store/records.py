@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final, Literal
 from uuid import UUID
 
@@ -20,6 +20,7 @@ __all__ = [
     "FORGET_REASON",
     "JOB_DONE",
     "JOB_TURN_IDS",
+    "MODEL_BUDGET_WINDOW",
     "MODEL_CHANGE_EVENTS",
     "OWN_METADATA_KEYS",
     "PERSON_ACTORS",
@@ -467,6 +468,10 @@ MODEL_CHANGE_EVENTS = ("RETIRE", "SUPERSEDE", "UPDATE")
 PERSON_ACTORS = ("user", "retention")
 
 
+#: The window of ``MEMHUB_MODEL_CHANGES_PER_DAY`` and ``MEMHUB_MODEL_CHANGES_PER_RUN``.
+MODEL_BUDGET_WINDOW = timedelta(days=1)
+
+
 @dataclass(frozen=True)
 class ModelBudget:
     """How many memories of one user models may change: ``limit`` since ``since``. The store
@@ -474,6 +479,11 @@ class ModelBudget:
 
     limit: int
     since: datetime
+
+    @classmethod
+    def of_the_last_day(cls, limit: int) -> ModelBudget:
+        """``limit`` changes in the rolling 24 hours before now (``MODEL_BUDGET_WINDOW``)."""
+        return cls(limit, datetime.now(UTC) - MODEL_BUDGET_WINDOW)
 
     def refusal(self, spent: int) -> str:
         return (
