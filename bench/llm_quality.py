@@ -147,6 +147,19 @@ def _in_order_share(fact: list[str], turn: list[str]) -> float:
     return previous[-1] / len(fact)
 
 
+# The strict reading (``--strict-copies``): a fact that is its turn with only the subject
+# swapped ("The user's friend Tom lives in Oslo" from "My friend Tom lives in Oslo") is a copy.
+_SUBJECT_WORDS = frozenset(("the", "user", "s"))
+
+
+def _restates_strictly(fact: list[str], turn: list[str]) -> bool:
+    drop = _SUBJECT_WORDS | _VOICE
+    kept = [w for w in fact if w not in drop]
+    return len(kept) >= 3 and _in_order_share(kept, [w for w in turn if w not in drop]) >= (
+        _COPY_SHARE
+    )
+
+
 def _restates(fact: list[str], turn: list[str]) -> bool:
     """Is ``fact`` the turn's words with nothing of the system's own? Nearly all its words are
     the turn's in order, and it does not name the user where the turn did not: "The user's
@@ -168,7 +181,7 @@ def _turns(conv: dict[str, Any], user: bool) -> list[str]:
     ]
 
 
-def judge(text: str, conv: dict[str, Any], user_id: str) -> str:
+def judge(text: str, conv: dict[str, Any], user_id: str, strict: bool = False) -> str:
     """The category of one stored fact (see the module's docstring)."""
     words = tokens(text)
     prefix = _PREFIX.match(text)
@@ -184,7 +197,8 @@ def judge(text: str, conv: dict[str, Any], user_id: str) -> str:
     speaker = prefix is not None and prefix.group(1).casefold() in {user_id.casefold(), "user"}
     if speaker or _VOICE & set(words):
         return "copy_of_turn"
-    if len(words) >= 3 and any(_restates(words, turn) for turn in said):
+    restated = _restates_strictly if strict else _restates
+    if len(words) >= 3 and any(restated(words, turn) for turn in said):
         return "copy_of_turn"
     if any(says(label, text, subject=False) for label in conv["forgotten"]):
         return "forgotten"
@@ -196,10 +210,15 @@ def judge(text: str, conv: dict[str, Any], user_id: str) -> str:
 
 
 def score_one(
-    conv: dict[str, Any], facts: Sequence[str], episodes: Sequence[str], user: str, score: Score
+    conv: dict[str, Any],
+    facts: Sequence[str],
+    episodes: Sequence[str],
+    user: str,
+    score: Score,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """Judge what is current after ``conv`` and add it to ``score``."""
-    verdicts = [judge(f, conv, user) for f in facts]
+    verdicts = [judge(f, conv, user, strict) for f in facts]
     supported = [f for f, v in zip(facts, verdicts, strict=True) if v == "supported"]
     score.conversations += 1
     score.episodes += len(episodes)
@@ -304,8 +323,9 @@ async def run_memhub(
     return {"score": score, "details": details}
 
 
-def rescore(path: Path) -> dict[str, Any]:
-    """Judge the memories a saved run left again (after a change to the labels or judge)."""
+def rescore(path: Path, strict: bool = False) -> dict[str, Any]:
+    """Judge the memories a saved run left again (after a change to the labels or judge);
+    ``strict``: a fact that is its turn with only the subject swapped is a copy."""
     saved = json.loads(path.read_text())
     by_id = {c["id"]: c for c in json.loads(SETS[saved["set"]].read_text())["conversations"]}
     counted = saved["totals"]  # what the run measured; the judging is done again
@@ -318,7 +338,8 @@ def rescore(path: Path) -> dict[str, Any]:
     )
     for detail in saved["conversations"]:
         conv = by_id[detail["id"]]
-        detail |= score_one(conv, detail["facts"], detail["episodes"], detail["user"], score)
+        facts, episodes = detail["facts"], detail["episodes"]
+        detail |= score_one(conv, facts, episodes, detail["user"], score, strict)
     return saved | {"result": score.row(), "totals": totals(score)}
 
 
@@ -335,10 +356,15 @@ def main() -> None:
     parser.add_argument("--machine", default="", help="CPU and load, for the table")
     parser.add_argument("--out", type=Path, help="write the JSON result here")
     parser.add_argument("--rescore", type=Path, help="judge a saved result again, no model")
+    parser.add_argument(
+        "--strict-copies",
+        action="store_true",
+        help="with --rescore: a fact that is its turn with only the subject swapped is a copy",
+    )
     args = parser.parse_args()
     if not args.rescore and not args.url:
         parser.error("--url is required unless --rescore")
-    result = rescore(args.rescore) if args.rescore else run(args)
+    result = rescore(args.rescore, args.strict_copies) if args.rescore else run(args)
     print(json.dumps(result["result"], indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))

@@ -130,3 +130,21 @@ def test_every_label_can_be_met_by_a_fact_in_the_systems_words(name: str) -> Non
             words = " ".join(p.split("|")[0] for p in label["all"])
             fact = f"{subject} fact: {words}."
             assert judge(fact, conv, f"u-{conv['id']}") == "supported", (conv["id"], fact)
+
+
+@pytest.mark.parametrize(
+    ("memory", "lenient", "strict"),
+    [
+        # the turn with only its subject swapped: a rewrite to the default judge, a copy strictly
+        ("The user's friend Tom lives in Oslo.", "supported", "copy_of_turn"),
+        ("User's friend Tom lives in Oslo.", "supported", "copy_of_turn"),
+        # in the system's own words under either reading
+        ("The user is allergic to peanuts.", "supported", "supported"),
+        ("The user moved to Dublin in the week of 2023-05-08.", "supported", "supported"),
+    ],
+)
+def test_the_strict_reading_counts_a_subject_swap_as_a_copy(
+    memory: str, lenient: str, strict: str
+) -> None:
+    assert judge(memory, CONV, USER) == lenient
+    assert judge(memory, CONV, USER, strict=True) == strict
