@@ -88,7 +88,17 @@ export interface MemoryItem {
   memoryType?: string | null;
   supersededBy?: string | null;
   event?: string;
+  /** Search only, for a memory longer than the embedder's window: `memory` is the passage
+   * nearest the query, characters [start, end) of the whole text (`get(id)` returns it). */
+  passage?: Passage;
   [extra: string]: unknown;
+}
+
+/** Where a search result's passage lies in its memory's whole text. */
+export interface Passage {
+  start: number;
+  end: number;
+  length: number;
 }
 
 /** What `add` answers per message: a memory (with `wait`, or one per message without an

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from memhub._cpu import run_cpu
 from memhub.embed.base import check_texts, empty_matrix, normalise_rows
+from memhub.embed.passages import Span, split_windows
 from memhub.errors import ConfigurationError, ProviderError, UsageError
 
 if TYPE_CHECKING:
@@ -179,6 +180,30 @@ class OnnxEncoder:
             rows = order[start:stop]
             result[rows] = self._run(runtime, [encodings[i] for i in rows])
         return result
+
+    async def passage_spans(self, texts: Sequence[str]) -> list[list[Span]]:
+        """Each text's passages (:mod:`memhub.embed.passages`): windows of the tokens this
+        encoder reads, ``max_length`` less the special tokens; [] for a text that fits."""
+        items = check_texts(texts)
+        return await run_cpu(self._passage_spans, items) if items else []
+
+    def _passage_spans(self, texts: list[str]) -> list[list[Span]]:
+        tokenizer = self._load().tokenizer
+        window = self._max_length - tokenizer.num_special_tokens_to_add(False)
+        found: list[list[Span]] = []
+        for encoding in tokenizer.encode_batch(texts):
+            if not encoding.overflowing:  # the common case: the text fits
+                found.append([])
+                continue
+            # Truncation keeps the rest of a long text in its overflowing parts, in order.
+            offsets = [
+                offset
+                for part in (encoding, *encoding.overflowing)
+                for offset, special in zip(part.offsets, part.special_tokens_mask, strict=True)
+                if not special
+            ]
+            found.append(split_windows(texts[len(found)], offsets, window))
+        return found
 
     async def aclose(self) -> None:
         """Drop the loaded session; a later call loads it again."""

@@ -31,7 +31,15 @@ from memhub.store.records import (
 )
 from memhub.telemetry import operation
 
-__all__ = ["Search", "Tellings", "candidates", "one_telling", "rank", "retrieve"]
+__all__ = [
+    "Search",
+    "Tellings",
+    "candidates",
+    "one_telling",
+    "rank",
+    "retrieve",
+    "returned_text",
+]
 
 
 @dataclass(frozen=True)
@@ -168,6 +176,7 @@ def rank(found: Iterable[RawCandidate]) -> list[Candidate]:
             text_score=text[n],
             text_rank=text_ranks[n],
             previous_turn_id=f.previous_turn_id,
+            passage=f.passage,
         )
         for n, f in enumerate(ordered)
     ]
@@ -236,6 +245,13 @@ class Tellings:
             self.facts |= turns
 
 
+def returned_text(candidate: Candidate) -> str:
+    """What a result returns of ``candidate``: its passage nearest the query, if it has
+    passages (a text longer than the embedder's window), else its whole text."""
+    passage, text = candidate.passage, candidate.record.memory
+    return text if passage is None else text[passage.start : passage.end]
+
+
 def _kept(scored: Iterable[ScoredCandidate], search: Search) -> list[ScoredCandidate]:
     """What a search returns of the ranked candidates: over the threshold, told once
     (:class:`Tellings`), within the budget, at most ``limit``.
@@ -255,7 +271,7 @@ def _kept(scored: Iterable[ScoredCandidate], search: Search) -> list[ScoredCandi
     )
     if search.max_tokens is not None:
         # lazily: each result is told below before the next one is looked at
-        fresh = within_budget(((s.candidate.record.memory, s) for s in fresh), search.max_tokens)
+        fresh = within_budget(((returned_text(s.candidate), s) for s in fresh), search.max_tokens)
     kept: list[ScoredCandidate] = []
     for result in fresh:
         if len(kept) >= search.limit:

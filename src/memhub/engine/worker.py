@@ -21,13 +21,13 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from memhub._cpu import bulk, owned_by
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB, Consolidator, fact_scope
 from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
 from memhub.engine.job_payload import call_groups
+from memhub.engine.passages import embed_texts
 from memhub.engine.text import turn_text
 from memhub.errors import Conflict, ProviderOutputError, StoreUnavailable
 from memhub.store.protocol import JobBatch, Store
@@ -451,17 +451,18 @@ class Worker:
         turns = {t.id: t for t in await self.store.turns_by_ids([tid for _, _, tid in part])}
         said = [(job, turns[tid]) for job, _, tid in part if tid in turns]
         said = [(job, turn) for job, turn in said if turn_text(turn).strip()]
-        # One embedding call per chunk: batching is where the throughput comes from.
-        vectors: list[Any] = (
-            list(await self.embedder.embed([turn_text(turn) for _, turn in said])) if said else []
-        )
+        # One embedding call per chunk: batching is where the throughput comes from. A turn
+        # longer than the embedder's window goes as its passages.
+        embedded = await embed_texts(self.embedder, [turn_text(turn) for _, turn in said])
         memories: list[NewMemory] = []
-        for (job, turn), vector in zip(said, vectors, strict=True):
+        for (job, turn), vectors in zip(said, embedded, strict=True):
             ids = assigned_memory_ids(job.payload)  # the ids add() already returned
             # each turn's episode carries the caller's memory_type, with or without an LLM
-            made = memories_from_turns([turn], job.scope, [vector], job.payload.memory_type, ids)
-            expires = job.payload.expires_at
-            memories += [replace(m, expires_at=expires) for m in made] if expires else made
+            (made,) = memories_from_turns(
+                [turn], job.scope, [vectors.vector], job.payload.memory_type, ids
+            )
+            expires = job.payload.expires_at or made.expires_at
+            memories.append(replace(made, expires_at=expires, passages=vectors.passages))
         jobs = {job.id: job for job, _, _ in part} | {job.id: job for job in empty}
         complete = [job for job, index, _ in part if index == last[job.id]] + list(empty)
         async with self.store.apply_jobs(list(jobs.values()), self.id, {}) as batch:

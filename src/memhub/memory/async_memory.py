@@ -222,7 +222,10 @@ class AsyncMemory(RetirementMethods):
             ``{"results": [{"id", "memory", "kind", "score", "metadata", ...}]}`` with scores
             in [0, 1]: episodes and facts ranked together, a fact and its own episode never
             both (the first ranked tells the turn); ``filters={"kind": "fact"}`` returns facts
-            only, as Mem0 does.
+            only, as Mem0 does. A memory longer than the embedder's window is found by its
+            passage nearest the query, and that passage is what ``memory`` holds, with
+            ``"passage": {"start", "end", "length"}`` saying where it lies in the whole text
+            (``get(id)`` returns the whole).
         """
         ids, rest = split_scope(user_id, agent_id, run_id, filters)
         scope = scope_of(self.limits, **ids)
@@ -252,7 +255,11 @@ class AsyncMemory(RetirementMethods):
             rerank_candidates=self.settings.rerank_candidates,
             settle=settle,
         )
-        return {"results": [memory_item(s.candidate.record, s.score) for s in scored]}
+        return {
+            "results": [
+                memory_item(s.candidate.record, s.score, s.candidate.passage) for s in scored
+            ]
+        }
 
     async def get(
         self,

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-from memhub.store.records import HistoryEvent, MemoryRecord
+from memhub.store.records import HistoryEvent, MemoryRecord, PassageHit
 
-__all__ = ["HistoryItem", "MemoryItem", "history_item", "memory_item"]
+__all__ = ["HistoryItem", "MemoryItem", "PassageItem", "history_item", "memory_item"]
+
+
+class PassageItem(TypedDict):
+    """Which part of a long memory a search result returns: characters ``[start, end)`` of
+    the whole text, ``length`` characters long (``get(id)`` returns it whole)."""
+
+    start: int
+    end: int
+    length: int
 
 
 class MemoryItem(TypedDict):
@@ -32,6 +41,7 @@ class MemoryItem(TypedDict):
     memory_type: NotRequired[str]
     superseded_by: NotRequired[str]
     role: NotRequired[str]
+    passage: NotRequired[PassageItem]
 
 
 class HistoryItem(TypedDict):
@@ -51,10 +61,14 @@ class HistoryItem(TypedDict):
     metadata: dict[str, Any]
 
 
-def memory_item(record: MemoryRecord, score: float | None = None) -> MemoryItem:
+def memory_item(
+    record: MemoryRecord, score: float | None = None, passage: PassageHit | None = None
+) -> MemoryItem:
+    """``record`` as Mem0 returns it; with ``passage`` (a search hit on a memory longer than
+    the embedder's window), ``memory`` is that passage and ``passage`` says where it is."""
     item = MemoryItem(
         id=str(record.id),
-        memory=record.memory,
+        memory=record.memory if passage is None else record.memory[passage.start : passage.end],
         kind=record.kind,
         hash=record.hash,
         metadata=dict(record.metadata),
@@ -77,6 +91,10 @@ def memory_item(record: MemoryRecord, score: float | None = None) -> MemoryItem:
         item["superseded_by"] = str(record.superseded_by)
     if record.role is not None:  # the column decides (migration 0025 moved older rows' role)
         item["role"] = record.role
+    if passage is not None:
+        item["passage"] = PassageItem(
+            start=passage.start, end=passage.end, length=len(record.memory)
+        )
     return item
 
 

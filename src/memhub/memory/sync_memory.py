@@ -223,7 +223,10 @@ class Memory:
             ``{"results": [{"id", "memory", "kind", "score", "metadata", ...}]}`` with scores
             in [0, 1]: episodes and facts ranked together, a fact and its own episode never
             both (the first ranked tells the turn); ``filters={"kind": "fact"}`` returns facts
-            only, as Mem0 does.
+            only, as Mem0 does. A memory longer than the embedder's window is found by its
+            passage nearest the query, and that passage is what ``memory`` holds, with
+            ``"passage": {"start", "end", "length"}`` saying where it lies in the whole text
+            (``get(id)`` returns the whole).
         """
         return run_sync(
             self._async.search(

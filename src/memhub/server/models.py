@@ -186,6 +186,14 @@ class PatchRequest(_Strict):
     metadata: dict[str, Any] | None = None
 
 
+class PassageOut(BaseModel):
+    """The part of a long memory a search result returns (``memory`` holds it)."""
+
+    start: int = Field(description="Its first character in the whole text.")
+    end: int = Field(description="One past its last character.")
+    length: int = Field(description="The whole text's length; GET /memories/{id} returns it.")
+
+
 class MemoryOut(BaseModel):
     """One memory, Mem0-shaped, plus its validity interval and what it is (``kind``)."""
 
@@ -210,6 +218,11 @@ class MemoryOut(BaseModel):
     superseded_by: str | None = None
     role: str | None = None
     event: str | None = None
+    passage: PassageOut | None = Field(
+        default=None,
+        description="Search only, for a memory longer than the embedder's window: memory is"
+        " the passage nearest the query; this says where it is in the whole text.",
+    )
 
 
 class MemoryList(BaseModel):

@@ -42,6 +42,8 @@ __all__ = [
     "NewJob",
     "NewMemory",
     "NewTurn",
+    "Passage",
+    "PassageHit",
     "PendingMemory",
     "RawCandidate",
     "RetiredMemory",
@@ -350,6 +352,26 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Passage:
+    """One window of a memory too long for the embedder: characters ``[start, end)`` of its
+    text and their vector. ``ordinal`` numbers a memory's passages from 0 in text order."""
+
+    ordinal: int
+    start: int
+    end: int
+    embedding: Any  # float32 vector of the store's dimension
+
+
+@dataclass(frozen=True)
+class PassageHit:
+    """The passage of a long memory nearest a search's query: what a result returns of it."""
+
+    ordinal: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
 class NewMemory:
     """A memory about to be inserted."""
 
@@ -367,6 +389,9 @@ class NewMemory:
     # never deduplicated: each turn keeps its own memory, id and metadata.
     role: str | None = None
     expires_at: datetime | None = None  # add(expiration_date=...): not returned from then on
+    # A text longer than the embedder's window: its passages (``embedding`` is the first's);
+    # stored with the memory's vector, replaced by nothing when its text changes.
+    passages: tuple[Passage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -446,6 +471,8 @@ class RawCandidate:
     text_score: float | None  # BM25 (or ts_rank), None if no query word matches
     # The turn said just before this memory's first source turn in the same session.
     previous_turn_id: int | None = None
+    # A memory with passages: the one nearest the query (its similarity is vector_similarity).
+    passage: PassageHit | None = None
 
 
 @dataclass(frozen=True)
@@ -460,6 +487,7 @@ class Candidate:
     # The turn said just before this memory's first source turn in the same session (None
     # when it has none): links a memory to its neighbours among the candidates.
     previous_turn_id: int | None = None
+    passage: PassageHit | None = None  # a long memory's passage nearest the query
 
 
 #: The history events that change what is known: a model's are listed and undone in one step.

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from memhub.errors import StoreError, UsageError
 from memhub.store.protocol import Vector
-from memhub.store.records import MemoryRecord, Scope
+from memhub.store.records import MemoryRecord, PassageHit, Scope
 
 __all__ = [
     "Key",
@@ -116,6 +116,8 @@ class MemoryRow:
     role: str | None = None
     retired_at: datetime | None = None  # see memhub.store.postgres.retire
     expires_at: datetime | None = None
+    # A long memory's passages with their unit vectors (postgres: memory_passages, 0026).
+    passages: tuple[tuple[PassageHit, Vector], ...] = ()
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now

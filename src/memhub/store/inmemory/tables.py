@@ -38,6 +38,7 @@ from memhub.store.records import (
     TEXT_SCORE_DIGITS,
     HistoryEvent,
     NewMemory,
+    PassageHit,
     PendingMemory,
     RawCandidate,
     Scope,
@@ -187,6 +188,13 @@ class Tables:
             unit=unit,
             role=new.role,
             expires_at=None if new.expires_at is None else as_utc(new.expires_at, now),
+            passages=self._passages(new, action),
+        )
+
+    def _passages(self, new: NewMemory, action: str) -> tuple[tuple[PassageHit, Vector], ...]:
+        return tuple(
+            (PassageHit(p.ordinal, p.start, p.end), self.vectors.unit(p.embedding, action))
+            for p in new.passages
         )
 
     def add_pending(self, scope: Scope, turn: Turn, pending: PendingMemory, now: datetime) -> None:
@@ -221,6 +229,9 @@ class Tables:
                 return None
             if held.row is None and new.embedding is not None:
                 self.set_vector(held, self.vectors.unit(new.embedding, "filling a vector"), undo)
+            # as in PostgreSQL: while the memory still has the text they were cut from
+            if new.passages and not held.passages and held.hash == new.hash:
+                self.change(held, undo, passages=self._passages(new, "filling a vector"))
             return held.id
         mem = self.new_row(new, now)
         if mem.id in self.memories:
@@ -246,7 +257,11 @@ class Tables:
         new_key = (*mem.key[:3], hash_)
         if mem.valid_to is None and mem.role is None and self.holder(new_key) not in (None, mem.id):
             return False
-        self.change(mem, undo, memory=text, hash=hash_, terms=terms(text), updated_at=now)
+        # New text: the passages of the old one go (postgres: the trigger of migration 0026).
+        passages = () if hash_ != mem.hash else mem.passages
+        self.change(
+            mem, undo, memory=text, hash=hash_, terms=terms(text), updated_at=now, passages=passages
+        )
         self.set_vector(mem, unit, undo)
         return True
 
@@ -264,6 +279,7 @@ class Tables:
             valid_to=mem.valid_from,
             superseded_by=mem.id,
             updated_at=now,
+            passages=(),  # as postgres' copy: the version keeps the memory's own vector only
         )
 
     def supersede(
@@ -372,10 +388,18 @@ class Tables:
             # stable on the hash order: which of equal neighbours make the k does not depend
             # on when they were added
             nearest = [embedded[i][0] for i in np.argsort(-values, kind="stable")[:k]]
+        best, by_passage = _nearest_passages(eligible, query, k)
+        for memory_id, (_, sim) in best.items():  # a long memory scores as its best passage
+            sims[memory_id] = max(sims[memory_id], sim) if memory_id in sims else sim
         scores = _text_scores(eligible, hits.lexemes, ranking)
         found = set(hits.ids)
-        chosen = {m.id: m for m in nearest + [m for m in eligible if m.id in found]}
-        return [RawCandidate(mem.record(), sims.get(i), scores.get(i)) for i, mem in chosen.items()]
+        chosen = {m.id: m for m in nearest + by_passage + [m for m in eligible if m.id in found]}
+        return [
+            RawCandidate(
+                mem.record(), sims.get(i), scores.get(i), passage=best.get(i, (None, 0.0))[0]
+            )
+            for i, mem in chosen.items()
+        ]
 
     def chain_history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
         """The memory's events, preceded by those of the facts it superseded."""
@@ -394,6 +418,23 @@ class Tables:
         self.history = [(s, e) for s, e in self.history if not in_scope(scope, s)]
         self._added = {e.memory_id for _, e in self.history if e.event == "ADD"}
         return len(removed)
+
+
+def _nearest_passages(
+    eligible: Sequence[MemoryRow], query: Vector, k: int
+) -> tuple[dict[UUID, tuple[PassageHit, float]], list[MemoryRow]]:
+    """Each long memory's passage nearest ``query`` with its similarity, and the memories of
+    the ``k`` nearest passages (as the SQL's ``pvec``)."""
+    best: dict[UUID, tuple[PassageHit, float]] = {}
+    ranked: list[tuple[float, int, MemoryRow]] = []
+    for position, mem in enumerate(eligible):
+        for hit, unit in mem.passages:
+            sim = float(np.clip(float(unit @ query), -1.0, 1.0))
+            ranked.append((sim, position, mem))
+            if mem.id not in best or sim > best[mem.id][1]:
+                best[mem.id] = (hit, sim)
+    ranked.sort(key=lambda found: (-found[0], found[1]))
+    return best, [mem for _, _, mem in ranked[:k]]
 
 
 def _text_scores(

@@ -181,18 +181,43 @@ async def insert_memories(
         return []
     known = await _stored_ahead(conn, [m.id for m in memories])
     if not known:
-        return await _insert_new(conn, memories, actor)
-    fresh = iter(await _insert_new(conn, [m for m in memories if m.id not in known], actor))
-    async with conn.cursor() as cur:
-        await cur.executemany(
-            _FILL_IMPORTED,
-            [
-                (np.asarray(m.embedding, dtype=np.float32), m.id)
-                for m in memories
-                if known.get(m.id)
-            ],
-        )
-    return [next(fresh) if m.id not in known else (m.id if known[m.id] else None) for m in memories]
+        inserted = await _insert_new(conn, memories, actor)
+    else:
+        fresh = iter(await _insert_new(conn, [m for m in memories if m.id not in known], actor))
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                _FILL_IMPORTED,
+                [
+                    (np.asarray(m.embedding, dtype=np.float32), m.id)
+                    for m in memories
+                    if known.get(m.id)
+                ],
+            )
+        inserted = [
+            next(fresh) if m.id not in known else (m.id if known[m.id] else None) for m in memories
+        ]
+    await _insert_passages(conn, [m for m, i in zip(memories, inserted, strict=True) if i])
+    return inserted
+
+
+# A passage goes in only while its memory still has the text it was cut from (an update may
+# have changed it since the worker read the turn); a retried job finds its passages there.
+_INSERT_PASSAGE = (
+    "INSERT INTO memory_passages (memory_id, ordinal, start_char, end_char, embedding)"
+    " SELECT m.id, %s, %s, %s, %s FROM memories m WHERE m.id = %s AND m.hash = %s"
+    " ON CONFLICT (memory_id, ordinal) DO NOTHING"
+)
+
+
+async def _insert_passages(conn: AsyncConn, memories: Sequence[NewMemory]) -> None:
+    rows = [
+        (p.ordinal, p.start, p.end, np.asarray(p.embedding, dtype=np.float32), m.id, m.hash)
+        for m in memories
+        for p in m.passages
+    ]
+    if rows:
+        async with conn.cursor() as cur:
+            await cur.executemany(_INSERT_PASSAGE, rows)
 
 
 async def _stored_ahead(conn: AsyncConn, ids: Sequence[UUID]) -> dict[UUID, bool]:

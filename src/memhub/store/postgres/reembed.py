@@ -21,7 +21,7 @@ from memhub.store.postgres.database import AsyncConn
 
 # Shared with ensure_embedding_space: an engine opening during the swap waits for it, then
 # reads the new model. The constant is private to postgres.memories; it must be the same lock.
-from memhub.store.postgres.space import SPACE_LOCK_ID
+from memhub.store.postgres.space import SPACE_LOCK_ID, add_passage_vectors
 from memhub.store.protocol import Embed
 from memhub.store.records import EmbeddingSpace
 
@@ -263,6 +263,12 @@ async def _replace_column(conn: AsyncConn, model: str, dimension: int) -> None:
             sql.Identifier(_NEW_INDEX), sql.Identifier(_INDEX)
         )
     )
+    # The passages' vectors are of the old model: the long memories keep the new vector of
+    # their first window (a memory stored before passages existed reads the same).
+    await conn.execute("TRUNCATE memory_passages")
+    await conn.execute("DROP INDEX IF EXISTS memory_passages_embedding_hnsw")
+    await conn.execute("ALTER TABLE memory_passages DROP COLUMN IF EXISTS embedding")
+    await add_passage_vectors(conn, dimension)
     await conn.execute(
         "DELETE FROM memhub_settings WHERE key IN ('embedding_model',"
         " 'embedding_dimension', 'reembed_model', 'reembed_started_at')"

@@ -121,6 +121,9 @@ CREATE INDEX memories_run ON public.memories USING btree (run_id) WHERE (run_id 
 CREATE INDEX memories_source_turn_ids ON public.memories USING gin (source_turn_ids) WITH (fastupdate=off);
 CREATE INDEX memories_superseded_by ON public.memories USING btree (superseded_by) WHERE (superseded_by IS NOT NULL);
 CREATE INDEX memories_user ON public.memories USING btree (user_id, created_at) WHERE (user_id IS NOT NULL);
+CREATE TRIGGER memory_passages_removed AFTER DELETE ON public.memories REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION memhub_memory_passages_removed();
+CREATE TRIGGER memory_passages_stale AFTER UPDATE OF hash ON public.memories FOR EACH ROW WHEN ((old.hash IS DISTINCT FROM new.hash)) EXECUTE FUNCTION memhub_memory_passages_stale();
+CREATE TRIGGER memory_passages_truncated AFTER TRUNCATE ON public.memories FOR EACH STATEMENT EXECUTE FUNCTION memhub_memory_passages_truncated();
 CREATE TRIGGER memory_words_added AFTER INSERT ON public.memories REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memhub_memory_words_added();
 CREATE TRIGGER memory_words_changed AFTER UPDATE OF user_id, agent_id, run_id, memory, hash, valid_to ON public.memories FOR EACH ROW WHEN ((((((((old.user_id)::text IS DISTINCT FROM (new.user_id)::text) OR ((old.agent_id)::text IS DISTINCT FROM (new.agent_id)::text)) OR ((old.run_id)::text IS DISTINCT FROM (new.run_id)::text)) OR (old.memory IS DISTINCT FROM new.memory)) OR (old.hash IS DISTINCT FROM new.hash)) OR (old.valid_to IS DISTINCT FROM new.valid_to))) EXECUTE FUNCTION memhub_memory_words_changed();
 CREATE TRIGGER memory_words_removed AFTER DELETE ON public.memories REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION memhub_memory_words_removed();
@@ -188,6 +191,20 @@ CREATE INDEX memory_llm_usage_at ON public.memory_llm_usage USING btree (created
 CREATE UNIQUE INDEX memory_llm_usage_pkey ON public.memory_llm_usage USING btree (id);
 CREATE INDEX memory_llm_usage_user ON public.memory_llm_usage USING btree (user_id) WHERE (user_id IS NOT NULL);
 
+CREATE TABLE memory_passages (
+    memory_id uuid NOT NULL,
+    ordinal integer NOT NULL,
+    start_char integer NOT NULL,
+    end_char integer NOT NULL,
+    embedding vector(384),
+    CONSTRAINT memory_passages_check CHECK ((end_char > start_char)),
+    CONSTRAINT memory_passages_ordinal_check CHECK ((ordinal >= 0)),
+    CONSTRAINT memory_passages_pkey PRIMARY KEY (memory_id, ordinal),
+    CONSTRAINT memory_passages_start_char_check CHECK ((start_char >= 0))
+);
+CREATE INDEX memory_passages_embedding_hnsw ON public.memory_passages USING hnsw (embedding vector_cosine_ops);
+CREATE UNIQUE INDEX memory_passages_pkey ON public.memory_passages USING btree (memory_id, ordinal);
+
 CREATE TABLE memory_words (
     id uuid NOT NULL,
     user_id character varying(255),
@@ -201,6 +218,36 @@ CREATE TABLE memory_words (
 CREATE UNIQUE INDEX memory_words_pkey ON public.memory_words USING btree (id);
 CREATE INDEX memory_words_scope_tsv ON public.memory_words USING gin (user_id, agent_id, run_id, tsv) WITH (fastupdate=off);
 CREATE INDEX memory_words_tsv ON public.memory_words USING gin (tsv) WITH (fastupdate=off);
+
+CREATE OR REPLACE FUNCTION public.memhub_memory_passages_removed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    DELETE FROM memory_passages p USING removed r WHERE p.memory_id = r.id;
+    RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.memhub_memory_passages_stale()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    DELETE FROM memory_passages WHERE memory_id = NEW.id;
+    RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.memhub_memory_passages_truncated()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    TRUNCATE memory_passages;
+    RETURN NULL;
+END
+$function$;
 
 CREATE OR REPLACE FUNCTION public.memhub_memory_words_added()
  RETURNS trigger

@@ -30,6 +30,7 @@ from memhub.store.postgres.memories import (
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     TEXT_SCORE_DIGITS,
+    PassageHit,
     RawCandidate,
     Scope,
     TextHits,
@@ -223,9 +224,37 @@ _GIVEN_SCORE = sql.SQL(
     "(SELECT x.score FROM unnest({txt_ids}::uuid[], {txt_scores}::float8[]) x(id, score)"
     " WHERE x.id = m.id)"
 ).format(txt_ids=sql.Placeholder("txt_ids"), txt_scores=sql.Placeholder("txt_scores"))
-_VECTOR_ONLY_SIM = sql.SQL(
-    "CASE WHEN m.id IN (SELECT id FROM vec) THEN 1 - (m.embedding <=> {v}) END"
+# A long memory's vector score is its best passage's when that is nearer (migration 0026);
+# greatest() ignores the NULL of a memory without passages, whose score is unchanged.
+_SIM = sql.SQL("greatest(1 - (m.embedding <=> {v}), ps.sim)").format(v=sql.Placeholder("v"))
+_VECTOR_ONLY_SIM = sql.SQL("CASE WHEN m.id IN (SELECT id FROM near) THEN {sim} END").format(
+    sim=_SIM
+)
+# The passage of each candidate nearest the query (none for a memory that has no passages).
+_BEST_PASSAGE = sql.SQL(
+    "LEFT JOIN LATERAL (SELECT p.ordinal, p.start_char, p.end_char,"
+    " 1 - (p.embedding <=> {v}) AS sim FROM memory_passages p WHERE p.memory_id = m.id"
+    " ORDER BY p.embedding <=> {v}, p.ordinal LIMIT 1) ps ON TRUE"
 ).format(v=sql.Placeholder("v"))
+
+
+_VECTOR_QUERY = (
+    "WITH vec AS ("
+    "  SELECT m.id FROM memories m"
+    "  WHERE {where} AND m.embedding IS NOT NULL ORDER BY m.embedding <=> {v} LIMIT {k}"
+    # The memories of the k nearest passages: a long memory found by its tail.
+    "), pvec AS ("
+    "  SELECT p.memory_id AS id FROM memory_passages p JOIN memories m ON m.id = p.memory_id"
+    "  WHERE {where} ORDER BY p.embedding <=> {v} LIMIT {k}"
+    "), near AS (SELECT id FROM vec UNION SELECT id FROM pvec)"
+    # The text hits are checked against the scope again: a memory may have been deleted
+    # or superseded between the two statements.
+    " SELECT {cols}, {sim}, {text_score}, {previous}, ps.ordinal, ps.start_char, ps.end_char"
+    " FROM memories m"
+    " JOIN (SELECT id FROM near UNION SELECT unnest({txt_ids}::uuid[])) ids ON ids.id = m.id"
+    " {best_passage}"
+    " WHERE {where}"
+)
 
 
 def vector_statement(
@@ -241,24 +270,13 @@ def vector_statement(
     params = Params()
     where = memories_where(scope, filters, include_superseded, params)
     rescore = ranking.method == "bm25" and ranking.score_all
-    query = sql.SQL(
-        "WITH vec AS ("
-        "  SELECT m.id FROM memories m"
-        "  WHERE {where} AND m.embedding IS NOT NULL ORDER BY m.embedding <=> {v} LIMIT {k}"
-        ")"
-        # The text hits are checked against the scope again: a memory may have been deleted
-        # or superseded between the two statements.
-        " SELECT {cols}, {sim}, {text_score}, {previous} FROM memories m"
-        " JOIN (SELECT id FROM vec UNION SELECT unnest({txt_ids}::uuid[])) ids ON ids.id = m.id"
-        " WHERE {where}"
-    ).format(
+    query = sql.SQL(_VECTOR_QUERY).format(
         where=where,
         v=sql.Placeholder("v"),
         k=sql.Placeholder("k"),
         cols=COLUMNS,
-        sim=sql.SQL("1 - (m.embedding <=> {v})").format(v=sql.Placeholder("v"))
-        if ranking.score_all
-        else _VECTOR_ONLY_SIM,
+        sim=_SIM if ranking.score_all else _VECTOR_ONLY_SIM,
+        best_passage=_BEST_PASSAGE,
         text_score=_bm25_score() if rescore else _GIVEN_SCORE,
         previous=_PREVIOUS_TURN,
         txt_ids=sql.Placeholder("txt_ids"),
@@ -334,9 +352,11 @@ async def search_candidates(
 
 def _candidate(row: Sequence[Any]) -> RawCandidate:
     sim, txt, previous = row[N_COLUMNS], row[N_COLUMNS + 1], row[N_COLUMNS + 2]
+    ordinal, start, end = row[N_COLUMNS + 3 : N_COLUMNS + 6]
     return RawCandidate(
         record=record_from_row(row),
         vector_similarity=None if sim is None else float(sim),
         text_score=None if txt is None else float(txt),
         previous_turn_id=previous,
+        passage=None if ordinal is None else PassageHit(ordinal, start, end),
     )

@@ -19,6 +19,7 @@ from memhub.store.postgres.space_names import SPACE_SCHEMA_PREFIX, space_migrati
 __all__ = [
     "SPACE_LOCK_ID",
     "SPACE_SCHEMA_PREFIX",
+    "add_passage_vectors",
     "ensure_embedding_space",
     "space_migrations",
     "space_schema",
@@ -74,6 +75,7 @@ async def ensure_embedding_space(
             "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw"
             " ON memories USING hnsw (embedding vector_cosine_ops)"
         )
+        await add_passage_vectors(conn, dimension)
         await conn.execute(
             "INSERT INTO memhub_settings (key, value) VALUES"
             " ('embedding_model', %s), ('embedding_dimension', %s)",
@@ -83,6 +85,19 @@ async def ensure_embedding_space(
             await conn.execute(
                 "INSERT INTO memhub_settings (key, value) VALUES ('space_name', %s)", (space,)
             )
+
+
+async def add_passage_vectors(conn: AsyncConn, dimension: int) -> None:
+    """The vector column of ``memory_passages`` (migration 0026) and its HNSW index."""
+    await conn.execute(
+        sql.SQL("ALTER TABLE memory_passages ADD COLUMN IF NOT EXISTS embedding vector({})").format(
+            vector_type_modifier(dimension)
+        )
+    )
+    await conn.execute(
+        "CREATE INDEX IF NOT EXISTS memory_passages_embedding_hnsw"
+        " ON memory_passages USING hnsw (embedding vector_cosine_ops)"
+    )
 
 
 async def _recorded_space(conn: AsyncConn) -> dict[str, str]:

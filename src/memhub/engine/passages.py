@@ -1,0 +1,53 @@
+"""Texts to vectors, a long text as its passages (:mod:`memhub.embed.passages`).
+
+A text that fits the embedder's window gets its one vector, exactly as before passages
+existed. A longer one gets a vector per passage, its memory's own vector being the first
+passage's (what the model would have read of the whole text anyway), so one embedding call
+covers both and no text is read twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memhub.embed.base import Embedder
+from memhub.embed.passages import PassageSplitter, Span
+from memhub.store.records import Passage
+
+__all__ = ["Embedded", "embed_texts"]
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """One text's vector and, for a text longer than the window, its passages."""
+
+    vector: Any
+    passages: tuple[Passage, ...] = ()
+
+
+async def embed_texts(embedder: Embedder, texts: Sequence[str]) -> list[Embedded]:
+    """Every text embedded in one call to ``embedder``, long ones as passages."""
+    if not texts:
+        return []
+    cuts: list[list[Span]] = (
+        await embedder.passage_spans(texts)
+        if isinstance(embedder, PassageSplitter)
+        else [[] for _ in texts]
+    )
+    pieces = [
+        [text[span.start : span.end] for span in cut] if cut else [text]
+        for text, cut in zip(texts, cuts, strict=True)
+    ]
+    vectors = await embedder.embed([piece for parts in pieces for piece in parts])
+    embedded: list[Embedded] = []
+    row = 0
+    for cut, parts in zip(cuts, pieces, strict=True):
+        passages = tuple(
+            Passage(ordinal, span.start, span.end, vectors[row + ordinal])
+            for ordinal, span in enumerate(cut)
+        )
+        embedded.append(Embedded(vectors[row], passages))
+        row += len(parts)
+    return embedded
