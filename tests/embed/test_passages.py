@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -25,7 +26,7 @@ def test_windows_cover_the_text_overlap_and_end_at_sentences() -> None:
     tokens = _words(text)
     spans = split_windows(text, tokens, 32)
     assert spans[0].start == 0 and spans[-1].end == len(text)
-    for span, after in zip(spans, spans[1:], strict=False):
+    for span, after in itertools.pairwise(spans):
         assert after.start < span.end  # each passage repeats the end of the one before
         assert text[span.end - 1] == "."  # cut after a sentence
         assert text[after.start - 1] == " "  # and starts at a word
