@@ -29,9 +29,7 @@ async def test_the_tail_of_a_long_message_is_found_and_returned_alone(
         wait=True,
     )
     long_id = next(r["id"] for r in added["results"] if r["memory"] == LONG)
-    found = (await memory.search("When is my sister's wedding?", user_id="ada", limit=3))[
-        "results"
-    ]
+    found = (await memory.search("When is my sister's wedding?", user_id="ada", limit=3))["results"]
     best = found[0]
     assert best["id"] == long_id
     passage = best["passage"]
