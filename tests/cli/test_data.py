@@ -224,8 +224,14 @@ async def test_reembed_moves_the_database_to_a_new_embedder(
             " AND NOT attisdropped"
         )
         assert await cur.fetchall() == [("vector(16)",)]
-        cur = await conn.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%hnsw%'")
-        assert await cur.fetchall() == [("memories_embedding_hnsw",)]
+        cur = await conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%hnsw%' ORDER BY 1"
+        )
+        # the memories' and the passages' (a long memory's windows), under their own names
+        assert await cur.fetchall() == [
+            ("memories_embedding_hnsw",),
+            ("memory_passages_embedding_hnsw",),
+        ]
         cur = await conn.execute("SELECT count(*) FROM memories WHERE embedding IS NULL")
         assert await cur.fetchone() == (0,)
     out = io.StringIO()

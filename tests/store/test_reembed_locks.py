@@ -6,14 +6,13 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import psycopg
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.embed import create_embedder
 from memhub.store.postgres import reembed as pg_reembed
 from memhub.store.postgres.database import acquire_database, release_database
+from memhub.store.records import EmbeddedText
 
 Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 
@@ -41,7 +40,7 @@ async def test_reads_and_adds_proceed_while_reembed_embeds(
         for n in range(10):
             await memory.add(f"fact number {n}", user_id="ada", infer=False, wait=True)
 
-        async def embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        async def embed(texts: Sequence[str]) -> list[EmbeddedText]:
             # Every embedding call of the run, the swap's catch-up included: no lock that
             # blocks anyone, and another client reads and adds (a held lock would time out).
             calls.append(await _memories_locks(aconn))
@@ -53,7 +52,7 @@ async def test_reads_and_adds_proceed_while_reembed_embeds(
                     10,
                 )
                 await asyncio.wait_for(memory.wait_idle(), 10)
-            return await embedder.embed(list(texts))
+            return [EmbeddedText(v) for v in await embedder.embed(list(texts))]
 
         database = await acquire_database(settings)
         try:

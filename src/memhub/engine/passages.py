@@ -9,25 +9,15 @@ covers both and no text is read twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from memhub.embed.base import Embedder
 from memhub.embed.passages import PassageSplitter, Span
-from memhub.store.records import Passage
+from memhub.store.records import EmbeddedText, Passage
 
-__all__ = ["Embedded", "embed_texts"]
-
-
-@dataclass(frozen=True)
-class Embedded:
-    """One text's vector and, for a text longer than the window, its passages."""
-
-    vector: Any
-    passages: tuple[Passage, ...] = ()
+__all__ = ["embed_texts"]
 
 
-async def embed_texts(embedder: Embedder, texts: Sequence[str]) -> list[Embedded]:
+async def embed_texts(embedder: Embedder, texts: Sequence[str]) -> list[EmbeddedText]:
     """Every text embedded in one call to ``embedder``, long ones as passages."""
     if not texts:
         return []
@@ -41,13 +31,13 @@ async def embed_texts(embedder: Embedder, texts: Sequence[str]) -> list[Embedded
         for text, cut in zip(texts, cuts, strict=True)
     ]
     vectors = await embedder.embed([piece for parts in pieces for piece in parts])
-    embedded: list[Embedded] = []
+    embedded: list[EmbeddedText] = []
     row = 0
     for cut, parts in zip(cuts, pieces, strict=True):
         passages = tuple(
             Passage(ordinal, span.start, span.end, vectors[row + ordinal])
             for ordinal, span in enumerate(cut)
         )
-        embedded.append(Embedded(vectors[row], passages))
+        embedded.append(EmbeddedText(vectors[row], passages))
         row += len(parts)
     return embedded

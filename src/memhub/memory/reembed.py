@@ -8,8 +8,10 @@ command line only draws them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from memhub.config import MemhubSettings
+from memhub.engine.passages import embed_texts
 from memhub.errors import UsageError
 from memhub.memory.services import embedder_from_settings
 from memhub.store import open_store
@@ -75,10 +77,13 @@ async def reembed(
         await _confirm(store, confirm, old, EmbeddingSpace(model, dimension))
         if await store.prepare_reembed(model, dimension):
             report.say("resuming an interrupted re-embedding")
-        done = await _fill(store, embedder.embed, batch, report)
+        # A memory longer than the new model's window is embedded as its passages, as the
+        # worker does.
+        embed = partial(embed_texts, embedder)
+        done = await _fill(store, embed, batch, report)
         report.say("building the vector index...")
         await store.build_reembed_index()
-        done += await store.swap_embeddings(model, dimension, embedder.embed)
+        done += await store.swap_embeddings(model, dimension, embed)
         report.say(f"re-embedded {done} memories; the database now uses {model} ({dimension})")
         return done
     finally:

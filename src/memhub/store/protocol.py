@@ -21,6 +21,7 @@ from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     FORGET_REASON,
     DailyUsage,
+    EmbeddedText,
     EmbeddingSpace,
     HistoryEvent,
     IdempotencyKey,
@@ -60,8 +61,9 @@ __all__ = [
 ]
 
 Vector = npt.NDArray[np.float32]
-#: An embedder's batch call: texts in, one row per text out (``Embedder.embed``).
-Embed = Callable[[list[str]], Awaitable[Vector]]
+#: Texts in, one :class:`EmbeddedText` per text out: its vector and, for a text longer than
+#: the embedder's window, its passages (``memhub.engine.passages.embed_texts``).
+Embed = Callable[[list[str]], Awaitable[Sequence[EmbeddedText]]]
 
 
 class ConsolidationWrites(Protocol):
@@ -584,8 +586,8 @@ class BulkStore(Protocol):
     async def reembed_pass(
         self, embed: Embed, batch: int, on_batch: Callable[[int], None] | None = None
     ) -> int:
-        """Embed, ``batch`` at a time, every memory still without a new vector; returns how
-        many (``on_batch`` is told the running count)."""
+        """Embed, ``batch`` at a time, every memory still without a new vector (a long one
+        with its passages); returns how many (``on_batch`` is told the running count)."""
         ...
 
     async def build_reembed_index(self) -> None:
@@ -593,6 +595,6 @@ class BulkStore(Protocol):
         ...
 
     async def swap_embeddings(self, model: str, dimension: int, embed: Embed) -> int:
-        """Catch up on what changed meanwhile, then make the new vectors the ones searched and
-        record ``model``; returns how many memories the catch-up embedded."""
+        """Catch up on what changed meanwhile, then make the new vectors (and passages) the
+        ones searched and record ``model``; returns how many memories the catch-up embedded."""
         ...

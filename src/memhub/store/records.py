@@ -27,6 +27,7 @@ __all__ = [
     "TEXT_SCORE_DIGITS",
     "Candidate",
     "DailyUsage",
+    "EmbeddedText",
     "EmbeddingSpace",
     "HistoryEvent",
     "IdempotencyKey",
@@ -360,6 +361,15 @@ class Passage:
     start: int
     end: int
     embedding: Any  # float32 vector of the store's dimension
+
+
+@dataclass(frozen=True)
+class EmbeddedText:
+    """A text's vector and, for a text longer than the embedder's window, its passages
+    (``vector`` is then the first passage's)."""
+
+    vector: Any
+    passages: tuple[Passage, ...] = ()
 
 
 @dataclass(frozen=True)

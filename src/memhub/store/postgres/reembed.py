@@ -21,9 +21,9 @@ from memhub.store.postgres.database import AsyncConn
 
 # Shared with ensure_embedding_space: an engine opening during the swap waits for it, then
 # reads the new model. The constant is private to postgres.memories; it must be the same lock.
-from memhub.store.postgres.space import SPACE_LOCK_ID, add_passage_vectors
+from memhub.store.postgres.space import SPACE_LOCK_ID
 from memhub.store.protocol import Embed
-from memhub.store.records import EmbeddingSpace
+from memhub.store.records import EmbeddingSpace, Passage
 
 __all__ = [
     "PendingRow",
@@ -42,12 +42,29 @@ _NEW = "embedding_new"
 _NEW_INDEX = "memories_embedding_new_hnsw"
 _INDEX = "memories_embedding_hnsw"
 _SWAP_ROUNDS = 5  # catch-up rounds before the last one holds writers back
+# The new model's passages (migration 0026's table again), renamed into place by the swap.
+_NEW_PASSAGES = "memory_passages_new"
+_NEW_PASSAGES_INDEX = "memory_passages_new_hnsw"
+_CREATE_PASSAGES = sql.SQL(
+    "CREATE TABLE IF NOT EXISTS memory_passages_new ("
+    " memory_id UUID NOT NULL, ordinal INTEGER NOT NULL CHECK (ordinal >= 0),"
+    " start_char INTEGER NOT NULL CHECK (start_char >= 0),"
+    " end_char INTEGER NOT NULL CHECK (end_char > start_char), embedding vector({}),"
+    " PRIMARY KEY (memory_id, ordinal))"
+)
+_INSERT_PASSAGE = (
+    "INSERT INTO memory_passages_new (memory_id, ordinal, start_char, end_char, embedding)"
+    " SELECT m.id, %s, %s, %s, %s FROM memories m WHERE m.id = %s AND m.hash = %s"
+    " ON CONFLICT (memory_id, ordinal) DO NOTHING"
+)
 
-# A changed text makes its new vector stale: clear it, so "still to embed" is exactly "NULL".
+# A changed text makes its new vector stale: clear it, so "still to embed" is exactly "NULL"
+# (and its new passages, cut from the old text).
 _INVALIDATE_FUNCTION = (
     "CREATE OR REPLACE FUNCTION memhub_reembed_invalidate() RETURNS trigger"
     " LANGUAGE plpgsql AS $$ BEGIN"
-    " IF NEW.hash IS DISTINCT FROM OLD.hash THEN NEW.embedding_new := NULL; END IF;"
+    " IF NEW.hash IS DISTINCT FROM OLD.hash THEN NEW.embedding_new := NULL;"
+    " DELETE FROM memory_passages_new WHERE memory_id = NEW.id; END IF;"
     " RETURN NEW; END $$"
 )
 _INVALIDATE_TRIGGER = (
@@ -102,8 +119,11 @@ async def prepare(conn: AsyncConn, model: str, dimension: int) -> bool:
         target = None if row is None else str(row[0])
         shadow = await _shadow_type(conn)
         if shadow == f"vector({dimension})" and target == model:
+            await conn.execute(_CREATE_PASSAGES.format(vector_type_modifier(dimension)))
             return True
         await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(_NEW_INDEX)))
+        await conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(_NEW_PASSAGES)))
+        await conn.execute(_CREATE_PASSAGES.format(vector_type_modifier(dimension)))
         await conn.execute(
             sql.SQL("ALTER TABLE memories DROP COLUMN IF EXISTS {}").format(sql.Identifier(_NEW))
         )
@@ -153,9 +173,13 @@ async def pending_rows(conn: AsyncConn, after: UUID | None, limit: int) -> list[
 
 
 async def store_vectors(
-    conn: AsyncConn, rows: Sequence[PendingRow], vectors: npt.NDArray[np.float32]
+    conn: AsyncConn,
+    rows: Sequence[PendingRow],
+    vectors: npt.NDArray[np.float32],
+    passages: Sequence[Sequence[Passage]] = (),
 ) -> None:
-    """Write new vectors, except where the text changed since it was read (re-read later)."""
+    """Write new vectors (and the passages of long rows, paired with ``rows`` when given),
+    except where the text changed since it was read (re-read later)."""
     if not rows:
         return
     async with conn.cursor() as cur:
@@ -168,6 +192,13 @@ async def store_vectors(
                 for r, v in zip(rows, vectors, strict=True)
             ],
         )
+        cut = [
+            (p.ordinal, p.start, p.end, np.asarray(p.embedding, dtype=np.float32), r.id, r.hash)
+            for r, of_row in zip(rows, passages or [()] * len(rows), strict=True)
+            for p in of_row
+        ]
+        if cut:
+            await cur.executemany(_INSERT_PASSAGE, cut)
 
 
 async def build_index(conn: AsyncConn) -> None:
@@ -185,6 +216,17 @@ async def build_index(conn: AsyncConn) -> None:
             sql.SQL(
                 "CREATE INDEX CONCURRENTLY {} ON memories USING hnsw ({} vector_cosine_ops)"
             ).format(sql.Identifier(_NEW_INDEX), sql.Identifier(_NEW))
+        )
+        await conn.execute(
+            sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(
+                sql.Identifier(_NEW_PASSAGES_INDEX)
+            )
+        )
+        await conn.execute(
+            sql.SQL(
+                "CREATE INDEX CONCURRENTLY {} ON memory_passages_new"
+                " USING hnsw (embedding vector_cosine_ops)"
+            ).format(sql.Identifier(_NEW_PASSAGES_INDEX))
         )
     finally:
         await conn.execute("RESET statement_timeout")
@@ -208,7 +250,9 @@ async def catch_up(
     after: UUID | None = None
     done = 0
     while rows := await pending_rows(conn, after, batch):
-        await store_vectors(conn, rows, await embed([r.memory for r in rows]))
+        embedded = await embed([r.memory for r in rows])
+        vectors = np.asarray([e.vector for e in embedded], dtype=np.float32)
+        await store_vectors(conn, rows, vectors, [e.passages for e in embedded])
         after = rows[-1].id
         done += len(rows)
         if on_batch is not None:
@@ -263,12 +307,16 @@ async def _replace_column(conn: AsyncConn, model: str, dimension: int) -> None:
             sql.Identifier(_NEW_INDEX), sql.Identifier(_INDEX)
         )
     )
-    # The passages' vectors are of the old model: the long memories keep the new vector of
-    # their first window (a memory stored before passages existed reads the same).
-    await conn.execute("TRUNCATE memory_passages")
-    await conn.execute("DROP INDEX IF EXISTS memory_passages_embedding_hnsw")
-    await conn.execute("ALTER TABLE memory_passages DROP COLUMN IF EXISTS embedding")
-    await add_passage_vectors(conn, dimension)
+    # The new model's passages replace the old ones (the triggers of migration 0026 name
+    # the table, so they keep it by its name).
+    await conn.execute("DROP TABLE IF EXISTS memory_passages")
+    await conn.execute("ALTER TABLE memory_passages_new RENAME TO memory_passages")
+    await conn.execute("ALTER INDEX memory_passages_new_pkey RENAME TO memory_passages_pkey")
+    await conn.execute(
+        sql.SQL("ALTER INDEX {} RENAME TO memory_passages_embedding_hnsw").format(
+            sql.Identifier(_NEW_PASSAGES_INDEX)
+        )
+    )
     await conn.execute(
         "DELETE FROM memhub_settings WHERE key IN ('embedding_model',"
         " 'embedding_dimension', 'reembed_model', 'reembed_started_at')"

@@ -1,0 +1,61 @@
+"""``memhub reembed`` re-embeds a long memory's passages with the new model's window.
+
+MiniLM (a 256-token window) -> tests/tiny_models.py's model directory (32 dimensions, a
+16-token window) -> MiniLM, on the real database swap.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import psycopg
+
+from memhub import AsyncMemory, MemhubSettings
+from memhub.cli.reembed import LineProgress
+from memhub.memory.reembed import reembed
+from tests.memory.test_passages import LONG, TAIL
+from tests.tiny_models import build_encoder
+
+
+async def _passages(db_url: str) -> tuple[int, str | None]:
+    """How many passages, and the type of their vectors."""
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute("SELECT count(*) FROM memory_passages")
+        (count,) = await cur.fetchone() or (0,)
+        cur = await conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = 'memory_passages'::regclass AND attname = 'embedding'"
+            " AND NOT attisdropped"
+        )
+        row = await cur.fetchone()
+        return int(count), None if row is None else str(row[0])
+
+
+async def test_reembed_cuts_and_embeds_passages_for_the_new_window(
+    settings: MemhubSettings, db_url: str, tmp_path: Path
+) -> None:
+    async with AsyncMemory(settings=settings) as memory:
+        await memory.add(
+            [{"role": "assistant", "content": LONG}, {"role": "user", "content": "short one"}],
+            user_id="ada",
+            infer=False,
+            wait=True,
+        )
+    minilm_passages, vector_type = await _passages(db_url)
+    assert minilm_passages >= 2 and vector_type == "vector(384)"
+
+    build_encoder(tmp_path / "tiny")
+    tiny = settings.model_copy(update={"embedder_model": str(tmp_path / "tiny")})
+    out = io.StringIO()
+    assert await reembed(tiny, progress=LineProgress(out)) == 2
+    tiny_passages, vector_type = await _passages(db_url)
+    assert tiny_passages > minilm_passages and vector_type == "vector(32)"
+
+    assert await reembed(settings, progress=LineProgress(out)) == 2
+    assert await _passages(db_url) == (minilm_passages, "vector(384)")
+    async with AsyncMemory(settings=settings) as memory:
+        (best,) = (await memory.search("When is my sister's wedding?", user_id="ada", limit=1))[
+            "results"
+        ]
+    assert TAIL in best["memory"] and best["passage"]["length"] == len(LONG)
