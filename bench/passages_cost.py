@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,9 @@ async def measure(texts: list[str], sample: int) -> dict[str, Any]:
     long = [t for t, cut in zip(texts, cuts, strict=True) if cut]
     counts = [len(cut) for cut in cuts if cut]
     chosen = long[:sample]
+    if not chosen:
+        await embedder.aclose()
+        return {"embedder": embedder.model_name, "turns": len(texts), "long_turns": 0}
     await embedder.embed(["warm-up"])
     started = time.process_time()
     for text in chosen:
@@ -64,17 +68,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=default_data_path())
     parser.add_argument("--questions", type=int, default=6, help="the first N histories")
     parser.add_argument("--messages", type=int, default=100, help="long messages timed")
+    parser.add_argument(
+        "--locomo", action="store_true", help="LoCoMo's dev turns instead (bench.recall's texts)"
+    )
     args = parser.parse_args(argv)
-    raw = json.loads(args.data.read_text(encoding="utf-8"))[: args.questions]
-    texts = [
-        turn["content"]
-        for item in raw
-        for session in item["haystack_sessions"]
-        for turn in session
-        if turn["content"].strip()
-    ]
+    if args.locomo:
+        from bench.locomo import load_locomo
+
+        found = sys.modules["bench.locomo"].default_data_path()
+        texts = [t.ingest_text for c in load_locomo(_nearest(found)) for t in c.turns]
+    else:
+        raw = json.loads(args.data.read_text(encoding="utf-8"))[: args.questions]
+        texts = [
+            turn["content"]
+            for item in raw
+            for session in item["haystack_sessions"]
+            for turn in session
+            if turn["content"].strip()
+        ]
     print(json.dumps(asyncio.run(measure(texts, args.messages)), indent=1))
     return 0
+
+
+def _nearest(path: Path) -> Path:
+    """``path`` (``../shared/data/...``), or the same file in a folder further up (a
+    worktree's)."""
+    relative = Path(*path.parts[-3:])
+    above = Path(__file__).resolve().parents[2:]
+    return next((p / relative for p in above if (p / relative).exists()), path)
 
 
 if __name__ == "__main__":
