@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -276,20 +277,21 @@ def main(argv: list[str] | None = None) -> int:
     types = None if args.types is None else args.types.split(",")
     items = select([parse_item(r) for r in raw], args.half, types, args.questions)
     count_tokens, tokens_name = _token_counter()
-    before = describe()
     with BenchPostgres(Path(tempfile.mkdtemp(prefix="lme-")) / "pg") as postgres:
-        result = run(items, postgres.create_database("lme"), count_tokens)
-        after = describe(None)
+        db_url = postgres.create_database("lme")
+        machine = describe(db_url)
+        result = run(items, db_url, count_tokens)
+    machine["load_after"] = os.getloadavg()
     result["tokens"] = tokens_name
     result["subset"] = {"half": args.half, "types": types, "per_type": args.questions}
-    result["machine"] = {"before": before, "after": after}
+    result["machine"] = machine
     print(_table(result))
     print(
         f"search p50 {result['search_p50_ms']:.1f} ms, p95 {result['search_p95_ms']:.1f} ms;"
         f" ingest {result['ingest_turns_per_s']:.1f} turns/s ({result['turns']} turns);"
         f" store {result['store']}; embedder {result['embedder']}; tokens {tokens_name}"
     )
-    print(f"machine before: {summary(before)}\nmachine after: {summary(after)}")
+    print(f"machine: {summary(machine)}")
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     return 0
