@@ -1,0 +1,37 @@
+"""bench.longmemeval's parts that decide its figures: dates, the subset, the scoring."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bench.longmemeval import Item, aggregate, parse_date, score, select
+
+
+def _item(question_id: str, kind: str, answers: frozenset[str] = frozenset({"s2"})) -> Item:
+    return Item(question_id, kind, "q?", (), (), (), answers)
+
+
+def test_dates_read_as_longmemeval_writes_them() -> None:
+    assert parse_date("2023/05/20 (Sat) 02:21") == datetime(2023, 5, 20, 2, 21)
+
+
+def test_halves_are_alternate_questions_of_each_type_and_disjoint() -> None:
+    items = [_item(f"{kind}{n}", kind) for kind in ("b", "a") for n in range(5)]
+    half_a = select(items, "a", None, None)
+    half_b = select(items, "b", None, None)
+    assert [i.question_id for i in half_a] == ["a0", "a2", "a4", "b0", "b2", "b4"]
+    assert [i.question_id for i in half_b] == ["a1", "a3", "b1", "b3"]
+    assert [i.question_id for i in select(items, "b", ["b"], 1)] == ["b1"]
+
+
+def test_session_and_turn_recall_and_tokens() -> None:
+    item = _item("q", "multi-session", frozenset({"s1", "s3"}))
+    where = {"m1": ("s1", True), "m2": ("s2", False), "m3": ("s3", True), "m4": ("s3", True)}
+    found = [{"id": i, "memory": "x" * 8} for i in ("m2", "m1", "m9", "m4")]
+    scored = score(item, found, where, lambda text: len(text) // 4)
+    assert (scored.any_at_5, scored.all_at_5) == (True, True)
+    assert scored.turn_recall_10 == 2 / 3 and scored.tokens_10 == 8
+    only_first = score(item, found[:2], where, lambda text: 1)
+    assert (only_first.any_at_5, only_first.all_at_5) == (True, False)
+    overall = aggregate([scored, only_first])
+    assert overall["all@5"] == 0.5 and overall["questions"] == 2
