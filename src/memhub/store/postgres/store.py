@@ -428,7 +428,7 @@ class PostgresStore:
         # every row of a scope by distance instead of using HNSW (25 ms measured at 10k
         # memories, cold); autovacuum would only notice a minute or more later.
         async with self._connect("refreshing planner statistics") as conn:
-            await conn.execute("ANALYZE memories")
+            await conn.execute("ANALYZE memories, memory_passages")
 
     # -- operator views (OpsStore) --------------------------------------------------------
     async def list_users(
