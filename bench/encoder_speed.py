@@ -28,9 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# numpy's reference rate is one thread's, like onnxruntime's (set before numpy loads BLAS).
+for _setting in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_setting, "1")
 
-from bench import machine
+import numpy as np  # noqa: E402
+
+from bench import machine  # noqa: E402
 
 LENGTHS = (16, 64, 256)
 BATCHES = (1, 32)
