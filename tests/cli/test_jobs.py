@@ -140,9 +140,10 @@ async def test_worker_progress_counts_the_turns_of_a_batch_still_in_flight(
         await memory.add([f"fact {n} about bees" for n in range(5)], user_id="ada", infer=False)
     services = await acquire_services(quiet)
     worker = services.worker
-    worker.config = dataclasses.replace(worker.config, ingest_chunk=2)
-    held = _HeldAfterFirstChunk(worker.embedder)
-    worker.embedder = held  # type: ignore[assignment]
+    lane = worker.ingest  # the ingest lane embeds and chunks
+    lane.config = dataclasses.replace(lane.config, ingest_chunk=2)
+    held = _HeldAfterFirstChunk(lane.embedder)
+    lane.embedder = held  # type: ignore[assignment]
     stop = asyncio.Event()
     before = WorkDone.of(worker)
     running = asyncio.ensure_future(worker.run(stop))
