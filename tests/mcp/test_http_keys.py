@@ -17,10 +17,10 @@ from starlette.types import Receive, Scope, Send
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub._cpu import in_background
+from memhub.doors.access import AccessSettings
 from memhub.mcp import MCPConfig
 from memhub.mcp.auth import OVER_QUOTA_STATE, TENANT_STATE, KeyAuth
 from memhub.mcp.tools import ServerState, search_memories
-from memhub.memory.access import AccessSettings
 from memhub.memory.admin import AsyncAdmin
 from memhub.testing import FakeEmbedder
 

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memhub._cpu import background
+from memhub._cpu import background, owned_by
 from memhub.engine.consent import forget_request
 from memhub.errors import MemhubError, MemoryNotFound, StoreUnavailable
 from memhub.mcp._sdk import Context, ToolError
@@ -116,7 +116,7 @@ def _tenant(ctx: Ctx) -> str:
 
 
 def _over_quota(ctx: Ctx) -> bool:
-    """Whether the HTTP request's key is over its quota (memhub.memory.access.Quotas)."""
+    """Whether the HTTP request's CPU work runs niced (memhub.doors.access.Access.admit)."""
     state = getattr(ctx.request_context.request, "state", None)
     return bool(getattr(state, OVER_QUOTA_STATE, False))
 
@@ -186,7 +186,10 @@ async def search_memories(
     if not 1 <= limit <= 100:
         raise ToolError(f"limit must be between 1 and 100, got {limit}")
     filters = None if kind is None else {"kind": kind}
-    with _tool_errors("search_memories"), background(_over_quota(ctx)):
+    # The query's embedding takes its turn at the CPU slots under the caller's tenant, as a
+    # REST search does (the request's own context does not reach the SDK's session task).
+    niced, tenant = _over_quota(ctx), _tenant(ctx)
+    with _tool_errors("search_memories"), background(niced), owned_by(tenant):
         found = await state.memory.search(
             query, user_id=user, limit=limit, as_of=as_of, filters=filters
         )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from memhub.errors import ConfigurationError, UsageError
 from memhub.memory.async_memory import AsyncMemory
 from memhub.memory.core import services_of
-from memhub.store.api_keys import ApiKey
+from memhub.store.api_keys import ApiKey, hash_key, keys_equal
 from memhub.store.protocol import OpsStore, Store
 from memhub.store.records import DailyUsage, Job, ScopeRow, UserRow
 
@@ -30,6 +30,8 @@ __all__ = [
     "ScopeRow",
     "UserPage",
     "UserRow",
+    "hash_key",
+    "keys_equal",
 ]
 
 TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
