@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Resp
 
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.memory.writes import QueuedTurns, caller_writes
-from memhub.server import pages
 from memhub.server.auth import Caller, State, check_rate
 from memhub.server.causal import CAUSAL_HEADER, encode_token, tokens_writes
 from memhub.server.errors import RETRY_AFTER_SECONDS
@@ -196,14 +195,13 @@ async def list_memories(
     """
     found = await state.memory.get_all(
         **caller.scope(state.limits, *query.ids),
-        filters=None if cursor is None else pages.after(cursor),
         limit=limit,
         include_superseded=include_superseded,
+        cursor=cursor or "",
     )
-    results = found["results"]
-    page: dict[str, Any] = {"results": [caller.present(item) for item in results]}
-    if len(results) == limit:
-        page["next_cursor"] = pages.cursor_of(results[-1])
+    page: dict[str, Any] = {"results": [caller.present(item) for item in found["results"]]}
+    if found["next_cursor"] is not None:
+        page["next_cursor"] = found["next_cursor"]
     return page
 
 
