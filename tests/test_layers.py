@@ -34,8 +34,10 @@ LAYERS: dict[str, int] = {
     "_loops": 0,
     "_cpu": 0,
     "_fair": 0,
+    "_lazy": 0,
     "store": 1,
     "embed": 1,
+    "rerank": 1,
     "llm": 1,
     "engine": 2,
     "testing": 2,
@@ -51,7 +53,9 @@ LAYERS: dict[str, int] = {
 SIBLINGS_ALLOWED = {0}
 # memory/ and _portal are one layer by design: Memory runs on the portal's loop, and the
 # portal closes memory's engines at exit.
-SIBLING_PAIRS_ALLOWED = {("memory", "_portal"), ("_portal", "memory")}
+# rerank's cross-encoder runs on the embedders' ONNX helpers (tokenizer, session, batches):
+# rerank may import embed, never the other way.
+SIBLING_PAIRS_ALLOWED = {("memory", "_portal"), ("_portal", "memory"), ("rerank", "embed")}
 
 SQL_HOME = "store"
 # Uppercase keywords, as memhub writes SQL; prose ("select the facts") does not match.

@@ -237,8 +237,8 @@ class AsyncMemory(RetirementMethods):
             rest, include_superseded = as_of_filters(as_of, rest), True
         parsed = parse_filters(rest, self.limits.filters)
         search = Search(query, scope, limit, parsed, include_superseded, threshold, max_tokens)
-        reranker = chosen_reranker(rerank, self.settings)
         engine = await self._services()
+        reranker = chosen_reranker(rerank, engine.reranker)
         settle: Callable[[], Awaitable[bool]] | None = None
         if self._unsettled_in(scope):
             # Read your own writes by meaning: what this object added here is found by its
