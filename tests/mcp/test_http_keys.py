@@ -15,7 +15,7 @@ import pytest
 from pydantic import SecretStr
 from starlette.types import Receive, Scope, Send
 
-from memhub import AsyncMemory, MemhubSettings
+from memhub import AsyncMemory, MemhubSettings, _cpu
 from memhub._cpu import in_background
 from memhub.doors.access import AccessSettings
 from memhub.mcp import MCPConfig
@@ -86,9 +86,11 @@ class PriorityProbe(FakeEmbedder):
     def __init__(self) -> None:
         super().__init__()
         self.background: list[bool] = []
+        self.owners: list[str] = []  # whose turn at the CPU slots (memhub._cpu.owned_by)
 
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         self.background.append(in_background())
+        self.owners.append(_cpu._owner.get())
         return await super().embed(texts)
 
 
@@ -117,9 +119,12 @@ async def test_an_over_quota_key_is_flagged_and_its_search_runs_in_the_backgroun
     async with AsyncMemory(settings=settings, embedder=probe) as memory:
         state = ServerState(memory, MCPConfig())
         for over in (False, True):
-            request = SimpleNamespace(state=SimpleNamespace(**{OVER_QUOTA_STATE: over}))
+            flags = {OVER_QUOTA_STATE: over, TENANT_STATE: "acme"}
+            request = SimpleNamespace(state=SimpleNamespace(**flags))
             ctx: Any = SimpleNamespace(
                 request_context=SimpleNamespace(lifespan_context=state, request=request)
             )
             await search_memories("where does ada live", ctx, user_id="ada")
     assert probe.background == [False, True]
+    # The query's embedding takes the tenant's turn at the CPU slots, as a REST search's does.
+    assert probe.owners == ["acme", "acme"]
