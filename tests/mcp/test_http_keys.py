@@ -128,3 +128,47 @@ async def test_an_over_quota_key_is_flagged_and_its_search_runs_in_the_backgroun
     assert probe.background == [False, True]
     # The query's embedding takes the tenant's turn at the CPU slots, as a REST search's does.
     assert probe.owners == ["acme", "acme"]
+
+
+class HeldStream:
+    """The SDK's app stand-in: a GET stays open until released (the transport's event
+    stream), a POST is answered at once."""
+
+    def __init__(self) -> None:
+        self.opened = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "GET":
+            self.opened.set()
+            await self.release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+
+async def test_an_open_event_stream_takes_no_request_slot_but_counts_in_flight(
+    admin: AsyncAdmin,
+) -> None:
+    app = HeldStream()
+    settings = AccessSettings(rate_limit=0, request_slots=1, max_in_flight_per_key=2)
+    door = KeyAuth(app, admin, settings)
+    key, tenant = await admin.create_key("mcp acme", tenant="acme")
+    transport = httpx.ASGITransport(app=door)
+    headers = {"Authorization": f"Bearer {tenant}"}
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://mcp.test", headers=headers
+    ) as client:
+        stream = asyncio.create_task(client.get("/mcp"))
+        await app.opened.wait()
+        slots = door.access.slots
+        assert slots.share.queue.busy == 0, "the idle stream holds a request slot"
+        # The tenant's tool call is served beside its open stream (one slot); were the
+        # stream holding the slot, the call would wait for it (the guard below ends that).
+        served = await asyncio.wait_for(client.post("/mcp", json={}), 60)
+        assert served.status_code == 200
+        # The stream is one of the key's two requests in flight.
+        assert door.access.quotas.in_flight[key.id] == 1
+        app.release.set()
+        assert (await stream).status_code == 200
+    assert slots.share.queue.busy == 0 and not door.access.quotas.in_flight
+    await door.access.aclose()
