@@ -10,7 +10,13 @@ import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.errors import UsageError
-from memhub.memory.cursors import after_memory, decode_cursor, encode_cursor
+from memhub.memory.cursors import (
+    after_memory,
+    before_change,
+    change_cursor,
+    decode_cursor,
+    encode_cursor,
+)
 from memhub.testing import FakeEmbedder
 
 
@@ -35,6 +41,14 @@ def test_a_cursor_of_another_shape_is_a_usage_error(cursor: str) -> None:
 def test_a_memory_cursor_needs_a_time_and_an_id() -> None:
     with pytest.raises(UsageError, match="invalid cursor"):
         after_memory(encode_cursor("yesterday", "not-a-uuid"))
+
+
+def test_a_change_cursor_holds_the_changes_id() -> None:
+    assert before_change(change_cursor(42)) == 42
+    with pytest.raises(UsageError, match="invalid cursor"):
+        before_change(encode_cursor("-1"))
+    with pytest.raises(UsageError, match="invalid cursor"):
+        before_change("42")  # the id itself is not a cursor
 
 
 @pytest.fixture(params=["postgresql", "memory://"])

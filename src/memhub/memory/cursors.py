@@ -1,6 +1,7 @@
 """Keyset cursors: the opaque string a page hands out to say where the next page starts.
 
-One codec for every paged list (the memories of a scope, the users of a database), used by
+One codec for every paged list (the memories of a scope, the users of a database, a scope's
+model changes), used by
 the facade, the admin API, the REST server and the CLI: a cursor is the JSON list of the
 last item's sort key, in URL-safe base64 without padding, so it travels in a query string
 as it is. A cursor that does not decode to the list's key is the caller's mistake
@@ -19,7 +20,14 @@ from typing import Any
 
 from memhub.errors import UsageError
 
-__all__ = ["after_memory", "decode_cursor", "encode_cursor", "memory_cursor"]
+__all__ = [
+    "after_memory",
+    "before_change",
+    "change_cursor",
+    "decode_cursor",
+    "encode_cursor",
+    "memory_cursor",
+]
 
 _INVALID = "invalid cursor: pass next_cursor from the previous page"
 
@@ -72,3 +80,20 @@ def after_memory(cursor: str) -> dict[str, Any]:
             {"AND": [{"created_at": {"eq": stamp}}, {"id": {"gt": ident}}]},
         ]
     }
+
+
+def change_cursor(change_id: int) -> str:
+    """The cursor after the change ``change_id`` in a list of model changes (newest first)."""
+    return encode_cursor(str(change_id))
+
+
+def before_change(cursor: str) -> int:
+    """The id the next page of model changes starts below.
+
+    Raises:
+        UsageError: ``cursor`` is not a cursor of a list of changes.
+    """
+    (change_id,) = decode_cursor(cursor, 1)
+    if not change_id.isdigit():
+        raise UsageError(_INVALID)
+    return int(change_id)
