@@ -4,7 +4,9 @@ admin key of ``MEMHUB_ADMIN_KEY`` included), the same key cache and the same quo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
+from contextvars import Context
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,10 +19,11 @@ from starlette.types import Receive, Scope, Send
 
 from memhub import AsyncMemory, MemhubSettings, _cpu
 from memhub._cpu import in_background
+from memhub._fair import FairShare, held_slot
 from memhub.doors.access import AccessSettings
 from memhub.mcp import MCPConfig
-from memhub.mcp.auth import OVER_QUOTA_STATE, TENANT_STATE, KeyAuth
-from memhub.mcp.tools import ServerState, search_memories
+from memhub.mcp.auth import OVER_QUOTA_STATE, SLOT_STATE, TENANT_STATE, KeyAuth
+from memhub.mcp.tools import ServerState, add_memory, search_memories
 from memhub.memory.admin import AsyncAdmin
 from memhub.testing import FakeEmbedder
 
@@ -172,3 +175,36 @@ async def test_an_open_event_stream_takes_no_request_slot_but_counts_in_flight(
         assert (await stream).status_code == 200
     assert slots.share.queue.busy == 0 and not door.access.quotas.in_flight
     await door.access.aclose()
+
+
+async def test_add_memory_lends_the_requests_slot_while_it_waits_for_ingestion(
+    settings: MemhubSettings,
+) -> None:
+    """The tool runs in the SDK's session task; the slot its HTTP request holds comes in the
+    request's state (SLOT_STATE), and the wait for ingestion lends it: another tenant's
+    request takes the one slot meanwhile. No worker runs, so the wait goes on until the
+    test has seen that, then the call is cancelled."""
+    share = FairShare(1, spare=0)
+    unworked = settings.model_copy(update={"worker": "off", "wait_timeout": 120.0})
+    async with AsyncMemory(settings=unworked, embedder=FakeEmbedder()) as memory:
+        state = ServerState(memory, MCPConfig())
+        async with share.slot("acme"):
+            flags = {TENANT_STATE: "acme", SLOT_STATE: held_slot()}
+            request = SimpleNamespace(state=SimpleNamespace(**flags))
+            ctx: Any = SimpleNamespace(
+                request_context=SimpleNamespace(lifespan_context=state, request=request)
+            )
+            # A context of its own, as the SDK's session task has: not the request's.
+            adding = asyncio.create_task(
+                add_memory(ctx, text="Acme likes rockets", user_id="a"), context=Context()
+            )
+            # Served only if the waiting tool lent acme's slot (one slot, no spare); were it
+            # not lent, this would wait for good (the guard ends that).
+            await asyncio.wait_for(share.enter("globex"), 60)
+            assert share.queue.running == {"globex": 1}
+            share.leave("globex")
+            assert not adding.done()
+            adding.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await adding
+    assert share.queue.busy == 0 and share.queue.waiting() == 0

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memhub._fair import held_slot
 from memhub.doors.access import Access, AccessSettings
 from memhub.doors.answers import RETRY_AFTER_SECONDS, answer
 from memhub.errors import StatementTimeout, StoreUnavailable
 from memhub.memory.admin import AsyncAdmin
 
-__all__ = ["OVER_QUOTA_STATE", "TENANT_STATE", "KeyAuth"]
+__all__ = ["OVER_QUOTA_STATE", "SLOT_STATE", "TENANT_STATE", "KeyAuth"]
 
 TENANT_STATE = "memhub_tenant"
 """The request-state key holding the caller's tenant ("" for an admin key)."""
@@ -29,6 +30,12 @@ moment ago (Quotas.over_quota), or its tenant has more requests waiting for a sl
 
 The SDK runs tools in its session's tasks, not in the request's, so the flag travels in the
 request's state and the tools run their CPU work in the background themselves."""
+
+
+SLOT_STATE = "memhub_slot"
+"""The request-state key holding the request slot the request holds (memhub._fair.held_slot),
+so that the tool, in the SDK's session task, lends it while it waits for ingestion, as a REST
+request does."""
 
 
 class KeyAuth:
@@ -67,6 +74,7 @@ class KeyAuth:
 
         async def serve(niced: bool) -> None:
             state[OVER_QUOTA_STATE] = niced
+            state[SLOT_STATE] = held_slot()
             await self.app(scope, receive, send)
 
         # A POST carries one JSON-RPC message and is answered when its work is done: it
