@@ -47,6 +47,10 @@ def test_jobs_stats_parked_and_retry(
     code, out = _cli(db_url, capsys, "jobs", "stats")
     stats = json.loads(out)
     assert code == 0 and (stats["queued"], stats["parked"]) == (1, 1)
+    # Per worker lane, as GET /v1/jobs/stats shows them (both read AsyncAdmin.job_stats).
+    ingest = stats["by_lane"]["ingest"]
+    assert (ingest["queued"], ingest["parked"]) == (1, 1)
+    assert stats["by_lane"]["consolidate"]["queued"] == 0
     code, out = _cli(db_url, capsys, "jobs", "parked")
     (parked,) = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and (parked["user_id"], parked["error"]) == ("bo", "boom")
