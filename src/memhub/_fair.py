@@ -22,11 +22,11 @@ import asyncio
 import contextlib
 import contextvars
 from collections import Counter, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-__all__ = ["FairQueue", "FairShare", "step_aside"]
+__all__ = ["FairQueue", "FairShare", "held_slot", "lending", "step_aside"]
 
 T = TypeVar("T")
 
@@ -136,12 +136,14 @@ class FairQueue(Generic[T]):
 
 @dataclass
 class _Hold:
-    """The slot a task holds: whose, in which lane, and whether it holds it right now."""
+    """The slot a task holds: whose, in which lane, whether it holds it right now, and whether
+    its block ended (``closed``: a task it was lent to must then not take it again)."""
 
     share: FairShare
     owner: str
     later: bool
     held: bool = True
+    closed: bool = False
 
 
 _held: contextvars.ContextVar[_Hold | None] = contextvars.ContextVar(
@@ -185,7 +187,9 @@ class FairShare:
             yield
         finally:
             _held.reset(token)
+            hold.closed = True
             if hold.held:
+                hold.held = False
                 self.leave(owner)
 
 
@@ -194,7 +198,7 @@ async def step_aside() -> AsyncIterator[None]:
     """Lend the slot this task holds (if any) while it waits for something that takes no
     CPU of this process (a poll of the database, a sleep); queue for it again after."""
     hold = _held.get()
-    if hold is None or not hold.held:
+    if hold is None or not hold.held or hold.closed:
         yield
         return
     hold.held = False
@@ -202,5 +206,29 @@ async def step_aside() -> AsyncIterator[None]:
     try:
         yield
     finally:
-        await hold.share.enter(hold.owner, hold.later)
-        hold.held = True
+        if not hold.closed:
+            await hold.share.enter(hold.owner, hold.later)
+            if hold.closed:  # the holder's block ended meanwhile: nobody is left to free it
+                hold.share.leave(hold.owner)
+            else:
+                hold.held = True
+
+
+def held_slot() -> object | None:
+    """The slot this task holds (opaque; None if none), for :func:`lending` in another task."""
+    return _held.get()
+
+
+@contextlib.contextmanager
+def lending(slot: object | None) -> Iterator[None]:
+    """Let :func:`step_aside` in this block lend ``slot``, a slot another task holds (from
+    :func:`held_slot`) and waits on this one for: the MCP SDK runs a request's tool call in
+    its session's task, not in the request's."""
+    if not isinstance(slot, _Hold):
+        yield
+        return
+    token = _held.set(slot)
+    try:
+        yield
+    finally:
+        _held.reset(token)

@@ -47,6 +47,10 @@ def test_jobs_stats_parked_and_retry(
     code, out = _cli(db_url, capsys, "jobs", "stats")
     stats = json.loads(out)
     assert code == 0 and (stats["queued"], stats["parked"]) == (1, 1)
+    # Per worker lane, as GET /v1/jobs/stats shows them (both read AsyncAdmin.job_stats).
+    ingest = stats["by_lane"]["ingest"]
+    assert (ingest["queued"], ingest["parked"]) == (1, 1)
+    assert stats["by_lane"]["consolidate"]["queued"] == 0
     code, out = _cli(db_url, capsys, "jobs", "parked")
     (parked,) = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and (parked["user_id"], parked["error"]) == ("bo", "boom")
@@ -140,9 +144,10 @@ async def test_worker_progress_counts_the_turns_of_a_batch_still_in_flight(
         await memory.add([f"fact {n} about bees" for n in range(5)], user_id="ada", infer=False)
     services = await acquire_services(quiet)
     worker = services.worker
-    worker.config = dataclasses.replace(worker.config, ingest_chunk=2)
-    held = _HeldAfterFirstChunk(worker.embedder)
-    worker.embedder = held  # type: ignore[assignment]
+    lane = worker.ingest  # the ingest lane embeds and chunks
+    lane.config = dataclasses.replace(lane.config, ingest_chunk=2)
+    held = _HeldAfterFirstChunk(lane.embedder)
+    lane.embedder = held  # type: ignore[assignment]
     stop = asyncio.Event()
     before = WorkDone.of(worker)
     running = asyncio.ensure_future(worker.run(stop))

@@ -17,7 +17,12 @@ from memhub import AsyncMemory
 from memhub.config import MemhubSettings
 from memhub.embed import create_embedder
 from memhub.embed.factory import DEFAULT_MODEL
+from memhub.embed.packaged import PACKAGED_MODELS
+from memhub.errors import ConfigurationError
 from memhub.memory.reembed import reembed
+
+#: What a database records for the default's vectors: the name and the build (per-row int8).
+RECORDED = PACKAGED_MODELS[DEFAULT_MODEL].recorded_name
 
 pytestmark = pytest.mark.default_model
 
@@ -47,7 +52,8 @@ async def test_the_default_is_all_mpnet_base_v2_int8(data_dir: Path) -> None:
     vectors = await embedder.embed(["Where does my sister live?", *FACTS])
     await embedder.aclose()
 
-    assert (embedder.model_name, embedder.dimension) == (DEFAULT_MODEL, 768)
+    assert (embedder.model_name, embedder.dimension) == (RECORDED, 768)
+    assert RECORDED == "all-mpnet-base-v2-int8+rows"
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     # The question is closest to its answer: a broken graph would not rank it first.
     assert int(np.argmax(vectors[1:] @ vectors[0])) == 0
@@ -68,7 +74,7 @@ async def test_no_setting_means_the_default_model(db_url: str, data_dir: Path) -
         found = await memory.search("Which pet do I have?", user_id="ana", limit=1)
 
     assert found["results"][0]["memory"] == FACTS[1]
-    assert await _recorded_model(db_url, data_dir) == DEFAULT_MODEL
+    assert await _recorded_model(db_url, data_dir) == RECORDED
 
 
 async def test_a_minilm_database_keeps_its_model_then_moves_and_back(
@@ -87,7 +93,7 @@ async def test_a_minilm_database_keeps_its_model_then_moves_and_back(
 
     # `memhub reembed` without a setting moves it to the default, and back with one.
     assert await reembed(_settings(db_url, data_dir)) == len(FACTS)
-    assert await _recorded_model(db_url, data_dir) == DEFAULT_MODEL
+    assert await _recorded_model(db_url, data_dir) == RECORDED
     async with AsyncMemory(settings=_settings(db_url, data_dir)) as memory:
         found = await memory.search("Who ships on Fridays?", user_id="ana", limit=1)
     assert found["results"][0]["memory"] == FACTS[2]
@@ -97,6 +103,36 @@ async def test_a_minilm_database_keeps_its_model_then_moves_and_back(
     async with AsyncMemory(settings=minilm) as memory:
         found = await memory.search("Which pet do I have?", user_id="ana", limit=1)
     assert found["results"][0]["memory"] == FACTS[1]
+
+
+async def test_vectors_of_the_build_before_are_refused_then_moved(
+    db_url: str, data_dir: Path
+) -> None:
+    """A database whose vectors the build before made (onnxruntime's dynamic int8, recorded
+    under the bare name) is not mixed with the new build's: it is refused, naming reembed,
+    and `memhub reembed` moves it."""
+    async with AsyncMemory(settings=_settings(db_url, data_dir)) as memory:
+        await memory.add(FACTS[0], user_id="ana", infer=False)
+    await _record_model(db_url, data_dir, DEFAULT_MODEL)
+
+    with pytest.raises(ConfigurationError, match="memhub reembed"):
+        async with AsyncMemory(settings=_settings(db_url, data_dir)) as memory:
+            await memory.search("Where does my sister live?", user_id="ana")
+
+    assert await reembed(_settings(db_url, data_dir)) == 1
+    assert await _recorded_model(db_url, data_dir) == RECORDED
+    async with AsyncMemory(settings=_settings(db_url, data_dir)) as memory:
+        found = await memory.search("Where does my sister live?", user_id="ana", limit=1)
+    assert found["results"][0]["memory"] == FACTS[0]
+
+
+async def _record_model(db_url: str, data_dir: Path, model: str) -> None:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
+        await conn.execute(
+            "UPDATE memhub_settings SET value = %s WHERE key = 'embedding_model'", (model,)
+        )
 
 
 async def _recorded_model(db_url: str, data_dir: Path) -> str | None:

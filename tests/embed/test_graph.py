@@ -175,16 +175,54 @@ def test_a_missing_tensor_names_it(tmp_path: Path) -> None:
         _embed(root, ["x"])
 
 
-def test_a_dynamic_int8_model_embeds_each_text_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["bert", "mpnet"])
+def test_an_int8_text_has_one_vector_whatever_its_batch(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memhub.embed.export import quantize_int8
+    from memhub.embed.onnx_encoder import OnnxEncoder
 
-    root = _model_dir(tmp_path / "q", "bert")
+    root = _model_dir(tmp_path / kind, kind)
     _embed(root, ["x"])  # writes onnx/model.onnx
     int8 = quantize_int8(root / "onnx" / "model.onnx", root / "onnx" / "model_qint8.onnx")
-    text = "my sister lives in paris"
     embedder = create_embedder("local", model=str(int8))
+    text = "my sister lives in paris"
     alone = embedder.embed_sync([text])[0]  # type: ignore[attr-defined]
-    # Companions of the same length share its batch; their activations would set its scale.
-    for companion in ["cats like dogs and jazz", "i like hiking the city"]:
-        batched = embedder.embed_sync([text, companion])[0]  # type: ignore[attr-defined]
+    runs: list[int] = []
+    run = OnnxEncoder._run
+    monkeypatch.setattr(OnnxEncoder, "_run", lambda s, rt, b: runs.append(len(b)) or run(s, rt, b))
+    # Same-length companions share its run unpadded; a longer one pads it. Neither may move
+    # a single bit of its vector: each token row is quantised with a scale of its own.
+    for companions in (
+        ["cats like dogs and jazz", "i like hiking the city"],
+        ["i like jazz and hiking cats"],
+    ):
+        batched = embedder.embed_sync([text, *companions])[0]  # type: ignore[attr-defined]
         np.testing.assert_array_equal(batched, alone)
+    assert runs == [3, 2]  # batched again, not one text per run
+
+
+def test_an_old_dynamic_int8_graph_still_runs_one_text_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model built by an earlier memhub (onnxruntime's dynamic quantisation, one
+    activation scale per run) is still run one text per run, so its vectors stay
+    independent of their batch."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from memhub.embed.onnx_encoder import OnnxEncoder
+
+    root = _model_dir(tmp_path / "q", "bert")
+    _embed(root, ["x"])
+    int8 = root / "onnx" / "model_qint8.onnx"
+    quantize_dynamic(root / "onnx" / "model.onnx", int8, weight_type=QuantType.QInt8)
+    embedder = create_embedder("local", model=str(int8))
+    text = "my sister lives in paris"
+    alone = embedder.embed_sync([text])[0]  # type: ignore[attr-defined]
+    runs: list[int] = []
+    run = OnnxEncoder._run
+    monkeypatch.setattr(OnnxEncoder, "_run", lambda s, rt, b: runs.append(len(b)) or run(s, rt, b))
+    batched = embedder.embed_sync([text, "cats like dogs and jazz"])[0]  # type: ignore[attr-defined]
+
+    np.testing.assert_array_equal(batched, alone)
+    assert runs == [1, 1]

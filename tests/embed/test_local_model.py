@@ -194,7 +194,7 @@ def test_packaged_pieces_are_joined_once_into_the_model_cache(
     )
 
 
-def test_int8_export_runs_onnxruntimes_quantiser_and_stays_close(tmp_path: Path) -> None:
+def test_int8_export_stays_close_to_fp32(tmp_path: Path) -> None:
     from memhub.embed.export import quantize_int8
 
     model = build_encoder(tmp_path / "tiny")

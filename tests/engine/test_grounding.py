@@ -7,7 +7,6 @@ import pytest
 from memhub.engine.grounding import (
     content_words,
     restates,
-    shared_content_words,
     stated,
     stem,
     support,
@@ -74,11 +73,6 @@ def test_quoting_the_assistant_does_not_hide_the_users_own_words() -> None:
         [("assistant turn 1", "Are you allergic to anything?")],
     )
     assert result.grounded
-
-
-def test_shared_content_words_across_several_texts() -> None:
-    shared = shared_content_words("forget my Paris address", "I live in Paris", "my address")
-    assert shared == {stem("paris"), stem("address")}
 
 
 def test_the_example_wording_for_what_the_person_said_in_other_words_is_grounded() -> None:

@@ -16,8 +16,8 @@ import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub._cpu import BACKGROUND_NICE, background
-from memhub.engine.rerank import CrossEncoderReranker, HttpReranker
 from memhub.errors import ConfigurationError, ProviderHTTPError, ProviderOutputError, UsageError
+from memhub.rerank import CrossEncoderReranker, HttpReranker
 from tests.tiny_models import build_cross_encoder, reference_cross_encoder
 
 PASSAGES = [

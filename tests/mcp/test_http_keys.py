@@ -4,7 +4,9 @@ admin key of ``MEMHUB_ADMIN_KEY`` included), the same key cache and the same quo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
+from contextvars import Context
 from types import SimpleNamespace
 from typing import Any
 
@@ -15,12 +17,13 @@ import pytest
 from pydantic import SecretStr
 from starlette.types import Receive, Scope, Send
 
-from memhub import AsyncMemory, MemhubSettings
+from memhub import AsyncMemory, MemhubSettings, _cpu
 from memhub._cpu import in_background
+from memhub._fair import FairShare, held_slot
+from memhub.doors.access import AccessSettings
 from memhub.mcp import MCPConfig
-from memhub.mcp.auth import OVER_QUOTA_STATE, TENANT_STATE, KeyAuth
-from memhub.mcp.tools import ServerState, search_memories
-from memhub.memory.access import AccessSettings
+from memhub.mcp.auth import OVER_QUOTA_STATE, SLOT_STATE, TENANT_STATE, KeyAuth
+from memhub.mcp.tools import ServerState, add_memory, search_memories
 from memhub.memory.admin import AsyncAdmin
 from memhub.testing import FakeEmbedder
 
@@ -86,9 +89,11 @@ class PriorityProbe(FakeEmbedder):
     def __init__(self) -> None:
         super().__init__()
         self.background: list[bool] = []
+        self.owners: list[str] = []  # whose turn at the CPU slots (memhub._cpu.owned_by)
 
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         self.background.append(in_background())
+        self.owners.append(_cpu._owner.get())
         return await super().embed(texts)
 
 
@@ -117,9 +122,89 @@ async def test_an_over_quota_key_is_flagged_and_its_search_runs_in_the_backgroun
     async with AsyncMemory(settings=settings, embedder=probe) as memory:
         state = ServerState(memory, MCPConfig())
         for over in (False, True):
-            request = SimpleNamespace(state=SimpleNamespace(**{OVER_QUOTA_STATE: over}))
+            flags = {OVER_QUOTA_STATE: over, TENANT_STATE: "acme"}
+            request = SimpleNamespace(state=SimpleNamespace(**flags))
             ctx: Any = SimpleNamespace(
                 request_context=SimpleNamespace(lifespan_context=state, request=request)
             )
             await search_memories("where does ada live", ctx, user_id="ada")
     assert probe.background == [False, True]
+    # The query's embedding takes the tenant's turn at the CPU slots, as a REST search's does.
+    assert probe.owners == ["acme", "acme"]
+
+
+class HeldStream:
+    """The SDK's app stand-in: a GET stays open until released (the transport's event
+    stream), a POST is answered at once."""
+
+    def __init__(self) -> None:
+        self.opened = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "GET":
+            self.opened.set()
+            await self.release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+
+async def test_an_open_event_stream_takes_no_request_slot_but_counts_in_flight(
+    admin: AsyncAdmin,
+) -> None:
+    app = HeldStream()
+    settings = AccessSettings(rate_limit=0, request_slots=1, max_in_flight_per_key=2)
+    door = KeyAuth(app, admin, settings)
+    key, tenant = await admin.create_key("mcp acme", tenant="acme")
+    transport = httpx.ASGITransport(app=door)
+    headers = {"Authorization": f"Bearer {tenant}"}
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://mcp.test", headers=headers
+    ) as client:
+        stream = asyncio.create_task(client.get("/mcp"))
+        await app.opened.wait()
+        slots = door.access.slots
+        assert slots.share.queue.busy == 0, "the idle stream holds a request slot"
+        # The tenant's tool call is served beside its open stream (one slot); were the
+        # stream holding the slot, the call would wait for it (the guard below ends that).
+        served = await asyncio.wait_for(client.post("/mcp", json={}), 60)
+        assert served.status_code == 200
+        # The stream is one of the key's two requests in flight.
+        assert door.access.quotas.in_flight[key.id] == 1
+        app.release.set()
+        assert (await stream).status_code == 200
+    assert slots.share.queue.busy == 0 and not door.access.quotas.in_flight
+    await door.access.aclose()
+
+
+async def test_add_memory_lends_the_requests_slot_while_it_waits_for_ingestion(
+    settings: MemhubSettings,
+) -> None:
+    """The tool runs in the SDK's session task; the slot its HTTP request holds comes in the
+    request's state (SLOT_STATE), and the wait for ingestion lends it: another tenant's
+    request takes the one slot meanwhile. No worker runs, so the wait goes on until the
+    test has seen that, then the call is cancelled."""
+    share = FairShare(1, spare=0)
+    unworked = settings.model_copy(update={"worker": "off", "wait_timeout": 120.0})
+    async with AsyncMemory(settings=unworked, embedder=FakeEmbedder()) as memory:
+        state = ServerState(memory, MCPConfig())
+        async with share.slot("acme"):
+            flags = {TENANT_STATE: "acme", SLOT_STATE: held_slot()}
+            request = SimpleNamespace(state=SimpleNamespace(**flags))
+            ctx: Any = SimpleNamespace(
+                request_context=SimpleNamespace(lifespan_context=state, request=request)
+            )
+            # A context of its own, as the SDK's session task has: not the request's.
+            adding = asyncio.create_task(
+                add_memory(ctx, text="Acme likes rockets", user_id="a"), context=Context()
+            )
+            # Served only if the waiting tool lent acme's slot (one slot, no spare); were it
+            # not lent, this would wait for good (the guard ends that).
+            await asyncio.wait_for(share.enter("globex"), 60)
+            assert share.queue.running == {"globex": 1}
+            share.leave("globex")
+            assert not adding.done()
+            adding.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await adding
+    assert share.queue.busy == 0 and share.queue.waiting() == 0

@@ -13,6 +13,7 @@ from mcp.types import CallToolResult, TextContent
 from mcp import Client, StdioServerParameters
 from memhub import AsyncMemory, MemhubSettings
 from memhub.mcp import MCPConfig, create_server
+from tests.mcp.http_process import free_port, until_listening
 
 TOOL_NAMES = {
     "search_memories",
@@ -218,13 +219,10 @@ async def test_streamable_http_needs_a_key_and_keeps_tenants_apart(
     db_url: str, tmp_path: Any
 ) -> None:
     import asyncio
-    import socket
 
     import httpx
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "MEMHUB_DATABASE_URL": db_url, "MEMHUB_DATA_DIR": str(tmp_path)}
     acme, globex = await _tenant_key(db_url, "acme"), await _tenant_key(db_url, "globex")
     process = await asyncio.create_subprocess_exec(
@@ -241,14 +239,7 @@ async def test_streamable_http_needs_a_key_and_keeps_tenants_apart(
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        for _ in range(400):
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                await asyncio.sleep(0.05)
-                continue
-            writer.close()
-            break
+        await until_listening(port)
         async with httpx.AsyncClient() as http:
             body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
             assert (await http.post(url, json=body)).status_code == 401

@@ -90,7 +90,7 @@ async def test_a_quiet_tenant_is_served_at_once_before_a_busy_tenants_queue(
             ).status_code == 200
         monkeypatch.setattr(OnnxEncoder, "embed_sync", spied)
         embedded.clear()
-        slots = app._gate.slots  # type: ignore[attr-defined]
+        slots = app.state.memhub.access.slots.share
         assert isinstance(slots, FairShare) and slots.queue.slots == 1
 
         first = search(acme, "acme 0")
@@ -130,5 +130,4 @@ async def test_requests_without_a_tenant_key_take_no_slot(
 ) -> None:
     """The admin key (no tenant) passes by the turns: an operator is never queued."""
     assert (await client.get("/v1/me")).status_code == 200
-    slots = app._gate.slots  # type: ignore[attr-defined]
-    assert slots is None or slots.queue.busy == 0
+    assert app.state.memhub.access.slots.share.queue.busy == 0

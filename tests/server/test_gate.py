@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from pydantic import SecretStr
 
 from memhub import AsyncMemory, MemhubSettings
-from memhub.memory.access import KeyCache
+from memhub.doors.access import KeyCache
 from memhub.memory.admin import ApiKey, AsyncAdmin
 from memhub.server import ServerSettings
 from tests.server.conftest import ADMIN_KEY, bearer, new_key
@@ -117,7 +117,7 @@ async def test_start_returns_once_the_watch_listens(settings: MemhubSettings) ->
     # start(wait=...) once waited for the watch to end too (asyncio.wait's ALL_COMPLETED),
     # so every `memhub serve` and MCP HTTP start stalled its whole wait: here 60 s, caught by
     # the 30 s bound below, while the session listens within a fraction of a second.
-    from memhub.memory.access import Access, AccessSettings
+    from memhub.doors.access import Access, AccessSettings
 
     async with AsyncMemory(settings=settings) as memory:
         access = Access(AsyncAdmin(memory), AccessSettings())

@@ -20,9 +20,9 @@ from fastapi import FastAPI
 from pydantic import SecretStr
 
 from memhub._cpu import BACKGROUND_NICE
+from memhub.doors import access
+from memhub.doors.access import OVER_QUOTA_SECONDS, Quotas, RateLimiter
 from memhub.embed.onnx_encoder import OnnxEncoder
-from memhub.memory import access
-from memhub.memory.access import OVER_QUOTA_SECONDS, Quotas, RateLimiter
 from memhub.server import ServerSettings
 from tests.server.conftest import ADMIN_KEY, bearer, new_key
 

@@ -179,14 +179,19 @@ async def test_the_worker_purges_after_the_retention(store: Store) -> None:
     assert old is not None and recent is not None
     await store.retire_memory(U, old, "consolidation", "asked")
     keeping = Worker(store, FakeEmbedder(dimension=3), WorkerConfig(retired_retention_days=1))
-    assert await keeping.purge_retired() == 0  # retired now: within a day's retention
-    purging = Worker(store, FakeEmbedder(dimension=3), WorkerConfig(retired_retention_days=0))
+    assert await keeping.maintenance.purge() == 0  # retired now: within a day's retention
+    # an interval no test run outlasts: the second purge below is refused by it, not by luck
+    purging = Worker(
+        store,
+        FakeEmbedder(dimension=3),
+        WorkerConfig(retired_retention_days=0, purge_interval=86_400),
+    )
     await store.retire_memory(U, recent, "consolidation", "asked")
-    assert await purging.purge_retired() == 2
+    assert await purging.maintenance.purge() == 2
     assert await store.retired_memories(U, 10) == []
     (later,) = await insert(store, mem("later"))
     assert later is not None
     await store.retire_memory(U, later, "consolidation", "asked")
     assert await purging.run_once() == 0  # its periodic step runs at most once per interval
     assert len(await store.retired_memories(U, 10)) == 1
-    assert await purging.purge_retired(force=True) == 1
+    assert await purging.maintenance.purge(force=True) == 1

@@ -7,10 +7,8 @@ import asyncio
 import json
 import os
 import sys
-import uuid
-from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from memhub.config import MemhubSettings
 from memhub.memory import AsyncMemory
@@ -33,24 +31,19 @@ async def export_jsonl(
     """
     written = 0
     async with AsyncMemory(settings=settings.model_copy(update={"worker": "off"})) as memory:
-        filters: dict[str, Any] | None = None
-        while True:
+        cursor = ""  # keyset paging, in get_all's order
+        while cursor is not None:
             found = await memory.get_all(
                 user_id=user_id,
-                filters=filters,
                 limit=page_size,
                 include_superseded=include_superseded,
+                cursor=cursor,
             )
-            page = found["results"]
-            for item in page:
+            for item in found["results"]:
                 out.write(json.dumps(item, ensure_ascii=False) + "\n")
-            written += len(page)
-            if len(page) < page_size:
-                return written
-            # Keyset pagination in get_all's order (created_at DESC, id ASC).
-            at = datetime.fromisoformat(page[-1]["created_at"])
-            last = uuid.UUID(page[-1]["id"])
-            filters = {"OR": [{"created_at": {"lt": at}}, {"created_at": at, "id": {"gt": last}}]}
+            written += len(found["results"])
+            cursor = found["next_cursor"]
+    return written
 
 
 def run_export(args: argparse.Namespace, settings: MemhubSettings) -> int:

@@ -163,7 +163,8 @@ async def jobs(settings: MemhubSettings, action: str, ids: list[int]) -> int:
         if action == "stats":
             stats = await admin.job_stats()
             shown = {"queued": stats.queued, "parked": stats.parked, "llm": stats.llm}
-            print(json.dumps({**shown, "by_kind": stats.by_kind}, indent=2))
+            by = {"by_lane": stats.by_lane, "by_kind": stats.by_kind}
+            print(json.dumps({**shown, **by}, indent=2))
         elif action == "parked":
             for job in await admin.parked_jobs(1000):
                 shown = {"id": job.id, "kind": job.kind, **job.scope.as_dict()}

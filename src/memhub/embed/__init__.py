@@ -5,9 +5,9 @@ Importing this package loads no model runtime or SDK; the provider classes load 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from memhub._lazy import lazy_names
 from memhub.embed.base import Embedder
 from memhub.embed.factory import create_embedder, known_providers
 
@@ -23,13 +23,4 @@ _LAZY = {
     "OpenAIEmbedder": "memhub.embed.openai_compat",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)

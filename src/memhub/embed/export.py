@@ -1,4 +1,4 @@
-"""Export a Hugging Face model directory to ONNX once, and quantise it to int8 weights.
+"""Export a Hugging Face model directory to ONNX once, and quantise it to int8.
 
 BERT and MPNet models (all-MiniLM-L6-v2, all-mpnet-base-v2 and their many fine-tunes) need
 only the ``onnx`` package: :mod:`memhub.embed.graph` writes their graph from the safetensors
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from memhub.embed.graph import build_encoder, can_build
 from memhub.embed.local_model import read_json
+from memhub.embed.onnx_int8 import ROW_QUANTISATION
 from memhub.errors import ConfigurationError, install_hint
 
 __all__ = ["QUANTISATION", "export_onnx", "quantize_int8"]
@@ -30,18 +30,8 @@ logger = logging.getLogger(__name__)
 
 #: ONNX opset of the export: onnxruntime 1.18 and later run it.
 _OPSET = 17
-#: The feed-forward output projection of every layer, as torch's exporter names it (BERT,
-#: RoBERTa and MPNet alike; BERT's attention output is attention/output/dense).
-_FFN_OUTPUT = re.compile(r"layer\.\d+/output/dense/")
 #: Everything that shapes :func:`quantize_int8`'s file: part of a built model's cache key.
-QUANTISATION = {
-    "tool": "onnxruntime.quantization.quantize_dynamic",
-    "per_channel": True,
-    "reduce_range": True,
-    "weight_type": "QInt8",
-    "op_types_to_quantize": ["MatMul"],
-    "kept_fp32": _FFN_OUTPUT.pattern,
-}
+QUANTISATION = ROW_QUANTISATION
 
 
 def export_onnx(model_dir: Path, out_dir: Path) -> Path:
@@ -105,48 +95,34 @@ def export_onnx(model_dir: Path, out_dir: Path) -> Path:
 
 
 def quantize_int8(fp32: Path, out: Path) -> Path:
-    """Quantise ``fp32``'s weights to int8, one scale per output channel (onnxruntime's tool).
+    """Quantise ``fp32``'s linear layers to int8 with a scale per token row (batch-independent).
 
-    Dynamic quantisation: weights are stored as int8 with a scale per channel, activations
-    are quantised per batch at run time, so the MatMuls run on int8 kernels. Two choices,
-    measured on all-mpnet-base-v2 against its fp32 vectors (docs/embedders.md):
-    ``reduce_range`` (7-bit weights), without which the u8 x s8 products saturate on CPUs
-    without VNNI (onnxruntime's documented AVX2 caveat): on an AVX2-only AMD EPYC the vectors
-    came out unrelated to fp32 (cosine about 0); and
-    the feed-forward output projections (``layer.N/output/dense``, whose inputs carry the
-    largest activations) stay fp32, which raised the mean cosine to fp32 from 0.90 to 0.99.
+    :func:`memhub.embed.onnx_int8.quantize_rows` does it: weights int8 with one scale per
+    output channel (7 bits, safe on AVX2 without VNNI), each token's activations quantised
+    at run time with a scale of its own, so a text's vector does not depend on what it is
+    batched with and the encoder runs batches again. Measured on all-mpnet-base-v2 against
+    its fp32 vectors, with every linear layer in int8: closer to fp32 than onnxruntime's
+    dynamic quantisation (one scale per batch, feed-forward outputs kept fp32) and about 2x
+    the texts per CPU-second of one-text runs (docs/embedders.md, bench/encoder_speed.py).
 
     Raises:
         ConfigurationError: the ``onnx`` package is missing.
     """
     try:
-        import onnx
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError as exc:  # onnxruntime.quantization imports onnx
+        import onnx  # noqa: F401 - the rewrite reads and writes ONNX protobufs
+    except ImportError as exc:
         raise ConfigurationError(
             f"quantising needs the onnx package: {install_hint('export')}"
         ) from exc
-    graph = onnx.load(str(fp32), load_external_data=False).graph
-    keep_fp32 = [n.name for n in graph.node if _FFN_OUTPUT.search(n.name)]
-    del graph
-    # The weights go to a data file beside the graph: serialising them into one protobuf
-    # would hold them twice more at the end (docs/embedders.md, the build's peak memory).
+    from memhub.embed.onnx_int8 import quantize_rows
+
     # Both files are made under their final names in a directory of their own, then moved
     # (the data first), so a graph under its final name is complete.
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=".quantising-"))
     try:
-        quantize_dynamic(
-            str(fp32),
-            str(staging / out.name),
-            per_channel=True,
-            reduce_range=True,
-            weight_type=QuantType.QInt8,
-            op_types_to_quantize=["MatMul"],
-            nodes_to_exclude=keep_fp32,
-            use_external_data_format=True,
-        )
+        quantize_rows(fp32, staging / out.name)
         for made in sorted(staging.iterdir(), key=lambda path: path.suffix == ".onnx"):
-            os.chmod(made, 0o644)  # the data file is made private
+            os.chmod(made, 0o644)
             made.replace(out.parent / made.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

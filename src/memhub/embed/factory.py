@@ -115,7 +115,7 @@ def _build_default(name: str, settings: dict[str, Any]) -> Embedder:
 def _build_local(name: str, settings: dict[str, Any]) -> Embedder:
     """A model directory, a packaged model or a hub id, on onnxruntime in-process."""
     from memhub.embed.local_model import LocalModelEmbedder, download_from_hub, looks_like_path
-    from memhub.embed.packaged import PACKAGED_MODELS, prepare
+    from memhub.embed.packaged import PACKAGED_MODELS, prepare, recorded_name
 
     _refuse_unknown(name, settings, _LOCAL_KEYS)
     model = str(settings.pop("model"))
@@ -130,7 +130,8 @@ def _build_local(name: str, settings: dict[str, Any]) -> Embedder:
             cache = default_model_cache()
         earlier = None if models_dir is None else Path(models_dir)
         onnx = prepare(packaged, Path(cache), earlier)
-        return LocalModelEmbedder(onnx, dimension=dimension, model_name=packaged.name, **settings)
+        recorded = recorded_name(packaged, onnx, earlier)
+        return LocalModelEmbedder(onnx, dimension=dimension, model_name=recorded, **settings)
     if looks_like_path(model):
         return LocalModelEmbedder(model, dimension=dimension, **settings)
     if "/" not in model:

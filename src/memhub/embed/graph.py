@@ -11,9 +11,8 @@ through :func:`memhub.embed.export.export_onnx`'s torch path.
 
 Inputs ``input_ids`` and ``attention_mask`` (int64, batch and sequence dynamic), output
 ``last_hidden_state``: the interface of the torch export, so pooling and quantisation are
-shared. Node names follow torch's exporter (``/encoder/layer.N/output/dense/MatMul``) because
-:func:`memhub.embed.export.quantize_int8` keeps the feed-forward output projections in fp32
-by those names.
+shared. Node names follow torch's exporter (``/encoder/layer.N/output/dense/MatMul``), so
+profiles and quantised graphs of both exports read alike.
 """
 
 from __future__ import annotations

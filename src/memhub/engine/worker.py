@@ -1,11 +1,15 @@
-"""The background worker: leases queued jobs, does their work unlocked, applies it per scope.
+"""The background worker: the loop that leases queued jobs and hands them to their lane.
 
-Two lanes: ``ingest`` embeds turns and stores them as memories (fast, no LLM), so they are
-searchable at once; with an LLM configured it also queues ``consolidate`` jobs, which add the
-facts drawn from those turns beside them. Every job goes through three phases (claim, work
-with nothing held open, apply in one short transaction), so a failure or a crash costs its
-own scope a retry, nobody else. Any exception counts toward parking; a job that keeps failing
-is parked, never dropped.
+Two lanes: ``ingest`` embeds turns and stores them as memories (fast, no LLM; see
+``engine/ingest_lane.py``), so they are searchable at once; with an LLM configured it also
+queues ``consolidate`` jobs, which add the facts drawn from those turns beside them
+(``engine/consolidate_lane.py``). Every job goes through three phases (claim, work with
+nothing held open, apply in one short transaction), so a failure or a crash costs its own
+scope a retry, nobody else. Any exception counts toward parking (``engine/leases.py``); a job
+that keeps failing is parked, never dropped. Between batches the worker runs its
+housekeeping (``engine/maintenance.py``).
+
+This module keeps the loop, the claims and their heartbeat, shutdown and hand-back.
 """
 
 from __future__ import annotations
@@ -14,24 +18,23 @@ import asyncio
 import contextlib
 import logging
 import os
-import random
 import socket
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from memhub._cpu import bulk, owned_by
 from memhub.embed.base import Embedder
-from memhub.engine.consolidate import CONSOLIDATE_JOB, Consolidator, fact_scope
-from memhub.engine.ingest import INGEST_JOB, assigned_memory_ids, memories_from_turns
-from memhub.engine.job_payload import call_groups
-from memhub.engine.passages import embed_texts
-from memhub.engine.text import turn_text
-from memhub.errors import Conflict, ProviderOutputError, StoreUnavailable
-from memhub.store.protocol import JobBatch, Store
-from memhub.store.records import Job, Lane, Lease, NewJob, NewMemory
+from memhub.engine.consolidate import CONSOLIDATE_JOB, Consolidator
+from memhub.engine.consolidate_lane import ConsolidationLane
+from memhub.engine.ingest import INGEST_JOB
+from memhub.engine.ingest_lane import IngestConfig, IngestLane
+from memhub.engine.leases import Backoff, JobReturns
+from memhub.engine.maintenance import Maintenance, MaintenanceConfig
+from memhub.errors import StoreUnavailable
+from memhub.store.protocol import Store
+from memhub.store.records import Job, Lane, Lease
 from memhub.telemetry import instruments, operation, queue_depth
 
 __all__ = ["CONSOLIDATE_LANE", "Worker", "WorkerConfig", "ingest_lane", "standalone_concurrency"]
@@ -39,8 +42,6 @@ __all__ = ["CONSOLIDATE_LANE", "Worker", "WorkerConfig", "ingest_lane", "standal
 log = logging.getLogger("memhub.worker")
 
 # Consolidation of an owner waits for the turns of its window to be ingested first.
-PURGE_INTERVAL = 60.0  # seconds between purges of expired memories, per worker
-PURGE_BATCH = 1_000  # expired memories one purge deletes at most
 CONSOLIDATE_LANE = Lane((CONSOLIDATE_JOB,), after_other_lanes=True)
 WORKER_OWNER = "(worker)"  # whose CPU work the worker's is (memhub._cpu.owned_by)
 
@@ -88,8 +89,9 @@ class WorkerConfig:
         claim_turns: An ingest claim stops taking jobs once they carry this many turns, and
             gives back what is left of a larger job after that many (its progress saved):
             what another owner's add queued meanwhile waits for per busy batch loop.
-        retired_retention_days: Memories a model retired are erased this many days later
-            (checked every ``purge_interval`` seconds, ``purge_batch`` at a time).
+        retired_retention_days: Memories a model retired are erased this many days later.
+        purge_interval: Seconds between a worker's purges of retired and expired memories.
+        purge_batch: Rows one purge statement deletes at most.
     """
 
     batch_size: int = 64
@@ -104,7 +106,7 @@ class WorkerConfig:
     ingest_chunk: int = 256
     claim_turns: int = 32
     retired_retention_days: float = 30.0
-    purge_interval: float = 3600.0
+    purge_interval: float = 60.0
     purge_batch: int = 1000
 
 
@@ -126,17 +128,54 @@ class Worker:
         self.lease = Lease(self.id, config.lease_seconds, config.max_attempts)
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
-        self.failed = 0
         self.jobs_done = 0  # counters for `memhub worker`'s progress line
-        self.turns_done = 0
-        # Turns embedded and stored, counted per chunk: a long batch shows progress before
-        # its jobs finish (turns_done counts them only then).
-        self.turns_embedded = 0
-        self._inserted_since_analyze = 0
-        self._inserted_total = 0
-        self._purged_at = float("-inf")
-        self._next_purge = 0.0  # monotonic time of the next purge of expired memories
         self._abandoned: set[int] = set()  # leases cancelled work left: hand_back() ends them
+        self.returns = JobReturns(
+            store, self.id, config.max_attempts, Backoff(config.backoff_base, config.backoff_max)
+        )
+        self.maintenance = Maintenance(
+            store,
+            MaintenanceConfig(
+                config.retired_retention_days, config.purge_interval, config.purge_batch
+            ),
+        )
+        self.ingest = IngestLane(
+            store,
+            embedder,
+            IngestConfig(config.ingest_chunk, config.claim_turns, config.consolidation_delay),
+            self.returns,
+            self.maintenance,
+            holder=self.id,
+            consolidating=consolidator is not None,
+            stopping=self._stopping,
+        )
+        self.consolidation = (
+            None
+            if consolidator is None
+            else ConsolidationLane(
+                store,
+                consolidator,
+                self.returns,
+                holder=self.id,
+                max_turns_per_call=config.max_turns_per_call,
+                stopping=self._stopping,
+            )
+        )
+
+    @property
+    def failed(self) -> int:
+        """Failed attempts this worker counted."""
+        return self.returns.failed
+
+    @property
+    def turns_done(self) -> int:
+        """Turns of the ingest jobs this worker finished."""
+        return self.ingest.turns_done
+
+    @property
+    def turns_embedded(self) -> int:
+        """Turns this worker embedded and stored (counted per chunk)."""
+        return self.ingest.turns_embedded
 
     def wake(self) -> None:
         """New work was queued in this process: skip the rest of the idle wait."""
@@ -206,56 +245,19 @@ class Worker:
     async def run_once(self) -> int:
         """Claim and process one batch per lane; returns how many jobs finished."""
         done = await self._lane(ingest_lane(self.consolidator is not None))
-        if self.consolidator is not None and not self._stopping.is_set():
+        if self.consolidation is not None and not self._stopping.is_set():
             done += await self._lane(CONSOLIDATE_LANE)
-        await self._refresh_statistics_after_growth()
-        await self.purge_retired()
-        await self._purge_expired()
+        if not self._stopping.is_set():
+            await self.maintenance.run()
         return done
 
     async def run_for(self, owners: Sequence[str]) -> int:
         """Claim and process one batch per lane of ``owners``' jobs only (:attr:`Scope.owner`
         values): an import embedding its own users, never another user's backlog."""
         done = await self._lane(ingest_lane(self.consolidator is not None), owners)
-        if self.consolidator is not None:
+        if self.consolidation is not None:
             done += await self._lane(CONSOLIDATE_LANE, owners)
         return done
-
-    async def purge_retired(self, *, force: bool = False) -> int:
-        """Erase memories retired longer ago than the retention, once per purge interval."""
-        now = time.monotonic()
-        if not force and now - self._purged_at < self.config.purge_interval:
-            return 0
-        self._purged_at = now
-        cut = datetime.now(UTC) - timedelta(days=self.config.retired_retention_days)
-        purged = 0
-        while True:
-            batch = await self.store.purge_retired(cut, self.config.purge_batch)
-            purged += batch
-            if batch < self.config.purge_batch:
-                break
-        if purged:
-            log.info("worker: purged %d retired memories (retention %g days)", purged,
-                     self.config.retired_retention_days)  # fmt: skip
-        return purged
-
-    async def _purge_expired(self) -> None:
-        # add(expiration_date=...): reads skip an expired memory at once; the rows go here,
-        # a bounded batch a minute (each worker of a deployment may do it).
-        if time.monotonic() < self._next_purge or self._stopping.is_set():
-            return
-        self._next_purge = time.monotonic() + PURGE_INTERVAL
-        purged = await self.store.purge_expired(PURGE_BATCH)
-        if purged:
-            log.info("worker: purged %s expired memories", purged)
-
-    async def _refresh_statistics_after_growth(self) -> None:
-        # Every 10 % of growth (at least 1,000 rows) this worker has written since it started.
-        grown = self._inserted_since_analyze
-        if grown >= max(1_000, self._inserted_total // 10):
-            self._inserted_total += grown
-            self._inserted_since_analyze = 0
-            await self.store.refresh_statistics()
 
     async def _lane(self, lane: Lane, owners: Sequence[str] | None = None) -> int:
         if self._stopping.is_set():
@@ -281,9 +283,10 @@ class Worker:
             failed: set[int] = set()
             for job in jobs:
                 if job.kind not in (INGEST_JOB, CONSOLIDATE_JOB):
-                    await self._failed([job], ValueError(f"unknown job kind {job.kind!r}"))
+                    error: Exception = ValueError(f"unknown job kind {job.kind!r}")
+                    await self.returns.failed_attempt([job], error)
                 elif job.payload_error is not None:  # read at claim: fails as any attempt
-                    await self._failed([job], TypeError(job.payload_error))
+                    await self.returns.failed_attempt([job], TypeError(job.payload_error))
                 else:
                     continue
                 failed.add(job.id)
@@ -291,9 +294,10 @@ class Worker:
             if not known:
                 return 0
             if known[0].kind == CONSOLIDATE_JOB:
-                return await self._consolidate(known)
+                assert self.consolidation is not None  # its lane is claimed only then
+                return await self.consolidation.work(known)
             with operation("ingest", {"memhub.jobs": len(known)}):
-                return await self._ingest(known)
+                return await self.ingest.work(known)
 
     @contextlib.asynccontextmanager
     async def _heartbeat(self, jobs: Sequence[Job]) -> AsyncIterator[None]:
@@ -353,175 +357,3 @@ class Worker:
                 ids, self.id, None, datetime.now(UTC), self.config.max_attempts
             )
         return len(ids)
-
-    # -- failures ----------------------------------------------------------------------------
-    def _retry_at(self, attempts: int) -> datetime:
-        delay = min(self.config.backoff_max, self.config.backoff_base * 2 ** max(attempts - 1, 0))
-        return datetime.now(UTC) + timedelta(seconds=delay * (0.5 + random.random()))
-
-    async def _failed(self, jobs: Sequence[Job], exc: BaseException) -> datetime:
-        """Count a failed attempt for ``jobs`` (already counted at claim): back off or park."""
-        self.failed += len(jobs)
-        retry_at = self._retry_at(max(job.attempts for job in jobs))
-        error = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, ProviderOutputError) and exc.raw:
-            error += f"\n--- raw model output ---\n{exc.raw[:3000]}"
-        ids = [job.id for job in jobs]
-        parked = await self.store.release_jobs(
-            ids, self.id, error, retry_at, self.config.max_attempts
-        )
-        if parked:
-            log.error("worker: jobs %s parked after %s attempts: %s", ids, jobs[0].attempts, exc)
-        else:
-            log.warning(
-                "worker: jobs %s failed (attempt %s), retry at %s: %s",
-                ids,
-                jobs[0].attempts,
-                retry_at.isoformat(),
-                exc,
-            )
-        return retry_at
-
-    async def _give_back(self, jobs: Sequence[Job], at: datetime | None = None) -> None:
-        """Release leases without counting the attempt (a lost race, or stopping)."""
-        if jobs:
-            when = at or datetime.now(UTC)
-            await self.store.release_jobs([job.id for job in jobs], self.id, None, when, 0)
-
-    # -- ingest ------------------------------------------------------------------------------
-    async def _ingest(self, jobs: list[Job]) -> int:
-        finished: set[int] = set()
-        try:
-            await self._ingest_jobs(jobs, finished)
-        except Conflict as exc:
-            log.info("worker: ingest lost its lease or a race (%s); giving the jobs back", exc)
-            await self._give_back([j for j in jobs if j.id not in finished])
-        except Exception as exc:  # any failure counts toward parking (payloads, SQL, embedder)
-            rest = [j for j in jobs if j.id not in finished]
-            if len(rest) == 1:
-                await self._failed(rest, exc)
-            else:
-                log.warning("worker: ingest batch failed (%s); retrying its jobs one by one", exc)
-                for job in rest:
-                    await self._ingest_one(job, finished)
-        self.turns_done += sum(
-            len(j.payload.turns) - j.payload.progress for j in jobs if j.id in finished
-        )
-        return len(finished)
-
-    async def _ingest_one(self, job: Job, finished: set[int]) -> None:
-        try:
-            await self._ingest_jobs([job], finished)
-        except Conflict:
-            await self._give_back([job])
-        except Exception as exc:  # see _ingest
-            await self._failed([job], exc)
-
-    async def _ingest_jobs(self, jobs: list[Job], finished: set[int]) -> None:
-        """Embed and store the jobs' turns a chunk at a time, each chunk in its own apply.
-
-        A claim does about ``claim_turns`` of work: what is left of a large job then goes
-        back to the queue with its progress saved, so the next claim (round robin) serves an
-        owner whose add came meanwhile before the rest of a 256-turn import job.
-        """
-        items = [
-            (job, index, turn_id)
-            for job in jobs
-            for index, turn_id in enumerate(job.payload.turns)
-            if index >= job.payload.progress
-        ]
-        last = {job.id: len(job.payload.turns) - 1 for job in jobs}
-        share = max(1, self.config.claim_turns)
-        chunk = max(1, min(self.config.ingest_chunk, share))
-        empty = [job for job in jobs if last[job.id] < job.payload.progress]
-        for start in range(0, max(len(items), 1), chunk):
-            if start and (self._stopping.is_set() or start >= share):
-                await self._give_back([j for j in jobs if j.id not in finished])
-                return
-            part = items[start : start + chunk]
-            await self._ingest_chunk(part, empty if start == 0 else [], last, finished)
-
-    async def _ingest_chunk(
-        self,
-        part: Sequence[tuple[Job, int, int]],
-        empty: Sequence[Job],
-        last: dict[int, int],
-        finished: set[int],
-    ) -> None:
-        turns = {t.id: t for t in await self.store.turns_by_ids([tid for _, _, tid in part])}
-        said = [(job, turns[tid]) for job, _, tid in part if tid in turns]
-        said = [(job, turn) for job, turn in said if turn_text(turn).strip()]
-        # One embedding call per chunk: batching is where the throughput comes from. A turn
-        # longer than the embedder's window goes as its passages.
-        embedded = await embed_texts(self.embedder, [turn_text(turn) for _, turn in said])
-        memories: list[NewMemory] = []
-        for (job, turn), vectors in zip(said, embedded, strict=True):
-            ids = assigned_memory_ids(job.payload)  # the ids add() already returned
-            # each turn's episode carries the caller's memory_type, with or without an LLM
-            (made,) = memories_from_turns(
-                [turn], job.scope, [vectors.vector], job.payload.memory_type, ids
-            )
-            expires = job.payload.expires_at or made.expires_at
-            memories.append(replace(made, expires_at=expires, passages=vectors.passages))
-        jobs = {job.id: job for job, _, _ in part} | {job.id: job for job in empty}
-        complete = [job for job, index, _ in part if index == last[job.id]] + list(empty)
-        async with self.store.apply_jobs(list(jobs.values()), self.id, {}) as batch:
-            # One insert per chunk: its rows go in one global order, so concurrent batches
-            # cannot deadlock on each other's duplicates.
-            await batch.insert_memories(memories, actor="worker")
-            for job in complete:
-                await self._follow_up(batch, job)
-            for job_id in {j.id for j, _, _ in part} - {j.id for j in complete}:
-                await batch.progress(job_id, max(i for j, i, _ in part if j.id == job_id) + 1)
-            await batch.complete([job.id for job in complete])
-        self._inserted_since_analyze += len(memories)
-        self.turns_embedded += len(part)
-        finished.update(job.id for job in complete)
-
-    async def _follow_up(self, batch: JobBatch, job: Job) -> None:
-        if self.consolidator is None or not job.payload.infer:
-            return
-        follow_up = replace(job.payload, infer=None, done=None, memory_ids=None)
-        window = job.created_at + timedelta(seconds=self.config.consolidation_delay)
-        await batch.enqueue(
-            NewJob(kind=CONSOLIDATE_JOB, scope=job.scope, payload=follow_up),
-            window,
-            join_window=True,
-        )
-
-    # -- consolidate -------------------------------------------------------------------------
-    async def _consolidate(self, jobs: list[Job]) -> int:
-        assert self.consolidator is not None
-        by_owner: dict[tuple[str | None, ...], list[Job]] = {}
-        for job in sorted(jobs, key=lambda j: j.id):
-            scope = fact_scope(job.scope)
-            by_owner.setdefault((scope.user_id, scope.agent_id, scope.run_id), []).append(job)
-        done = 0
-        for owner_jobs in by_owner.values():
-            done += await self._consolidate_owner(owner_jobs)
-        return done
-
-    async def _consolidate_owner(self, jobs: list[Job]) -> int:
-        """One owner's calls in order; a failure backs off this owner's remaining calls only."""
-        assert self.consolidator is not None
-        groups = call_groups(jobs, self.config.max_turns_per_call)
-        done = 0
-        for n, group in enumerate(groups):
-            later = [job for g in groups[n + 1 :] for job in g]
-            if self._stopping.is_set():
-                await self._give_back(group + later)
-                break
-            try:
-                plan = await self.consolidator.prepare(self.store, group)
-                async with self.store.apply_jobs(group, self.id, plan.read_set) as batch:
-                    await self.consolidator.apply(batch, plan)
-            except Conflict as exc:
-                log.info("worker: consolidation lost a race (%s); giving the jobs back", exc)
-                await self._give_back(group + later)
-                break
-            except Exception as exc:  # any failure counts toward parking this group
-                retry_at = await self._failed(group, exc)
-                await self._give_back(later, retry_at)  # keep the owner's order
-                break
-            done += len(group)
-        return done

@@ -12,10 +12,11 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from memhub._lazy import lazy_names
 from memhub.config import MemhubSettings, settings_error_line
 from memhub.errors import MemhubError
 from memhub.logs import configure_logging, show_info
@@ -47,14 +48,8 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # The SDK is imported on first use of a name that needs it, not by `import memhub.mcp`.
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memhub.mcp' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+# The SDK is imported on first use of a name that needs it, not by `import memhub.mcp`.
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 
 def run(settings: MemhubSettings, config: MCPConfig) -> int:

@@ -1,6 +1,6 @@
 """API keys on the MCP HTTP transport: the same keys, cache and quotas as the REST server.
 
-The check is :class:`memhub.memory.access.Access`, the one the REST server uses: the same
+The check is :class:`memhub.doors.access.Access`, the one the REST server uses: the same
 ``MEMHUB_ADMIN_KEY`` and stored keys are accepted, a key looked up is trusted for
 ``MEMHUB_KEY_CACHE_SECONDS``, and a tenant key is held to ``MEMHUB_RATE_LIMIT`` and
 ``MEMHUB_MAX_IN_FLIGHT_PER_KEY`` (429 with ``Retry-After``). A tenant key scopes every tool call
@@ -11,44 +11,31 @@ database that cannot be reached answers 503 with ``Retry-After``, as REST does.
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memhub._fair import held_slot
+from memhub.doors.access import Access, AccessSettings
+from memhub.doors.answers import RETRY_AFTER_SECONDS, answer
 from memhub.errors import StatementTimeout, StoreUnavailable
-from memhub.memory.access import Access, AccessSettings
 from memhub.memory.admin import AsyncAdmin
 
-__all__ = ["OVER_QUOTA_STATE", "TENANT_STATE", "KeyAuth"]
+__all__ = ["OVER_QUOTA_STATE", "SLOT_STATE", "TENANT_STATE", "KeyAuth"]
 
 TENANT_STATE = "memhub_tenant"
 """The request-state key holding the caller's tenant ("" for an admin key)."""
 
 OVER_QUOTA_STATE = "memhub_over_quota"
-"""The request-state key saying the caller's key was refused a moment ago (Quotas.over_quota).
+"""The request-state key saying the request's CPU work runs niced: its key was refused a
+moment ago (Quotas.over_quota), or its tenant has more requests waiting for a slot.
 
 The SDK runs tools in its session's tasks, not in the request's, so the flag travels in the
 request's state and the tools run their CPU work in the background themselves."""
 
-RETRY_AFTER_SECONDS = 5  # as the REST server's 503 answers
 
-
-async def _refuse(
-    send: Send, status: int, message: str, type_: str, headers: dict[str, str]
-) -> None:
-    body = json.dumps({"error": message, "type": type_}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *((name.lower().encode(), value.encode()) for name, value in headers.items()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+SLOT_STATE = "memhub_slot"
+"""The request-state key holding the request slot the request holds (memhub._fair.held_slot),
+so that the tool, in the SDK's session task, lends it while it waits for ingestion, as a REST
+request does."""
 
 
 class KeyAuth:
@@ -67,32 +54,34 @@ class KeyAuth:
         kind, _, key = header.strip().partition(" ")
         if kind.lower() not in ("bearer", "token") or not key.strip():
             message = "missing API key: send 'Authorization: Bearer <key>'"
-            await _refuse(send, 401, message, "Unauthorized", challenge)
+            await answer(send, 401, message, "Unauthorized", challenge)
             return
         try:
             found = await self.access.check(key.strip())
         except (StoreUnavailable, StatementTimeout):
             message = "the database is unavailable; retry later"
             retry = {"Retry-After": str(RETRY_AFTER_SECONDS)}
-            await _refuse(send, 503, message, "StoreUnavailable", retry)
+            await answer(send, 503, message, "StoreUnavailable", retry)
             return
         if found is None:
-            await _refuse(send, 401, "invalid or revoked API key", "Unauthorized", challenge)
+            await answer(send, 401, "invalid or revoked API key", "Unauthorized", challenge)
             return
         state = scope.setdefault("state", {})
         state[TENANT_STATE] = found.tenant or ""
         if found.tenant is None:
             await self.app(scope, receive, send)
             return
-        quotas = self.access.quotas
-        refused = quotas.refusal(found.id)
+
+        async def serve(niced: bool) -> None:
+            state[OVER_QUOTA_STATE] = niced
+            state[SLOT_STATE] = held_slot()
+            await self.app(scope, receive, send)
+
+        # A POST carries one JSON-RPC message and is answered when its work is done: it
+        # takes a request slot, as a REST request does. A GET is the stream of the server's
+        # own messages, open for the session's life and idle: a slot would be held for
+        # nothing (it still counts against the key's in-flight cap).
+        refused = await self.access.admit(found, serve, slot=scope.get("method") == "POST")
         if refused is not None:
             error, seconds = refused
-            await _refuse(send, 429, error, "TooManyRequests", {"Retry-After": str(seconds)})
-            return
-        state[OVER_QUOTA_STATE] = quotas.over_quota(found.id)
-        quotas.enter(found.id)
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            quotas.leave(found.id)
+            await answer(send, 429, error, "TooManyRequests", {"Retry-After": str(seconds)})

@@ -112,7 +112,7 @@ async def serve(
         return
     import uvicorn
 
-    from memhub._http import JsonH11Protocol
+    from memhub.doors.h11 import JsonH11Protocol
 
     # Keys are checked on the engine the tools use: same settings, so one shared pool.
     async with AsyncMemory(settings=_served(resolved, options)) as memory:

@@ -28,11 +28,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memhub._cpu import background
+from memhub._cpu import background, owned_by
+from memhub._fair import lending
 from memhub.engine.consent import forget_request
 from memhub.errors import MemhubError, MemoryNotFound, StoreUnavailable
 from memhub.mcp._sdk import Context, ToolError
-from memhub.mcp.auth import OVER_QUOTA_STATE, TENANT_STATE
+from memhub.mcp.auth import OVER_QUOTA_STATE, SLOT_STATE, TENANT_STATE
 from memhub.mcp.config import MCPConfig
 from memhub.memory import AsyncMemory
 from memhub.telemetry import record_guard
@@ -116,9 +117,16 @@ def _tenant(ctx: Ctx) -> str:
 
 
 def _over_quota(ctx: Ctx) -> bool:
-    """Whether the HTTP request's key is over its quota (memhub.memory.access.Quotas)."""
+    """Whether the HTTP request's CPU work runs niced (memhub.doors.access.Access.admit)."""
     state = getattr(ctx.request_context.request, "state", None)
     return bool(getattr(state, OVER_QUOTA_STATE, False))
+
+
+def _slot(ctx: Ctx) -> object | None:
+    """The request slot the HTTP request holds (memhub.doors.slots), lent while a call waits
+    for ingestion; None over stdio or for an admin key."""
+    state = getattr(ctx.request_context.request, "state", None)
+    return getattr(state, SLOT_STATE, None)
 
 
 def _user(ctx: Ctx, state: ServerState, user_id: str | None) -> str:
@@ -186,7 +194,10 @@ async def search_memories(
     if not 1 <= limit <= 100:
         raise ToolError(f"limit must be between 1 and 100, got {limit}")
     filters = None if kind is None else {"kind": kind}
-    with _tool_errors("search_memories"), background(_over_quota(ctx)):
+    # The query's embedding takes its turn at the CPU slots under the caller's tenant, as a
+    # REST search does (the request's own context does not reach the SDK's session task).
+    niced, tenant = _over_quota(ctx), _tenant(ctx)
+    with _tool_errors("search_memories"), background(niced), owned_by(tenant), lending(_slot(ctx)):
         found = await state.memory.search(
             query, user_id=user, limit=limit, as_of=as_of, filters=filters
         )
@@ -227,9 +238,10 @@ async def add_memory(
     metadata = {**(metadata or {}), "provenance": "mcp"}
     if any(m.role == "user" for m in said):
         metadata["mcp_claimed_roles"] = sorted({m.role for m in said})
-    with _tool_errors("add_memory"):
+    with _tool_errors("add_memory"), lending(_slot(ctx)):
         # Read-your-writes for the common case: waits for this call's own turns only, up to
-        # add_wait_seconds; the turns are durable whatever happens then.
+        # add_wait_seconds (lending the request's slot meanwhile, as REST does); the turns
+        # are durable whatever happens then.
         added = await state.memory.add(payload, user_id=user, metadata=metadata, wait=True)
     turns = len(added.get("queued_turn_ids", []))
     if added.get("timed_out"):

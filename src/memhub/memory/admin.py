@@ -7,18 +7,18 @@ views through :class:`OpsStore`, which only PostgreSQL's store has.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from memhub.engine.worker import CONSOLIDATE_LANE, ingest_lane
 from memhub.errors import ConfigurationError, UsageError
 from memhub.memory.async_memory import AsyncMemory
 from memhub.memory.core import services_of
-from memhub.store.api_keys import ApiKey
+from memhub.memory.cursors import decode_cursor, encode_cursor
+from memhub.store.api_keys import ApiKey, hash_key, keys_equal
 from memhub.store.protocol import OpsStore, Store
 from memhub.store.records import DailyUsage, Job, ScopeRow, UserRow
 
@@ -30,6 +30,8 @@ __all__ = [
     "ScopeRow",
     "UserPage",
     "UserRow",
+    "hash_key",
+    "keys_equal",
 ]
 
 TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -46,29 +48,42 @@ class UserPage:
 
 @dataclass(frozen=True)
 class JobStats:
-    """The background queue and what its LLM calls cost."""
+    """The background queue and what its LLM calls cost.
+
+    Attributes:
+        by_kind: ``{kind: {"queued", "running", "parked", "oldest_queued_seconds"}}``.
+        by_lane: The same per worker lane (``ingest``, ``consolidate``), with the lane's
+            ``kinds``; a lane's oldest wait is its kinds' longest.
+    """
 
     queued: int
     parked: int
     llm: dict[str, float]
     by_kind: dict[str, dict[str, int]]
+    by_lane: dict[str, dict[str, Any]]
     llm_per_day: list[DailyUsage]
 
 
-def _cursor_of(user_id: str) -> str:
-    # UTF-8, not \u escapes: a 255-character id stays under the REST API's 1,500-character cap.
-    raw = json.dumps([user_id], ensure_ascii=False).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+# The worker's two lanes: ingestion (every kind but consolidate) and consolidation.
+_LANES = {"ingest": ingest_lane(consolidating=True), "consolidate": CONSOLIDATE_LANE}
 
 
-def _after(cursor: str) -> str:
-    try:
-        (user_id,) = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
-        raise UsageError("invalid cursor: pass next_cursor from the previous page") from exc
-    if not isinstance(user_id, str):
-        raise UsageError("invalid cursor: pass next_cursor from the previous page")
-    return user_id
+def _by_lane(by_kind: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
+    """Per-kind counts summed per worker lane (the oldest wait is the lane's maximum)."""
+    lanes: dict[str, dict[str, Any]] = {
+        name: {"kinds": [], "queued": 0, "running": 0, "parked": 0, "oldest_queued_seconds": 0}
+        for name in _LANES
+    }
+    for kind, counts in by_kind.items():
+        lane = next(name for name, test in _LANES.items() if test.admits(kind))
+        totals = lanes[lane]
+        totals["kinds"].append(kind)
+        for field in ("queued", "running", "parked"):
+            totals[field] += counts[field]
+        totals["oldest_queued_seconds"] = max(
+            totals["oldest_queued_seconds"], counts["oldest_queued_seconds"]
+        )
+    return lanes
 
 
 def _check_tenant(tenant: str | None) -> None:
@@ -168,12 +183,12 @@ class AsyncAdmin:
         if limit < 1 or offset < 0:
             raise UsageError("limit must be at least 1 and offset at least 0")
         _check_tenant(tenant)
-        after = None if cursor is None else _after(cursor)
+        after = None if cursor is None else decode_cursor(cursor, 1)[0]
         prefix = None if tenant is None else f"{tenant}:"
         ops = await self._ops("listing users")
         rows = await ops.list_users(prefix=prefix, after=after, limit=limit, offset=offset)
         more = len(rows) == limit
-        return UserPage(rows, _cursor_of(rows[-1].user_id) if more else None)
+        return UserPage(rows, encode_cursor(rows[-1].user_id) if more else None)
 
     async def list_scopes(self, *, tenant: str | None = None, limit: int = 200) -> list[ScopeRow]:
         """Every scope with current memories (user, agent, run and their combinations).
@@ -200,14 +215,15 @@ class AsyncAdmin:
 
     # -- the job queue ----------------------------------------------------------------------
     async def job_stats(self, days: int = 14) -> JobStats:
-        """Queued and parked jobs (in total and per kind), LLM usage in total and per day."""
+        """Queued and parked jobs (in total, per worker lane and per kind), LLM usage in total
+        and per day."""
         ops = await self._ops("reading job statistics")
-        store = await self._store()
-        counts = await store.job_counts()
-        usage = await store.usage_stats()
-        by_kind = await ops.queue_by_kind()
+        usage = await (await self._store()).usage_stats()
+        by_kind = await ops.queue_by_kind()  # the totals are its sums: one count of the queue
         daily = await ops.usage_per_day(days)
-        return JobStats(counts["queued"], counts["parked"], usage, by_kind, daily)
+        queued = sum(counts["queued"] for counts in by_kind.values())
+        parked = sum(counts["parked"] for counts in by_kind.values())
+        return JobStats(queued, parked, usage, by_kind, _by_lane(by_kind), daily)
 
     async def parked_jobs(self, limit: int = 100) -> list[Job]:
         """Jobs that failed every attempt, oldest first, with their last error."""

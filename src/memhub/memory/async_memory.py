@@ -23,6 +23,7 @@ from memhub.errors import MemoryNotFound, UsageError
 from memhub.filters import parse_filters
 from memhub.memory.compat import as_of_filters, pick_limit, queued_answer, split_scope
 from memhub.memory.core import parse_memory_id
+from memhub.memory.cursors import after_memory, memory_cursor
 from memhub.memory.inputs import (
     check_add,
     check_id,
@@ -239,8 +240,8 @@ class AsyncMemory(RetirementMethods):
             rest, include_superseded = as_of_filters(as_of, rest), True
         parsed = parse_filters(rest, self.limits.filters)
         search = Search(query, scope, limit, parsed, include_superseded, threshold, max_tokens)
-        reranker = chosen_reranker(rerank, self.settings)
         engine = await self._services()
+        reranker = chosen_reranker(rerank, engine.reranker)
         settle: Callable[[], Awaitable[bool]] | None = None
         if self._unsettled_in(scope):
             # Read your own writes by meaning: what this object added here is found by its
@@ -285,11 +286,19 @@ class AsyncMemory(RetirementMethods):
         limit: int | None = None,
         include_superseded: bool = False,
         top_k: int | None = None,
-    ) -> dict[str, list[MemoryItem]]:
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
         """The scope's memories, newest first (at most ``limit`` / ``top_k``, default 100).
 
         Episodes and facts, each with its ``kind``; ``filters={"kind": "fact"}`` lists facts
         only. The scope ids may also come inside ``filters`` (Mem0 2.x).
+
+        Args:
+            cursor: Page through the list: ``""`` for the first page, then the
+                ``next_cursor`` of the page before. With a cursor the result also holds
+                ``next_cursor``: a string when the page is full (more may follow), else None.
+                Memories added meanwhile are newer and never appear in a later page; none is
+                skipped or repeated. Without one the result is Mem0's ``{"results": [...]}``.
         """
         ids, rest = split_scope(user_id, agent_id, run_id, filters)
         scope = scope_of(self.limits, **ids)
@@ -298,11 +307,18 @@ class AsyncMemory(RetirementMethods):
             maximum=self.limits.max_page_size,
             setting="MEMHUB_MAX_PAGE_SIZE",
         )
+        if cursor:  # keyset paging: the memories after the cursor, in the list's order
+            after = after_memory(cursor)
+            rest = {"AND": [rest, after]} if rest else after
         engine = await self._services()
         records = await engine.store.list_memories(
             scope, parse_filters(rest, self.limits.filters), limit, include_superseded
         )
-        return {"results": [memory_item(r) for r in records]}
+        results = [memory_item(r) for r in records]
+        if cursor is None:
+            return {"results": results}
+        more = len(results) == limit
+        return {"results": results, "next_cursor": memory_cursor(results[-1]) if more else None}
 
     async def update(
         self,

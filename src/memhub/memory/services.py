@@ -33,6 +33,7 @@ from memhub.engine.worker import Worker, WorkerConfig
 from memhub.errors import StoreUnavailable
 from memhub.llm import LLM, create_llm
 from memhub.memory.reachability import Endpoint, endpoints, start_probe
+from memhub.rerank import Reranker, reranker_from_settings
 from memhub.store import close_all_stores, open_store
 from memhub.store.protocol import BulkStore, Store
 from memhub.store.records import EmbeddingSpace, Scope
@@ -47,6 +48,7 @@ __all__ = [
     "finish_all_services",
     "learn_dimension",
     "release_services",
+    "reranker_from_settings",
     "settings_fingerprint",
 ]
 
@@ -155,6 +157,9 @@ class Services:
     embedder: Embedder
     worker: Worker
     llm: LLM | None = None
+    #: search's second pass (MEMHUB_RERANKER), built with the services: a cross-encoder's
+    #: model is loaded once for all the memory objects that share them.
+    reranker: Reranker | None = None
     owns_embedder: bool = True  # False for an embedder the caller passed in: theirs to close
     exit_timeout: float = 5.0  # MemhubSettings.exit_timeout
     #: The background check that the model servers answer (memory.reachability), if any.
@@ -371,6 +376,7 @@ async def _open_services(settings: MemhubSettings, embedder: Embedder | None) ->
         embedder=chosen,
         worker=worker,
         llm=llm,
+        reranker=reranker_from_settings(settings),
         owns_embedder=embedder is None,
         exit_timeout=settings.exit_timeout,
         probe=start_probe(endpoints(settings, llm, chosen)),

@@ -268,11 +268,19 @@ class Memory:
         limit: int | None = None,
         include_superseded: bool = False,
         top_k: int | None = None,
-    ) -> dict[str, list[MemoryItem]]:
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
         """The scope's memories, newest first (at most ``limit`` / ``top_k``, default 100).
 
         Episodes and facts, each with its ``kind``; ``filters={"kind": "fact"}`` lists facts
         only. The scope ids may also come inside ``filters`` (Mem0 2.x).
+
+        Args:
+            cursor: Page through the list: ``""`` for the first page, then the
+                ``next_cursor`` of the page before. With a cursor the result also holds
+                ``next_cursor``: a string when the page is full (more may follow), else None.
+                Memories added meanwhile are newer and never appear in a later page; none is
+                skipped or repeated. Without one the result is Mem0's ``{"results": [...]}``.
         """
         return run_sync(
             self._async.get_all(
@@ -283,6 +291,7 @@ class Memory:
                 limit=limit,
                 include_superseded=include_superseded,
                 top_k=top_k,
+                cursor=cursor,
             )
         )
 

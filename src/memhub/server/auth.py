@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from memhub.memory.access import ENV_ADMIN_KEY
+from memhub.doors.access import ENV_ADMIN_KEY
 from memhub.memory.admin import ApiKey
 from memhub.server.gate import GATED_KEY, presented_key
 from memhub.server.state import ServerState, get_state

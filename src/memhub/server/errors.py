@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
+from memhub.doors.answers import RETRY_AFTER_SECONDS
 from memhub.errors import (
     ConfigurationError,
     Conflict,
@@ -34,9 +35,6 @@ from memhub.errors import (
 )
 
 __all__ = ["RETRY_AFTER_SECONDS", "STATUSES", "install_error_handlers"]
-
-RETRY_AFTER_SECONDS = 5
-"""What ``Retry-After`` says on 502/503 answers for outages: a short, fixed back-off."""
 
 
 @dataclass(frozen=True)

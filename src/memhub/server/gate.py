@@ -8,7 +8,8 @@ held (MEMHUB_FLOOD_HOLD_SECONDS), so that a client waiting for each answer canno
 server's CPU from other tenants either. A key refused in the last seconds is served one
 request at a time, its CPU work at background priority (``Quotas``), so even the requests it
 is admitted cost the others little. Admitted requests then take turns by tenant at a few
-request slots (MEMHUB_REQUEST_SLOTS, :class:`memhub._fair.FairShare`): however many requests
+request slots (MEMHUB_REQUEST_SLOTS, :class:`memhub.doors.slots.RequestSlots`, which the MCP
+HTTP door shares): however many requests
 other tenants have in flight, a tenant with nothing running or waiting starts at once (one
 spare slot), and while a tenant has
 requests waiting for their turn, its running one's CPU work is niced as an over-quota key's
@@ -19,17 +20,14 @@ bench/server_limits_refusal.py measure all of it.
 from __future__ import annotations
 
 import asyncio
-import functools
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memhub._cpu import background, cpu_slots, owned_by
-from memhub._fair import FairShare
-from memhub.memory.access import KeyCache, Quotas
+from memhub.doors.access import KeyCache, Quotas
+from memhub.doors.answers import too_many_requests
 from memhub.memory.admin import ApiKey
 from memhub.server.state import ServerState
 
@@ -73,7 +71,6 @@ class TenantGate:
         self.app = app
         self.state = state
         self.floods = Floods()
-        self.slots: FairShare | None = None  # MEMHUB_REQUEST_SLOTS, made on the first request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.state() if scope["type"] == "http" else None
@@ -81,41 +78,23 @@ class TenantGate:
         if key is None or state is None:
             await self.app(scope, receive, send)
             return
-        quotas = state.quotas
-        refused = quotas.refusal(key.id)
-        if refused is not None:
-            start, body = _refusal(*refused)
-            hold = state.server.flood_hold_seconds
-            if hold > 0 and self.floods.flooding(key.id, time.monotonic(), hold):
-                # A client that waits for each answer (a retry loop, a pooled connection)
-                # now sends at most one request a `hold` per connection, instead of as many
-                # as the server can refuse: the refusals' CPU would be taken from the others.
-                await asyncio.sleep(hold)
-            await send(start)
-            await send(body)
-            return
-        quotas.enter(key.id)
-        try:
-            # A key sending faster than its quota has its admitted work's CPU niced: it is
-            # served from CPU the other tenants leave (memhub._cpu). Every tenant's requests
-            # take turns at the request slots, and their CPU work at the CPU slots, so a
-            # quiet tenant's request is next whatever the others have queued.
-            over = quotas.over_quota(key.id)
-            tenant = key.tenant or ""
-            slots = self._slots(state)
-            async with slots.slot(tenant, later=over):
-                # A tenant with more requests waiting for their turn wants more than its
-                # share: this one's CPU work, too, runs from what the others leave.
-                busy = over or slots.queue.waiting(tenant) > 0
-                with background(busy), owned_by(tenant):
-                    await self.app({**scope, GATED_KEY: key}, receive, send)
-        finally:
-            quotas.leave(key.id)
 
-    def _slots(self, state: ServerState) -> FairShare:
-        if self.slots is None:
-            self.slots = FairShare(state.server.request_slots or cpu_slots())
-        return self.slots
+        async def serve(_niced: bool) -> None:
+            # Its CPU work already runs niced or not (Access.admit): this task does it.
+            await self.app({**scope, GATED_KEY: key}, receive, send)
+
+        refused = await state.access.admit(key, serve)
+        if refused is None:
+            return
+        start, body = too_many_requests(*refused)
+        hold = state.server.flood_hold_seconds
+        if hold > 0 and self.floods.flooding(key.id, time.monotonic(), hold):
+            # A client that waits for each answer (a retry loop, a pooled connection) now
+            # sends at most one request a `hold` per connection, instead of as many as the
+            # server can refuse: the refusals' CPU would be taken from the others.
+            await asyncio.sleep(hold)
+        await send(start)
+        await send(body)
 
 
 FLOOD_REFUSALS = 50
@@ -155,22 +134,3 @@ def _cached_tenant_key(state: ServerState, scope: Scope) -> ApiKey | None:
         return None
     found = state.access.cached(key)
     return found if found is not None and found.tenant is not None else None
-
-
-def _refusal(error: str, seconds: int) -> tuple[Message, Message]:
-    """The two ASGI messages of a 429, fresh each time (a server may keep or change them)."""
-    body, headers = _refusal_bytes(error, seconds)
-    start: Message = {"type": "http.response.start", "status": 429, "headers": list(headers)}
-    return start, {"type": "http.response.body", "body": body}
-
-
-@functools.lru_cache(maxsize=64)
-def _refusal_bytes(error: str, seconds: int) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
-    # Few distinct refusals (the message names the setting and the seconds): encoded once.
-    body = json.dumps({"error": error, "type": "TooManyRequests"}).encode()
-    headers = (
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"retry-after", str(seconds).encode()),
-    )
-    return body, headers

@@ -5,13 +5,12 @@ Both answer with memhub's JSON error body naming the setting that refused the re
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memhub.memory.access import RateLimiter
+from memhub.doors.access import RateLimiter
+from memhub.doors.answers import answer
 
-__all__ = ["DRAIN_BYTES", "BodyLimit", "RateLimiter", "answer"]
+__all__ = ["DRAIN_BYTES", "BodyLimit", "RateLimiter"]
 
 DRAIN_BYTES = 16 * 1024 * 1024
 """How much of a refused body is read and dropped before the 413 is sent.
@@ -21,26 +20,6 @@ A client still sending when the server answers and closes gets a connection rese
 them see the answer. Bounded, so a client cannot keep a connection busy with an endless body;
 past it the 413 goes out and the connection is closed anyway.
 """
-
-
-async def answer(
-    send: Send, status: int, error: str, type_: str, headers: dict[str, str] | None = None
-) -> None:
-    """Send memhub's JSON error body straight from ASGI middleware."""
-    body = json.dumps({"error": error, "type": type_}).encode()
-    extra = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *extra,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 class BodyLimit:

@@ -49,7 +49,7 @@ def serve(
     """
     import uvicorn
 
-    from memhub._http import JsonH11Protocol
+    from memhub.doors.h11 import JsonH11Protocol
     from memhub.server.app import create_app
 
     settings = settings or MemhubSettings.from_env()
@@ -68,7 +68,7 @@ def serve(
         port=port,
         log_level=log_level,
         proxy_headers=False,
-        # Malformed requests answered in memhub's JSON (memhub._http); no WebSocket.
+        # Malformed requests answered in memhub's JSON (memhub.doors.h11); no WebSocket.
         http=JsonH11Protocol,
         ws="none",
     )

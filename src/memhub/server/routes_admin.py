@@ -10,7 +10,6 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 
 from memhub.embed.model_cache import active_builds
-from memhub.engine.worker import CONSOLIDATE_LANE, ingest_lane
 from memhub.errors import StatementTimeout, StoreUnavailable, UsageError
 from memhub.server.auth import AdminCaller, Caller, State
 from memhub.server.errors import RETRY_AFTER_SECONDS
@@ -33,8 +32,6 @@ from memhub.server.state import STARTING_RETRY_AFTER, ServerState
 
 __all__ = ["health_router", "router"]
 
-# The worker's two lanes: ingestion (every kind but consolidate) and consolidation.
-_LANES = {"ingest": ingest_lane(consolidating=True), "consolidate": CONSOLIDATE_LANE}
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody} for status in (401, 403, 413, 422, 429, 500, 503)
@@ -144,24 +141,6 @@ async def list_scopes(
     return {"results": [caller.present(dataclasses.asdict(row)) for row in scopes]}
 
 
-def _by_lane(by_kind: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
-    """Per-kind counts summed per worker lane (the oldest wait is the lane's maximum)."""
-    lanes: dict[str, dict[str, Any]] = {
-        name: {"kinds": [], "queued": 0, "running": 0, "parked": 0, "oldest_queued_seconds": 0}
-        for name in _LANES
-    }
-    for kind, counts in by_kind.items():
-        lane = next(name for name, test in _LANES.items() if test.admits(kind))
-        totals = lanes[lane]
-        totals["kinds"].append(kind)
-        for field in ("queued", "running", "parked"):
-            totals[field] += counts[field]
-        totals["oldest_queued_seconds"] = max(
-            totals["oldest_queued_seconds"], counts["oldest_queued_seconds"]
-        )
-    return lanes
-
-
 @router.get("/jobs/stats", response_model=JobStats, tags=["jobs"])
 async def job_stats(caller: AdminCaller, state: State) -> dict[str, Any]:
     """Queued and parked background jobs (in total, per worker lane and per kind), LLM use."""
@@ -170,7 +149,7 @@ async def job_stats(caller: AdminCaller, state: State) -> dict[str, Any]:
         "queued": stats.queued,
         "parked": stats.parked,
         "llm": stats.llm,
-        "by_lane": _by_lane(stats.by_kind),
+        "by_lane": stats.by_lane,
         "by_kind": stats.by_kind,
         "llm_per_day": [
             {**dataclasses.asdict(d), "day": d.day.isoformat()} for d in stats.llm_per_day

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Response
 
 from memhub.errors import MemoryNotFound, UsageError
+from memhub.memory.cursors import before_change, change_cursor
 from memhub.memory.writes import QueuedTurns, caller_writes
-from memhub.server import pages
 from memhub.server.auth import Caller, State, check_rate
 from memhub.server.causal import CAUSAL_HEADER, encode_token, tokens_writes
 from memhub.server.errors import RETRY_AFTER_SECONDS
@@ -196,14 +196,13 @@ async def list_memories(
     """
     found = await state.memory.get_all(
         **caller.scope(state.limits, *query.ids),
-        filters=None if cursor is None else pages.after(cursor),
         limit=limit,
         include_superseded=include_superseded,
+        cursor=cursor or "",
     )
-    results = found["results"]
-    page: dict[str, Any] = {"results": [caller.present(item) for item in results]}
-    if len(results) == limit:
-        page["next_cursor"] = pages.cursor_of(results[-1])
+    page: dict[str, Any] = {"results": [caller.present(item) for item in found["results"]]}
+    if found["next_cursor"] is not None:
+        page["next_cursor"] = found["next_cursor"]
     return page
 
 
@@ -237,21 +236,17 @@ async def model_changes(
     limit: Annotated[int, Query(ge=1, description="At most MEMHUB_MAX_PAGE_SIZE.")] = 100,
     cursor: Annotated[
         str | None,
-        Query(max_length=20, description="``next_cursor`` of the previous page."),
+        Query(max_length=200, description="``next_cursor`` of the previous page."),
     ] = None,
 ) -> dict[str, Any]:
     """Every change a model made to the scope's memories (retire, supersede, reword), newest
     first, with who, why, when, the turns cited and the text before and after."""
-    before = None
-    if cursor is not None:
-        if not cursor.isdigit():
-            raise UsageError("invalid cursor: pass next_cursor from the previous page")
-        before = int(cursor)
+    before = None if cursor is None else before_change(cursor)
     scope = caller.scope(state.limits, *query.ids)
     found = await state.memory.model_changes(**scope, limit=limit, before=before)
     page: dict[str, Any] = {"results": found["results"]}
     if len(found["results"]) == limit:
-        page["next_cursor"] = str(found["results"][-1]["id"])
+        page["next_cursor"] = change_cursor(found["results"][-1]["id"])
     return page
 
 

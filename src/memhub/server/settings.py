@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from memhub.memory.access import AccessSettings
+from memhub.doors.access import AccessSettings
 
 __all__ = ["ServerSettings"]
 
@@ -48,8 +48,8 @@ class ServerSettings(AccessSettings):
             others'). 0: one per core this process may use.
     """
 
-    # admin_key, rate_limit, rate_burst, max_in_flight_per_key and key_cache_seconds are
-    # AccessSettings', shared with the MCP HTTP transport.
+    # admin_key, rate_limit, rate_burst, max_in_flight_per_key, key_cache_seconds and
+    # request_slots are AccessSettings', shared with the MCP HTTP transport.
     # extra="ignore": MEMHUB_* also holds MemhubSettings' variables.
     model_config = SettingsConfigDict(env_prefix="MEMHUB_", extra="ignore")
 
@@ -63,4 +63,3 @@ class ServerSettings(AccessSettings):
     turn_burst: float = Field(default=200.0, ge=1)
     max_queued_jobs: int = Field(default=1_000, ge=0)
     flood_hold_seconds: float = Field(default=1.0, ge=0, le=30)
-    request_slots: int = Field(default=0, ge=0, le=1024)

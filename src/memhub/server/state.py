@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from fastapi import HTTPException, Request
 
-from memhub.memory.access import Access, KeyCache, Quotas, RateLimiter
+from memhub.doors.access import Access, KeyCache, Quotas, RateLimiter
 from memhub.memory.admin import AsyncAdmin
 from memhub.memory.async_memory import AsyncMemory
 from memhub.memory.inputs import Limits

@@ -25,7 +25,9 @@ __all__ = [
     "lock_scopes",
     "pending_jobs",
     "pending_turn_jobs",
+    "queue_by_kind",
     "queued_jobs_among",
+    "queued_jobs_with_prefix",
     "release_jobs",
     "requeue_parked",
     "take_heads",
@@ -378,6 +380,46 @@ async def job_counts(conn: AsyncConn) -> dict[str, int]:
     counts = {"queued": 0, "parked": 0}
     counts.update({str(status): int(n) for status, n in await cur.fetchall()})
     return counts
+
+
+async def queue_by_kind(conn: AsyncConn) -> dict[str, dict[str, int]]:
+    """``{kind: {"queued", "running", "parked", "oldest_queued_seconds"}}``.
+
+    ``running`` counts queued jobs under an unexpired lease (a worker has them);
+    ``oldest_queued_seconds`` is how long the oldest queued job has waited (0 when none).
+    """
+    cur = await conn.execute(
+        "SELECT kind, count(*) FILTER (WHERE status = 'queued'),"
+        " count(*) FILTER (WHERE status = 'queued' AND lease_until > now()),"
+        " count(*) FILTER (WHERE status = 'parked'),"
+        " coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'queued')),"
+        "  0)::bigint"
+        " FROM memory_jobs GROUP BY kind ORDER BY kind"
+    )
+    return {
+        str(kind): {
+            "queued": int(queued),
+            "running": int(running),
+            "parked": int(parked),
+            "oldest_queued_seconds": int(oldest),
+        }
+        for kind, queued, running, parked, oldest in await cur.fetchall()
+    }
+
+
+async def queued_jobs_with_prefix(conn: AsyncConn, prefix: str, cap: int) -> int:
+    """Queued jobs whose owner id starts with ``prefix``, counted up to ``cap + 1`` at most.
+
+    The inner LIMIT bounds the work to the cap, however long the tenant's backlog is.
+    """
+    cur = await conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM memory_jobs WHERE status = 'queued'"
+        " AND starts_with(coalesce(user_id, agent_id, run_id, ''), %(prefix)s)"
+        " LIMIT %(cap)s) AS backlog",
+        {"prefix": prefix, "cap": cap + 1},
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 async def list_jobs(conn: AsyncConn, status: str, limit: int) -> list[Job]:

@@ -46,9 +46,6 @@ from memhub.store.postgres import (
     ops as pg_ops,
 )
 from memhub.store.postgres import (
-    quota as pg_quota,
-)
-from memhub.store.postgres import (
     reembed as pg_reembed,
 )
 from memhub.store.postgres import (
@@ -449,11 +446,11 @@ class PostgresStore:
 
     async def queued_jobs_with_prefix(self, prefix: str, cap: int) -> int:
         async with self._connect("counting a tenant's queued jobs") as conn:
-            return await pg_quota.queued_jobs_with_prefix(conn, prefix, cap)
+            return await pg_jobs.queued_jobs_with_prefix(conn, prefix, cap)
 
     async def queue_by_kind(self) -> dict[str, dict[str, int]]:
         async with self._connect("reading job statistics") as conn:
-            return await pg_ops.queue_by_kind(conn)
+            return await pg_jobs.queue_by_kind(conn)
 
     async def usage_per_day(self, days: int) -> list[DailyUsage]:
         async with self._connect("reading job statistics") as conn:

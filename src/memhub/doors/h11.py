@@ -6,7 +6,7 @@ URL or headers past h11's buffer) never reaches the application: uvicorn answers
 plain-text 400 of its own. This subclass writes ``{"error": ..., "type": ...}`` instead,
 with the status that names the fault (414 for a request line too long, 431 for headers),
 then closes the connection as uvicorn does. ``memhub serve`` and ``memhub mcp --http`` run
-uvicorn with it (hence here, below both: the server and the MCP server are siblings).
+uvicorn with it (hence here, in what the two doors share).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Who may call, and how often: the one key check of the REST server and the MCP HTTP door.
 
 Both doors accept the same keys (``MEMHUB_ADMIN_KEY`` and the stored keys), trust a key they
-looked up for ``MEMHUB_KEY_CACHE_SECONDS``, and hold a tenant key to the same request bucket
-and in-flight cap, through :class:`Access`. A key revoked by any process is forgotten at once:
-:class:`Access` follows the store's key changes (PostgreSQL LISTEN/NOTIFY); while it cannot,
-the cache's expiry is the bound.
+looked up for ``MEMHUB_KEY_CACHE_SECONDS``, hold a tenant key to the same request bucket
+and in-flight cap, and serve its requests at the same per-tenant request slots
+(``MEMHUB_REQUEST_SLOTS``), through :class:`Access` (:meth:`Access.admit`). A key revoked
+by any process is forgotten at once: :class:`Access` follows the store's key changes
+(PostgreSQL LISTEN/NOTIFY); while it cannot, the cache's expiry is the bound.
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ import logging
 import math
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
+from memhub._cpu import background
 from memhub.config import EnvSettings
-from memhub.memory.admin import AsyncAdmin
-from memhub.store.api_keys import ApiKey, hash_key, keys_equal
+from memhub.doors.slots import RequestSlots
+from memhub.memory.admin import ApiKey, AsyncAdmin, hash_key, keys_equal
 
 log = logging.getLogger("memhub.server")
 
@@ -60,6 +63,7 @@ class AccessSettings(EnvSettings):
     rate_burst: float = Field(default=40.0, ge=1)
     max_in_flight_per_key: int = Field(default=4, ge=0)
     key_cache_seconds: float = Field(default=5.0, ge=0)
+    request_slots: int = Field(default=0, ge=0, le=1024)
 
 
 @dataclass
@@ -217,7 +221,7 @@ class Quotas:
 
 @dataclass
 class Access:
-    """The key check and the quotas of one process's door (REST or MCP).
+    """The key check, the quotas and the request slots of one process's door (REST or MCP).
 
     :meth:`start` follows the store's key changes in a background task (one dedicated
     PostgreSQL session); :meth:`check` starts it too, if nothing did.
@@ -227,6 +231,7 @@ class Access:
     settings: AccessSettings
     keys: KeyCache = field(init=False)
     quotas: Quotas = field(init=False)
+    slots: RequestSlots = field(init=False)
     _watch: asyncio.Task[None] | None = field(default=None, init=False)
     _watching: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _closed: bool = field(default=False, init=False)
@@ -235,6 +240,7 @@ class Access:
         requests = RateLimiter(self.settings.rate_limit, self.settings.rate_burst)
         self.quotas = Quotas(requests, self.settings.max_in_flight_per_key)
         self.keys = KeyCache(self.settings.key_cache_seconds)
+        self.slots = RequestSlots(self.settings.request_slots)
 
     async def start(self, wait: float = 0.0) -> None:
         """Follow key changes from now on (idempotent), waiting up to ``wait`` s for the first.
@@ -293,3 +299,37 @@ class Access:
         if found is not None:
             self.keys.put(hash_key(presented), found, generation)
         return found
+
+    async def admit(
+        self, key: ApiKey, serve: Callable[[bool], Awaitable[None]], *, slot: bool = True
+    ) -> tuple[str, int] | None:
+        """Serve a tenant key's request within its quotas, at its tenant's turn.
+
+        Args:
+            key: The caller's key (a tenant key: admin keys are not held to quotas).
+            serve: Serves the request; it is told whether the request's CPU work runs niced
+                (the key is over its quota, or its tenant has more requests waiting).
+            slot: Take a request slot (False for a request that stays open without working,
+                as the MCP transport's event stream does: it would hold a slot for nothing).
+
+        Returns:
+            Why the request is refused and the seconds to wait (``serve`` is not called), or
+            None once ``serve`` returned.
+        """
+        refused = self.quotas.refusal(key.id)
+        if refused is not None:
+            return refused
+        self.quotas.enter(key.id)
+        try:
+            # A key sending faster than its quota has its admitted work's CPU niced: it is
+            # served from CPU the other tenants leave (memhub._cpu).
+            over = self.quotas.over_quota(key.id)
+            if not slot:
+                with background(over):
+                    await serve(over)
+                return None
+            async with self.slots.serve(key.tenant or "", over) as niced:
+                await serve(niced)
+        finally:
+            self.quotas.leave(key.id)
+        return None
