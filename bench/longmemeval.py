@@ -201,8 +201,24 @@ def _store_counts(db_url: str) -> dict[str, int]:
     return counts
 
 
-def run(items: Sequence[Item], db_url: str, count_tokens: Callable[[str], int]) -> dict[str, Any]:
-    """Ingest and search every item; the figures, overall and per type."""
+def parse_budget(text: str) -> tuple[str, dict[str, float | int]]:
+    """``"min_score_ratio=0.5"`` or ``"max_tokens=400"``: one search variant, by its label."""
+    name, _, value = text.partition("=")
+    if name == "max_tokens":
+        return text, {name: int(value)}
+    if name == "min_score_ratio":
+        return text, {name: float(value)}
+    raise ValueError(f"--budget takes max_tokens=N or min_score_ratio=R, not {text!r}")
+
+
+def run(
+    items: Sequence[Item],
+    db_url: str,
+    count_tokens: Callable[[str], int],
+    budgets: Sequence[tuple[str, dict[str, float | int]]] = (),
+) -> dict[str, Any]:
+    """Ingest and search every item; the figures, overall and per type (and, for each of
+    ``budgets``, overall with that search argument on the same ingested memories)."""
     from memhub import MemhubSettings, Memory
 
     settings = MemhubSettings.from_env(
@@ -210,6 +226,7 @@ def run(items: Sequence[Item], db_url: str, count_tokens: Callable[[str], int]) 
     )
     memory = Memory(settings=settings)
     scored: list[Scored] = []
+    budgeted: dict[str, list[Scored]] = {label: [] for label, _ in budgets}
     latencies: list[float] = []
     ingest_seconds, turns = 0.0, 0
     try:
@@ -225,6 +242,9 @@ def run(items: Sequence[Item], db_url: str, count_tokens: Callable[[str], int]) 
             found = memory.search(item.question, user_id=user_id, limit=10)["results"]
             latencies.append(time.perf_counter() - asked)
             scored.append(score(item, found, where, count_tokens))
+            for label, arguments in budgets:
+                cut = memory.search(item.question, user_id=user_id, limit=10, **arguments)
+                budgeted[label].append(score(item, cut["results"], where, count_tokens))
             print(f"  {number + 1}/{len(items)} {item.question_type}: {scored[-1]}", flush=True)
     finally:
         memory.close()
@@ -235,6 +255,7 @@ def run(items: Sequence[Item], db_url: str, count_tokens: Callable[[str], int]) 
     return {
         "overall": aggregate(scored),
         "per_type": per_type,
+        "budgets": {label: aggregate(found) for label, found in budgeted.items()},
         "search_p50_ms": percentile(latencies, 50) * 1e3,
         "search_p95_ms": percentile(latencies, 95) * 1e3,
         "ingest_turns_per_s": turns / ingest_seconds if ingest_seconds else float("nan"),
@@ -247,7 +268,11 @@ def run(items: Sequence[Item], db_url: str, count_tokens: Callable[[str], int]) 
 def _table(result: dict[str, Any]) -> str:
     header = ["", "questions", "any@5", "all@5", "any@10", "all@10", "turn recall@10", "tok@10"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    rows = [("overall", result["overall"]), *result["per_type"].items()]
+    rows = [
+        ("overall", result["overall"]),
+        *result["per_type"].items(),
+        *((f"overall, {label}", m) for label, m in result.get("budgets", {}).items()),
+    ]
     for name, m in rows:
         cells = [
             name,
@@ -270,7 +295,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--types", default=None, help="question types to keep (a,b)")
     parser.add_argument("--questions", type=int, default=None, help="first N of each type")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument(
+        "--budget",
+        action="append",
+        default=[],
+        help="also search with max_tokens=N or min_score_ratio=R (repeatable)",
+    )
     args = parser.parse_args(argv)
+    budgets = [parse_budget(text) for text in args.budget]
     if not args.data.exists():
         raise SystemExit(f"{args.data} not found (it is never copied into the repository)")
     raw = json.loads(args.data.read_text(encoding="utf-8"))
@@ -280,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     with BenchPostgres(Path(tempfile.mkdtemp(prefix="lme-")) / "pg") as postgres:
         db_url = postgres.create_database("lme")
         machine = describe(db_url)
-        result = run(items, db_url, count_tokens)
+        result = run(items, db_url, count_tokens, budgets)
     machine["load_after"] = os.getloadavg()
     result["tokens"] = tokens_name
     result["subset"] = {"half": args.half, "types": types, "per_type": args.questions}

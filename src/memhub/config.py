@@ -286,6 +286,20 @@ class MemhubSettings(EnvSettings):
         description="Longest a search waits for the turns this object added to that scope to"
         " be embedded (found by meaning); never for others' work or the LLM. 0: no wait.",
     )
+    # -- what a search returns by default (each call may say otherwise: docs/retrieval.md) --
+    search_max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Cap on a search's results' total length (about four characters a token)"
+        " when the call gives no max_tokens; unset: no cap.",
+    )
+    search_min_score_ratio: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Leave out results scoring below this share of the query's best score"
+        " when the call gives no min_score_ratio or threshold; 0: keep all.",
+    )
 
     # -- agent ---------------------------------------------------------------------------
     memory_enabled: bool = Field(

@@ -107,3 +107,5 @@ def test_search_takes_max_tokens_and_rerank(
     ]
     assert main([*base, "--rerank"]) != 0  # no MEMHUB_RERANKER: refused, said in one line
     assert "rerank" in capsys.readouterr().err.lower()
+    assert main([*base, "--limit", "5", "--min-score-ratio", "1.0"]) == 0  # the best only
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1

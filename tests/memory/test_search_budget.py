@@ -8,6 +8,7 @@ import pytest
 
 from memhub import PRESETS, AsyncMemory, FusionConfig, UsageError
 from memhub._portal import run_sync
+from memhub.config import MemhubSettings
 from memhub.engine.text import estimate_tokens
 
 TEXTS = [
@@ -68,3 +69,40 @@ def test_results_far_weaker_than_the_best_are_left_out(shared_memory: AsyncMemor
     # The cut-off only shortens the list: what is left is the same, in the same order.
     assert cut == everything[: len(cut)]
     assert all(r["score"] >= ratio * cut[0]["score"] for r in cut)
+
+
+def test_the_cut_off_per_call_and_the_settings_defaults(settings: MemhubSettings) -> None:
+    """``min_score_ratio`` cuts one call; MEMHUB_SEARCH_MIN_SCORE_RATIO and
+    MEMHUB_SEARCH_MAX_TOKENS set what a call that says nothing gets (docs/retrieval.md)."""
+    unrelated = "My car needs new tyres before the winter."
+    defaults = settings.model_copy(update={"search_min_score_ratio": 0.5, "search_max_tokens": 20})
+
+    async def run() -> tuple[list[str], ...]:
+        async with AsyncMemory(settings=settings) as plain:
+            for text in [*TEXTS, unrelated]:
+                await plain.add(text, user_id="u", infer=False)
+            await plain.wait_idle()
+            everything = await plain.search("bees honey", user_id="u")
+            cut = await plain.search("bees honey", user_id="u", min_score_ratio=0.5)
+        async with AsyncMemory(settings=defaults) as configured:
+            by_default = await configured.search("bees honey", user_id="u")
+            overridden = await configured.search(
+                "bees honey", user_id="u", min_score_ratio=0.0, max_tokens=10_000
+            )
+        return tuple(
+            [r["memory"] for r in f["results"]] for f in (everything, cut, by_default, overridden)
+        )
+
+    everything, cut, by_default, overridden = run_sync(run(), timeout=180)
+    assert everything[-1] == unrelated and unrelated not in cut
+    assert cut == everything[: len(cut)]
+    # the settings' defaults: the same cut-off, then the token budget (the long one skipped)
+    assert by_default == [t for t in cut if t != TEXTS[1]]
+    assert sum(estimate_tokens(t) for t in by_default) <= 20
+    assert overridden == everything  # a call's own values replace the settings'
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.5"])
+def test_min_score_ratio_must_be_a_share(shared_memory: AsyncMemory, bad: Any) -> None:
+    with pytest.raises(UsageError, match="min_score_ratio"):
+        run_sync(shared_memory.search("bees", user_id="u", min_score_ratio=bad))

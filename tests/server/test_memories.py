@@ -390,3 +390,12 @@ async def test_search_takes_max_tokens_and_rerank_as_the_python_api(
     assert not_configured.status_code == 422  # no MEMHUB_RERANKER on this server
     assert "rerank" in not_configured.text.lower()
     assert (await client.post("/v1/memories/search", json={**body, "rerank": 1})).status_code == 422
+    # the cut-off relative to the best score, as search(min_score_ratio=...)
+    cut = await client.post("/v1/memories/search", json={**body, "min_score_ratio": 1.0})
+    assert cut.status_code == 200, cut.text
+    best = everything.json()["results"][0]["score"]
+    assert all(r["score"] >= best for r in cut.json()["results"])
+    assert 1 <= len(cut.json()["results"]) < 6
+    for bad in (1.5, "0.5", True):
+        wrong = await client.post("/v1/memories/search", json={**body, "min_score_ratio": bad})
+        assert wrong.status_code == 422, bad

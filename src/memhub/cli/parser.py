@@ -112,6 +112,11 @@ def _search(commands: Commands) -> None:
         "--max-tokens", type=int, help="cap the results' total length (about 4 characters a token)"
     )
     search.add_argument(
+        "--min-score-ratio",
+        type=float,
+        help="leave out results scoring below this share of the best one (0 to 1)",
+    )
+    search.add_argument(
         "--rerank",
         action=argparse.BooleanOptionalAction,
         default=None,

@@ -93,6 +93,12 @@ class FusionConfig:
             min_score_ratio=0.0,
         )
 
+    def cut_at(self, min_score_ratio: float) -> FusionConfig:
+        """This config with the cut-off relative to the best score at ``min_score_ratio``."""
+        if isinstance(min_score_ratio, bool) or not isinstance(min_score_ratio, int | float):
+            raise UsageError(f"min_score_ratio must be a number, got {min_score_ratio!r}")
+        return replace(self, min_score_ratio=float(min_score_ratio))
+
     def with_recency(self, weight: float, half_life_days: float) -> FusionConfig:
         """This config with ``weight`` moved to recency, the other weights scaled to make room."""
         if not 0.0 <= weight < 1.0:

@@ -198,6 +198,7 @@ class AsyncMemory(RetirementMethods):
         as_of: datetime | str | float | None = None,
         max_tokens: int | None = None,
         rerank: bool | None = None,
+        min_score_ratio: float | None = None,
     ) -> dict[str, list[MemoryItem]]:
         """Memories relevant to ``query``, best first, by meaning and by words.
 
@@ -209,15 +210,17 @@ class AsyncMemory(RetirementMethods):
             limit: Most results (default 100); ``top_k`` is the Mem0 2.x name.
             filters: Mem0's filter language; may carry ``user_id`` / ``agent_id`` / ``run_id``.
             threshold: Smallest score kept, in [0, 1]. Given, it replaces the cut-off relative
-                to the best score (``FusionConfig.min_score_ratio``).
+                to the best score (``min_score_ratio``).
             include_superseded: Also search facts that were replaced.
             top_k: Same as ``limit``.
             as_of: Only what was true then: facts valid at that moment, superseded or not.
             max_tokens: Cap on the results' total length, estimated at four characters a
                 token: a memory too long for what is left is skipped, shorter ones after it
-                may still fit.
+                may still fit (default: ``MEMHUB_SEARCH_MAX_TOKENS``, unset: no cap).
             rerank: Re-order the best results with the configured reranker (Mem0 2.x's flag;
                 default: if one is configured; True without one is a UsageError).
+            min_score_ratio: Leave out results scoring below this share of the best one, in
+                [0, 1] (default: ``MEMHUB_SEARCH_MIN_SCORE_RATIO``, 0: keep all).
 
         Returns:
             ``{"results": [{"id", "memory", "kind", "score", "metadata", ...}]}`` with scores
@@ -239,7 +242,10 @@ class AsyncMemory(RetirementMethods):
         if as_of is not None:
             rest, include_superseded = as_of_filters(as_of, rest), True
         parsed = parse_filters(rest, self.limits.filters)
+        if max_tokens is None:
+            max_tokens = self.settings.search_max_tokens
         search = Search(query, scope, limit, parsed, include_superseded, threshold, max_tokens)
+        fusion = self.fusion if min_score_ratio is None else self.fusion.cut_at(min_score_ratio)
         engine = await self._services()
         reranker = chosen_reranker(rerank, engine.reranker)
         settle: Callable[[], Awaitable[bool]] | None = None
@@ -251,7 +257,7 @@ class AsyncMemory(RetirementMethods):
             engine.store,
             engine.embedder,
             search,
-            self.fusion,
+            fusion,
             reranker=reranker,
             rerank_candidates=self.settings.rerank_candidates,
             settle=settle,

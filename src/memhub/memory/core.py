@@ -78,7 +78,7 @@ class MemoryCore:
             else check_id("session_id", session_id, self.limits)
         )
         self.use_long_term = use_long_term
-        self.fusion = fusion or FusionConfig()
+        self.fusion = fusion or FusionConfig(min_score_ratio=settings.search_min_score_ratio)
         self._embedder = embedder
         self._services_ref: Services | None = None
         self._open_lock: asyncio.Lock | None = None

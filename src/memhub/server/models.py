@@ -160,6 +160,13 @@ class SearchRequest(_Scoped):
         description="Rerank with the server's MEMHUB_RERANKER (true without one: 422); "
         "null: rerank when one is set.",
     )
+    min_score_ratio: StrictFloat | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Leave out results scoring below this share of the best one "
+        "(null: MEMHUB_SEARCH_MIN_SCORE_RATIO; a threshold replaces it).",
+    )
     causal_tokens: list[Annotated[str, Field(min_length=1, max_length=16_384)]] | None = Field(
         default=None,
         max_length=16,

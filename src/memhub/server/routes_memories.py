@@ -174,6 +174,7 @@ async def search_memories(body: SearchRequest, caller: Caller, state: State) -> 
             as_of=body.as_of,
             max_tokens=body.max_tokens,
             rerank=body.rerank,
+            min_score_ratio=body.min_score_ratio,
         )
     return {"results": [caller.present(item) for item in found["results"]]}
 

@@ -1,0 +1,43 @@
+"""The REST search request and ``memhub search`` mirror the facade's search arguments, so a
+knob added to ``AsyncMemory.search`` cannot be left out of a door without this failing."""
+
+from __future__ import annotations
+
+import inspect
+
+from memhub import AsyncMemory
+from memhub.cli.parser import build_parser
+from memhub.server.models import SearchRequest
+
+#: REST-only fields, each with its reason.
+REST_ONLY = {
+    "causal_tokens",  # read your own writes per caller: the Python object knows its own adds
+    "output_format",  # Mem0's REST compatibility fields, accepted and ignored (docs/api.md)
+    "version",
+}
+#: Facade-only arguments: REST accepts ``top_k`` as an alias of ``limit``.
+FACADE_ONLY = {"top_k"}
+
+
+def _facade_arguments() -> set[str]:
+    return set(inspect.signature(AsyncMemory.search).parameters) - {"self"}
+
+
+def test_the_rest_search_request_mirrors_the_facade() -> None:
+    rest = set(SearchRequest.model_fields)
+    assert rest - REST_ONLY == _facade_arguments() - FACADE_ONLY
+    assert "top_k" in str(SearchRequest.model_fields["limit"].validation_alias)
+
+
+def test_the_cli_search_takes_the_result_budget() -> None:
+    """The knobs that shape what a search returns (docs/cli.md); scope, filters and time
+    travel are the facade's and the REST body's."""
+    parser = build_parser()
+    search = next(
+        action.choices["search"]
+        for action in parser._actions
+        if getattr(action, "choices", None) and "search" in action.choices
+    )
+    options = {a.dest for a in search._actions}
+    assert {"limit", "max_tokens", "min_score_ratio", "rerank", "as_of"} <= options
+    assert options & _facade_arguments() >= {"max_tokens", "min_score_ratio", "rerank"}
