@@ -1,0 +1,96 @@
+"""The second, short question: a user turn's statements no fact of the first call covers.
+
+A 1.5B model writes one or two facts for a turn that states three or four ("my sister is a
+vet, we got a puppy, and we're moving to Leeds": it keeps one), and now and then none that
+survive the guards. After the consolidation call, each user turn is read clause by clause
+(:func:`uncovered`); a clause of two or more content words that shares none with any
+accepted fact citing that turn is a statement still unwritten. The model is then asked one
+short question about just the sentences holding such clauses (:func:`ask`), and every fact it
+gives goes through exactly the guards an ADD of the first call goes through (the caller,
+:mod:`memhub.engine.consolidate`, does that). A turn with nothing uncovered costs nothing; a
+turn that asks to forget something is never asked about (its facts are to go, not come).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+
+from memhub.engine.consent import forget_requests_naming_no_fact
+from memhub.engine.grounding import content_words, stated
+from memhub.engine.prompts import GapReply, PromptTurn, gap_messages
+from memhub.errors import ProviderError
+from memhub.llm import LLM
+from memhub.llm.base import UnusableAnswerError, Usage
+
+__all__ = ["ask", "known", "uncovered"]
+
+log = logging.getLogger("memhub.consolidation")
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# Where a sentence's statements part: a comma, semicolon or dash, or a joining word.
+_CLAUSE_END = re.compile(
+    r"\s*[,;:]\s+|\s+[-–—]+\s+|\s+(?=(?:and|but|so|plus|because|though|tho)\s)", re.IGNORECASE
+)
+# Words of chatter: a clause of only these ("thanks, that's perfect") states nothing.
+_CHATTER = frozenset(
+    """
+    thank thanks perfect great nice cool okay ok hello hi hey lol haha cheers awesome sound
+    sounds good hope hopefully maybe please sorry wow oh yeah yes no sure fine love lovely
+    question quick help idea ideas anyway thing things
+    """.split()  # noqa: SIM905 (a list literal of 50 strings reads worse)
+)
+#: Content words a clause needs to count as a statement worth a question.
+MIN_CONTENT_WORDS = 2
+
+
+def _clauses(sentence: str) -> list[str]:
+    return [c for c in _CLAUSE_END.split(sentence) if c.strip()]
+
+
+def uncovered(turn: str, facts: Iterable[str], names: Iterable[str] = ()) -> list[str]:
+    """The sentences of ``turn`` (a user's, its questions about the world left out) with a
+    clause of at least ``MIN_CONTENT_WORDS`` content words, chatter aside, none of which any
+    of ``facts`` (the accepted facts citing the turn) holds; [] when the turn asks to forget
+    anything."""
+    if forget_requests_naming_no_fact(turn, ()):
+        return []
+    names = tuple(names)
+    written: set[str] = set()
+    for fact in facts:
+        written |= content_words(fact, names)
+    chatter = content_words(" ".join(_CHATTER))
+    found: list[str] = []
+    for sentence in _SENTENCE_END.split(stated(turn)):
+        for clause in _clauses(sentence):
+            words = content_words(clause, names) - chatter
+            if len(words) >= MIN_CONTENT_WORDS and not words & written:
+                found.append(sentence.strip())
+                break
+    return found
+
+
+async def ask(
+    llm: LLM,
+    said: PromptTurn,
+    before: str | None,
+    custom: str | None,
+) -> tuple[Usage, list[str]]:
+    """The facts the model reads in ``said`` (the uncovered sentences of one turn), and what
+    the question cost; a failed or unusable answer is no facts (the first call's stand)."""
+    messages = gap_messages(said, before, custom)
+    try:
+        answer = await llm.generate_structured(messages, GapReply)
+    except ProviderError as exc:
+        log.info("the question about turn %d went unanswered: %s", said.number, exc)
+        return (exc.usage if isinstance(exc, UnusableAnswerError) else Usage()), []
+    facts = [f.strip() for f in answer.value.facts if f and f.strip()]
+    return answer.usage, facts
+
+
+def known(fact: str, written: Sequence[str], names: Iterable[str] = ()) -> bool:
+    """Whether ``fact`` holds no content word that one of ``written`` (facts stored or
+    written by the first call) does not: the question's answer says it again."""
+    words = content_words(fact, tuple(names))
+    return any(words <= content_words(other, tuple(names)) for other in written)
