@@ -51,12 +51,18 @@ async def facts(memory: AsyncMemory, user: str) -> list[str]:
 
 def test_the_statements_no_fact_covers_are_the_uncovered_sentences() -> None:
     written = ["The user's sister Mira is a vet in Leeds."]
-    assert uncovered(THREE, written) == ["We adopted a puppy called Rex, and I started pottery."]
+    rest = ("We adopted a puppy called Rex, and I started pottery.",)
+    assert uncovered(THREE, written).sentences == rest
     # one clause uncovered is enough: the puppy is written, the pottery is not
     written.append("The user has a puppy called Rex.")
-    assert uncovered(THREE, written) == ["We adopted a puppy called Rex, and I started pottery."]
+    gap = uncovered(THREE, written)
+    assert gap.sentences == rest
+    # an answer must say something of the uncovered clause, of the person
+    assert gap.answered_by("The user does pottery.")
+    assert not gap.answered_by("The user's puppy is called Rex.")
+    assert not gap.answered_by("The user said they started pottery.")
     written.append("The user does pottery.")
-    assert uncovered(THREE, written) == []
+    assert uncovered(THREE, written).sentences == ()
 
 
 @pytest.mark.parametrize(
@@ -69,7 +75,7 @@ def test_the_statements_no_fact_covers_are_the_uncovered_sentences() -> None:
     ],
 )
 def test_chatter_questions_and_requests_to_forget_ask_nothing(turn: str) -> None:
-    assert uncovered(turn, []) == []
+    assert uncovered(turn, []).sentences == ()
 
 
 def test_only_a_fact_a_request_names_more_than_any_other_is_clearly_asked() -> None:
@@ -208,3 +214,23 @@ async def test_no_request_retires_nothing_whatever_the_model_answers(
         await memory.add(said, user_id="kept", wait=True)
         assert await facts(memory, "kept") == sorted([NURSE, SERTRALINE])
         assert (await memory.model_changes(user_id="kept"))["results"] == []
+
+
+async def test_a_fact_stated_and_taken_back_in_one_conversation_is_not_stored(
+    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    """The model adds the fact the user asked, two turns later, not to keep: refused; the
+    fact no request names stands."""
+    owed = "The user has $18k on credit cards."
+    llm.default = ops(
+        {"op": "ADD", "text": owed, "turns": [1]},
+        {"op": "ADD", "text": "The user is lactose intolerant.", "turns": [2]},
+    )
+    said = [
+        {"role": "user", "content": "I've got around $18k on credit cards."},
+        {"role": "user", "content": "I'm lactose intolerant, is ghee ok?"},
+        {"role": "user", "content": "Please forget what I owe on my cards."},
+    ]
+    async with AsyncMemory(settings=gap_settings) as memory:
+        await memory.add(said, user_id="owed", wait=True)
+        assert await facts(memory, "owed") == ["The user is lactose intolerant."]

@@ -472,7 +472,17 @@ class Consolidator:
         ops = self._with_requests(plan, ops, facts, shown_turns, texts)
         ops = self._grounded(plan, ops, shown_turns, texts, custom)
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
-        return result.usage + spent, ops + filled
+        ops += filled
+        # a new fact the window's user turns ask to forget (forgetting.asked_away) is refused
+        retired = [op.target.memory for op in ops if op.kind == "DELETE" and op.target]
+        said = [(op.text or "") if op.kind != "DELETE" else "" for op in ops]
+        away = forgetting.asked_away(shown_turns, texts, [f.memory for f in facts], said, retired)
+        for index in sorted(away):
+            log.warning(
+                "%s refused: %r was asked to be forgotten", ops[index].kind, ops[index].text
+            )
+            self._refuse(plan, "REFUSED_ASKED_TO_FORGET")
+        return result.usage + spent, [op for i, op in enumerate(ops) if i not in away]
 
     def _with_requests(
         self,
@@ -498,15 +508,7 @@ class Consolidator:
                 continue
             removals += 1
             ops.append(delete)
-        retired = [op.target.memory for op in ops if op.kind == "DELETE" and op.target]
-        kept = []
-        for op in ops:
-            if op.kind != "DELETE" and forgetting.repeats_retired(op.text or "", retired):
-                log.warning("%s refused: %r says what the user asked to forget", op.kind, op.text)
-                self._refuse(plan, "REFUSED_ASKED_TO_FORGET")
-                continue
-            kept.append(op)
-        return kept
+        return ops
 
     async def _filled(
         self,
@@ -520,7 +522,8 @@ class Consolidator:
         """For each user turn with a statement no grounded fact of ``ops`` citing it covers,
         the facts of one short question about it (engine/gaps.py), grounded exactly as an
         ADD is (against the question's own instructions); one that holds nothing a fact
-        already written or shown does not is dropped (REFUSED_ALREADY_KNOWN)."""
+        already written or shown does not, or nothing of the uncovered clauses, is dropped
+        (REFUSED_ALREADY_KNOWN)."""
         usage, added = Usage(), list[PlannedOp]()
         if not self.fill_gaps:
             return usage, added
@@ -531,18 +534,20 @@ class Consolidator:
             if turn.role != "user":
                 continue
             citing = [o.text for o in (*ops, *added) if o.text and turn.id in _ids(o.turns)]
-            found = gaps.uncovered(texts[turn.id], citing, names)
-            if found:
-                said = PromptTurn(number, "user", _aware(turn.created_at), " ".join(found))
+            gap = gaps.uncovered(texts[turn.id], citing, names)
+            if gap.sentences:
+                shown = " ".join(gap.sentences)
+                said = PromptTurn(number, "user", _aware(turn.created_at), shown)
                 spent, answers = await gaps.ask(self.llm, said, before, custom)
                 usage += spent
                 fresh = [PlannedOp("ADD", None, a, (turn,)) for a in answers]
                 for op in self._grounded(plan, fresh, turns, texts, custom, GAP_SYSTEM):
-                    if op.text is None or gaps.known(op.text, written, names):
+                    text = op.text or ""
+                    if not gap.answered_by(text, names) or gaps.known(text, written, names):
                         self._refuse(plan, "REFUSED_ALREADY_KNOWN")
                         continue
                     added.append(op)
-                    written.append(op.text)
+                    written.append(text)
             before = texts[turn.id]
         return usage, added
 

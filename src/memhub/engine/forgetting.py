@@ -28,7 +28,7 @@ from memhub.engine.grounding import content_words
 from memhub.engine.text import turn_text
 from memhub.store.records import MemoryRecord, Turn
 
-__all__ = ["asked_to_forget", "asking", "meant", "repeats_retired"]
+__all__ = ["asked_away", "asked_to_forget", "asking", "meant", "repeats_retired"]
 
 # A request naming no fact by a word means the closest shown fact when its cosine (default
 # embedder) is at least this, and this far above the next: set on the five such requests of
@@ -104,6 +104,27 @@ def asked_to_forget(
         for index in facts_clearly_asked(texts.get(turn.id, ""), shown):
             asked.setdefault(facts[index].id, []).append(turn.id)
     return {fact_id: tuple(turn_ids) for fact_id, turn_ids in asked.items()}
+
+
+def asked_away(
+    turns: Sequence[Turn],
+    texts: Mapping[int, str],
+    shown: Sequence[str],
+    new: Sequence[str],
+    retired: Sequence[str],
+) -> set[int]:
+    """The indexes of ``new`` facts a user turn asks to forget: each says again one of the
+    facts ``retired`` for a request, or a request names it more clearly than any ``shown``
+    fact and any other new one (the fact was stated and taken back in one conversation)."""
+    away = {i for i, text in enumerate(new) if text and repeats_retired(text, retired)}
+    candidates = [*shown, *new]
+    for turn in turns:
+        if turn.role != "user":
+            continue
+        for index in facts_clearly_asked(texts.get(turn.id, ""), candidates):
+            if index >= len(shown):
+                away.add(index - len(shown))
+    return away
 
 
 def repeats_retired(text: str, retired: Sequence[str]) -> bool:

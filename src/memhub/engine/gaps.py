@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from memhub.engine.consent import forget_requests_naming_no_fact
 from memhub.engine.grounding import content_words, stated
@@ -24,7 +25,7 @@ from memhub.errors import ProviderError
 from memhub.llm import LLM
 from memhub.llm.base import UnusableAnswerError, Usage
 
-__all__ = ["ask", "known", "uncovered"]
+__all__ = ["Gap", "ask", "known", "uncovered"]
 
 log = logging.getLogger("memhub.consolidation")
 
@@ -41,6 +42,7 @@ _CHATTER = frozenset(
     question quick help idea ideas anyway thing things
     """.split()  # noqa: SIM905 (a list literal of 50 strings reads worse)
 )
+_CHATTER_STEMS = content_words(" ".join(_CHATTER))
 #: Content words a clause needs to count as a statement worth a question.
 MIN_CONTENT_WORDS = 2
 
@@ -49,26 +51,49 @@ def _clauses(sentence: str) -> list[str]:
     return [c for c in _CLAUSE_END.split(sentence) if c.strip()]
 
 
-def uncovered(turn: str, facts: Iterable[str], names: Iterable[str] = ()) -> list[str]:
+@dataclass(frozen=True)
+class Gap:
+    """What of a user turn no fact covers: the sentences to ask about, and the content words
+    of their uncovered clauses (a fact of the answer must hold one of them)."""
+
+    sentences: tuple[str, ...]
+    words: frozenset[str]
+
+    def answered_by(self, fact: str, names: Iterable[str] = ()) -> bool:
+        """Whether ``fact`` says something of the uncovered clauses, and says it of the person
+        rather than of the conversation ("The user said hello." reports a turn)."""
+        return bool(content_words(fact, tuple(names)) & self.words) and not _REPORTS.match(fact)
+
+
+# A "fact" that reports the conversation rather than the person.
+_REPORTS = re.compile(
+    r"\W*the user (?:said|says|asked|asks|is asking|wants to know|mentioned|mentions|greeted"
+    r"|greets|thanked|thanks|is using|used)\b",
+    re.IGNORECASE,
+)
+
+
+def uncovered(turn: str, facts: Iterable[str], names: Iterable[str] = ()) -> Gap:
     """The sentences of ``turn`` (a user's, its questions about the world left out) with a
     clause of at least ``MIN_CONTENT_WORDS`` content words, chatter aside, none of which any
-    of ``facts`` (the accepted facts citing the turn) holds; [] when the turn asks to forget
-    anything."""
+    of ``facts`` (the accepted facts citing the turn) holds; none when the turn asks to
+    forget anything."""
     if forget_requests_naming_no_fact(turn, ()):
-        return []
+        return Gap((), frozenset())
     names = tuple(names)
     written: set[str] = set()
     for fact in facts:
         written |= content_words(fact, names)
-    chatter = content_words(" ".join(_CHATTER))
     found: list[str] = []
+    words: set[str] = set()
     for sentence in _SENTENCE_END.split(stated(turn)):
         for clause in _clauses(sentence):
-            words = content_words(clause, names) - chatter
-            if len(words) >= MIN_CONTENT_WORDS and not words & written:
-                found.append(sentence.strip())
-                break
-    return found
+            said = content_words(clause, names) - _CHATTER_STEMS
+            if len(said) >= MIN_CONTENT_WORDS and not said & written:
+                words |= said
+                if sentence.strip() not in found:
+                    found.append(sentence.strip())
+    return Gap(tuple(found), frozenset(words))
 
 
 async def ask(
