@@ -10,6 +10,7 @@ memhub decides. Real PostgreSQL, real embedder.
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 import psycopg
@@ -61,6 +62,8 @@ def test_the_statements_no_fact_covers_are_the_uncovered_sentences() -> None:
     assert gap.answered_by("The user does pottery.")
     assert not gap.answered_by("The user's puppy is called Rex.")
     assert not gap.answered_by("The user said they started pottery.")
+    # passing news of the day it was said on
+    assert not gap.answered_by("The user started pottery on 2023-01-10.", (), date(2023, 1, 10))
     written.append("The user does pottery.")
     assert uncovered(THREE, written).sentences == ()
 
@@ -234,3 +237,19 @@ async def test_a_fact_stated_and_taken_back_in_one_conversation_is_not_stored(
     async with AsyncMemory(settings=gap_settings) as memory:
         await memory.add(said, user_id="owed", wait=True)
         assert await facts(memory, "owed") == ["The user is lactose intolerant."]
+
+
+async def test_the_question_carries_the_applications_rules(
+    settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    """What the application forbids storing, the question is told too."""
+    llm.default = lambda request: (
+        json.dumps({"facts": []}) if is_question(request) else ops({"op": "NONE"})
+    )
+    ruled = scripted(
+        settings, llm, llm_fill_gaps=True, custom_instructions="Never store addresses."
+    )
+    async with AsyncMemory(settings=ruled) as memory:
+        await memory.add("My sister Mira is a vet in Leeds.", user_id="ruled", wait=True)
+    (question,) = [prompt_of(r.json) for r in llm.chat_requests if is_question(r.json)]
+    assert "Never store addresses." in question

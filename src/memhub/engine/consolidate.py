@@ -473,10 +473,7 @@ class Consolidator:
         ops = self._grounded(plan, ops, shown_turns, texts, custom)
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
         ops += filled
-        # a new fact the window's user turns ask to forget (forgetting.asked_away) is refused
-        retired = [op.target.memory for op in ops if op.kind == "DELETE" and op.target]
-        said = [(op.text or "") if op.kind != "DELETE" else "" for op in ops]
-        away = forgetting.asked_away(shown_turns, texts, [f.memory for f in facts], said, retired)
+        away = forgetting.asked_away(shown_turns, texts, facts, ops)  # refused, with why
         for index in sorted(away):
             log.warning(
                 "%s refused: %r was asked to be forgotten", ops[index].kind, ops[index].text
@@ -529,6 +526,9 @@ class Consolidator:
             return usage, added
         names = {t.user_id for t in turns if t.user_id}
         written = [f.memory for f in facts] + [op.text for op in ops if op.text]
+        # the window's system turns may forbid storing something: the question is told so
+        policy = [f"A system turn says: {texts[t.id]}" for t in turns if t.role == "system"]
+        rules = "\n".join(r for r in (custom, *policy) if r) or None
         before: str | None = None
         for number, turn in enumerate(turns, start=1):
             if turn.role != "user":
@@ -538,12 +538,13 @@ class Consolidator:
             if gap.sentences:
                 shown = " ".join(gap.sentences)
                 said = PromptTurn(number, "user", _aware(turn.created_at), shown)
-                spent, answers = await gaps.ask(self.llm, said, before, custom)
+                spent, answers = await gaps.ask(self.llm, said, before, rules)
                 usage += spent
                 fresh = [PlannedOp("ADD", None, a, (turn,)) for a in answers]
                 for op in self._grounded(plan, fresh, turns, texts, custom, GAP_SYSTEM):
                     text = op.text or ""
-                    if not gap.answered_by(text, names) or gaps.known(text, written, names):
+                    fits = gap.answered_by(text, names, said.said_at.date())
+                    if not fits or gaps.known(text, written, names):
                         self._refuse(plan, "REFUSED_ALREADY_KNOWN")
                         continue
                     added.append(op)

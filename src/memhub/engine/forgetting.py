@@ -13,6 +13,7 @@ undoable from the review list like any retire. A request naming no shown fact by
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 from uuid import UUID
 
 import numpy as np
@@ -28,7 +29,7 @@ from memhub.engine.grounding import content_words
 from memhub.engine.text import turn_text
 from memhub.store.records import MemoryRecord, Turn
 
-__all__ = ["asked_away", "asked_to_forget", "asking", "meant", "repeats_retired"]
+__all__ = ["Proposed", "asked_away", "asked_to_forget", "asking", "meant", "repeats_retired"]
 
 # A request naming no fact by a word means the closest shown fact when its cosine (default
 # embedder) is at least this, and this far above the next: set on the five such requests of
@@ -106,22 +107,34 @@ def asked_to_forget(
     return {fact_id: tuple(turn_ids) for fact_id, turn_ids in asked.items()}
 
 
+class Proposed(Protocol):
+    """An operation as consolidation plans it (``consolidate.PlannedOp``)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def text(self) -> str | None: ...
+    @property
+    def target(self) -> MemoryRecord | None: ...
+
+
 def asked_away(
     turns: Sequence[Turn],
     texts: Mapping[int, str],
-    shown: Sequence[str],
-    new: Sequence[str],
-    retired: Sequence[str],
+    facts: Sequence[MemoryRecord],
+    ops: Sequence[Proposed],
 ) -> set[int]:
-    """The indexes of ``new`` facts a user turn asks to forget: each says again one of the
-    facts ``retired`` for a request, or a request names it more clearly than any ``shown``
-    fact and any other new one (the fact was stated and taken back in one conversation)."""
+    """The indexes of ``ops`` whose new fact a user turn asks to forget: it says again a fact
+    a DELETE of ``ops`` retires, or a request names it more clearly than any shown fact and
+    any other new one (the fact was stated and taken back in one conversation)."""
+    retired = [op.target.memory for op in ops if op.kind == "DELETE" and op.target]
+    new = [(op.text or "") if op.kind != "DELETE" else "" for op in ops]
     away = {i for i, text in enumerate(new) if text and repeats_retired(text, retired)}
-    candidates = [*shown, *new]
+    shown = [f.memory for f in facts]
     for turn in turns:
         if turn.role != "user":
             continue
-        for index in facts_clearly_asked(texts.get(turn.id, ""), candidates):
+        for index in facts_clearly_asked(texts.get(turn.id, ""), [*shown, *new]):
             if index >= len(shown):
                 away.add(index - len(shown))
     return away

@@ -17,6 +17,7 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from memhub.engine.consent import forget_requests_naming_no_fact
 from memhub.engine.grounding import content_words, stated
@@ -59,9 +60,15 @@ class Gap:
     sentences: tuple[str, ...]
     words: frozenset[str]
 
-    def answered_by(self, fact: str, names: Iterable[str] = ()) -> bool:
+    def answered_by(
+        self, fact: str, names: Iterable[str] = (), said_on: date | None = None
+    ) -> bool:
         """Whether ``fact`` says something of the uncovered clauses, and says it of the person
-        rather than of the conversation ("The user said hello." reports a turn)."""
+        rather than of the conversation ("The user said hello." reports a turn) or of the day
+        it was said on ("The user's shift ended on 2023-01-10." said that evening: the
+        second question's answers held such passing news, which no one labels a fact)."""
+        if said_on is not None and said_on.isoformat() in fact:
+            return False
         return bool(content_words(fact, tuple(names)) & self.words) and not _REPORTS.match(fact)
 
 
