@@ -50,6 +50,7 @@ SETS = {
     "heldout": Path(__file__).parent / "llm_set" / "heldout.json",
     "heldout2": Path(__file__).parent / "llm_set" / "heldout2.json",
     "heldout3": Path(__file__).parent / "llm_set" / "heldout3.json",
+    "heldout4": Path(__file__).parent / "llm_set" / "heldout4.json",
 }
 CATEGORIES = (
     "supported",
