@@ -220,6 +220,11 @@ class MemhubSettings(EnvSettings):
         description="Ask the model, for each new fact, whether it replaces the closest stored"
         " fact (one short call each); a yes supersedes it, under the same guard.",
     )
+    llm_fill_gaps: bool = Field(
+        default=True,
+        description="Ask the model one short question about each user turn whose statements"
+        " no fact of the consolidation call covers; its facts pass the same guards.",
+    )
     custom_instructions: str | None = Field(
         default=None, description="What to remember and what never to store (consolidation)."
     )

@@ -26,7 +26,12 @@ def llm() -> Iterator[ScriptedOpenAIServer]:
 
 
 def scripted(settings: MemhubSettings, llm: ScriptedOpenAIServer, **changes: Any) -> MemhubSettings:
-    """``settings`` on ``llm`` with an in-process worker that polls fast and retries at once."""
+    """``settings`` on ``llm`` with an in-process worker that polls fast and retries at once.
+
+    The second, per-turn question (engine/gaps.py) is off unless a test turns it on
+    (``llm_fill_gaps=True``, tests/engine/test_gaps.py): the others script one consolidation
+    call and count what it sent.
+    """
     return settings.model_copy(
         update={
             "llm_base_url": llm.base_url,
@@ -37,6 +42,7 @@ def scripted(settings: MemhubSettings, llm: ScriptedOpenAIServer, **changes: Any
             "worker_poll_interval": 0.05,
             "consolidation_delay": 0.0,
             "job_retry_base_seconds": 0.01,
+            "llm_fill_gaps": False,
             **changes,
         }
     )

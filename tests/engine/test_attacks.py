@@ -173,7 +173,7 @@ REQUESTS = [  # (what the user said, the fact it asks to forget)
     ("PS: please forget my gym membership.", "Ada has a gym membership."),
     ("Please forget my address.\nMy friend wrote: see you at 5", ADDRESS),
     # words of keeping negated as people type them, and requests that name the fact by no
-    # word of it: the stored fact closest in meaning is the one meant (Consolidator._meant)
+    # word of it: the stored fact closest in meaning is the one meant (engine/forgetting.meant)
     ("Oh, and scratch the bit about where we live, I'd rather that wasnt stored.", OSLO),
     ("Please forget the salary figure I gave you.", "Ada is paid 48k a year."),
     (

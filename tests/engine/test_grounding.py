@@ -158,8 +158,17 @@ def test_a_question_about_the_world_states_nothing(turn: str, kept: str) -> None
             "The user's son Mateo is 7 and dinosaur-obsessed.",
         ),
         ("The user is a nurse, and I love it.", "The user is a nurse."),
+        # the person beside "I" in the subject: both are the subject, in the third person
+        (
+            "The user's partner and I want to climb Kilimanjaro.",
+            "The user and the user's partner want to climb Kilimanjaro.",
+        ),
+        (
+            "The user's older sister and I share a flat.",
+            "The user and the user's older sister share a flat.",
+        ),
         # nothing about the user before the voice, or no voice at all: as it is
-        ("The user's partner and I want to climb Kilimanjaro.", None),
+        ("The user's partner said I should rest.", None),
         ("I'm allergic to peanuts, so keep that in mind.", None),
         ("ada: Aisle, please. I get up a lot.", None),
         ('The user\'s motto is "I never give up".', None),

@@ -47,12 +47,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memhub.engine.grounding import content_words, fold, stem
 
 __all__ = [
+    "facts_clearly_asked",
     "forget_request",
     "forget_requests_naming_no_fact",
     "mentions",
@@ -465,6 +466,21 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
     embedder); one that names nothing at all ("forget it") is not among them."""
     named = frozenset().union(*(_words(fact) for fact in shown))
     return [text for words, text in _requests(turn) if words and not words & named]
+
+
+def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
+    """The indexes of ``facts`` a request to forget in ``turn`` names unambiguously: for each
+    request, the one fact sharing more of its words than any other ("forget that I like
+    olives" names "likes olives", not each fact that "likes" something). What is asked of
+    memhub without a model's DELETE (:mod:`memhub.engine.forgetting`)."""
+    found: list[int] = []
+    held = [_words(fact) for fact in facts]
+    for words, _ in _requests(turn):
+        shared = [len(words & fact) for fact in held]
+        best = max(shared, default=0)
+        if best and shared.count(best) == 1 and shared.index(best) not in found:
+            found.append(shared.index(best))
+    return found
 
 
 def mentions(turn: str, fact: str) -> bool:

@@ -23,17 +23,13 @@ from uuid import UUID
 import numpy as np
 
 from memhub.embed.base import Embedder
-from memhub.engine import retrieve
-from memhub.engine.consent import (
-    forget_request,
-    forget_requests_naming_no_fact,
-    mentions,
-    supports_change,
-)
+from memhub.engine import forgetting, gaps, retrieve
+from memhub.engine.consent import supports_change
 from memhub.engine.dates import absolute_dates, keep_the_date
 from memhub.engine.grounding import restates, stated, support, third_person_head
 from memhub.engine.prompts import (
     CONSOLIDATION_SYSTEM,
+    GAP_SYSTEM,
     ConsolidationReply,
     ExistingFact,
     ProceduralReply,
@@ -101,6 +97,8 @@ class PlannedOp:
     turns: tuple[Turn, ...]
     # a DELETE's cited user turns that ask to forget its fact (the guard's decision, kept)
     asked: tuple[int, ...] = ()
+    # a DELETE memhub read from the user's request itself, the model having proposed none
+    unproposed: bool = False
 
     @property
     def said_at(self) -> datetime:
@@ -120,19 +118,6 @@ def _speaker(turn: Turn) -> str:
     # assistant or tool turn cannot pass itself off as the user. The user is shown as "user",
     # not by id: a model shown "h01-7f3a" writes the id into the facts.
     return turn.role
-
-
-def _asking(
-    target: MemoryRecord, cited: Sequence[Turn], meant: Mapping[int, UUID]
-) -> tuple[int, ...]:
-    """The cited user turns that ask to forget ``target``: by words of its own, or, naming no
-    shown fact by a word, by meaning (``meant``: :meth:`Consolidator._meant`)."""
-    return tuple(
-        t.id
-        for t in cited
-        if t.role == "user"
-        and (forget_request(turn_text(t), target.memory) or meant.get(t.id) == target.id)
-    )
 
 
 def _refusal(
@@ -225,7 +210,7 @@ def plan_operations(
         if kind in _CHANGES:
             assert target is not None
             if kind == "DELETE":
-                planned_op = replace(planned_op, asked=_asking(target, cited, meant))
+                planned_op = replace(planned_op, asked=forgetting.asking(target, cited, meant))
             if _removal_refused(planned_op, cited, removals >= max_removals):
                 continue
             removals += 1
@@ -234,12 +219,6 @@ def plan_operations(
 
 
 _NO_ID = ("", "none", "null")
-# A request naming no fact by a word means the closest shown fact when its cosine (default
-# embedder) is at least this, and this far above the next: set on the five such requests of
-# bench/llm_set/heldout2.json read after its run (0.21-0.36 and 0.10-0.11 above the next;
-# "forget my old job" with no job stored: 0.10).
-_MEANT_AT_LEAST = 0.15
-_MEANT_MARGIN = 0.05
 #: What changes a stored fact: guarded, capped per call and counted in the user's budget.
 _CHANGES = ("DELETE", "SUPERSEDE", "UPDATE")
 
@@ -306,6 +285,7 @@ class Consolidator:
         check_replacements: bool = True,
         changes_per_day: int | None = None,
         changes_per_run: int | None = None,
+        fill_gaps: bool = True,
     ) -> None:
         self.llm = llm
         self.embedder = embedder
@@ -315,6 +295,7 @@ class Consolidator:
         self.check_replacements = check_replacements
         self.changes_per_day = changes_per_day  # None: no budget over time
         self.changes_per_run = changes_per_run  # None: no budget per conversation
+        self.fill_gaps = fill_gaps  # the second, short question (engine/gaps.py)
 
     async def prepare(self, store: Store, jobs: Sequence[Job]) -> Plan:
         """The work phase: read, embed and ask the model; nothing is held open meanwhile."""
@@ -479,49 +460,97 @@ class Consolidator:
             log.warning("consolidation answer refused: %s", exc)
             self._refuse(plan, "REFUSED_UNPARSABLE")
             return exc.usage, []
+        meant = {}
+        if any(op.op == "DELETE" for op in result.value.operations):
+            meant = await forgetting.meant(self.embedder, shown_turns, texts, facts)
         try:
-            deletes = any(op.op == "DELETE" for op in result.value.operations)
-            meant = await self._meant(shown_turns, texts, facts) if deletes else {}
             ops = plan_operations(
                 result.value, facts, shown_turns, self.max_removals, plan.refused, meant
             )
         except ProviderOutputError as exc:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
-        return result.usage, self._grounded(plan, ops, shown_turns, texts, custom)
+        ops = self._with_requests(plan, ops, facts, shown_turns, texts)
+        ops = self._grounded(plan, ops, shown_turns, texts, custom)
+        spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
+        ops += filled
+        away = forgetting.asked_away(shown_turns, texts, facts, ops)  # refused, with why
+        for index in sorted(away):
+            log.warning(
+                "%s refused: %r was asked to be forgotten", ops[index].kind, ops[index].text
+            )
+            self._refuse(plan, "REFUSED_ASKED_TO_FORGET")
+        return result.usage + spent, [op for i, op in enumerate(ops) if i not in away]
 
-    async def _meant(
-        self, turns: Sequence[Turn], texts: Mapping[int, str], facts: Sequence[MemoryRecord]
-    ) -> dict[int, UUID]:
-        """For each user turn asking to forget something no shown fact names by a word ("the
-        salary figure I gave you"), the shown fact it means: the closest by the embedder, if
-        clearly so (at least ``_MEANT_AT_LEAST`` and ``_MEANT_MARGIN`` above the next), among
-        the facts the turn does not name itself ("forget my old job, but don't forget that I
-        live in Oslo" never means Oslo). A DELETE of that fact then stands, visibly and
-        undoably; any other is refused as before."""
-        shown = [f.memory for f in facts]
-        asks = [
-            (turn.id, request)
-            for turn in turns
-            if turn.role == "user"
-            for request in forget_requests_naming_no_fact(texts.get(turn.id, ""), shown)
-        ]
-        if not asks or not facts:
-            return {}
-        vectors = np.asarray(await self.embedder.embed([r for _, r in asks] + shown), np.float32)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        requests, candidates = vectors[: len(asks)], vectors[len(asks) :]
-        meant: dict[int, UUID] = {}
-        for (turn_id, _), request in zip(asks, requests, strict=True):
-            said = texts.get(turn_id, "")
-            open_ = [i for i, f in enumerate(facts) if not mentions(said, f.memory)]
-            ranked = sorted(open_, key=lambda i: -float(candidates[i] @ request))
-            if not ranked:
+    def _with_requests(
+        self,
+        plan: Plan,
+        ops: list[PlannedOp],
+        facts: Sequence[MemoryRecord],
+        turns: Sequence[Turn],
+        texts: Mapping[int, str],
+    ) -> list[PlannedOp]:
+        """``ops`` with every shown fact a user turn clearly asks to forget retired, whether or
+        not the model proposed the DELETE (engine/forgetting.py), under the same guard and cap;
+        a new fact that only says a fact so retired again is refused (REFUSED_ASKED_TO_FORGET).
+        """
+        planned = {op.target.id for op in ops if op.target is not None}
+        removals = sum(op.kind in _CHANGES for op in ops)
+        by_id = {f.id: f for f in facts}
+        for fact_id, asking in forgetting.asked_to_forget(turns, texts, facts).items():
+            if fact_id in planned:
                 continue
-            best = float(candidates[ranked[0]] @ request)
-            second = float(candidates[ranked[1]] @ request) if len(ranked) > 1 else -1.0
-            if best >= _MEANT_AT_LEAST and best - second >= _MEANT_MARGIN:
-                meant[turn_id] = facts[ranked[0]].id
-        return meant
+            cited = tuple(t for t in turns if t.id in asking)
+            delete = PlannedOp("DELETE", by_id[fact_id], None, cited, asking, unproposed=True)
+            if _removal_refused(delete, cited, removals >= self.max_removals):
+                continue
+            removals += 1
+            ops.append(delete)
+        return ops
+
+    async def _filled(
+        self,
+        plan: Plan,
+        ops: Sequence[PlannedOp],
+        facts: Sequence[MemoryRecord],
+        turns: Sequence[Turn],
+        texts: dict[int, str],
+        custom: str | None,
+    ) -> tuple[Usage, list[PlannedOp]]:
+        """For each user turn with a statement no grounded fact of ``ops`` citing it covers,
+        the facts of one short question about it (engine/gaps.py), grounded exactly as an
+        ADD is (against the question's own instructions); one that holds nothing a fact
+        already written or shown does not, or nothing of the uncovered clauses, is dropped
+        (REFUSED_ALREADY_KNOWN)."""
+        usage, added = Usage(), list[PlannedOp]()
+        if not self.fill_gaps:
+            return usage, added
+        names = {t.user_id for t in turns if t.user_id}
+        written = [f.memory for f in facts] + [op.text for op in ops if op.text]
+        # the window's system turns may forbid storing something: the question is told so
+        policy = [f"A system turn says: {texts[t.id]}" for t in turns if t.role == "system"]
+        rules = "\n".join(r for r in (custom, *policy) if r) or None
+        before: str | None = None
+        for number, turn in enumerate(turns, start=1):
+            if turn.role != "user":
+                continue
+            citing = [o.text for o in (*ops, *added) if o.text and turn.id in _ids(o.turns)]
+            gap = gaps.uncovered(texts[turn.id], citing, names)
+            if gap.sentences:
+                shown = " ".join(gap.sentences)
+                said = PromptTurn(number, "user", _aware(turn.created_at), shown)
+                spent, answers = await gaps.ask(self.llm, said, before, rules)
+                usage += spent
+                fresh = [PlannedOp("ADD", None, a, (turn,)) for a in answers]
+                for op in self._grounded(plan, fresh, turns, texts, custom, GAP_SYSTEM):
+                    text = op.text or ""
+                    fits = gap.answered_by(text, names, said.said_at.date())
+                    if not fits or gaps.known(text, written, names):
+                        self._refuse(plan, "REFUSED_ALREADY_KNOWN")
+                        continue
+                    added.append(op)
+                    written.append(text)
+            before = texts[turn.id]
+        return usage, added
 
     @property
     def _prompt_budget(self) -> int:
@@ -541,6 +570,7 @@ class Consolidator:
         shown: Sequence[Turn],
         texts: dict[int, str],
         custom: str | None,
+        instructions: str = CONSOLIDATION_SYSTEM,
     ) -> list[PlannedOp]:
         """The operations whose fact the person's own turns say; the rest refused, counted.
 
@@ -553,7 +583,7 @@ class Consolidator:
         and cites those that carry it.
         """
         people = [t for t in shown if t.role == "user"]
-        others = [("instructions", f"{CONSOLIDATION_SYSTEM}\n{custom or ''}")]
+        others = [("instructions", f"{instructions}\n{custom or ''}")]
         others += [(f"{t.role} turn {t.id}", texts[t.id]) for t in shown if t.role != "user"]
         names = {t.user_id for t in shown if t.user_id}
         kept: list[PlannedOp] = []
@@ -614,6 +644,8 @@ class Consolidator:
             assert op.target is not None
             cited = ", ".join(str(t.id) for t in op.turns if t.role == "user")
             reason = f"the user asked to forget it (turn {cited})"
+            if op.unproposed:
+                reason += "; read from the request, the model proposed no DELETE"
             await batch.forget(plan.scope, op.target.id, turn_ids, reason)
             # What was said stays as episodes: those of the fact's own turns, and the request
             # itself, say it too, so they go with it (restorable alike) or search finds it.
@@ -725,6 +757,10 @@ def _ground(
     if result.copied_from is not None:
         return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
     return None, "REFUSED_UNGROUNDED"
+
+
+def _ids(turns: Sequence[Turn]) -> set[int]:
+    return {t.id for t in turns}
 
 
 def _holds_json(text: str | None) -> bool:

@@ -218,13 +218,21 @@ def _in_order(words: list[str], turn: list[str]) -> int:
 _CLAUSE_END = re.compile(r"\s*[,;:]\s+|\s+[-–—]+\s+|\s+(?=(?:so|and|but|because|while)\s)")
 
 
+# "The user's partner and I want ...": the rewrite began in the third person and the model
+# kept the turn's "I" beside the other person; both are the subject.
+_AND_I = re.compile(r"^the user's ((?:[^\W\d][\w'-]*\s){1,2}?)and (?:i|me)\b", re.IGNORECASE)
+
+
 def third_person_head(fact: str) -> str:
     """``fact`` cut before the clause where it slides back into the turn's own voice, when what
     comes before is a fact about the user in the third person: "The user's son Mateo is 7 and
     dinosaur-obsessed, we're doing the museum on Saturday." -> "The user's son Mateo is 7 and
-    dinosaur-obsessed." (a small model starts the rewrite and then copies the turn). A fact
-    whose first clause is already the turn's ("The user's partner and I want ...") is left
-    as it is, for :func:`restates` to refuse."""
+    dinosaur-obsessed." (a small model starts the rewrite and then copies the turn). A subject
+    "The user's partner and I" is first read as "The user and the user's partner" (heldout3's
+    m06 lost its only facts to this: the rewrite is right but for the "I"). A fact whose first
+    clause is otherwise the turn's ("The user's partner said I should ...") is left as it is,
+    for :func:`restates` to refuse."""
+    fact = _AND_I.sub(lambda m: f"The user and the user's {m[1].strip()}", fact)
     words = list(re.finditer(r"[^\W_]+(?:'[^\W_]+)?", _QUOTED.sub(lambda m: " " * len(m[0]), fact)))
     voiced = next((w for w in words if fold(w.group(0)).split("'")[0] in _VOICE), None)
     if voiced is None:

@@ -367,6 +367,7 @@ async def _open_services(settings: MemhubSettings, embedder: Embedder | None) ->
             chosen,
             context_tokens=settings.llm_context_tokens,
             check_replacements=settings.llm_check_replacements,
+            fill_gaps=settings.llm_fill_gaps,
             changes_per_day=settings.model_changes_per_day,
             changes_per_run=settings.model_changes_per_run,
         ),

@@ -1,0 +1,128 @@
+"""The second, short question: a user turn's statements no fact of the first call covers.
+
+A 1.5B model writes one or two facts for a turn that states three or four ("my sister is a
+vet, we got a puppy, and we're moving to Leeds": it keeps one), and now and then none that
+survive the guards. After the consolidation call, each user turn is read clause by clause
+(:func:`uncovered`); a clause of two or more content words that shares none with any
+accepted fact citing that turn is a statement still unwritten. The model is then asked one
+short question about just the sentences holding such clauses (:func:`ask`), and every fact it
+gives goes through exactly the guards an ADD of the first call goes through (the caller,
+:mod:`memhub.engine.consolidate`, does that). A turn with nothing uncovered costs nothing; a
+turn that asks to forget something is never asked about (its facts are to go, not come).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from memhub.engine.consent import forget_requests_naming_no_fact
+from memhub.engine.grounding import content_words, stated
+from memhub.engine.prompts import GapReply, PromptTurn, gap_messages
+from memhub.errors import ProviderError
+from memhub.llm import LLM
+from memhub.llm.base import UnusableAnswerError, Usage
+
+__all__ = ["Gap", "ask", "known", "uncovered"]
+
+log = logging.getLogger("memhub.consolidation")
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# Where a sentence's statements part: a comma, semicolon or dash, or a joining word.
+_CLAUSE_END = re.compile(
+    r"\s*[,;:]\s+|\s+[-–—]+\s+|\s+(?=(?:and|but|so|plus|because|though|tho)\s)", re.IGNORECASE
+)
+# Words of chatter: a clause of only these ("thanks, that's perfect") states nothing.
+_CHATTER = frozenset(
+    """
+    thank thanks perfect great nice cool okay ok hello hi hey lol haha cheers awesome sound
+    sounds good hope hopefully maybe please sorry wow oh yeah yes no sure fine love lovely
+    question quick help idea ideas anyway thing things
+    """.split()  # noqa: SIM905 (a list literal of 50 strings reads worse)
+)
+_CHATTER_STEMS = content_words(" ".join(_CHATTER))
+#: Content words a clause needs to count as a statement worth a question.
+MIN_CONTENT_WORDS = 2
+
+
+def _clauses(sentence: str) -> list[str]:
+    return [c for c in _CLAUSE_END.split(sentence) if c.strip()]
+
+
+@dataclass(frozen=True)
+class Gap:
+    """What of a user turn no fact covers: the sentences to ask about, and the content words
+    of their uncovered clauses (a fact of the answer must hold one of them)."""
+
+    sentences: tuple[str, ...]
+    words: frozenset[str]
+
+    def answered_by(
+        self, fact: str, names: Iterable[str] = (), said_on: date | None = None
+    ) -> bool:
+        """Whether ``fact`` says something of the uncovered clauses, and says it of the person
+        rather than of the conversation ("The user said hello." reports a turn) or of the day
+        it was said on ("The user's shift ended on 2023-01-10." said that evening: the
+        second question's answers held such passing news, which no one labels a fact)."""
+        if said_on is not None and said_on.isoformat() in fact:
+            return False
+        return bool(content_words(fact, tuple(names)) & self.words) and not _REPORTS.match(fact)
+
+
+# A "fact" that reports the conversation rather than the person.
+_REPORTS = re.compile(
+    r"\W*the user (?:said|says|asked|asks|is asking|wants to know|mentioned|mentions|greeted"
+    r"|greets|thanked|thanks|is using|used)\b",
+    re.IGNORECASE,
+)
+
+
+def uncovered(turn: str, facts: Iterable[str], names: Iterable[str] = ()) -> Gap:
+    """The sentences of ``turn`` (a user's, its questions about the world left out) with a
+    clause of at least ``MIN_CONTENT_WORDS`` content words, chatter aside, none of which any
+    of ``facts`` (the accepted facts citing the turn) holds; none when the turn asks to
+    forget anything."""
+    if forget_requests_naming_no_fact(turn, ()):
+        return Gap((), frozenset())
+    names = tuple(names)
+    written: set[str] = set()
+    for fact in facts:
+        written |= content_words(fact, names)
+    found: list[str] = []
+    words: set[str] = set()
+    for sentence in _SENTENCE_END.split(stated(turn)):
+        for clause in _clauses(sentence):
+            said = content_words(clause, names) - _CHATTER_STEMS
+            if len(said) >= MIN_CONTENT_WORDS and not said & written:
+                words |= said
+                if sentence.strip() not in found:
+                    found.append(sentence.strip())
+    return Gap(tuple(found), frozenset(words))
+
+
+async def ask(
+    llm: LLM,
+    said: PromptTurn,
+    before: str | None,
+    custom: str | None,
+) -> tuple[Usage, list[str]]:
+    """The facts the model reads in ``said`` (the uncovered sentences of one turn), and what
+    the question cost; a failed or unusable answer is no facts (the first call's stand)."""
+    messages = gap_messages(said, before, custom)
+    try:
+        answer = await llm.generate_structured(messages, GapReply)
+    except ProviderError as exc:
+        log.info("the question about turn %d went unanswered: %s", said.number, exc)
+        return (exc.usage if isinstance(exc, UnusableAnswerError) else Usage()), []
+    facts = [f.strip() for f in answer.value.facts if f and f.strip()]
+    return answer.usage, facts
+
+
+def known(fact: str, written: Sequence[str], names: Iterable[str] = ()) -> bool:
+    """Whether ``fact`` holds no content word that one of ``written`` (facts stored or
+    written by the first call) does not: the question's answer says it again."""
+    words = content_words(fact, tuple(names))
+    return any(words <= content_words(other, tuple(names)) for other in written)

@@ -1,0 +1,255 @@
+"""The second, short question about a user turn's statements the first call left unwritten,
+and a granted request to forget honoured when the model proposed no DELETE.
+
+The LLM is memhub.testing's scripted OpenAI-compatible server: a real 1.5B model does not
+answer deterministically, so each test scripts the model the bench saw (one fact of a turn
+stating three; NONE, or the same fact again, for a request to forget) and checks what
+memhub decides. Real PostgreSQL, real embedder.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from typing import Any
+
+import psycopg
+import pytest
+
+from memhub import AsyncMemory, MemhubSettings
+from memhub.engine.consent import facts_clearly_asked
+from memhub.engine.gaps import known, uncovered
+from memhub.engine.prompts import GAP_SYSTEM, GapReply
+from memhub.testing import ScriptedOpenAIServer
+from tests.engine.conftest import scripted, store_facts
+
+THREE = "My sister Mira is a vet in Leeds. We adopted a puppy called Rex, and I started pottery."
+SERTRALINE = "The user takes sertraline for anxiety."
+NURSE = "The user is a nurse on night shifts."
+
+
+def prompt_of(request: dict[str, Any]) -> str:
+    return "\n".join(str(m["content"]) for m in request["messages"])
+
+
+def is_question(request: dict[str, Any]) -> bool:
+    return request["messages"][0]["content"].startswith(GAP_SYSTEM[:40])
+
+
+def ops(*operations: dict[str, Any]) -> str:
+    return json.dumps({"operations": list(operations)})
+
+
+@pytest.fixture
+def gap_settings(settings: MemhubSettings, llm: ScriptedOpenAIServer) -> MemhubSettings:
+    return scripted(settings, llm, llm_fill_gaps=True, llm_check_replacements=False)
+
+
+async def facts(memory: AsyncMemory, user: str) -> list[str]:
+    found = await memory.get_all(user_id=user, filters={"kind": "fact"})
+    return sorted(r["memory"] for r in found["results"])
+
+
+def test_the_statements_no_fact_covers_are_the_uncovered_sentences() -> None:
+    written = ["The user's sister Mira is a vet in Leeds."]
+    rest = ("We adopted a puppy called Rex, and I started pottery.",)
+    assert uncovered(THREE, written).sentences == rest
+    # one clause uncovered is enough: the puppy is written, the pottery is not
+    written.append("The user has a puppy called Rex.")
+    gap = uncovered(THREE, written)
+    assert gap.sentences == rest
+    # an answer must say something of the uncovered clause, of the person
+    assert gap.answered_by("The user does pottery.")
+    assert not gap.answered_by("The user's puppy is called Rex.")
+    assert not gap.answered_by("The user said they started pottery.")
+    # passing news of the day it was said on
+    assert not gap.answered_by("The user started pottery on 2023-01-10.", (), date(2023, 1, 10))
+    written.append("The user does pottery.")
+    assert uncovered(THREE, written).sentences == ()
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "thanks, that's perfect!",  # chatter
+        "how tall is Kilimanjaro?",  # a question about the world states nothing
+        "Please forget that I take sertraline.",  # a request to forget: its facts are to go
+        "ok",
+    ],
+)
+def test_chatter_questions_and_requests_to_forget_ask_nothing(turn: str) -> None:
+    assert uncovered(turn, []).sentences == ()
+
+
+def test_only_a_fact_a_request_names_more_than_any_other_is_clearly_asked() -> None:
+    likes = ["Ada likes figs.", "Ada likes olives.", "Ada likes dates."]
+    assert facts_clearly_asked("Please forget that I like olives.", likes) == [1]
+    assert facts_clearly_asked("Please forget what I like.", likes) == []  # all tie
+    assert facts_clearly_asked("Forget my phone number.", likes) == []  # none named
+    assert facts_clearly_asked("Don't forget that I like olives.", likes) == []
+
+
+def test_an_answer_that_says_a_known_fact_again_is_known() -> None:
+    assert known("The user's sister Mira is a vet.", ["The user's sister Mira is a vet in Leeds."])
+    assert not known("The user has a puppy.", ["The user's sister Mira is a vet in Leeds."])
+
+
+def test_the_reply_takes_the_shapes_a_small_model_writes() -> None:
+    one = ["The user does pottery."]
+    assert GapReply.model_validate({"facts": one}).facts == one
+    assert GapReply.model_validate(one).facts == one
+    shaped = {"operations": [{"op": "ADD", "text": one[0], "turns": [1]}]}
+    assert GapReply.model_validate(shaped).facts == one
+    assert GapReply.model_validate({"facts": [{"fact": one[0]}]}).facts == one
+
+
+async def test_a_turn_stating_more_than_its_facts_gets_one_question_about_the_rest(
+    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """The first call keeps one fact of three; the question is about the two sentences left,
+    and each fact of its answer passes the ADD guards: a copy of the turn, a copy of the
+    question's own example and a fact already written are refused, the rest stored."""
+    answers = [
+        "The user has a puppy called Rex.",
+        "The user started pottery.",
+        "I adopted a puppy called Rex.",  # the turn in its own voice: a copy
+        "The user plays the cello.",  # the question's example, not the user's
+        "The user's sister Mira is a vet.",  # written by the first call already
+    ]
+
+    def model(request: dict[str, Any]) -> str:
+        if is_question(request):
+            return json.dumps({"facts": answers})
+        return ops({"op": "ADD", "text": "The user's sister Mira is a vet in Leeds.", "turns": [1]})
+
+    llm.default = model
+    async with AsyncMemory(settings=gap_settings) as memory:
+        await memory.add(THREE, user_id="gap", wait=True)
+        assert await facts(memory, "gap") == [
+            "The user has a puppy called Rex.",
+            "The user started pottery.",
+            "The user's sister Mira is a vet in Leeds.",
+        ]
+    (question,) = [prompt_of(r.json) for r in llm.chat_requests if is_question(r.json)]
+    assert "We adopted a puppy called Rex" in question and "vet in Leeds" not in question
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute("SELECT sum(calls) FROM memory_llm_usage WHERE user_id = 'gap'")
+        assert await cur.fetchone() == (2,)  # the consolidation call and the question
+
+
+async def test_a_turn_its_facts_cover_asks_no_question(
+    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    llm.default = ops(
+        {"op": "ADD", "text": "The user's sister Mira is a vet in Leeds.", "turns": [1]}
+    )
+    async with AsyncMemory(settings=gap_settings) as memory:
+        await memory.add("My sister Mira is a vet in Leeds.", user_id="covered", wait=True)
+        assert await facts(memory, "covered") == ["The user's sister Mira is a vet in Leeds."]
+    assert [r for r in llm.chat_requests if is_question(r.json)] == []
+
+
+async def test_an_unusable_question_answer_leaves_the_first_calls_facts(
+    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    def model(request: dict[str, Any]) -> str:
+        if is_question(request):
+            return "Sure! The user has a puppy."  # no JSON, twice (the repair too)
+        return ops({"op": "ADD", "text": "The user's sister Mira is a vet in Leeds.", "turns": [1]})
+
+    llm.default = model
+    async with AsyncMemory(settings=gap_settings) as memory:
+        await memory.add(THREE, user_id="garbled", wait=True)
+        assert await facts(memory, "garbled") == ["The user's sister Mira is a vet in Leeds."]
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute("SELECT count(*) FROM memory_jobs")
+        assert await cur.fetchone() == (0,)  # completed, not parked
+
+
+@pytest.mark.parametrize(
+    ("request_", "answer"),
+    [
+        # the model answers nothing
+        ("Please forget that I take sertraline.", ops({"op": "NONE"})),
+        # the model adds the very fact again: refused, and the fact retired
+        (
+            "Forget the sertraline thing, please.",
+            ops({"op": "ADD", "text": SERTRALINE, "turns": [1]}),
+        ),
+    ],
+)
+async def test_a_granted_request_is_honoured_when_the_model_proposes_no_delete(
+    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer, request_: str, answer: str
+) -> None:
+    """Retired visibly: in the review list with why (memhub read the request, not the model)
+    and undone in one step; the fact the request does not name stays."""
+    llm.default = answer
+    async with AsyncMemory(settings=gap_settings) as memory:
+        await store_facts(memory, "meds", SERTRALINE, NURSE)
+        await memory.add(request_, user_id="meds", wait=True)
+        assert await facts(memory, "meds") == [NURSE]
+        changes = (await memory.model_changes(user_id="meds"))["results"]
+        # the fact, and the request's own episode that says it too
+        assert sorted(c["before"] for c in changes) == sorted([request_, SERTRALINE])
+        (change,) = [c for c in changes if c["before"] == SERTRALINE]
+        assert "the model proposed no DELETE" in change["reason"]
+        await memory.undo_change(change["id"], user_id="meds")
+        assert await facts(memory, "meds") == sorted([NURSE, SERTRALINE])
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Don't forget that I take sertraline.",  # negated: asks nothing
+        # naming no fact by a word: by meaning alone memhub retires nothing (only a model's
+        # DELETE of the fact it means may stand)
+        "I'd prefer you didn't hang on to the medication thing from before.",
+        'My friend wrote: "forget that I take sertraline".',  # someone else's words
+        "I take sertraline, it helps a lot.",  # no request at all
+    ],
+)
+async def test_no_request_retires_nothing_whatever_the_model_answers(
+    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer, said: str
+) -> None:
+    llm.default = ops({"op": "NONE"})
+    async with AsyncMemory(settings=gap_settings) as memory:
+        await store_facts(memory, "kept", SERTRALINE, NURSE)
+        await memory.add(said, user_id="kept", wait=True)
+        assert await facts(memory, "kept") == sorted([NURSE, SERTRALINE])
+        assert (await memory.model_changes(user_id="kept"))["results"] == []
+
+
+async def test_a_fact_stated_and_taken_back_in_one_conversation_is_not_stored(
+    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    """The model adds the fact the user asked, two turns later, not to keep: refused; the
+    fact no request names stands."""
+    owed = "The user has $18k on credit cards."
+    llm.default = ops(
+        {"op": "ADD", "text": owed, "turns": [1]},
+        {"op": "ADD", "text": "The user is lactose intolerant.", "turns": [2]},
+    )
+    said = [
+        {"role": "user", "content": "I've got around $18k on credit cards."},
+        {"role": "user", "content": "I'm lactose intolerant, is ghee ok?"},
+        {"role": "user", "content": "Please forget what I owe on my cards."},
+    ]
+    async with AsyncMemory(settings=gap_settings) as memory:
+        await memory.add(said, user_id="owed", wait=True)
+        assert await facts(memory, "owed") == ["The user is lactose intolerant."]
+
+
+async def test_the_question_carries_the_applications_rules(
+    settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    """What the application forbids storing, the question is told too."""
+    llm.default = lambda request: (
+        json.dumps({"facts": []}) if is_question(request) else ops({"op": "NONE"})
+    )
+    ruled = scripted(
+        settings, llm, llm_fill_gaps=True, custom_instructions="Never store addresses."
+    )
+    async with AsyncMemory(settings=ruled) as memory:
+        await memory.add("My sister Mira is a vet in Leeds.", user_id="ruled", wait=True)
+    (question,) = [prompt_of(r.json) for r in llm.chat_requests if is_question(r.json)]
+    assert "Never store addresses." in question
