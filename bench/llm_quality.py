@@ -311,6 +311,7 @@ async def run_memhub(
             wait_timeout=900.0,
             job_max_attempts=2,
             job_retry_base_seconds=0.1,
+            llm_fill_gaps=args.fill_gaps,
         )
         async with AsyncMemory(settings=settings) as memory:
             for conv in conversations:
@@ -354,6 +355,12 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.0, help="Mem0's (memhub's is 0)")
     parser.add_argument("--label", default="", help="name in the table (default: --system)")
     parser.add_argument("--context", type=int, default=4096)
+    parser.add_argument(
+        "--fill-gaps",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="memhub's second question about uncovered statements (MEMHUB_LLM_FILL_GAPS)",
+    )
     parser.add_argument("--machine", default="", help="CPU and load, for the table")
     parser.add_argument("--out", type=Path, help="write the JSON result here")
     parser.add_argument("--rescore", type=Path, help="judge a saved result again, no model")
