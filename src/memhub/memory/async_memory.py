@@ -248,11 +248,6 @@ class AsyncMemory(RetirementMethods):
         fusion = self.fusion if min_score_ratio is None else self.fusion.cut_at(min_score_ratio)
         engine = await self._services()
         reranker = chosen_reranker(rerank, engine.reranker)
-        settle: Callable[[], Awaitable[bool]] | None = None
-        if self._unsettled_in(scope):
-            # Read your own writes by meaning: what this object added here is found by its
-            # words at once; wait (briefly) for its vectors too.
-            settle = partial(self._settle, engine, scope, self.settings.search_wait_timeout)
         scored = await retrieve(
             engine.store,
             engine.embedder,
@@ -260,13 +255,20 @@ class AsyncMemory(RetirementMethods):
             fusion,
             reranker=reranker,
             rerank_candidates=self.settings.rerank_candidates,
-            settle=settle,
+            settle=self._settle_for(engine, scope),
         )
         return {
             "results": [
                 memory_item(s.candidate.record, s.score, s.candidate.passage) for s in scored
             ]
         }
+
+    def _settle_for(self, engine: Services, scope: Scope) -> Callable[[], Awaitable[bool]] | None:
+        """Read your own writes by meaning: what this object added to ``scope`` is found by
+        its words at once; a search waits (briefly) for its vectors too."""
+        if not self._unsettled_in(scope):
+            return None
+        return partial(self._settle, engine, scope, self.settings.search_wait_timeout)
 
     async def get(
         self,
