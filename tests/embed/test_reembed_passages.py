@@ -9,11 +9,16 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import numpy as np
 import psycopg
+import pytest
+from pgvector.psycopg import register_vector_async
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.cli.reembed import LineProgress
 from memhub.memory.reembed import reembed
+from memhub.store.postgres import reembed as pg_reembed
+from memhub.store.records import Passage
 from tests.memory.test_passages import LONG, TAIL
 from tests.tiny_models import build_encoder
 
@@ -59,3 +64,34 @@ async def test_reembed_cuts_and_embeds_passages_for_the_new_window(
             "results"
         ]
     assert TAIL in best["memory"] and best["passage"]["length"] == len(LONG)
+
+
+async def _shadow_rows(db_url: str) -> tuple[int, int]:
+    """Memories with a new vector, and new passages, of the run under way."""
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute("SELECT count(embedding_new) FROM memories")
+        (vectors,) = await cur.fetchone() or (0,)
+        cur = await conn.execute("SELECT count(*) FROM memory_passages_new")
+        (passages,) = await cur.fetchone() or (0,)
+        return int(vectors), int(passages)
+
+
+async def test_a_row_whose_passages_fail_to_store_stays_pending(
+    settings: MemhubSettings, db_url: str, aconn: psycopg.AsyncConnection[tuple[object, ...]]
+) -> None:
+    """A memory's new vector and its new passages are stored together or not at all: a row
+    with its vector but without its passages would never be embedded again (the run resumes
+    at the rows without a vector), and after the swap its tail could not be found."""
+    async with AsyncMemory(settings=settings) as memory:
+        await memory.add(
+            [{"role": "assistant", "content": LONG}], user_id="ada", infer=False, wait=True
+        )
+    await register_vector_async(aconn)
+    assert not await pg_reembed.prepare(aconn, "another-model", 384)
+    (row,) = await pg_reembed.pending_rows(aconn, None, 10)
+    vector = np.ones(384, np.float32) / np.sqrt(384)
+    broken = Passage(0, 0, 10, np.ones(16, np.float32))  # not the column's dimension
+    with pytest.raises(psycopg.Error):
+        await pg_reembed.store_vectors(aconn, [row], vector[None, :], [[broken]])
+    assert await _shadow_rows(db_url) == (0, 0)
+    assert await pg_reembed.count_pending(aconn) == 1  # the resumed run embeds it again

@@ -179,10 +179,14 @@ async def store_vectors(
     passages: Sequence[Sequence[Passage]] = (),
 ) -> None:
     """Write new vectors (and the passages of long rows, paired with ``rows`` when given),
-    except where the text changed since it was read (re-read later)."""
+    except where the text changed since it was read (re-read later).
+
+    One transaction (nothing slow in it: the vectors are already made): a row with its new
+    vector is no longer pending, so one stored without its passages would keep none.
+    """
     if not rows:
         return
-    async with conn.cursor() as cur:
+    async with conn.transaction(), conn.cursor() as cur:
         await cur.executemany(
             sql.SQL("UPDATE memories SET {} = %s WHERE id = %s AND hash = %s").format(
                 sql.Identifier(_NEW)
