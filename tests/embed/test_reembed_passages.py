@@ -7,6 +7,7 @@ MiniLM (a 256-token window) -> tests/tiny_models.py's model directory (32 dimens
 from __future__ import annotations
 
 import io
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,8 @@ from pgvector.psycopg import register_vector_async
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.cli.reembed import LineProgress
+from memhub.embed import create_embedder
+from memhub.engine.passages import embed_texts
 from memhub.memory.reembed import reembed
 from memhub.store.postgres import reembed as pg_reembed
 from memhub.store.records import Passage
@@ -66,18 +69,17 @@ async def test_reembed_cuts_and_embeds_passages_for_the_new_window(
     assert TAIL in best["memory"] and best["passage"]["length"] == len(LONG)
 
 
-async def _shadow_rows(db_url: str) -> tuple[int, int]:
+async def _shadow_rows(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> tuple[int, int]:
     """Memories with a new vector, and new passages, of the run under way."""
-    async with await psycopg.AsyncConnection.connect(db_url) as conn:
-        cur = await conn.execute("SELECT count(embedding_new) FROM memories")
-        (vectors,) = await cur.fetchone() or (0,)
-        cur = await conn.execute("SELECT count(*) FROM memory_passages_new")
-        (passages,) = await cur.fetchone() or (0,)
-        return int(vectors), int(passages)
+    cur = await conn.execute("SELECT count(embedding_new) FROM memories")
+    (vectors,) = await cur.fetchone() or (0,)
+    cur = await conn.execute("SELECT count(*) FROM memory_passages_new")
+    (passages,) = await cur.fetchone() or (0,)
+    return int(vectors), int(passages)
 
 
 async def test_a_row_whose_passages_fail_to_store_stays_pending(
-    settings: MemhubSettings, db_url: str, aconn: psycopg.AsyncConnection[tuple[object, ...]]
+    settings: MemhubSettings, aconn: psycopg.AsyncConnection[tuple[object, ...]]
 ) -> None:
     """A memory's new vector and its new passages are stored together or not at all: a row
     with its vector but without its passages would never be embedded again (the run resumes
@@ -93,5 +95,30 @@ async def test_a_row_whose_passages_fail_to_store_stays_pending(
     broken = Passage(0, 0, 10, np.ones(16, np.float32))  # not the column's dimension
     with pytest.raises(psycopg.Error):
         await pg_reembed.store_vectors(aconn, [row], vector[None, :], [[broken]])
-    assert await _shadow_rows(db_url) == (0, 0)
+    assert await _shadow_rows(aconn) == (0, 0)
     assert await pg_reembed.count_pending(aconn) == 1  # the resumed run embeds it again
+
+
+async def test_a_memory_deleted_during_reembed_leaves_no_passages_behind(
+    settings: MemhubSettings, aconn: psycopg.AsyncConnection[tuple[object, ...]]
+) -> None:
+    """Its new passages go with it (a user's erase keeps no vector of what was said), and a
+    reset (TRUNCATE) takes them all."""
+    embedder = create_embedder("minilm")
+    embed = partial(embed_texts, embedder)
+    async with AsyncMemory(settings=settings) as memory:
+        added = await memory.add(
+            [{"role": "assistant", "content": LONG}, {"role": "assistant", "content": LONG + "!"}],
+            user_id="ada",
+            infer=False,
+            wait=True,
+        )
+        await register_vector_async(aconn)
+        assert not await pg_reembed.prepare(aconn, embedder.model_name, 384)
+        assert await pg_reembed.catch_up(aconn, embed) == 2
+        assert (await _shadow_rows(aconn))[1] >= 4
+        await memory.delete(added["results"][0]["id"])
+        cur = await aconn.execute("SELECT DISTINCT memory_id::text FROM memory_passages_new")
+        assert [str(r[0]) for r in await cur.fetchall()] == [added["results"][1]["id"]]
+        await memory.reset()
+        assert (await _shadow_rows(aconn))[1] == 0

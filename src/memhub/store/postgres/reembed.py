@@ -67,11 +67,41 @@ _INVALIDATE_FUNCTION = (
     " DELETE FROM memory_passages_new WHERE memory_id = NEW.id; END IF;"
     " RETURN NEW; END $$"
 )
-_INVALIDATE_TRIGGER = (
-    "CREATE TRIGGER memhub_reembed_invalidate BEFORE UPDATE ON memories"
-    " FOR EACH ROW EXECUTE FUNCTION memhub_reembed_invalidate()"
+# A deleted memory's new passages go with it, as its old ones do (migration 0026), so the
+# swap keeps no vector of an erased text; a TRUNCATE (reset) takes them all.
+_REMOVED_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION memhub_reembed_removed() RETURNS trigger"
+    " LANGUAGE plpgsql AS $$ BEGIN"
+    " IF TG_OP = 'TRUNCATE' THEN TRUNCATE memory_passages_new;"
+    " ELSE DELETE FROM memory_passages_new p USING removed r WHERE p.memory_id = r.id; END IF;"
+    " RETURN NULL; END $$"
 )
-_DROP_TRIGGER = "DROP TRIGGER IF EXISTS memhub_reembed_invalidate ON memories"
+# name -> how it fires; every one is dropped by the swap
+_TRIGGERS = {
+    "memhub_reembed_invalidate": "BEFORE UPDATE ON memories FOR EACH ROW"
+    " EXECUTE FUNCTION memhub_reembed_invalidate()",
+    "memhub_reembed_removed": "AFTER DELETE ON memories REFERENCING OLD TABLE AS removed"
+    " FOR EACH STATEMENT EXECUTE FUNCTION memhub_reembed_removed()",
+    "memhub_reembed_truncated": "AFTER TRUNCATE ON memories"
+    " FOR EACH STATEMENT EXECUTE FUNCTION memhub_reembed_removed()",
+}
+
+
+async def _create_triggers(conn: AsyncConn) -> None:
+    await conn.execute(_INVALIDATE_FUNCTION)
+    await conn.execute(_REMOVED_FUNCTION)
+    await _drop_triggers(conn)
+    for name, fires in _TRIGGERS.items():
+        await conn.execute(
+            sql.SQL("CREATE TRIGGER {} ").format(sql.Identifier(name)) + sql.SQL(fires)
+        )
+
+
+async def _drop_triggers(conn: AsyncConn) -> None:
+    for name in _TRIGGERS:
+        await conn.execute(
+            sql.SQL("DROP TRIGGER IF EXISTS {} ON memories").format(sql.Identifier(name))
+        )
 
 
 @dataclass(frozen=True)
@@ -119,7 +149,9 @@ async def prepare(conn: AsyncConn, model: str, dimension: int) -> bool:
         target = None if row is None else str(row[0])
         shadow = await _shadow_type(conn)
         if shadow == f"vector({dimension})" and target == model:
+            # (a run begun by an older memhub has neither the passages nor their triggers)
             await conn.execute(_CREATE_PASSAGES.format(vector_type_modifier(dimension)))
+            await _create_triggers(conn)
             return True
         await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(_NEW_INDEX)))
         await conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(_NEW_PASSAGES)))
@@ -132,9 +164,7 @@ async def prepare(conn: AsyncConn, model: str, dimension: int) -> bool:
                 sql.Identifier(_NEW), vector_type_modifier(dimension)
             )
         )
-        await conn.execute(_INVALIDATE_FUNCTION)
-        await conn.execute(_DROP_TRIGGER)
-        await conn.execute(_INVALIDATE_TRIGGER)
+        await _create_triggers(conn)
         await conn.execute(
             "DELETE FROM memhub_settings WHERE key IN ('reembed_model', 'reembed_started_at')"
         )
@@ -299,8 +329,9 @@ async def swap(conn: AsyncConn, model: str, dimension: int, embed: Embed) -> int
 
 
 async def _replace_column(conn: AsyncConn, model: str, dimension: int) -> None:
-    await conn.execute(_DROP_TRIGGER)
+    await _drop_triggers(conn)
     await conn.execute("DROP FUNCTION IF EXISTS memhub_reembed_invalidate()")
+    await conn.execute("DROP FUNCTION IF EXISTS memhub_reembed_removed()")
     await conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(_INDEX)))
     await conn.execute("ALTER TABLE memories DROP COLUMN IF EXISTS embedding")
     await conn.execute(
