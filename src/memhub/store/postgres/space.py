@@ -19,7 +19,6 @@ from memhub.store.postgres.space_names import SPACE_SCHEMA_PREFIX, space_migrati
 __all__ = [
     "SPACE_LOCK_ID",
     "SPACE_SCHEMA_PREFIX",
-    "add_passage_vectors",
     "ensure_embedding_space",
     "space_migrations",
     "space_schema",
@@ -66,16 +65,9 @@ async def ensure_embedding_space(
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SPACE_LOCK_ID,))
         if _check_space(await _recorded_space(conn), model_name, dimension, space):
             return
-        await conn.execute(
-            sql.SQL("ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding vector({})").format(
-                vector_type_modifier(dimension)
-            )
-        )
-        await conn.execute(
-            "CREATE INDEX IF NOT EXISTS memories_embedding_hnsw"
-            " ON memories USING hnsw (embedding vector_cosine_ops)"
-        )
-        await add_passage_vectors(conn, dimension)
+        # the memories' vectors, and their passages' (migration 0026)
+        for table in ("memories", "memory_passages"):
+            await _add_vector_column(conn, table, dimension)
         await conn.execute(
             "INSERT INTO memhub_settings (key, value) VALUES"
             " ('embedding_model', %s), ('embedding_dimension', %s)",
@@ -87,16 +79,17 @@ async def ensure_embedding_space(
             )
 
 
-async def add_passage_vectors(conn: AsyncConn, dimension: int) -> None:
-    """The vector column of ``memory_passages`` (migration 0026) and its HNSW index."""
+async def _add_vector_column(conn: AsyncConn, table: str, dimension: int) -> None:
+    """``table``'s vector column ``embedding`` and its HNSW index ``<table>_embedding_hnsw``."""
     await conn.execute(
-        sql.SQL("ALTER TABLE memory_passages ADD COLUMN IF NOT EXISTS embedding vector({})").format(
-            vector_type_modifier(dimension)
+        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS embedding vector({})").format(
+            sql.Identifier(table), vector_type_modifier(dimension)
         )
     )
     await conn.execute(
-        "CREATE INDEX IF NOT EXISTS memory_passages_embedding_hnsw"
-        " ON memory_passages USING hnsw (embedding vector_cosine_ops)"
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops)"
+        ).format(sql.Identifier(f"{table}_embedding_hnsw"), sql.Identifier(table))
     )
 
 
