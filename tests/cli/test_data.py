@@ -248,6 +248,7 @@ async def test_reembed_resumes_an_interrupted_run(
 ) -> None:
     from memhub.store.postgres import reembed as pg_reembed
     from memhub.store.postgres.database import acquire_database, release_database
+    from memhub.store.records import EmbeddedText
 
     await seed(settings)
     scripted = settings.model_copy(
@@ -265,7 +266,7 @@ async def test_reembed_resumes_an_interrupted_run(
             rows = await pg_reembed.pending_rows(conn, None, 2)
             # What the interrupted run wrote: the scripted server's vectors of these texts.
             vectors = np.array([deterministic_embedding(r.memory, 16) for r in rows], np.float32)
-            await pg_reembed.store_vectors(conn, rows, vectors)
+            await pg_reembed.store_vectors(conn, rows, [EmbeddedText(v) for v in vectors])
             # Text changed after its new vector was written: the swap re-embeds it.
             await conn.execute(
                 "UPDATE memories SET memory = 'fact changed', hash = 'h', updated_at = now()"

@@ -21,7 +21,7 @@ from memhub.embed import create_embedder
 from memhub.engine.passages import embed_texts
 from memhub.memory.reembed import reembed
 from memhub.store.postgres import reembed as pg_reembed
-from memhub.store.records import Passage
+from memhub.store.records import EmbeddedText, Passage
 from tests.memory.test_passages import LONG, TAIL
 from tests.tiny_models import build_encoder
 
@@ -94,7 +94,7 @@ async def test_a_row_whose_passages_fail_to_store_stays_pending(
     vector = np.ones(384, np.float32) / np.sqrt(384)
     broken = Passage(0, 0, 10, np.ones(16, np.float32))  # not the column's dimension
     with pytest.raises(psycopg.Error):
-        await pg_reembed.store_vectors(aconn, [row], vector[None, :], [[broken]])
+        await pg_reembed.store_vectors(aconn, [row], [EmbeddedText(vector, (broken,))])
     assert await _shadow_rows(aconn) == (0, 0)
     assert await pg_reembed.count_pending(aconn) == 1  # the resumed run embeds it again
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from uuid import UUID
 
 import numpy as np
-import numpy.typing as npt
 from psycopg import sql
 
 from memhub.store.postgres.bind import vector_type_modifier
@@ -23,7 +22,7 @@ from memhub.store.postgres.database import AsyncConn
 # reads the new model. The constant is private to postgres.memories; it must be the same lock.
 from memhub.store.postgres.space import SPACE_LOCK_ID
 from memhub.store.protocol import Embed
-from memhub.store.records import EmbeddingSpace, Passage
+from memhub.store.records import EmbeddedText, EmbeddingSpace
 
 __all__ = [
     "PendingRow",
@@ -203,33 +202,28 @@ async def pending_rows(conn: AsyncConn, after: UUID | None, limit: int) -> list[
 
 
 async def store_vectors(
-    conn: AsyncConn,
-    rows: Sequence[PendingRow],
-    vectors: npt.NDArray[np.float32],
-    passages: Sequence[Sequence[Passage]] = (),
+    conn: AsyncConn, rows: Sequence[PendingRow], embedded: Sequence[EmbeddedText]
 ) -> None:
-    """Write new vectors (and the passages of long rows, paired with ``rows`` when given),
-    except where the text changed since it was read (re-read later).
+    """Write new vectors (and the passages of long rows), paired with ``rows``, except where
+    the text changed since it was read (re-read later).
 
     One transaction (nothing slow in it: the vectors are already made): a row with its new
     vector is no longer pending, so one stored without its passages would keep none.
     """
     if not rows:
         return
+    pairs = list(zip(rows, embedded, strict=True))
     async with conn.transaction(), conn.cursor() as cur:
         await cur.executemany(
             sql.SQL("UPDATE memories SET {} = %s WHERE id = %s AND hash = %s").format(
                 sql.Identifier(_NEW)
             ),
-            [
-                (np.asarray(v, dtype=np.float32), r.id, r.hash)
-                for r, v in zip(rows, vectors, strict=True)
-            ],
+            [(np.asarray(e.vector, dtype=np.float32), r.id, r.hash) for r, e in pairs],
         )
         cut = [
             (p.ordinal, p.start, p.end, np.asarray(p.embedding, dtype=np.float32), r.id, r.hash)
-            for r, of_row in zip(rows, passages or [()] * len(rows), strict=True)
-            for p in of_row
+            for r, e in pairs
+            for p in e.passages
         ]
         if cut:
             await cur.executemany(_INSERT_PASSAGE, cut)
@@ -284,9 +278,7 @@ async def catch_up(
     after: UUID | None = None
     done = 0
     while rows := await pending_rows(conn, after, batch):
-        embedded = await embed([r.memory for r in rows])
-        vectors = np.asarray([e.vector for e in embedded], dtype=np.float32)
-        await store_vectors(conn, rows, vectors, [e.passages for e in embedded])
+        await store_vectors(conn, rows, await embed([r.memory for r in rows]))
         after = rows[-1].id
         done += len(rows)
         if on_batch is not None:
