@@ -65,3 +65,21 @@ async def test_the_token_budget_counts_the_passage_returned(memory: AsyncMemory)
         "When is my sister's wedding?", user_id="ada", max_tokens=whole_tokens - 100
     )
     assert [r["passage"]["end"] for r in found["results"]] == [len(LONG)]
+
+
+async def test_a_memory_updated_to_a_long_text_is_found_by_its_tail(memory: AsyncMemory) -> None:
+    """update() embeds a text longer than the window as its passages, as add() does (before,
+    it kept only the first window's vector: the tail was lost, and returned whole)."""
+    added = await memory.add(
+        [{"role": "assistant", "content": "A short answer."}],
+        user_id="ada",
+        infer=False,
+        wait=True,
+    )
+    memory_id = added["results"][0]["id"]
+    await memory.update(memory_id, LONG)
+    (best,) = (await memory.search("When is my sister's wedding?", user_id="ada", limit=1))[
+        "results"
+    ]
+    assert best["id"] == memory_id and TAIL in best["memory"]
+    assert best["passage"]["end"] == len(LONG) and best["passage"]["start"] > 0

@@ -16,6 +16,7 @@ from typing import Any
 
 from memhub.engine.consolidate import fact_scope
 from memhub.engine.ingest import plan_add, turns_and_job
+from memhub.engine.passages import embed_texts
 from memhub.engine.rerank import chosen_reranker
 from memhub.engine.retrieve import Search, retrieve
 from memhub.engine.text import memory_hash
@@ -38,7 +39,7 @@ from memhub.memory.services import Services
 from memhub.messages import Message, SystemMessage
 from memhub.messages import deserialize as _deserialize
 from memhub.messages import serialize as _serialize
-from memhub.store.records import JobPayload, Scope
+from memhub.store.records import EmbeddedText, JobPayload, Scope
 from memhub.telemetry import operation
 
 __all__ = ["AsyncMemory"]
@@ -374,16 +375,22 @@ class AsyncMemory(RetirementMethods):
             if record is None:
                 raise MemoryNotFound(f"no memory {memory} in this scope")
         else:
-            vector = None if text is None else (await engine.embedder.embed([text]))[0]
+            # a text longer than the embedder's window as its passages, as the worker's
+            embedded = (
+                EmbeddedText(None)
+                if text is None
+                else (await embed_texts(engine.embedder, [text]))[0]
+            )
             record = await engine.store.update_memory(
                 scope,
                 memory,
                 text,
                 None if text is None else memory_hash(text),
-                vector,
+                embedded.vector,
                 meta,
                 actor="user",
                 merge_metadata=merge_metadata,
+                passages=embedded.passages,
             )
         if expires_at is not None:
             await engine.store.set_expiry(scope, [memory], expires_at)

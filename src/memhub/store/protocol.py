@@ -36,6 +36,7 @@ from memhub.store.records import (
     NewJob,
     NewMemory,
     NewTurn,
+    Passage,
     RawCandidate,
     RetiredMemory,
     Scope,
@@ -246,10 +247,13 @@ class MemoryStore(Protocol):
         actor: str,
         *,
         merge_metadata: bool = False,
+        passages: Sequence[Passage] = (),
     ) -> MemoryRecord:
         """Change a memory's text and/or metadata in place, with an UPDATE history event.
 
-        ``text`` None keeps the text (and hash and vector). ``metadata`` replaces the
+        ``text`` None keeps the text (and hash and vector); a new text loses the old one's
+        passages and gets ``passages``, when it is longer than the embedder's window
+        (``vector`` is then the first's). ``metadata`` replaces the
         caller's keys, or with ``merge_metadata`` is merged into them; memhub's own keys
         (:data:`OWN_METADATA_KEYS`) keep their values either way (:func:`updated_metadata`).
         Another current memory of the scope with the new text raises :class:`Conflict`.

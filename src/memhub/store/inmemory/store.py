@@ -41,6 +41,7 @@ from memhub.store.records import (
     ModelChange,
     NewJob,
     NewTurn,
+    Passage,
     RawCandidate,
     RetiredMemory,
     Scope,
@@ -263,6 +264,7 @@ class InMemoryStore(InMemoryKeys):
         actor: str,
         *,
         merge_metadata: bool = False,
+        passages: Sequence[Passage] = (),
     ) -> MemoryRecord:
         action = "updating a memory"
         async with self.lock:
@@ -277,7 +279,7 @@ class InMemoryStore(InMemoryKeys):
             )
             old_text, now = mem.memory, utc_now()
             if text is not None and not self.tables.rewrite(
-                mem, text, hash_ or "", vector, now, None
+                mem, text, hash_ or "", vector, now, None, passages
             ):
                 raise Conflict(f"{action}: it would duplicate an existing row")
             mem.metadata = meta

@@ -38,6 +38,7 @@ from memhub.store.records import (
     TEXT_SCORE_DIGITS,
     HistoryEvent,
     NewMemory,
+    Passage,
     PassageHit,
     PendingMemory,
     RawCandidate,
@@ -188,13 +189,15 @@ class Tables:
             unit=unit,
             role=new.role,
             expires_at=None if new.expires_at is None else as_utc(new.expires_at, now),
-            passages=self._passages(new, action),
+            passages=self._passages(new.passages, action),
         )
 
-    def _passages(self, new: NewMemory, action: str) -> tuple[tuple[PassageHit, Vector], ...]:
+    def _passages(
+        self, passages: Sequence[Passage], action: str
+    ) -> tuple[tuple[PassageHit, Vector], ...]:
         return tuple(
             (PassageHit(p.ordinal, p.start, p.end), self.vectors.unit(p.embedding, action))
-            for p in new.passages
+            for p in passages
         )
 
     def add_pending(self, scope: Scope, turn: Turn, pending: PendingMemory, now: datetime) -> None:
@@ -231,7 +234,7 @@ class Tables:
                 self.set_vector(held, self.vectors.unit(new.embedding, "filling a vector"), undo)
             # as in PostgreSQL: while the memory still has the text they were cut from
             if new.passages and not held.passages and held.hash == new.hash:
-                self.change(held, undo, passages=self._passages(new, "filling a vector"))
+                self.change(held, undo, passages=self._passages(new.passages, "filling a vector"))
             return held.id
         mem = self.new_row(new, now)
         if mem.id in self.memories:
@@ -248,9 +251,17 @@ class Tables:
         return mem.id
 
     def rewrite(
-        self, mem: MemoryRow, text: str, hash_: str, vector: Any, now: datetime, undo: Undo
+        self,
+        mem: MemoryRow,
+        text: str,
+        hash_: str,
+        vector: Any,
+        now: datetime,
+        undo: Undo,
+        passages: Sequence[Passage] = (),
     ) -> bool:
-        """New text, hash and vector; False (nothing changed) if another current fact has them."""
+        """New text, hash and vector (and the new text's ``passages``); False (nothing
+        changed) if another current fact has them."""
         action = "updating a memory"
         check_text(action, memory=text, hash=hash_)
         unit = self.vectors.unit(vector, action)
@@ -258,9 +269,9 @@ class Tables:
         if mem.valid_to is None and mem.role is None and self.holder(new_key) not in (None, mem.id):
             return False
         # New text: the passages of the old one go (postgres: the trigger of migration 0026).
-        passages = () if hash_ != mem.hash else mem.passages
+        kept = self._passages(passages, action) if hash_ != mem.hash else mem.passages
         self.change(
-            mem, undo, memory=text, hash=hash_, terms=terms(text), updated_at=now, passages=passages
+            mem, undo, memory=text, hash=hash_, terms=terms(text), updated_at=now, passages=kept
         )
         self.set_vector(mem, unit, undo)
         return True

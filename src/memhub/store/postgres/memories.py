@@ -20,6 +20,7 @@ from memhub.store.records import (
     HistoryEvent,
     MemoryRecord,
     NewMemory,
+    Passage,
     Scope,
     updated_metadata,
 )
@@ -196,7 +197,9 @@ async def insert_memories(
         inserted = [
             next(fresh) if m.id not in known else (m.id if known[m.id] else None) for m in memories
         ]
-    await _insert_passages(conn, [m for m, i in zip(memories, inserted, strict=True) if i])
+    await _insert_passages(
+        conn, [(m.id, m.hash, m.passages) for m, i in zip(memories, inserted, strict=True) if i]
+    )
     return inserted
 
 
@@ -209,11 +212,14 @@ _INSERT_PASSAGE = (
 )
 
 
-async def _insert_passages(conn: AsyncConn, memories: Sequence[NewMemory]) -> None:
+async def _insert_passages(
+    conn: AsyncConn, owned: Sequence[tuple[UUID, str, Sequence[Passage]]]
+) -> None:
+    """Each memory's passages, given with the hash of the text they were cut from."""
     rows = [
-        (p.ordinal, p.start, p.end, np.asarray(p.embedding, dtype=np.float32), m.id, m.hash)
-        for m in memories
-        for p in m.passages
+        (p.ordinal, p.start, p.end, np.asarray(p.embedding, dtype=np.float32), memory_id, hash_)
+        for memory_id, hash_, passages in owned
+        for p in passages
     ]
     if rows:
         async with conn.cursor() as cur:
@@ -326,6 +332,7 @@ async def update_memory(
     metadata: dict[str, Any] | None,
     actor: str,
     merge_metadata: bool = False,
+    passages: Sequence[Passage] = (),
 ) -> MemoryRecord:
     async with conn.transaction():
         old = await lock_memory(conn, scope, memory_id, retired=False)
@@ -353,6 +360,8 @@ async def update_memory(
         )
         row = await cur.fetchone()
         assert row is not None
+        if hash_ is not None:  # the old text's passages went with it (migration 0026)
+            await _insert_passages(conn, [(memory_id, hash_, passages)])
         if text is not None and text != old.memory:  # history is of text, as Mem0's is
             await history_event(conn, old, "UPDATE", old.memory, text, actor)
         return record_from_row(row)

@@ -81,6 +81,7 @@ from memhub.store.records import (
     ModelChange,
     NewJob,
     NewTurn,
+    Passage,
     RawCandidate,
     RetiredMemory,
     Scope,
@@ -242,10 +243,20 @@ class PostgresStore:
         actor: str,
         *,
         merge_metadata: bool = False,
+        passages: Sequence[Passage] = (),
     ) -> MemoryRecord:
         async with self._connect("updating a memory") as conn:
             updated = await pg_memories.update_memory(
-                conn, scope, memory_id, text, hash_, vector, metadata, actor, merge_metadata
+                conn,
+                scope,
+                memory_id,
+                text,
+                hash_,
+                vector,
+                metadata,
+                actor,
+                merge_metadata,
+                passages,
             )
             await self._wrote(conn, scope)
             return updated
