@@ -48,7 +48,6 @@ __all__ = [
     "finish_all_services",
     "learn_dimension",
     "release_services",
-    "reranker_from_settings",
     "settings_fingerprint",
 ]
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memhub.doors.access import KeyCache, Quotas
 from memhub.doors.answers import too_many_requests
 from memhub.memory.admin import ApiKey
 from memhub.server.state import ServerState
@@ -35,8 +34,6 @@ __all__ = [
     "FLOOD_REFUSALS",
     "GATED_KEY",
     "Floods",
-    "KeyCache",
-    "Quotas",
     "TenantGate",
     "presented_key",
 ]
