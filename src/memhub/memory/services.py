@@ -238,6 +238,8 @@ class Services:
             await self.embedder.aclose()
         if self.llm is not None:
             await self.llm.aclose()
+        if self.reranker is not None:
+            await self.reranker.aclose()
         await self.store.aclose()
 
 
