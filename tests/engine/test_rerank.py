@@ -138,6 +138,35 @@ async def test_tei_and_cohere_shapes(server: tuple[str, type[_Scripted]]) -> Non
     assert (body["model"], body["top_n"], body["query"]) == ("rr", 3, "nurse")
 
 
+async def test_one_http_client_serves_every_call_until_closed() -> None:
+    connections: list[object] = []
+
+    class KeptAlive(_Scripted):
+        protocol_version = "HTTP/1.1"  # connections stay open between requests
+        seen: ClassVar[list[tuple[str, Any]]] = []
+
+        def setup(self) -> None:
+            super().setup()
+            connections.append(self.connection)
+
+    KeptAlive.answer = lambda body: {"results": [{"index": 0, "relevance_score": 0.5}]}
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), KeptAlive)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        reranker = HttpReranker(f"http://127.0.0.1:{httpd.server_address[1]}")
+        for _ in range(3):  # three searches' second passes
+            assert await reranker.score("q", ["a"]) == [0.5]
+        assert len(connections) == 1  # one connection, kept alive between calls
+        await reranker.aclose()
+        assert await reranker.score("q", ["a"]) == [0.5]  # closed: the next call opens anew
+        assert len(connections) == 2
+        await reranker.aclose()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 async def test_http_errors_are_typed(server: tuple[str, type[_Scripted]]) -> None:
     url, handler = server
     handler.answer = lambda body: {"error": "overloaded"}

@@ -177,6 +177,34 @@ async def test_an_open_event_stream_takes_no_request_slot_but_counts_in_flight(
     await door.access.aclose()
 
 
+async def test_a_key_at_its_in_flight_cap_can_still_end_its_sessions(
+    admin: AsyncAdmin,
+) -> None:
+    """The SDK's client keeps each session's event stream open: four sessions of a key fill
+    the default cap of four (seen with the mcp SDK's own client on `memhub mcp --http`).
+    The DELETE that ends a session frees what it holds, so it is never refused: were it
+    429, the client could not end its sessions, and their streams would keep the key shut."""
+    app = HeldStream()
+    settings = AccessSettings(rate_limit=0.01, rate_burst=2, max_in_flight_per_key=1)
+    door = KeyAuth(app, admin, settings)
+    key, tenant = await admin.create_key("mcp acme", tenant="acme")
+    transport = httpx.ASGITransport(app=door)
+    headers = {"Authorization": f"Bearer {tenant}"}
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://mcp.test", headers=headers
+    ) as client:
+        stream = asyncio.create_task(client.get("/mcp"))  # the key's one request in flight
+        await app.opened.wait()
+        assert (await client.post("/mcp", json={})).status_code == 429  # the cap holds
+        for _ in range(3):  # past the cap and the bucket: each session still ends
+            assert (await client.delete("/mcp")).status_code == 200
+        assert door.access.quotas.in_flight[key.id] == 1
+        app.release.set()
+        assert (await stream).status_code == 200
+    assert not door.access.quotas.in_flight
+    await door.access.aclose()
+
+
 async def test_add_memory_lends_the_requests_slot_while_it_waits_for_ingestion(
     settings: MemhubSettings,
 ) -> None:

@@ -14,6 +14,7 @@ from psycopg.conninfo import conninfo_to_dict
 from pydantic import SecretStr
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub.doors.answers import RETRY_AFTER_SECONDS
 from memhub.errors import (
     Conflict,
     MemhubError,
@@ -23,7 +24,7 @@ from memhub.errors import (
     UsageError,
 )
 from memhub.server import ServerSettings, create_app
-from memhub.server.errors import RETRY_AFTER_SECONDS, STATUSES
+from memhub.server.errors import STATUSES
 from tests.server.conftest import ADMIN_KEY, bearer
 
 

@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from memhub import AsyncMemory, MemhubSettings
 from memhub.doors.access import KeyCache
 from memhub.memory.admin import ApiKey, AsyncAdmin
-from memhub.server import ServerSettings
+from memhub.server import ServerSettings, create_app
 from tests.server.conftest import ADMIN_KEY, bearer, new_key
 from tests.server.test_validation import Conn
 
@@ -61,6 +61,43 @@ async def test_requests_over_the_in_flight_cap_are_429_at_once(
         release.set()
         assert (await held).status_code == 200
         assert (await a.get("/v1/me")).status_code == 200  # the slot is free again
+
+
+async def test_the_in_flight_cap_holds_for_keys_not_cached(settings: MemhubSettings) -> None:
+    """With MEMHUB_KEY_CACHE_SECONDS=0 every request's key is looked up: the gate looks it up
+    itself, so the cap (and the request slots) hold for those requests too. They passed the
+    gate before, and 12 concurrent searches of a capped key all ran (a real `memhub serve`)."""
+    server = ServerSettings(
+        admin_key=SecretStr(ADMIN_KEY), max_in_flight_per_key=1, key_cache_seconds=0
+    )
+    app = create_app(settings, server=server)
+    release = asyncio.Event()
+
+    async def slow_body() -> AsyncIterator[bytes]:  # keeps the first request in flight
+        yield b'{"messages": "hello", '
+        await release.wait()
+        yield b'"user_id": "u", "infer": false}'
+
+    async with app.router.lifespan_context(app), _client(app, ADMIN_KEY) as admin:
+        async with _client(app, await new_key(admin, "acme")) as a:
+            held = asyncio.create_task(
+                a.post(
+                    "/v1/memories",
+                    content=slow_body(),
+                    headers={"Content-Type": "application/json"},
+                )
+            )
+            for _ in range(1000):  # until the held request is in (were it counted)
+                if app.state.memhub.access.quotas.in_flight:
+                    break
+                await asyncio.sleep(0.01)
+            refused = await a.get("/v1/me")
+            assert refused.status_code == 429
+            assert "MEMHUB_MAX_IN_FLIGHT_PER_KEY" in refused.json()["error"]
+            release.set()
+            assert (await held).status_code == 200
+            assert (await a.get("/v1/me")).status_code == 200  # free again
+        assert (await _client(app, "mhk_not_a_key").get("/v1/me")).status_code == 401
 
 
 async def _revoke_in_database(aconn: Conn, name: str) -> None:

@@ -10,9 +10,9 @@ from fastapi import FastAPI
 from pydantic import SecretStr
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub.doors.access import RateLimiter
 from memhub.errors import UsageError
 from memhub.server import ServerSettings, create_app
-from memhub.server.limits import RateLimiter
 from tests.server.conftest import ADMIN_KEY, bearer, new_key
 from tests.server.test_validation import Conn, row_counts
 

@@ -17,6 +17,15 @@ REST_ONLY = {
 }
 #: Facade-only arguments: REST accepts ``top_k`` as an alias of ``limit``.
 FACADE_ONLY = {"top_k"}
+#: Facade arguments ``memhub search`` does not take, each with its reason.
+NOT_IN_CLI = {
+    "agent_id",  # the CLI searches a user's memories (docs/cli.md)
+    "run_id",
+    "filters",  # Mem0's filter language: Python and REST only
+    "include_superseded",
+    "threshold",  # Mem0's absolute cut-off; the CLI takes the relative one
+    "top_k",  # ``--limit``
+}
 
 
 def _facade_arguments() -> set[str]:
@@ -41,3 +50,5 @@ def test_the_cli_search_takes_the_result_budget() -> None:
     options = {a.dest for a in search._actions}
     assert {"limit", "max_tokens", "min_score_ratio", "rerank", "as_of"} <= options
     assert options & _facade_arguments() >= {"max_tokens", "min_score_ratio", "rerank"}
+    # Every other facade argument is a CLI option too: a new knob must be added or listed.
+    assert _facade_arguments() - NOT_IN_CLI == options & _facade_arguments()

@@ -18,7 +18,7 @@ from memhub.engine.fusion import ScoredCandidate
 from memhub.errors import ProviderOutputError, UsageError
 from memhub.rerank import Reranker
 
-__all__ = ["Reranker", "chosen_reranker", "rerank_scored"]
+__all__ = ["chosen_reranker", "rerank_scored"]
 
 
 async def rerank_scored(

@@ -15,10 +15,11 @@ from datetime import UTC, datetime
 
 from memhub.embed.base import Embedder, embed_one
 from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
-from memhub.engine.rerank import Reranker, rerank_scored
+from memhub.engine.rerank import rerank_scored
 from memhub.engine.text import within_budget
 from memhub.errors import UsageError
 from memhub.filters import EPISODE, Filter
+from memhub.rerank import Reranker
 from memhub.store.protocol import MemoryStore, Vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,

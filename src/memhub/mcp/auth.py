@@ -3,10 +3,11 @@
 The check is :class:`memhub.doors.access.Access`, the one the REST server uses: the same
 ``MEMHUB_ADMIN_KEY`` and stored keys are accepted, a key looked up is trusted for
 ``MEMHUB_KEY_CACHE_SECONDS``, and a tenant key is held to ``MEMHUB_RATE_LIMIT`` and
-``MEMHUB_MAX_IN_FLIGHT_PER_KEY`` (429 with ``Retry-After``). A tenant key scopes every tool call
-to the tenant's namespace (ids stored as ``"<tenant>:<id>"``, exactly as the REST server
-stores them); requests without a valid key answer 401 before the MCP SDK sees them, and a
-database that cannot be reached answers 503 with ``Retry-After``, as REST does.
+``MEMHUB_MAX_IN_FLIGHT_PER_KEY`` (429 with ``Retry-After``; the DELETE that ends a session
+is never refused). A tenant key scopes every tool call to the tenant's namespace (ids stored
+as ``"<tenant>:<id>"``, exactly as the REST server stores them); requests without a valid
+key answer 401 before the MCP SDK sees them, and a database that cannot be reached answers
+503 with ``Retry-After``, as REST does.
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ class KeyAuth:
             return
         state = scope.setdefault("state", {})
         state[TENANT_STATE] = found.tenant or ""
-        if found.tenant is None:
+        if found.tenant is None or scope.get("method") == "DELETE":
+            # An admin key has no quotas. A DELETE ends a session and frees what it holds
+            # (its event stream): refused at the in-flight cap, it would keep the key shut.
             await self.app(scope, receive, send)
             return
 

@@ -48,7 +48,6 @@ __all__ = [
     "finish_all_services",
     "learn_dimension",
     "release_services",
-    "reranker_from_settings",
     "settings_fingerprint",
 ]
 
@@ -239,6 +238,8 @@ class Services:
             await self.embedder.aclose()
         if self.llm is not None:
             await self.llm.aclose()
+        if self.reranker is not None:
+            await self.reranker.aclose()
         await self.store.aclose()
 
 

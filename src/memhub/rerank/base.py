@@ -22,3 +22,7 @@ class Reranker(Protocol):
     async def score(self, query: str, passages: Sequence[str]) -> list[float]:
         """One score per passage, in order."""
         ...
+
+    async def aclose(self) -> None:
+        """Release the reranker's resources (a loaded session, pooled connections)."""
+        ...

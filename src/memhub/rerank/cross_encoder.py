@@ -108,6 +108,10 @@ class CrossEncoderReranker:
                 result[index] = float(values[row])
         return result
 
+    async def aclose(self) -> None:
+        """Drop the loaded session; a later call loads it again."""
+        self._loaded = None
+
     def _load(self) -> _Loaded:
         loaded = self._loaded
         if loaded is not None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memhub.errors import ProviderHTTPError, ProviderOutputError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["HttpReranker", "RerankApi"]
 
@@ -19,6 +22,10 @@ RerankApi = Literal["tei", "cohere"]
 
 class HttpReranker:
     """A ``/rerank`` server: TEI's shape (``api="tei"``) or vLLM / Jina / Cohere's.
+
+    One HTTP client, opened on first use, serves every call (its connections are kept
+    alive between searches) until :meth:`aclose`; one event loop's, as the services that
+    build it are.
 
     Args:
         base_url: The server's root; ``/rerank`` is appended (give ``.../v1`` for servers
@@ -43,6 +50,7 @@ class HttpReranker:
         self._api = api
         self._api_key = api_key
         self._timeout = timeout
+        self._client: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:
         return f"HttpReranker({self._url!r}, api={self._api!r}, model={self._model!r})"
@@ -62,8 +70,9 @@ class HttpReranker:
                 body["model"] = self._model
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         try:
-            async with httpx.AsyncClient(timeout=self._timeout) as client:
-                response = await client.post(self._url, json=body, headers=headers)
+            if self._client is None:
+                self._client = httpx.AsyncClient(timeout=self._timeout)
+            response = await self._client.post(self._url, json=body, headers=headers)
         except httpx.HTTPError as exc:
             raise ProviderHTTPError(f"reranker {self._url} did not answer: {exc}") from exc
         if response.status_code >= 400:
@@ -72,6 +81,12 @@ class HttpReranker:
                 status_code=response.status_code,
             )
         return _parse_scores(self._url, response.content, len(passages))
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (a later call opens another)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
 
 
 def _parse_scores(url: str, content: bytes, count: int) -> list[float]:

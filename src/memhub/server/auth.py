@@ -9,7 +9,7 @@ from fastapi import Depends, HTTPException, Request
 
 from memhub.doors.access import ENV_ADMIN_KEY
 from memhub.memory.admin import ApiKey
-from memhub.server.gate import GATED_KEY, presented_key
+from memhub.server.gate import GATED_KEY, LOOKED_UP_KEY, presented_key
 from memhub.server.state import ServerState, get_state
 from memhub.server.tenancy import Principal
 
@@ -45,7 +45,11 @@ async def authenticate(request: Request) -> Principal:
     state = get_state(request)
     if state.server.auth == "off":
         return LOCAL_ADMIN
-    found = await state.access.check(_presented_key(request))
+    key = _presented_key(request)
+    if LOOKED_UP_KEY in request.scope:  # the gate looked it up: an admin key or none
+        found = request.scope[LOOKED_UP_KEY]
+    else:
+        found = await state.access.check(key)
     if found is None:
         raise HTTPException(401, "invalid or revoked API key", _CHALLENGE)
     if found is ENV_ADMIN_KEY:

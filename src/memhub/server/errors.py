@@ -34,7 +34,7 @@ from memhub.errors import (
     UsageError,
 )
 
-__all__ = ["RETRY_AFTER_SECONDS", "STATUSES", "install_error_handlers"]
+__all__ = ["STATUSES", "install_error_handlers"]
 
 
 @dataclass(frozen=True)

@@ -26,23 +26,26 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memhub.doors.access import KeyCache, Quotas
 from memhub.doors.answers import too_many_requests
+from memhub.errors import MemhubError
 from memhub.memory.admin import ApiKey
 from memhub.server.state import ServerState
 
 __all__ = [
     "FLOOD_REFUSALS",
     "GATED_KEY",
+    "LOOKED_UP_KEY",
     "Floods",
-    "KeyCache",
-    "Quotas",
     "TenantGate",
     "presented_key",
 ]
 
 GATED_KEY = "memhub.gated_key"
 """The scope entry holding the key the gate admitted (its quota already spent)."""
+
+LOOKED_UP_KEY = "memhub.looked_up_key"
+"""The scope entry holding what the gate's lookup of an uncached key found (None: no active
+key), so that authentication does not look it up again."""
 
 _SCHEMES = ("bearer", "token")
 
@@ -63,8 +66,10 @@ class TenantGate:
     Wraps the ASGI application itself (``create_app`` returns a FastAPI whose ``__call__``
     goes through it), so a refusal runs before Starlette's middleware stack, FastAPI's
     layers, routing and the body limit: one header read, a hash, two dictionary lookups and
-    a prepared answer. Requests with an unknown (uncached) key pass through: authentication
-    looks the key up, caches it and applies the same quotas there.
+    a prepared answer. An uncached key is looked up here (and cached), so that every tenant
+    request, the first of a key and any with ``MEMHUB_KEY_CACHE_SECONDS=0``, is held to the
+    in-flight cap and takes its turn at the request slots; a lookup that fails (the database
+    is down) passes the request on, and authentication answers it.
     """
 
     def __init__(self, app: ASGIApp, state: Callable[[], ServerState | None]) -> None:
@@ -74,7 +79,7 @@ class TenantGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.state() if scope["type"] == "http" else None
-        key = _cached_tenant_key(state, scope) if state is not None else None
+        key = await _tenant_key(state, scope) if state is not None else None
         if key is None or state is None:
             await self.app(scope, receive, send)
             return
@@ -125,7 +130,10 @@ class Floods:
         return count >= FLOOD_REFUSALS
 
 
-def _cached_tenant_key(state: ServerState, scope: Scope) -> ApiKey | None:
+async def _tenant_key(state: ServerState, scope: Scope) -> ApiKey | None:
+    """The tenant key the request presents: from the cache, else looked up (and noted in
+    ``scope`` for authentication) on the API's routes; None for no key, an admin key or an
+    unknown one. ``/healthz`` and the page are never held up by a lookup."""
     if state.server.auth != "on":
         return None
     header = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), None)
@@ -133,4 +141,10 @@ def _cached_tenant_key(state: ServerState, scope: Scope) -> ApiKey | None:
     if key is None:
         return None
     found = state.access.cached(key)
+    if found is None and str(scope.get("path", "")).startswith("/v1/"):  # routes with keys
+        try:
+            found = await state.access.check(key)
+        except MemhubError:  # authentication looks again and answers with the error's status
+            return None
+        scope[LOOKED_UP_KEY] = found
     return found if found is not None and found.tenant is not None else None

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memhub.doors.access import RateLimiter
 from memhub.doors.answers import answer
 
-__all__ = ["DRAIN_BYTES", "BodyLimit", "RateLimiter"]
+__all__ = ["DRAIN_BYTES", "BodyLimit"]
 
 DRAIN_BYTES = 16 * 1024 * 1024
 """How much of a refused body is read and dropped before the 413 is sent.

@@ -9,10 +9,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 
+from memhub.doors.answers import RETRY_AFTER_SECONDS
 from memhub.embed.model_cache import active_builds
 from memhub.errors import StatementTimeout, StoreUnavailable, UsageError
 from memhub.server.auth import AdminCaller, Caller, State
-from memhub.server.errors import RETRY_AFTER_SECONDS
 from memhub.server.models import (
     ErrorBody,
     Health,

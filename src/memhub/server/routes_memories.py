@@ -8,12 +8,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Path, Query, Response
 
+from memhub.doors.answers import RETRY_AFTER_SECONDS
 from memhub.errors import MemoryNotFound, UsageError
 from memhub.memory.cursors import before_change, change_cursor
 from memhub.memory.writes import QueuedTurns, caller_writes
 from memhub.server.auth import Caller, State, check_rate
 from memhub.server.causal import CAUSAL_HEADER, encode_token, tokens_writes
-from memhub.server.errors import RETRY_AFTER_SECONDS
 from memhub.server.models import (
     AddRequest,
     AddResponse,
