@@ -68,6 +68,13 @@ def test_the_statements_no_fact_covers_are_the_uncovered_sentences() -> None:
     assert uncovered(THREE, written).sentences == ()
 
 
+def test_a_line_without_a_stop_does_not_run_into_the_next() -> None:
+    # a turn written as lines: the written line must not cover the unwritten one with it
+    turn = "My sister Mira is a vet in Leeds\nWe adopted a puppy called Rex"
+    written = ["The user's sister Mira is a vet in Leeds."]
+    assert uncovered(turn, written).sentences == ("We adopted a puppy called Rex",)
+
+
 @pytest.mark.parametrize(
     "turn",
     [

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from memhub.engine.consent import forget_requests_naming_no_fact
-from memhub.engine.grounding import content_words, stated
+from memhub.engine.grounding import content_words, stated_sentences
 from memhub.engine.prompts import GapReply, PromptTurn, gap_messages
 from memhub.errors import ProviderError
 from memhub.llm import LLM
@@ -30,7 +30,6 @@ __all__ = ["Gap", "ask", "known", "uncovered"]
 
 log = logging.getLogger("memhub.consolidation")
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # Where a sentence's statements part: a comma, semicolon or dash, or a joining word.
 _CLAUSE_END = re.compile(
     r"\s*[,;:]\s+|\s+[-–—]+\s+|\s+(?=(?:and|but|so|plus|because|though|tho)\s)", re.IGNORECASE
@@ -93,7 +92,7 @@ def uncovered(turn: str, facts: Iterable[str], names: Iterable[str] = ()) -> Gap
         written |= content_words(fact, names)
     found: list[str] = []
     words: set[str] = set()
-    for sentence in _SENTENCE_END.split(stated(turn)):
+    for sentence in stated_sentences(turn):
         for clause in _clauses(sentence):
             said = content_words(clause, names) - _CHATTER_STEMS
             if len(said) >= MIN_CONTENT_WORDS and not said & written:

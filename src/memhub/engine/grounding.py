@@ -35,6 +35,7 @@ __all__ = [
     "fold",
     "restates",
     "stated",
+    "stated_sentences",
     "stem",
     "support",
     "third_person_head",
@@ -139,12 +140,17 @@ def stated(turn: str) -> str:
     """``turn`` without its questions that say nothing of the person: "is tofu actually high
     in protein?" asks and states nothing, so no fact may stand on it; "can you remember that
     I'm vegan?" says something of the person and stays."""
-    kept = [
+    return " ".join(stated_sentences(turn))
+
+
+def stated_sentences(turn: str) -> list[str]:
+    """The sentences of ``turn`` that :func:`stated` keeps, each on its own (a line without a
+    stop is a sentence: it does not run into the next)."""
+    return [
         sentence
         for sentence in _SENTENCE_END.split(turn)
         if not sentence.rstrip().endswith("?") or _PERSON.search(fold(sentence))
     ]
-    return " ".join(kept)
 
 
 def support(
