@@ -13,6 +13,7 @@ question (engine/gaps.py) is asked with nothing held open and its answer kept or
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from typing import Any
 
@@ -198,11 +199,14 @@ async def test_a_slow_call_holds_no_transaction_and_blocks_no_other_user(
 
 
 async def test_the_second_question_holds_nothing_open_and_its_facts_are_kept_or_refused(
-    real_settings: MemhubSettings, db_url: str, monkeypatch: pytest.MonkeyPatch
+    real_settings: MemhubSettings,
+    db_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A turn stating more than a small model's first call writes gets the second question
     (engine/gaps.py): it is asked with no transaction open, the server answers it, and each
-    fact of its answer is either stored (grounded) or refused and counted; the turn stays."""
+    fact of its answer is either stored (grounded) or refused, counted and logged; the turn stays."""
     asked: list[tuple[Usage, list[str], list[tuple[Any, ...]]]] = []
     filled: list[tuple[list[str], int]] = []  # per window: the facts kept, the refusals
     ask, fill = gaps.ask, Consolidator._filled
@@ -231,6 +235,7 @@ async def test_the_second_question_holds_nothing_open_and_its_facts_are_kept_or_
         " trains, and we're saving for a flat in Porto. Anyway, what should I cook tonight?"
     )
     settings = real_settings.model_copy(update={"llm_check_replacements": False})
+    caplog.set_level(logging.INFO, "memhub.consolidation")
     async with AsyncMemory(settings=settings) as memory:
         await memory.add(turn, user_id="di", wait=True)
         await assert_every_answer_used_or_refused(db_url)
@@ -246,4 +251,6 @@ async def test_the_second_question_holds_nothing_open_and_its_facts_are_kept_or_
     kept = [fact for added, _ in filled for fact in added]
     refused = sum(count for _, count in filled)
     assert len(kept) + refused == answers, "an answer was neither kept nor refused"
+    logged = [r for r in caplog.records if " refused" in r.getMessage()]
+    assert len(logged) >= refused, "a refusal was not logged"
     assert set(kept) <= set(facts), "a fact the question kept was not stored"

@@ -10,6 +10,7 @@ memhub decides. Real PostgreSQL, real embedder.
 from __future__ import annotations
 
 import json
+import logging
 from datetime import date
 from typing import Any
 
@@ -111,7 +112,10 @@ def test_the_reply_takes_the_shapes_a_small_model_writes() -> None:
 
 
 async def test_a_turn_stating_more_than_its_facts_gets_one_question_about_the_rest(
-    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer, db_url: str
+    gap_settings: MemhubSettings,
+    llm: ScriptedOpenAIServer,
+    db_url: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The first call keeps one fact of three; the question is about the two sentences left,
     and each fact of its answer passes the ADD guards: a copy of the turn, a copy of the
@@ -130,6 +134,7 @@ async def test_a_turn_stating_more_than_its_facts_gets_one_question_about_the_re
         return ops({"op": "ADD", "text": "The user's sister Mira is a vet in Leeds.", "turns": [1]})
 
     llm.default = model
+    caplog.set_level(logging.INFO, "memhub.consolidation")
     async with AsyncMemory(settings=gap_settings) as memory:
         await memory.add(THREE, user_id="gap", wait=True)
         assert await facts(memory, "gap") == [
@@ -142,6 +147,9 @@ async def test_a_turn_stating_more_than_its_facts_gets_one_question_about_the_re
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
         cur = await conn.execute("SELECT sum(calls) FROM memory_llm_usage WHERE user_id = 'gap'")
         assert await cur.fetchone() == (2,)  # the consolidation call and the question
+    # each refusal is logged with why, the written fact's too (it says nothing unwritten)
+    said = [r.getMessage() for r in caplog.records if r.name == "memhub.consolidation"]
+    assert any(f"{answers[-1]!r} refused: not of the unwritten" in m for m in said), said
 
 
 async def test_a_turn_its_facts_cover_asks_no_question(
