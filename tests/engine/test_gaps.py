@@ -19,7 +19,8 @@ import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.consent import facts_clearly_asked
-from memhub.engine.gaps import known, uncovered
+from memhub.engine.gaps import uncovered
+from memhub.engine.grounding import says_again
 from memhub.engine.prompts import GAP_SYSTEM, GapReply
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import scripted, store_facts
@@ -98,8 +99,10 @@ def test_only_a_fact_a_request_names_more_than_any_other_is_clearly_asked() -> N
 
 
 def test_an_answer_that_says_a_known_fact_again_is_known() -> None:
-    assert known("The user's sister Mira is a vet.", ["The user's sister Mira is a vet in Leeds."])
-    assert not known("The user has a puppy.", ["The user's sister Mira is a vet in Leeds."])
+    assert says_again(
+        "The user's sister Mira is a vet.", ["The user's sister Mira is a vet in Leeds."]
+    )
+    assert not says_again("The user has a puppy.", ["The user's sister Mira is a vet in Leeds."])
 
 
 def test_the_reply_takes_the_shapes_a_small_model_writes() -> None:

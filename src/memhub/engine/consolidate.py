@@ -26,7 +26,7 @@ from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
 from memhub.engine.consent import supports_change
 from memhub.engine.dates import absolute_dates, keep_the_date
-from memhub.engine.grounding import restates, stated, support, third_person_head
+from memhub.engine.grounding import restates, says_again, stated, support, third_person_head
 from memhub.engine.prompts import (
     CONSOLIDATION_SYSTEM,
     GAP_SYSTEM,
@@ -545,7 +545,7 @@ class Consolidator:
                 for op in self._grounded(plan, fresh, turns, texts, custom, GAP_SYSTEM):
                     text = op.text or ""
                     fits = gap.answered_by(text, names, said.said_at.date())
-                    if not fits or gaps.known(text, written, names):
+                    if not fits or says_again(text, written, names):
                         why = "already known" if fits else "not of the unwritten statements"
                         log.info("the question's fact %r refused: %s", text, why)
                         self._refuse(plan, "REFUSED_ALREADY_KNOWN")

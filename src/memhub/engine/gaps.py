@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 
@@ -26,7 +26,7 @@ from memhub.errors import ProviderError
 from memhub.llm import LLM
 from memhub.llm.base import UnusableAnswerError, Usage
 
-__all__ = ["Gap", "ask", "known", "uncovered"]
+__all__ = ["Gap", "ask", "uncovered"]
 
 log = logging.getLogger("memhub.consolidation")
 
@@ -118,10 +118,3 @@ async def ask(
         return (exc.usage if isinstance(exc, UnusableAnswerError) else Usage()), []
     facts = [f.strip() for f in answer.value.facts if f and f.strip()]
     return answer.usage, facts
-
-
-def known(fact: str, written: Sequence[str], names: Iterable[str] = ()) -> bool:
-    """Whether ``fact`` holds no content word that one of ``written`` (facts stored or
-    written by the first call) does not: the question's answer says it again."""
-    words = content_words(fact, tuple(names))
-    return any(words <= content_words(other, tuple(names)) for other in written)
