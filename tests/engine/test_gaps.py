@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import date
-from typing import Any
+from datetime import UTC, date, datetime
+from typing import Any, cast
 
 import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.consent import facts_clearly_asked
-from memhub.engine.gaps import uncovered
+from memhub.engine.gaps import ask, uncovered
 from memhub.engine.grounding import says_again
-from memhub.engine.prompts import GAP_SYSTEM, GapReply
+from memhub.engine.prompts import GAP_FACT_MAX_CHARS, GAP_SYSTEM, GapReply, PromptTurn
+from memhub.llm import LLM
+from memhub.llm.base import StructuredResult, Usage
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import scripted, store_facts
 
@@ -103,6 +105,28 @@ def test_an_answer_that_says_a_known_fact_again_is_known() -> None:
         "The user's sister Mira is a vet.", ["The user's sister Mira is a vet in Leeds."]
     )
     assert not says_again("The user has a puppy.", ["The user's sister Mira is a vet in Leeds."])
+
+
+class _Answers:
+    """An LLM whose every structured answer is ``value`` (what ``gaps.ask`` reads of one)."""
+
+    model_name = "answers"
+
+    def __init__(self, value: GapReply) -> None:
+        self.value = value
+
+    async def generate_structured(self, messages: Any, model: Any) -> StructuredResult[Any]:
+        return StructuredResult(self.value, Usage(calls=1), "")
+
+
+async def test_a_fact_the_server_cut_at_the_schemas_length_is_dropped() -> None:
+    # llama.cpp, enforcing the schema, cut a longer fact at 200 characters, mid-word
+    cut = ("The user's sister Mira is a vet in Leeds who " + "treats horses and " * 12)[:200]
+    assert len(cut) == GAP_FACT_MAX_CHARS
+    reply = GapReply(facts=["The user started pottery.", cut])
+    said = PromptTurn(1, "user", datetime(2023, 1, 10, tzinfo=UTC), THREE)
+    llm = cast(LLM, _Answers(reply))
+    assert (await ask(llm, said, None, None))[1] == ["The user started pottery."]
 
 
 def test_the_reply_takes_the_shapes_a_small_model_writes() -> None:

@@ -21,7 +21,7 @@ from datetime import date
 
 from memhub.engine.consent import forget_requests_naming_no_fact
 from memhub.engine.grounding import content_words, stated_sentences
-from memhub.engine.prompts import GapReply, PromptTurn, gap_messages
+from memhub.engine.prompts import GAP_FACT_MAX_CHARS, GapReply, PromptTurn, gap_messages
 from memhub.errors import ProviderError
 from memhub.llm import LLM
 from memhub.llm.base import UnusableAnswerError, Usage
@@ -109,7 +109,8 @@ async def ask(
     custom: str | None,
 ) -> tuple[Usage, list[str]]:
     """The facts the model reads in ``said`` (the uncovered sentences of one turn), and what
-    the question cost; a failed or unusable answer is no facts (the first call's stand)."""
+    the question cost; a failed or unusable answer is no facts (the first call's stand), and
+    a fact the server cut at the schema's ``GAP_FACT_MAX_CHARS`` is none (logged)."""
     messages = gap_messages(said, before, custom)
     try:
         answer = await llm.generate_structured(messages, GapReply)
@@ -117,4 +118,7 @@ async def ask(
         log.info("the question about turn %d went unanswered: %s", said.number, exc)
         return (exc.usage if isinstance(exc, UnusableAnswerError) else Usage()), []
     facts = [f.strip() for f in answer.value.facts if f and f.strip()]
-    return answer.usage, facts
+    for fact in facts:
+        if len(fact) >= GAP_FACT_MAX_CHARS:
+            log.info("the question's fact %r refused: cut at the schema's length", fact)
+    return answer.usage, [f for f in facts if len(f) < GAP_FACT_MAX_CHARS]
