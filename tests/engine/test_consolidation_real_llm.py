@@ -25,6 +25,7 @@ from memhub.engine import gaps
 from memhub.engine.consolidate import Consolidator
 from memhub.engine.grounding import support
 from memhub.llm.base import Usage
+from tests.engine.conftest import store_facts
 
 URL = os.environ.get("MEMHUB_TEST_LLM_URL")
 CONTEXT = int(os.environ.get("MEMHUB_TEST_LLM_CONTEXT", "4096"))
@@ -254,3 +255,22 @@ async def test_the_second_question_holds_nothing_open_and_its_facts_are_kept_or_
     logged = [r for r in caplog.records if " refused" in r.getMessage()]
     assert len(logged) >= refused, "a refusal was not logged"
     assert set(kept) <= set(facts), "a fact the question kept was not stored"
+
+
+async def test_a_request_to_forget_a_shown_fact_retires_it_whatever_the_model_answers(
+    real_settings: MemhubSettings,
+) -> None:
+    """memhub reads the request itself (engine/forgetting.py): the fact it names goes, the
+    other stays, whether or not the model proposed the DELETE; undone like any retire."""
+    sertraline, nurse = "The user takes sertraline for anxiety.", "The user works as a nurse."
+    async with AsyncMemory(settings=real_settings) as memory:
+        await store_facts(memory, "em", sertraline, nurse)
+        await memory.add("Please forget that I take sertraline.", user_id="em", wait=True)
+        found = await memory.get_all(user_id="em", filters={"kind": "fact"})
+        facts = [r["memory"] for r in found["results"]]
+        assert nurse in facts and not [f for f in facts if "sertraline" in f.casefold()], facts
+        changes = (await memory.model_changes(user_id="em"))["results"]
+        (change,) = [c for c in changes if c["before"] == sertraline]
+        await memory.undo_change(change["id"], user_id="em")
+        found = await memory.get_all(user_id="em", filters={"kind": "fact"})
+        assert sertraline in [r["memory"] for r in found["results"]]
