@@ -6,12 +6,14 @@
 (the server's context window per request, default 4096). Quality (which facts a model finds)
 is measured by ``bench/llm_quality.py``, not asserted here: these tests assert that every
 answer is used or cleanly refused, nothing ungrounded is stored, the guards hold, no call
-exceeds the window, and a slow model holds no transaction and blocks no other user.
+exceeds the window, a slow model holds no transaction and blocks no other user, and the second
+question (engine/gaps.py) is asked with nothing held open and its answer kept or refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from typing import Any
 
@@ -19,7 +21,11 @@ import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub.engine import gaps
+from memhub.engine.consolidate import Consolidator
 from memhub.engine.grounding import support
+from memhub.llm.base import Usage
+from tests.engine.conftest import store_facts
 
 URL = os.environ.get("MEMHUB_TEST_LLM_URL")
 CONTEXT = int(os.environ.get("MEMHUB_TEST_LLM_CONTEXT", "4096"))
@@ -191,3 +197,80 @@ async def test_a_slow_call_holds_no_transaction_and_blocks_no_other_user(
         await memory.wait_idle()
     assert slow_pending, "the quick user waited for the slow user's call"
     await assert_every_answer_used_or_refused(db_url)
+
+
+async def test_the_second_question_holds_nothing_open_and_its_facts_are_kept_or_refused(
+    real_settings: MemhubSettings,
+    db_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A turn stating more than a small model's first call writes gets the second question
+    (engine/gaps.py): it is asked with no transaction open, the server answers it, and each
+    fact of its answer is either stored (grounded) or refused, counted and logged; the turn stays."""
+    asked: list[tuple[Usage, list[str], list[tuple[Any, ...]]]] = []
+    filled: list[tuple[list[str], int]] = []  # per window: the facts kept, the refusals
+    ask, fill = gaps.ask, Consolidator._filled
+
+    async def spy_ask(*args: Any) -> tuple[Usage, list[str]]:
+        open_ = await rows(
+            db_url,
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE state LIKE 'idle in transaction%%' AND datname = current_database()",
+        )
+        spent, answers = await ask(*args)
+        asked.append((spent, answers, open_))
+        return spent, answers
+
+    async def spy_fill(self: Consolidator, plan: Any, *args: Any) -> tuple[Usage, list[Any]]:
+        before = sum(plan.refused.values())
+        spent, added = await fill(self, plan, *args)
+        filled.append(([op.text for op in added if op.text], sum(plan.refused.values()) - before))
+        return spent, added
+
+    monkeypatch.setattr(gaps, "ask", spy_ask)
+    monkeypatch.setattr(Consolidator, "_filled", spy_fill)
+    turn = (
+        "Long day, sorry. My sister Mira is a vet in Leeds, we adopted a puppy called Rex, and"
+        " I started pottery on Tuesdays. Also my knee surgery is booked, my partner Sam drives"
+        " trains, and we're saving for a flat in Porto. Anyway, what should I cook tonight?"
+    )
+    settings = real_settings.model_copy(update={"llm_check_replacements": False})
+    caplog.set_level(logging.INFO, "memhub.consolidation")
+    async with AsyncMemory(settings=settings) as memory:
+        await memory.add(turn, user_id="di", wait=True)
+        await assert_every_answer_used_or_refused(db_url)
+        facts = await assert_facts_grounded(memory, db_url, "di")
+        episodes = (await memory.get_all(user_id="di", filters={"kind": "episode"}))["results"]
+    assert [e["memory"] for e in episodes] == [turn], "the turn itself is kept"
+    if not asked:
+        pytest.skip(f"the first call's facts covered every statement: {facts}")
+    for spent, _, open_ in asked:
+        assert open_ == [(0,)], "a transaction was held across the second question"
+        assert spent.calls >= 1, "the server did not answer the second question"
+    answers = sum(len(a) for _, a, _ in asked)
+    kept = [fact for added, _ in filled for fact in added]
+    refused = sum(count for _, count in filled)
+    assert len(kept) + refused == answers, "an answer was neither kept nor refused"
+    logged = [r for r in caplog.records if " refused" in r.getMessage()]
+    assert len(logged) >= refused, "a refusal was not logged"
+    assert set(kept) <= set(facts), "a fact the question kept was not stored"
+
+
+async def test_a_request_to_forget_a_shown_fact_retires_it_whatever_the_model_answers(
+    real_settings: MemhubSettings,
+) -> None:
+    """memhub reads the request itself (engine/forgetting.py): the fact it names goes, the
+    other stays, whether or not the model proposed the DELETE; undone like any retire."""
+    sertraline, nurse = "The user takes sertraline for anxiety.", "The user works as a nurse."
+    async with AsyncMemory(settings=real_settings) as memory:
+        await store_facts(memory, "em", sertraline, nurse)
+        await memory.add("Please forget that I take sertraline.", user_id="em", wait=True)
+        found = await memory.get_all(user_id="em", filters={"kind": "fact"})
+        facts = [r["memory"] for r in found["results"]]
+        assert nurse in facts and not [f for f in facts if "sertraline" in f.casefold()], facts
+        changes = (await memory.model_changes(user_id="em"))["results"]
+        (change,) = [c for c in changes if c["before"] == sertraline]
+        await memory.undo_change(change["id"], user_id="em")
+        found = await memory.get_all(user_id="em", filters={"kind": "fact"})
+        assert sertraline in [r["memory"] for r in found["results"]]

@@ -10,16 +10,20 @@ memhub decides. Real PostgreSQL, real embedder.
 from __future__ import annotations
 
 import json
-from datetime import date
-from typing import Any
+import logging
+from datetime import UTC, date, datetime
+from typing import Any, cast
 
 import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.consent import facts_clearly_asked
-from memhub.engine.gaps import known, uncovered
-from memhub.engine.prompts import GAP_SYSTEM, GapReply
+from memhub.engine.gaps import ask, uncovered
+from memhub.engine.grounding import says_again
+from memhub.engine.prompts import GAP_FACT_MAX_CHARS, GAP_SYSTEM, GapReply, PromptTurn
+from memhub.llm import LLM
+from memhub.llm.base import StructuredResult, Usage
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import scripted, store_facts
 
@@ -68,6 +72,13 @@ def test_the_statements_no_fact_covers_are_the_uncovered_sentences() -> None:
     assert uncovered(THREE, written).sentences == ()
 
 
+def test_a_line_without_a_stop_does_not_run_into_the_next() -> None:
+    # a turn written as lines: the written line must not cover the unwritten one with it
+    turn = "My sister Mira is a vet in Leeds\nWe adopted a puppy called Rex"
+    written = ["The user's sister Mira is a vet in Leeds."]
+    assert uncovered(turn, written).sentences == ("We adopted a puppy called Rex",)
+
+
 @pytest.mark.parametrize(
     "turn",
     [
@@ -90,8 +101,32 @@ def test_only_a_fact_a_request_names_more_than_any_other_is_clearly_asked() -> N
 
 
 def test_an_answer_that_says_a_known_fact_again_is_known() -> None:
-    assert known("The user's sister Mira is a vet.", ["The user's sister Mira is a vet in Leeds."])
-    assert not known("The user has a puppy.", ["The user's sister Mira is a vet in Leeds."])
+    assert says_again(
+        "The user's sister Mira is a vet.", ["The user's sister Mira is a vet in Leeds."]
+    )
+    assert not says_again("The user has a puppy.", ["The user's sister Mira is a vet in Leeds."])
+
+
+class _Answers:
+    """An LLM whose every structured answer is ``value`` (what ``gaps.ask`` reads of one)."""
+
+    model_name = "answers"
+
+    def __init__(self, value: GapReply) -> None:
+        self.value = value
+
+    async def generate_structured(self, messages: Any, model: Any) -> StructuredResult[Any]:
+        return StructuredResult(self.value, Usage(calls=1), "")
+
+
+async def test_a_fact_the_server_cut_at_the_schemas_length_is_dropped() -> None:
+    # llama.cpp, enforcing the schema, cut a longer fact at 200 characters, mid-word
+    cut = ("The user's sister Mira is a vet in Leeds who " + "treats horses and " * 12)[:200]
+    assert len(cut) == GAP_FACT_MAX_CHARS
+    reply = GapReply(facts=["The user started pottery.", cut])
+    said = PromptTurn(1, "user", datetime(2023, 1, 10, tzinfo=UTC), THREE)
+    llm = cast(LLM, _Answers(reply))
+    assert (await ask(llm, said, None, None))[1] == ["The user started pottery."]
 
 
 def test_the_reply_takes_the_shapes_a_small_model_writes() -> None:
@@ -104,7 +139,10 @@ def test_the_reply_takes_the_shapes_a_small_model_writes() -> None:
 
 
 async def test_a_turn_stating_more_than_its_facts_gets_one_question_about_the_rest(
-    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer, db_url: str
+    gap_settings: MemhubSettings,
+    llm: ScriptedOpenAIServer,
+    db_url: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The first call keeps one fact of three; the question is about the two sentences left,
     and each fact of its answer passes the ADD guards: a copy of the turn, a copy of the
@@ -123,6 +161,7 @@ async def test_a_turn_stating_more_than_its_facts_gets_one_question_about_the_re
         return ops({"op": "ADD", "text": "The user's sister Mira is a vet in Leeds.", "turns": [1]})
 
     llm.default = model
+    caplog.set_level(logging.INFO, "memhub.consolidation")
     async with AsyncMemory(settings=gap_settings) as memory:
         await memory.add(THREE, user_id="gap", wait=True)
         assert await facts(memory, "gap") == [
@@ -135,6 +174,9 @@ async def test_a_turn_stating_more_than_its_facts_gets_one_question_about_the_re
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
         cur = await conn.execute("SELECT sum(calls) FROM memory_llm_usage WHERE user_id = 'gap'")
         assert await cur.fetchone() == (2,)  # the consolidation call and the question
+    # each refusal is logged with why, the written fact's too (it says nothing unwritten)
+    said = [r.getMessage() for r in caplog.records if r.name == "memhub.consolidation"]
+    assert any(f"{answers[-1]!r} refused: not of the unwritten" in m for m in said), said
 
 
 async def test_a_turn_its_facts_cover_asks_no_question(

@@ -26,7 +26,7 @@ from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
 from memhub.engine.consent import supports_change
 from memhub.engine.dates import absolute_dates, keep_the_date
-from memhub.engine.grounding import restates, stated, support, third_person_head
+from memhub.engine.grounding import restates, says_again, stated, support, third_person_head
 from memhub.engine.prompts import (
     CONSOLIDATION_SYSTEM,
     GAP_SYSTEM,
@@ -519,8 +519,8 @@ class Consolidator:
         """For each user turn with a statement no grounded fact of ``ops`` citing it covers,
         the facts of one short question about it (engine/gaps.py), grounded exactly as an
         ADD is (against the question's own instructions); one that holds nothing a fact
-        already written or shown does not, or nothing of the uncovered clauses, is dropped
-        (REFUSED_ALREADY_KNOWN)."""
+        already written or shown does not, or nothing of the uncovered clauses, is dropped,
+        logged and counted (REFUSED_ALREADY_KNOWN)."""
         usage, added = Usage(), list[PlannedOp]()
         if not self.fill_gaps:
             return usage, added
@@ -533,7 +533,8 @@ class Consolidator:
         for number, turn in enumerate(turns, start=1):
             if turn.role != "user":
                 continue
-            citing = [o.text for o in (*ops, *added) if o.text and turn.id in _ids(o.turns)]
+            cite = [o for o in (*ops, *added) if any(t.id == turn.id for t in o.turns)]
+            citing = [o.text for o in cite if o.text]
             gap = gaps.uncovered(texts[turn.id], citing, names)
             if gap.sentences:
                 shown = " ".join(gap.sentences)
@@ -544,7 +545,9 @@ class Consolidator:
                 for op in self._grounded(plan, fresh, turns, texts, custom, GAP_SYSTEM):
                     text = op.text or ""
                     fits = gap.answered_by(text, names, said.said_at.date())
-                    if not fits or gaps.known(text, written, names):
+                    if not fits or says_again(text, written, names):
+                        why = "already known" if fits else "not of the unwritten statements"
+                        log.info("the question's fact %r refused: %s", text, why)
                         self._refuse(plan, "REFUSED_ALREADY_KNOWN")
                         continue
                     added.append(op)
@@ -757,10 +760,6 @@ def _ground(
     if result.copied_from is not None:
         return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
     return None, "REFUSED_UNGROUNDED"
-
-
-def _ids(turns: Sequence[Turn]) -> set[int]:
-    return {t.id for t in turns}
 
 
 def _holds_json(text: str | None) -> bool:

@@ -25,11 +25,11 @@ from memhub.engine.consent import (
     forget_requests_naming_no_fact,
     mentions,
 )
-from memhub.engine.grounding import content_words
+from memhub.engine.grounding import says_again
 from memhub.engine.text import turn_text
 from memhub.store.records import MemoryRecord, Turn
 
-__all__ = ["Proposed", "asked_away", "asked_to_forget", "asking", "meant", "repeats_retired"]
+__all__ = ["Proposed", "asked_away", "asked_to_forget", "asking", "meant"]
 
 # A request naming no fact by a word means the closest shown fact when its cosine (default
 # embedder) is at least this, and this far above the next: set on the five such requests of
@@ -129,7 +129,7 @@ def asked_away(
     any other new one (the fact was stated and taken back in one conversation)."""
     retired = [op.target.memory for op in ops if op.kind == "DELETE" and op.target]
     new = [(op.text or "") if op.kind != "DELETE" else "" for op in ops]
-    away = {i for i, text in enumerate(new) if text and repeats_retired(text, retired)}
+    away = {i for i, text in enumerate(new) if text and says_again(text, retired)}
     shown = [f.memory for f in facts]
     for turn in turns:
         if turn.role != "user":
@@ -138,10 +138,3 @@ def asked_away(
             if index >= len(shown):
                 away.add(index - len(shown))
     return away
-
-
-def repeats_retired(text: str, retired: Sequence[str]) -> bool:
-    """Whether a new fact holds nothing a fact being retired for the user's request does not
-    (the model's answer to "forget my medication" was the medication fact added again)."""
-    words = content_words(text)
-    return bool(words) and any(words <= content_words(old) for old in retired)

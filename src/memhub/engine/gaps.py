@@ -15,22 +15,21 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 
 from memhub.engine.consent import forget_requests_naming_no_fact
-from memhub.engine.grounding import content_words, stated
-from memhub.engine.prompts import GapReply, PromptTurn, gap_messages
+from memhub.engine.grounding import content_words, stated_sentences
+from memhub.engine.prompts import GAP_FACT_MAX_CHARS, GapReply, PromptTurn, gap_messages
 from memhub.errors import ProviderError
 from memhub.llm import LLM
 from memhub.llm.base import UnusableAnswerError, Usage
 
-__all__ = ["Gap", "ask", "known", "uncovered"]
+__all__ = ["Gap", "ask", "uncovered"]
 
 log = logging.getLogger("memhub.consolidation")
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # Where a sentence's statements part: a comma, semicolon or dash, or a joining word.
 _CLAUSE_END = re.compile(
     r"\s*[,;:]\s+|\s+[-–—]+\s+|\s+(?=(?:and|but|so|plus|because|though|tho)\s)", re.IGNORECASE
@@ -93,7 +92,7 @@ def uncovered(turn: str, facts: Iterable[str], names: Iterable[str] = ()) -> Gap
         written |= content_words(fact, names)
     found: list[str] = []
     words: set[str] = set()
-    for sentence in _SENTENCE_END.split(stated(turn)):
+    for sentence in stated_sentences(turn):
         for clause in _clauses(sentence):
             said = content_words(clause, names) - _CHATTER_STEMS
             if len(said) >= MIN_CONTENT_WORDS and not said & written:
@@ -110,7 +109,8 @@ async def ask(
     custom: str | None,
 ) -> tuple[Usage, list[str]]:
     """The facts the model reads in ``said`` (the uncovered sentences of one turn), and what
-    the question cost; a failed or unusable answer is no facts (the first call's stand)."""
+    the question cost; a failed or unusable answer is no facts (the first call's stand), and
+    a fact the server cut at the schema's ``GAP_FACT_MAX_CHARS`` is none (logged)."""
     messages = gap_messages(said, before, custom)
     try:
         answer = await llm.generate_structured(messages, GapReply)
@@ -118,11 +118,7 @@ async def ask(
         log.info("the question about turn %d went unanswered: %s", said.number, exc)
         return (exc.usage if isinstance(exc, UnusableAnswerError) else Usage()), []
     facts = [f.strip() for f in answer.value.facts if f and f.strip()]
-    return answer.usage, facts
-
-
-def known(fact: str, written: Sequence[str], names: Iterable[str] = ()) -> bool:
-    """Whether ``fact`` holds no content word that one of ``written`` (facts stored or
-    written by the first call) does not: the question's answer says it again."""
-    words = content_words(fact, tuple(names))
-    return any(words <= content_words(other, tuple(names)) for other in written)
+    for fact in facts:
+        if len(fact) >= GAP_FACT_MAX_CHARS:
+            log.info("the question's fact %r refused: cut at the schema's length", fact)
+    return answer.usage, [f for f in facts if len(f) < GAP_FACT_MAX_CHARS]

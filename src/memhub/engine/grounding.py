@@ -34,7 +34,9 @@ __all__ = [
     "content_words",
     "fold",
     "restates",
+    "says_again",
     "stated",
+    "stated_sentences",
     "stem",
     "support",
     "third_person_head",
@@ -139,12 +141,17 @@ def stated(turn: str) -> str:
     """``turn`` without its questions that say nothing of the person: "is tofu actually high
     in protein?" asks and states nothing, so no fact may stand on it; "can you remember that
     I'm vegan?" says something of the person and stays."""
-    kept = [
+    return " ".join(stated_sentences(turn))
+
+
+def stated_sentences(turn: str) -> list[str]:
+    """The sentences of ``turn`` that :func:`stated` keeps, each on its own (a line without a
+    stop is a sentence: it does not run into the next)."""
+    return [
         sentence
         for sentence in _SENTENCE_END.split(turn)
         if not sentence.rstrip().endswith("?") or _PERSON.search(fold(sentence))
     ]
-    return " ".join(kept)
 
 
 def support(
@@ -245,6 +252,15 @@ def third_person_head(fact: str) -> str:
     if "user" not in said or len([w for w in said if w not in ("the", "user", "s")]) < 3:
         return fact  # no fact about the user before the turn's voice: "The user's partner"
     return head + "."
+
+
+def says_again(fact: str, others: Iterable[str], ignore: Iterable[str] = ()) -> bool:
+    """Whether ``fact`` holds content words and none that one of ``others`` does not: a
+    second question's answer that says a written fact again, a new fact that says again one
+    retired at the user's request (the model's answer to "forget my medication" was the
+    medication fact added again)."""
+    words = content_words(fact, tuple(ignore))
+    return bool(words) and any(words <= content_words(other, tuple(ignore)) for other in others)
 
 
 def restates(fact: str, turn: str, speakers: Iterable[str] = ()) -> bool:

@@ -20,6 +20,7 @@ from memhub.engine.dates import resolve_relative_dates
 from memhub.llm.base import ChatMessage, OutputSchema, with_schema_instruction
 
 __all__ = [
+    "GAP_FACT_MAX_CHARS",
     "ConsolidationReply",
     "ExistingFact",
     "GapReply",
@@ -133,6 +134,10 @@ class ConsolidationReply(BaseModel):
 
 
 _GAP_FACTS_MAX = 6
+#: The longest fact the second question's schema lets through: a server that enforces it cuts
+#: a longer one there, mid-word (llama.cpp: "... It is located in the 5th arrondissement of
+#: Paris, near La"), so a fact of this length is a cut one (engine/gaps.py drops it).
+GAP_FACT_MAX_CHARS = 200
 
 
 class GapReply(BaseModel):
@@ -146,7 +151,7 @@ class GapReply(BaseModel):
         # the reply's token cap (seen: a 1,024-token answer of one sentence over and over).
         json_schema_extra={
             "maxItems": _GAP_FACTS_MAX,
-            "items": {"type": "string", "maxLength": 200},
+            "items": {"type": "string", "maxLength": GAP_FACT_MAX_CHARS},
         },
     )
 
