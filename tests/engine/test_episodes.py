@@ -83,3 +83,49 @@ async def test_consolidation_is_shown_stored_facts_never_episodes(
     second = json.dumps(llm.chat_requests[-1].json["messages"])
     assert "Ada lives in Oslo." in second  # the stored fact is shown ...
     assert "I live in Oslo." not in second  # ... the earlier episode is not
+
+
+TRIP = [
+    "My sister Jo and I flew to Lisbon in May.",
+    "The hotel near the river was lovely.",
+    "We ate grilled sardines every single night.",
+    "Jo bought a blue ceramic tile for her kitchen.",
+    "I came home with a bad sunburn.",
+]
+
+
+async def test_facts_change_how_a_found_turn_is_told_never_which_turns_are_found(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    # Facts that repeat the query's words outrank the episodes they were drawn from; under
+    # a ranking of both kinds together they would take the top places twice over (two facts
+    # of one turn) and push the other turns out.
+    llm.enqueue(
+        ops(
+            {"op": "ADD", "text": "Ada travelled to Lisbon with her sister Jo.", "turns": [1]},
+            {"op": "ADD", "text": "Ada's trip to Lisbon with Jo was in May.", "turns": [1]},
+            {"op": "ADD", "text": "On the Lisbon trip Ada ate sardines nightly.", "turns": [3]},
+            {"op": "ADD", "text": "Ada got sunburnt on the Lisbon trip.", "turns": [5]},
+        )
+    )
+    added = await memory.add(TRIP, user_id="ada", wait=True)
+    assert sorted(r["kind"] for r in added["results"]).count("fact") == 4
+
+    def places(results: list[dict[str, Any]]) -> list[str]:
+        """The episode each result tells: its own, or the one a fact stands for."""
+        return [
+            r["id"] if r["kind"] == "episode" else r["metadata"]["episode_ids"][0] for r in results
+        ]
+
+    told_by_facts = 0
+    for query in ("Lisbon trip", "What did Ada eat in Lisbon?", "Who went to Lisbon with Jo?"):
+        for limit in (2, 3, 5):
+            mixed = (await memory.search(query, user_id="ada", limit=limit))["results"]
+            alone = (
+                await memory.search(query, user_id="ada", limit=limit, filters={"kind": "episode"})
+            )["results"]
+            # the transcript's places, in its order, with its scores
+            assert places(mixed) == [r["id"] for r in alone]
+            assert [r["score"] for r in mixed] == [r["score"] for r in alone]
+            told_by_facts += sum(r["kind"] == "fact" for r in mixed)
+    assert told_by_facts > 0  # the facts do tell turns

@@ -1,6 +1,6 @@
 """A search's retrieval: the full-text probe beside the query's embedding, the vector step,
-one ranking, fusion, one telling of each turn, then the caller's cut-offs (threshold, token
-budget, limit).
+one ranking, fusion, one telling of each turn (a fact takes no turn's place), then the
+caller's cut-offs (threshold, token budget, limit).
 
 The back ends return what they found with its raw scores; everything that orders candidates
 (rounding, ties, ranks, fusion) is computed here, once, the same way for every back end.
@@ -9,8 +9,9 @@ The back ends return what they found with its raw scores; everything that orders
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from memhub.embed.base import Embedder, embed_one
@@ -18,7 +19,7 @@ from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
 from memhub.engine.rerank import rerank_scored
 from memhub.engine.text import within_budget
 from memhub.errors import UsageError
-from memhub.filters import EPISODE, Filter
+from memhub.filters import EPISODE, KIND, And, Condition, Filter
 from memhub.rerank import Reranker
 from memhub.store.protocol import MemoryStore, Vector
 from memhub.store.records import (
@@ -34,12 +35,12 @@ from memhub.telemetry import operation
 
 __all__ = [
     "Search",
-    "Tellings",
     "candidates",
-    "one_telling",
+    "drawn_from_turns",
     "rank",
     "retrieve",
     "returned_text",
+    "told_once",
 ]
 
 
@@ -89,10 +90,19 @@ async def retrieve(
 
     ``settle``, when given, is awaited once the query is embedded and before the store is
     read: the caller's wait for its own writes to be searchable by meaning.
+
+    Facts drawn from turns do not compete with what was said: the episodes are ranked among
+    themselves, as the transcript alone would rank them, and a fact can only tell one of
+    their places (:func:`told_once`). So a model's facts change how a found turn is told,
+    never which turns are found.
     """
+    now = datetime.now(UTC)
+    # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
+    cut_off = search.threshold is None
     with operation("search"):
         # Not awaited here: the store's full-text probe runs while the query is embedded.
-        embedding = embed_one(embedder, search.query)
+        # A future, not a coroutine: a second fetch below may need the vector again.
+        embedding = asyncio.ensure_future(embed_one(embedder, search.query))
         vector: Vector | Awaitable[Vector] = embedding
         if settle is not None:
             # The wait starts once the query is embedded: a process's first search loads the
@@ -100,20 +110,54 @@ async def retrieve(
             vector = await embedding
             await settle()
         k = max(search.limit, fusion.candidates)
-        found = await candidates(
-            store,
-            search.scope,
-            search.query,
-            vector,
-            k,
-            search.filters,
-            search.include_superseded,
-            fusion.text,
-        )
-    # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
-    scored = fuse(found, fusion, datetime.now(UTC), cut_off=search.threshold is None)
+        found = await _found(store, search, search.filters, vector, k, fusion.text)
+        drawn = [f for f in found if drawn_from_turns(f.record)]
+        if drawn and len(drawn) < len(found):
+            # Both kinds matched. The facts took candidate places that the episodes would
+            # have had in a search of the transcript alone: fetch those places again.
+            said = await _found(
+                store, search, _episodes_only(search.filters), embedding, k, fusion.text
+            )
+            stated = [
+                f for f in found if f.record.kind != EPISODE and not drawn_from_turns(f.record)
+            ]
+            episodes = fuse(rank([*said, *stated]), fusion, now, cut_off=cut_off)
+            scored = told_once(episodes, fuse(rank(drawn), fusion, now, cut_off=cut_off))
+        else:
+            scored = fuse(rank(found), fusion, now, cut_off=cut_off)
     scored = await rerank_scored(reranker, search.query, scored, rerank_candidates)
     return _kept(scored, search)
+
+
+async def _found(
+    store: MemoryStore,
+    search: Search,
+    filters: Filter | None,
+    vector: Vector | Awaitable[Vector],
+    k: int,
+    ranking: TextRanking,
+) -> list[RawCandidate]:
+    return await _fetched(
+        store,
+        search.scope,
+        search.query,
+        vector,
+        k,
+        filters,
+        search.include_superseded,
+        ranking,
+    )
+
+
+def _episodes_only(filters: Filter | None) -> Filter:
+    episodes = Condition(KIND, "eq", EPISODE)
+    return episodes if filters is None else And((filters, episodes))
+
+
+def drawn_from_turns(record: MemoryRecord) -> bool:
+    """Whether ``record`` is a fact drawn from turns (by a model), which tells those turns
+    again, rather than what was said (an episode) or a fact stated directly (no turns)."""
+    return record.kind != EPISODE and bool(record.source_turn_ids)
 
 
 async def candidates(
@@ -126,7 +170,23 @@ async def candidates(
     include_superseded: bool,
     ranking: TextRanking = DEFAULT_TEXT_RANKING,
 ) -> list[Candidate]:
-    """Up to ``k`` nearest memories by vector and up to ``k`` best by full text, ranked.
+    """Up to ``k`` nearest memories by vector and up to ``k`` best by full text, ranked."""
+    return rank(
+        await _fetched(store, scope, text_query, vector, k, filters, include_superseded, ranking)
+    )
+
+
+async def _fetched(
+    store: MemoryStore,
+    scope: Scope,
+    text_query: str,
+    vector: Vector | Awaitable[Vector],
+    k: int,
+    filters: Filter | None,
+    include_superseded: bool,
+    ranking: TextRanking,
+) -> list[RawCandidate]:
+    """What :func:`candidates` ranks, as the store found it.
 
     ``vector`` may still be computing (an awaitable): the full-text probe, which needs no
     vector, runs meanwhile (PostgreSQL: its own statement on its own connection), a measured
@@ -147,10 +207,9 @@ async def candidates(
     else:
         query = vector
         hits = await store.text_hits(scope, text_query, k, filters, include_superseded, ranking)
-    found = await store.vector_candidates(
+    return await store.vector_candidates(
         scope, query, k, filters, include_superseded, hits, ranking
     )
-    return rank(found)
 
 
 def rank(found: Iterable[RawCandidate]) -> list[Candidate]:
@@ -196,54 +255,33 @@ def _ranks(values: Sequence[float | None]) -> list[int | None]:
     return ranks
 
 
-def one_telling(ranked: Iterable[ScoredCandidate]) -> list[ScoredCandidate]:
-    """``ranked`` without a fact and its own episode both saying the same thing.
+def told_once(
+    episodes: Sequence[ScoredCandidate], facts: Iterable[ScoredCandidate]
+) -> list[ScoredCandidate]:
+    """The places of ``episodes`` (ranked among themselves), each told by its episode or by a
+    fact drawn from that turn (``facts`` ranked among themselves, best first).
 
-    Facts are added beside the episodes they were extracted from, so a search would
-    otherwise return "Ada is allergic to shellfish." and "I am severely allergic to
-    shellfish." one after the other. The rule is :class:`Tellings`'; a search applies it
-    together with its cut-offs (:func:`_kept`), so only what is returned tells a turn.
+    A fact takes the place of the episode of a turn it cites (of several, the best placed)
+    when it scores at least as high there and no better fact took it first; it is given that
+    place's score, so the order and the scores are the transcript's. A place holds one
+    telling, so a turn's facts and its episode never fill the results with the same content
+    twice, and a fact whose turns have no place is not returned (a search with
+    ``{"kind": "fact"}`` ranks the facts alone). A fact names the episodes it stands for in
+    ``metadata.episode_ids``.
     """
-    tellings = Tellings()
-    kept: list[ScoredCandidate] = []
-    for scored in ranked:
-        if not tellings.retold(scored.candidate.record):
-            tellings.told(scored.candidate.record)
-            kept.append(scored)
-    return kept
-
-
-class Tellings:
-    """The turns the results kept so far tell, going down the ranking.
-
-    - an episode is dropped when a kept fact above cites its turn and no other (that fact
-      stands for it, and names it in ``metadata.episode_ids``);
-    - a fact is dropped when the episodes of all the turns it cites are kept above.
-
-    A fact citing several turns never removes their episodes (one fact drawn from 24 turns
-    does not tell what each of them said); facts never remove facts (two facts of one turn
-    say different things), episodes never remove episodes, and a fact citing no turn is
-    kept. So a search restricted to one kind (``{"kind": "fact"}``) is unchanged by it.
-    """
-
-    def __init__(self) -> None:
-        self.episodes: set[int] = set()  # turns whose episode is kept
-        self.facts: set[int] = set()  # turns a kept fact citing only that turn stands for
-
-    def retold(self, record: MemoryRecord) -> bool:
-        """Whether ``record`` would say again what a kept result says."""
-        turns = set(record.source_turn_ids)
-        if record.kind == EPISODE:
-            return bool(turns & self.facts)
-        return bool(turns) and turns <= self.episodes
-
-    def told(self, record: MemoryRecord) -> None:
-        """``record`` is kept: the turns it tells."""
-        turns = set(record.source_turn_ids)
-        if record.kind == EPISODE:
-            self.episodes |= turns
-        elif len(turns) == 1:
-            self.facts |= turns
+    place: dict[int, int] = {}
+    for n, scored in enumerate(episodes):
+        for turn in scored.candidate.record.source_turn_ids:
+            place.setdefault(turn, n)
+    tellers: dict[int, ScoredCandidate] = {}
+    for fact in facts:
+        places = [place[t] for t in fact.candidate.record.source_turn_ids if t in place]
+        if not places:
+            continue
+        n = min(places)
+        if n not in tellers and fact.score >= episodes[n].score:
+            tellers[n] = replace(fact, score=episodes[n].score)
+    return [tellers.get(n, scored) for n, scored in enumerate(episodes)]
 
 
 def returned_text(candidate: Candidate) -> str:
@@ -254,29 +292,14 @@ def returned_text(candidate: Candidate) -> str:
 
 
 def _kept(scored: Iterable[ScoredCandidate], search: Search) -> list[ScoredCandidate]:
-    """What a search returns of the ranked candidates: over the threshold, told once
-    (:class:`Tellings`), within the budget, at most ``limit``.
-
-    A result the budget skips tells nothing, so the fact or episode below it that says the
-    same may still be returned.
-    """
+    """What a search returns of the ranked candidates: over the threshold, within the
+    budget, at most ``limit``."""
     threshold = search.threshold
-    tellings = Tellings()
     # Compared as returned (memory.results.memory_item rounds to 6 decimals), so a threshold
     # equal to a returned score keeps that result.
     fresh: Iterable[ScoredCandidate] = (
-        s
-        for s in scored
-        if (threshold is None or round(s.score, 6) >= threshold)
-        and not tellings.retold(s.candidate.record)
+        s for s in scored if threshold is None or round(s.score, 6) >= threshold
     )
     if search.max_tokens is not None:
-        # lazily: each result is told below before the next one is looked at
         fresh = within_budget(((returned_text(s.candidate), s) for s in fresh), search.max_tokens)
-    kept: list[ScoredCandidate] = []
-    for result in fresh:
-        if len(kept) >= search.limit:
-            break
-        tellings.told(result.candidate.record)
-        kept.append(result)
-    return kept
+    return list(itertools.islice(fresh, search.limit))
