@@ -151,6 +151,10 @@ INDIRECT = [  # requests as people word them, and words compared without accents
     ("Vergiss bitte, dass ich kein Fleisch esse.", "Ada isst kein Fleisch."),
     ("Please forget my address and where I work.", "Ada works at Acme."),
     ("As I said, forget my old address.", "Ada's address is 12 Elm Street."),
+    # a question that asks not to keep, and a change of mind before the request, not after it
+    ("Could you not keep my old address around?", "Ada's address is 12 Elm Street."),
+    ("Can you please not store where I work?", "Ada works at Acme."),
+    ("On second thought, I'd rather you didn't hold on to my salary.", "Ada's salary is 50k."),
 ]
 
 
@@ -239,6 +243,16 @@ def test_a_request_taken_back_later_in_the_turn_asks_nothing() -> None:
     assert forget_request("Forget my address. Ok?", address)
     assert forget_request("Forget my address, do it now.", address)
     assert forget_request("Can you forget my address? I don't need it any more.", address)
+
+
+def test_questions_that_are_not_asking_not_to_keep() -> None:
+    address = "Ada's address is 12 Elm Street."
+    assert not forget_request("Couldn't you keep my address?", address)  # asks to keep it
+    assert not forget_request("Could you not keep asking about my address?", address)
+    assert not forget_request("Why could you not keep my address?", address)
+    assert not forget_request("Don't you remember my address?", address)
+    assert not forget_request("Could you not keep my address? Just kidding.", address)
+    assert not forget_request("Forget my address. On second thought, don't.", address)
 
 
 def test_reproaches_rhetorical_questions_and_labels() -> None:

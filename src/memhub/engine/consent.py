@@ -249,6 +249,8 @@ _ADDRESSED = re.compile(
     r"|will dass|gerne? dass|ware \w+ wenn|du kannst|du musst|du brauchst|du sollst"
     r"|du solltest|sie konnen|sie mussen|sie brauchen|bitte|hor auf|horen sie auf)"
 )
+# A question that asks not to: "could you not keep ...?", "can you please not store ...?"
+_ASKED_NOT_TO = re.compile(r"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:not|never)\s+$")
 _WHY = re.compile(r"\W*(?:why|how come|por que|pourquoi|warum|wieso|weshalb)\b")
 # "I'd rather you forgot ...", "I'd rather that wasn't stored", "I wish it wasnt kept"
 _WISHED_PAST = re.compile(
@@ -310,7 +312,8 @@ def _asks(text: str, verb: re.Match[str], question: bool, sentence: str) -> tupl
     if not addressed:
         return False, negated
     if verb.group("keep"):  # "don't remember", not a question ("don't you remember ...?")
-        return negated and not question, negated
+        # "could you not keep ...?" asks, as politely as "could you forget ...?" does
+        return negated and (not question or bool(_ASKED_NOT_TO.search(before))), negated
     if verb.group("erase") and not _MEMORY_WORD.search(sentence):
         return False, negated
     return not negated, negated
@@ -439,7 +442,10 @@ _REFUSING = re.compile(rf"{_NEGATION.pattern}|\b(?:nope|nein|non|forget it|olvid
 
 
 def _taken_back(request: str, later: Iterable[str]) -> bool:
-    if _TAKEN_BACK.search(request):  # "forget that I like olives lol jk"
+    # "forget that I like olives lol jk"; before the verb ("on second thought, forget my
+    # address") the words take back what came before the request, not the request
+    verb = _VERB.search(request)
+    if _TAKEN_BACK.search(request, verb.end() if verb else 0):
         return True
     for text in later:
         if _TAKEN_BACK.search(text) or (_BARE_REFUSAL.fullmatch(text) and _REFUSING.search(text)):
