@@ -129,3 +129,32 @@ async def test_facts_change_how_a_found_turn_is_told_never_which_turns_are_found
             assert [r["score"] for r in mixed] == [r["score"] for r in alone]
             told_by_facts += sum(r["kind"] == "fact" for r in mixed)
     assert told_by_facts > 0  # the facts do tell turns
+
+
+async def test_the_store_is_read_again_only_when_both_kinds_are_found(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, monkeypatch: Any
+) -> None:
+    # The real store, its reads counted: a transcript without facts costs one read, as before.
+    engine = await memory._services()
+    reads: list[object] = []
+    real = engine.store.vector_candidates
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args[3])  # the filters
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "vector_candidates", counted)
+    llm.enqueue(ops({"op": "NONE"}))
+    await memory.add(TRIP[1], user_id="ada", wait=True)
+    reads.clear()  # consolidation reads the stored facts too
+    await memory.search("Lisbon", user_id="ada")
+    assert reads == [None]
+    llm.enqueue(ops({"op": "ADD", "text": "Ada travelled to Lisbon with Jo.", "turns": [1]}))
+    await memory.add(TRIP[0], user_id="ada", wait=True)
+    assert len((await memory.get_all(user_id="ada", filters={"kind": "fact"}))["results"]) == 1
+    reads.clear()
+    await memory.search("Lisbon", user_id="ada")
+    assert len(reads) == 2 and reads[0] is None  # then the episodes alone
+    reads.clear()
+    await memory.search("Lisbon", user_id="ada", filters={"kind": "fact"})
+    assert len(reads) == 1
