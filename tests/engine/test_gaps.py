@@ -100,6 +100,20 @@ def test_only_a_fact_a_request_names_more_than_any_other_is_clearly_asked() -> N
     assert facts_clearly_asked("Don't forget that I like olives.", likes) == []
 
 
+def test_every_fact_a_request_names_by_two_words_or_more_is_asked() -> None:
+    card = [
+        "The user owes about 9k on their credit card.",
+        "The user plans to clear the credit card by spring.",
+        "The user is a nurse.",
+    ]
+    asked = "On second thought, could you not keep the credit card stuff?"
+    assert facts_clearly_asked(asked, card) == [0, 1]
+    likes = ["Ada likes figs.", "Ada likes olives.", "Ada likes dates."]
+    assert facts_clearly_asked("Please forget that I like olives and figs.", likes) == [0, 1]
+    # one word in common with several facts stays ambiguous
+    assert facts_clearly_asked("Forget the card thing.", card) == []
+
+
 def test_an_answer_that_says_a_known_fact_again_is_known() -> None:
     assert says_again(
         "The user's sister Mira is a vet.", ["The user's sister Mira is a vet in Leeds."]

@@ -476,16 +476,18 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
 
 def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
     """The indexes of ``facts`` a request to forget in ``turn`` names unambiguously: for each
-    request, the one fact sharing more of its words than any other ("forget that I like
-    olives" names "likes olives", not each fact that "likes" something). What is asked of
-    memhub without a model's DELETE (:mod:`memhub.engine.forgetting`)."""
+    request, the fact sharing more of its words than any other ("forget that I like olives"
+    names "likes olives", not each fact that "likes" something), or every fact sharing the
+    most when that is two words or more ("the credit card stuff" names both "has 14k on
+    their credit card" and "wants to pay off their credit card"). What is asked of memhub
+    without a model's DELETE (:mod:`memhub.engine.forgetting`)."""
     found: list[int] = []
     held = [_words(fact) for fact in facts]
     for words, _ in _requests(turn):
         shared = [len(words & fact) for fact in held]
         best = max(shared, default=0)
-        if best and shared.count(best) == 1 and shared.index(best) not in found:
-            found.append(shared.index(best))
+        if best and (best >= 2 or shared.count(best) == 1):
+            found += [n for n, count in enumerate(shared) if count == best and n not in found]
     return found
 
 
