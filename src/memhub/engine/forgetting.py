@@ -4,8 +4,8 @@ A 1.5B model often answers a request to forget with nothing, or with the very fa
 again (docs/llm.md). The request is the person's, read by :mod:`memhub.engine.consent`
 without the model: a request naming one shown fact by more of its own words than any other,
 or several equally by two words or more (:func:`asked_to_forget`), is granted as a model's
-DELETE would be (:mod:`memhub.engine.consolidate`): capped, within the user's budget of model changes, and
-undoable from the review list like any retire. A request naming no shown fact by a word
+DELETE would be (:mod:`memhub.engine.consolidate`): capped, within the user's budget of model
+changes, and undoable from the review list like any retire. A request naming no shown fact by a word
 ("the medication thing") means the closest shown fact by the embedder, if clearly so
 (:func:`meant`), but only to let the model's own DELETE of that fact stand.
 """
