@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 
 from memhub.embed.base import Embedder, embed_one
 from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
@@ -110,43 +111,29 @@ async def retrieve(
             vector = await embedding
             await settle()
         k = max(search.limit, fusion.candidates)
-        found = await _found(store, search, search.filters, vector, k, fusion.text)
+
+        fetch = partial(
+            _fetched,
+            store,
+            search.scope,
+            search.query,
+            k=k,
+            include_superseded=search.include_superseded,
+            ranking=fusion.text,
+        )
+        found = await fetch(vector, filters=search.filters)
         drawn = [f for f in found if drawn_from_turns(f.record)]
         if drawn and len(drawn) < len(found):
             # Both kinds matched. The facts took candidate places that the episodes would
             # have had in a search of the transcript alone: fetch those places again.
-            said = await _found(
-                store, search, _episodes_only(search.filters), embedding, k, fusion.text
-            )
-            stated = [
-                f for f in found if f.record.kind != EPISODE and not drawn_from_turns(f.record)
-            ]
+            said = await fetch(embedding, filters=_episodes_only(search.filters))
+            stated = [f for f in found if f.record.kind != EPISODE and not f.record.source_turn_ids]
             episodes = fuse(rank([*said, *stated]), fusion, now, cut_off=cut_off)
             scored = told_once(episodes, fuse(rank(drawn), fusion, now, cut_off=cut_off))
         else:
             scored = fuse(rank(found), fusion, now, cut_off=cut_off)
     scored = await rerank_scored(reranker, search.query, scored, rerank_candidates)
     return _kept(scored, search)
-
-
-async def _found(
-    store: MemoryStore,
-    search: Search,
-    filters: Filter | None,
-    vector: Vector | Awaitable[Vector],
-    k: int,
-    ranking: TextRanking,
-) -> list[RawCandidate]:
-    return await _fetched(
-        store,
-        search.scope,
-        search.query,
-        vector,
-        k,
-        filters,
-        search.include_superseded,
-        ranking,
-    )
 
 
 def _episodes_only(filters: Filter | None) -> Filter:
