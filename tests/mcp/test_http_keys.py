@@ -149,18 +149,27 @@ class HeldStream:
         await send({"type": "http.response.body", "body": b"{}"})
 
 
+@contextlib.asynccontextmanager
+async def acme_client(
+    app: HeldStream, admin: AsyncAdmin, settings: AccessSettings
+) -> AsyncIterator[tuple[KeyAuth, Any, httpx.AsyncClient]]:
+    """The MCP door over ``app``, a key of tenant acme, and a client sending it."""
+    door = KeyAuth(app, admin, settings)
+    key, tenant = await admin.create_key("mcp acme", tenant="acme")
+    headers = {"Authorization": f"Bearer {tenant}"}
+    transport = httpx.ASGITransport(app=door)
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://mcp.test", headers=headers
+    ) as client:
+        yield door, key, client
+
+
 async def test_an_open_event_stream_takes_no_request_slot_but_counts_in_flight(
     admin: AsyncAdmin,
 ) -> None:
     app = HeldStream()
     settings = AccessSettings(rate_limit=0, request_slots=1, max_in_flight_per_key=2)
-    door = KeyAuth(app, admin, settings)
-    key, tenant = await admin.create_key("mcp acme", tenant="acme")
-    transport = httpx.ASGITransport(app=door)
-    headers = {"Authorization": f"Bearer {tenant}"}
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://mcp.test", headers=headers
-    ) as client:
+    async with acme_client(app, admin, settings) as (door, key, client):
         stream = asyncio.create_task(client.get("/mcp"))
         await app.opened.wait()
         slots = door.access.slots
@@ -186,13 +195,7 @@ async def test_a_key_at_its_in_flight_cap_can_still_end_its_sessions(
     429, the client could not end its sessions, and their streams would keep the key shut."""
     app = HeldStream()
     settings = AccessSettings(rate_limit=0.01, rate_burst=2, max_in_flight_per_key=1)
-    door = KeyAuth(app, admin, settings)
-    key, tenant = await admin.create_key("mcp acme", tenant="acme")
-    transport = httpx.ASGITransport(app=door)
-    headers = {"Authorization": f"Bearer {tenant}"}
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://mcp.test", headers=headers
-    ) as client:
+    async with acme_client(app, admin, settings) as (door, key, client):
         stream = asyncio.create_task(client.get("/mcp"))  # the key's one request in flight
         await app.opened.wait()
         assert (await client.post("/mcp", json={})).status_code == 429  # the cap holds
