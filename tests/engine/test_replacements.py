@@ -78,32 +78,35 @@ async def test_an_add_that_replaces_the_closest_fact_supersedes_it(
 async def test_a_no_or_an_unusable_answer_leaves_the_add(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
-    hobbies = {"I took up chess this spring.": "Eli plays chess."}
+    # A turn the guard lets change the violin fact, so only the model's answer decides.
+    said = "I play the viola as well."
     for user, replaces in (("no", False), ("garbled", "I think so, maybe")):
-        llm.default = model(hobbies, replaces=replaces)
+        llm.default = model({said: "Eli plays the viola."}, replaces=replaces)
         asked = len(replacement_questions(llm))
         await store_facts(memory, user, "Eli plays the violin.")
-        await memory.add("I took up chess this spring.", user_id=user)
+        await memory.add(said, user_id=user)
         await memory.wait_idle()
         assert len(replacement_questions(llm)) > asked  # the question was put, and answered
-        assert await current(memory, user) == ["Eli plays chess.", "Eli plays the violin."]
+        assert await current(memory, user) == ["Eli plays the viola.", "Eli plays the violin."]
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
         cur = await conn.execute("SELECT count(*) FROM memory_jobs")
         assert await cur.fetchone() == (0,)  # every call completed: nothing parked
     episodes = await memory.get_all(user_id="garbled", filters={"kind": "episode"})
-    assert [e["memory"] for e in episodes["results"]] == ["I took up chess this spring."]
+    assert [e["memory"] for e in episodes["results"]] == [said]
 
 
 async def test_a_yes_the_cited_turn_does_not_support_is_refused(
     memory: AsyncMemory, llm: ScriptedOpenAIServer
 ) -> None:
-    """A manipulated yes: the user's turn is about a dog, not about where Eli lives."""
+    """A manipulated yes: the user's turn is about a dog, not about where Eli lives. The guard
+    reads only the turn and the two facts, so the question is not even put: a yes would be
+    refused, and the call is saved."""
     dog = {"We adopted a puppy called Rex.": "Eli has a dog named Rex."}
     llm.default = model(dog, replaces=True)
     await store_facts(memory, "eli", "Eli lives in Paris.")
     await memory.add("We adopted a puppy called Rex.", user_id="eli")
     await memory.wait_idle()
-    assert len(replacement_questions(llm)) == 1
+    assert replacement_questions(llm) == []
     assert await current(memory, "eli") == ["Eli has a dog named Rex.", "Eli lives in Paris."]
 
 

@@ -385,9 +385,10 @@ class Consolidator:
 
         Small models ADD "lives in Berlin" beside "lives in Paris" (issue 25's quality table)
         but judge one pair of facts better: each ADD's closest fact shown in the prompt is put
-        to the model as one yes-or-no question. A yes is then held to the SUPERSEDE guard and
-        cap; a mistake that passes is a closed fact, which ``restore`` reopens. An unusable
-        answer leaves the ADD as it was.
+        to the model as one yes-or-no question, unless the SUPERSEDE guard would refuse a yes
+        (the guard reads only the turns and the two facts, so it is asked first and the call
+        saved). A yes is then held to the guard and cap; a mistake that passes is a closed
+        fact, which ``restore`` reopens. An unusable answer leaves the ADD as it was.
         """
         shown = {f.id for f in facts}
         removals = sum(op.kind in _CHANGES for op in plan.ops)
@@ -408,7 +409,8 @@ class Consolidator:
                 ),
                 None,
             )
-            if closest is None:
+            if closest is None or _refusal("SUPERSEDE", closest, op.text, op.turns, ()):
+                # a yes would be refused by the guard below: the model need not be asked
                 continue
             messages = replacement_messages(closest.memory, op.text)
             try:
