@@ -247,8 +247,8 @@ async def run_one(
                 everything = await memory.get_all(
                     user_id=user, limit=10_000, include_superseded=True
                 )
-                engine = await memory._services()  # LLM usage: the store's usage table
-                usage = await engine.store.usage_stats()
+                services = await memory._services()  # LLM usage: the store's usage table
+                usage = await services.store.usage_stats()
     finally:
         logging.getLogger("memhub").removeHandler(warnings)
     raw_left = [m for m in left if m.get("memory_type") == "turn" or "role" in m]

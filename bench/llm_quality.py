@@ -317,8 +317,8 @@ async def run_memhub(
             for conv in conversations:
                 details.append(await run_one(memory, conv, f"u-{conv['id']}", score))
                 print(conv["id"], details[-1]["facts"], details[-1]["verdicts"], flush=True)
-            engine = await memory._services()
-            usage = await engine.store.usage_stats()
+            services = await memory._services()
+            usage = await services.store.usage_stats()
     score.calls = usage.get("llm_calls", 0.0)
     score.prompt_tokens = usage.get("prompt_tokens", 0.0)
     score.completion_tokens = usage.get("completion_tokens", 0.0)

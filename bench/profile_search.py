@@ -118,10 +118,10 @@ def _line(name: str, values: list[float]) -> str:
 PREVIOUS = replace(FusionConfig(), candidates=20, previous_turn_weight=0.0, next_turn_weight=0.0)
 
 
-async def _sql(memory: AsyncMemory, engine: Services, q: str, vector: object) -> float:
+async def _sql(memory: AsyncMemory, services: Services, q: str, vector: object) -> float:
     t0 = time.perf_counter()
     await retrieve.candidates(
-        engine.store,
+        services.store,
         Scope(user_id=USER),
         q,
         vector,
@@ -143,7 +143,7 @@ async def profile(settings: MemhubSettings, queries: int) -> None:
     """Time the default and :data:`PREVIOUS` alternately, so machine load hits both alike."""
     memory = AsyncMemory(settings=settings)
     before = AsyncMemory(settings=settings, fusion=PREVIOUS)
-    engine = await memory._services()
+    services = await memory._services()
     asked = [q for _, q in synth.queries(queries + 30, users=1)]
     for q in asked[:30]:  # warm up: model, pool, prepared statements
         await memory.search(q, user_id=USER, limit=10)
@@ -151,10 +151,10 @@ async def profile(settings: MemhubSettings, queries: int) -> None:
     times: dict[str, list[float]] = {}
     for q in asked[30:]:
         t0 = time.perf_counter()
-        vector = (await engine.embedder.embed([q]))[0]
+        vector = (await services.embedder.embed([q]))[0]
         times.setdefault("embedding", []).append((time.perf_counter() - t0) * 1000)
-        times.setdefault("SQL", []).append(await _sql(memory, engine, q, vector))
-        times.setdefault("SQL, previous", []).append(await _sql(before, engine, q, vector))
+        times.setdefault("SQL", []).append(await _sql(memory, services, q, vector))
+        times.setdefault("SQL, previous", []).append(await _sql(before, services, q, vector))
         times.setdefault("search()", []).append(await _search(memory, q))
         times.setdefault("search(), previous", []).append(await _search(before, q))
     for name, values in times.items():

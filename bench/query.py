@@ -60,15 +60,15 @@ async def _checkout(database: Any) -> None:
         pass
 
 
-async def sequential(memory: AsyncMemory, engine: Services, queries: list[str]) -> dict[str, Any]:
+async def sequential(memory: AsyncMemory, services: Services, queries: list[str]) -> dict[str, Any]:
     """Embedding alone, each SQL statement alone, search(): one query at a time, interleaved."""
     times: dict[str, list[float]] = {name: [] for name in PARTS}
     k = max(LIMIT, memory.fusion.candidates)
-    database = engine.store.database  # type: ignore[attr-defined]
+    database = services.store.database  # type: ignore[attr-defined]
     scope, ranking = Scope(user_id=USER), memory.fusion.text
     for q in queries:
-        vector = (await engine.embedder.embed([q]))[0]
-        times["embedding"].append(await _ms(lambda q=q: engine.embedder.embed([q])))
+        vector = (await services.embedder.embed([q]))[0]
+        times["embedding"].append(await _ms(lambda q=q: services.embedder.embed([q])))
         times["pool checkout"].append(await _ms(lambda: _checkout(database)))
         began = time.perf_counter()
         async with database.connection() as conn:
@@ -181,17 +181,17 @@ def _ctes(node: dict[str, Any]) -> list[tuple[str, float]]:
 async def run(settings: MemhubSettings, n_queries: int) -> dict[str, Any]:
     """Every measurement of this module on the built database."""
     memory = AsyncMemory(settings=settings)
-    engine = await memory._services()
+    services = await memory._services()
     asked = [q for _, q in synth.queries(n_queries + 30, users=1)]
     for q in asked[:30]:  # warm up: model, pool, prepared statements, buffers
         await memory.search(q, user_id=USER, limit=LIMIT)
     queries = asked[30:]
     load = os.getloadavg()[0]
-    result: dict[str, Any] = {"sequential": await sequential(memory, engine, queries)}
+    result: dict[str, Any] = {"sequential": await sequential(memory, services, queries)}
     result["timeline"] = await search_timeline.measure(memory, queries)
     result["clients"] = [await clients(memory, queries, n) for n in (1, 4, 8)]
-    vectors = [(q, (await engine.embedder.embed([q]))[0]) for q in queries[:100]]
-    url = engine.store.database.url  # type: ignore[attr-defined]
+    vectors = [(q, (await services.embedder.embed([q]))[0]) for q in queries[:100]]
+    url = services.store.database.url  # type: ignore[attr-defined]
     result["explain_ms"] = await asyncio.to_thread(explain, url, memory, vectors)
     await memory.aclose()
     result["clients_while_ingesting"] = await while_ingesting(settings, queries, 8)

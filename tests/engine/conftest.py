@@ -55,13 +55,13 @@ async def store_facts(memory: AsyncMemory, user_id: str, *texts: str) -> list[st
     the model as stored facts nor changes; a test of what a model may do to stored facts
     seeds them here (real store, real embedder), without a scripted extraction call each.
     """
-    engine = await memory._services()
-    vectors = await engine.embedder.embed(list(texts))
+    services = await memory._services()
+    vectors = await services.embedder.embed(list(texts))
     facts = [
         NewMemory(uuid.uuid4(), Scope(user_id=user_id), text, memory_hash(text), vector, {})
         for text, vector in zip(texts, vectors, strict=True)
     ]
-    async with engine.store.apply_jobs([], "test", {}) as batch:
+    async with services.store.apply_jobs([], "test", {}) as batch:
         ids = await batch.insert_memories(facts, actor="consolidation")
     return [str(i) for i in ids]
 

@@ -223,8 +223,8 @@ async def test_batching_and_usage_accounting(
         for n in range(10):
             await memory.add(f"Message {n}: nothing much.", user_id="ada")
         await memory.wait_idle()
-        engine = await memory._services()
-        stats = await engine.store.usage_stats()
+        services = await memory._services()
+        stats = await services.store.usage_stats()
     assert len(llm.chat_requests) == 1, "queued turns of one user share one call"
     prompt = llm.chat_requests[0].json["messages"][-1]["content"]
     assert all(f"Message {n}: nothing much." in prompt for n in range(10))
@@ -250,19 +250,19 @@ async def test_two_workers_keep_one_users_operations_in_order(
     async with AsyncMemory(settings=one) as memory:
         for n in range(12):
             await memory.add(f"step {n}", user_id="ada")
-        engine = await memory._services()
+        services = await memory._services()
         from memhub.engine.worker import Worker
 
         other = Worker(
-            engine.store, engine.embedder, engine.worker.config, engine.worker.consolidator
+            services.store, services.embedder, services.worker.config, services.worker.consolidator
         )
 
         async def drain(worker: Worker) -> None:
-            while await engine.store.pending_jobs():
+            while await services.store.pending_jobs():
                 if not await worker.run_once():
                     await asyncio.sleep(0.01)
 
-        await asyncio.gather(drain(engine.worker), drain(other))
+        await asyncio.gather(drain(services.worker), drain(other))
     steps = [int(s) for call in seen for s in call]
     assert steps == list(range(12)), "each turn consolidated once, in order"
 

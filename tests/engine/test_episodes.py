@@ -135,15 +135,15 @@ async def test_the_store_is_read_again_only_when_both_kinds_are_found(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, monkeypatch: Any
 ) -> None:
     # The real store, its reads counted: a transcript without facts costs one read, as before.
-    engine = await memory._services()
+    services = await memory._services()
     reads: list[object] = []
-    real = engine.store.vector_candidates
+    real = services.store.vector_candidates
 
     async def counted(*args: Any, **kwargs: Any) -> Any:
         reads.append(args[3])  # the filters
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(engine.store, "vector_candidates", counted)
+    monkeypatch.setattr(services.store, "vector_candidates", counted)
     llm.enqueue(ops({"op": "NONE"}))
     await memory.add(TRIP[1], user_id="ada", wait=True)
     reads.clear()  # consolidation reads the stored facts too

@@ -33,10 +33,10 @@ async def test_a_granted_forget_retires_the_episodes_that_state_it(
             wait=True,
         )
         episode_id = said["results"][0]["id"]
-        engine = await memory._services()
-        episode = await engine.store.get_memory(None, uuid.UUID(episode_id))
+        services = await memory._services()
+        episode = await services.store.get_memory(None, uuid.UUID(episode_id))
         assert episode is not None and episode.role == "user"
-        (vector,) = await engine.embedder.embed([fact])
+        (vector,) = await services.embedder.embed([fact])
         learned = NewMemory(  # the fact consolidation learned from that turn
             id=uuid.uuid4(),
             scope=Scope(user_id="ep"),
@@ -46,7 +46,7 @@ async def test_a_granted_forget_retires_the_episodes_that_state_it(
             metadata={},
             source_turn_ids=episode.source_turn_ids,
         )
-        async with engine.store.apply_jobs([], "t", {}) as batch:
+        async with services.store.apply_jobs([], "t", {}) as batch:
             await batch.insert_memories([learned], "consolidation")
 
         await memory.add(request, user_id="ep")

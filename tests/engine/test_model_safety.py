@@ -198,11 +198,11 @@ async def _facts(memory: AsyncMemory, who: str) -> list[str]:
 
 
 async def _settle(memory: AsyncMemory, who: str) -> None:
-    engine = await memory._services()
+    services = await memory._services()
     from memhub.store.records import Scope
 
     async with asyncio.timeout(60):
-        while await engine.store.pending_jobs(Scope(user_id=who)):  # noqa: ASYNC110 (a poll)
+        while await services.store.pending_jobs(Scope(user_id=who)):  # noqa: ASYNC110 (a poll)
             await asyncio.sleep(0.05)
 
 

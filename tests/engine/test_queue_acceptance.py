@@ -63,12 +63,12 @@ async def facts(memory: AsyncMemory, user: str = "ada") -> list[str]:
 
 async def settle(memory: AsyncMemory, user: str, seconds: float = 30.0) -> None:
     """Wait (never work) until ``user`` has no queued job: the in-process worker does them."""
-    engine = await memory._services()
+    services = await memory._services()
     from memhub.store.records import Scope
 
     async with asyncio.timeout(seconds):
         while True:
-            if not await engine.store.pending_jobs(Scope(user_id=user)):
+            if not await services.store.pending_jobs(Scope(user_id=user)):
                 return
             await asyncio.sleep(0.02)
 
@@ -299,8 +299,8 @@ async def test_recall_right_after_adding_with_the_llm_down_returns_the_raw_turn(
             recalled = await memory.retrieve_long_memory(
                 [UserMessage(content="Where is my passport?")]
             )
-        engine = await memory._services()
-        consolidating = await engine.store.pending_jobs()
+        services = await memory._services()
+        consolidating = await services.store.pending_jobs()
     assert "My passport is in the blue drawer." in recalled.content
     assert consolidating == 1, "recall answered while consolidation was still queued"
 
@@ -316,8 +316,8 @@ async def test_wait_never_runs_other_scopes_jobs(llm_settings: MemhubSettings) -
         assert added["timed_out"], "no worker here: nothing done"
         # what add() itself stored (found by its words), not embedded by anyone
         assert [r["memory"] for r in added["results"]] == ["mine"]
-        engine = await memory._services()
-        assert await engine.store.pending_jobs() == 2, "nobody's jobs were run by the waiter"
+        services = await memory._services()
+        assert await services.store.pending_jobs() == 2, "nobody's jobs were run by the waiter"
 
 
 # -- erase means erase ------------------------------------------------------------------------
@@ -432,16 +432,16 @@ async def test_an_exit_drain_runs_only_its_own_users_jobs(settings: MemhubSettin
             await other.add(f"backlog note {n}", user_id="backlog", infer=False)
     async with AsyncMemory(settings=quiet) as memory:
         await memory.add("my own note", user_id="mine", infer=False)
-        engine = await services_of(memory)
+        services = await services_of(memory)
         mine, backlog = Scope(user_id="mine"), Scope(user_id="backlog")
         end = asyncio.get_running_loop().time() + 120
 
         async def left() -> int:
-            return await engine.store.pending_jobs(mine)
+            return await services.store.pending_jobs(mine)
 
-        await engine.worker.drain_ingest(left, end, [mine.owner])
-        assert await engine.store.pending_jobs(mine) == 0
-        assert await engine.store.pending_jobs(backlog) == 5, "not another user's jobs"
+        await services.worker.drain_ingest(left, end, [mine.owner])
+        assert await services.store.pending_jobs(mine) == 0
+        assert await services.store.pending_jobs(backlog) == 5, "not another user's jobs"
 
 
 async def test_a_small_add_is_served_between_the_parts_of_a_large_job(
@@ -453,14 +453,14 @@ async def test_a_small_add_is_served_between_the_parts_of_a_large_job(
     quiet = settings.model_copy(update={"worker": "off"})
     async with AsyncMemory(settings=quiet) as memory:
         await memory.add([f"import line {n}" for n in range(300)], user_id="big", infer=False)
-        engine = await services_of(memory)
-        share = engine.worker.config.claim_turns
-        await engine.worker.run_once()  # the large job's first share, then given back
+        services = await services_of(memory)
+        share = services.worker.config.claim_turns
+        await services.worker.run_once()  # the large job's first share, then given back
         small = await memory.add("a small note", user_id="small", infer=False)
-        await engine.worker.run_once()
+        await services.worker.run_once()
         big, little = Scope(user_id="big"), Scope(user_id="small")
-        assert await engine.store.pending_turn_jobs(little, small["queued_turn_ids"], None) == 0
-        assert await engine.store.pending_jobs(big) == 1, "the large job is not done yet"
+        assert await services.store.pending_turn_jobs(little, small["queued_turn_ids"], None) == 0
+        assert await services.store.pending_jobs(big) == 1, "the large job is not done yet"
     cur = await aconn.execute(
         "SELECT user_id, count(embedding) FROM memories GROUP BY user_id ORDER BY user_id"
     )

@@ -185,15 +185,15 @@ async def test_concurrent_batches_on_one_user_with_duplicates(
     async with AsyncMemory(settings=quiet) as memory:
         for n in range(60):
             await memory.add(high if n % 4 in (0, 3) else low, user_id="dup", infer=False)
-        engine = await memory._services()
+        services = await memory._services()
 
         async def drain() -> None:
-            while await engine.store.pending_jobs():
-                if not await engine.worker.run_once():
+            while await services.store.pending_jobs():
+                if not await services.worker.run_once():
                     await asyncio.sleep(0.005)
 
         await asyncio.gather(drain(), drain(), drain())
-        assert engine.worker.failed == 0
+        assert services.worker.failed == 0
     assert await _count(db_url, "SELECT count(*) FROM memories") == 600
     assert await _count(db_url, "SELECT count(DISTINCT memory) FROM memories") == 20
     assert await _count(db_url, "SELECT count(*) FROM memory_jobs") == 0

@@ -161,8 +161,8 @@ async def test_an_update_before_the_job_keeps_its_own_vector(
     assert hits[0]["id"] == mine and hits[0]["memory"] == "I ride a green bicycle."
     if unworked.settings.database_url == "memory://":
         return
-    engine = await unworked._services()
-    (expected,) = await engine.embedder.embed(["I ride a green bicycle."])
+    services = await unworked._services()
+    (expected,) = await services.embedder.embed(["I ride a green bicycle."])
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
         cur = await conn.execute("SELECT embedding::text FROM memories WHERE id = %s", (mine,))
         row = await cur.fetchone()

@@ -30,9 +30,9 @@ async def _add_and_list(memory: AsyncMemory, user: str, n: int) -> list[str]:
 def test_two_asyncio_runs_in_a_row(settings: MemhubSettings) -> None:
     async def run(user: str) -> tuple[object, list[str]]:
         memory = AsyncMemory(settings=settings)
-        engine = await memory._services()
+        services = await memory._services()
         try:
-            return engine, await _add_and_list(memory, user, 2)
+            return services, await _add_and_list(memory, user, 2)
         finally:
             await memory.aclose()
 
@@ -67,12 +67,12 @@ def test_a_new_loop_never_inherits_an_unclosed_engine(settings: MemhubSettings) 
     leaked = asyncio.run(leave_open())
 
     async def reopen() -> None:
-        engine = await acquire_services(settings)
+        services = await acquire_services(settings)
         try:
-            assert engine is not leaked
-            assert await engine.store.pending_jobs() == 0  # its pool works on this loop
+            assert services is not leaked
+            assert await services.store.pending_jobs() == 0  # its pool works on this loop
         finally:
-            await release_services(engine)
+            await release_services(services)
 
     asyncio.run(reopen())
 
@@ -153,8 +153,8 @@ async def test_engines_differ_with_any_setting(settings: MemhubSettings) -> None
         assert len({id(e) for e in engines}) == len(variants)
         assert again is engines[0]
     finally:
-        for engine in [*engines, again]:
-            await release_services(engine)
+        for services in [*engines, again]:
+            await release_services(services)
 
 
 async def test_pools_differ_with_pool_settings(settings: MemhubSettings) -> None:

@@ -69,7 +69,7 @@ async def worker(settings: MemhubSettings, concurrency: int, report_every: float
     from memhub.memory.services import acquire_services, release_services
 
     show_info()
-    engine = await acquire_services(settings.model_copy(update={"worker": "off"}))
+    services = await acquire_services(settings.model_copy(update={"worker": "off"}))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -77,18 +77,20 @@ async def worker(settings: MemhubSettings, concurrency: int, report_every: float
     log.info(
         "worker started: database %s, embedder %s (%s dimensions), %s concurrent batches",
         database_label(settings),
-        engine.embedder.model_name,
-        engine.embedder.dimension,
+        services.embedder.model_name,
+        services.embedder.dimension,
         concurrency,
     )
-    reporter = asyncio.ensure_future(_report_progress(engine, stop, report_every))
+    reporter = asyncio.ensure_future(_report_progress(services, stop, report_every))
     try:
-        await asyncio.gather(*(engine.worker.run(stop) for _ in range(concurrency)))
+        await asyncio.gather(*(services.worker.run(stop) for _ in range(concurrency)))
     finally:
         reporter.cancel()
-        await release_services(engine)
+        await release_services(services)
     log.info(
-        "worker stopped after %s jobs (%s turns)", engine.worker.jobs_done, engine.worker.turns_done
+        "worker stopped after %s jobs (%s turns)",
+        services.worker.jobs_done,
+        services.worker.turns_done,
     )
     return 0
 
@@ -123,18 +125,18 @@ def progress_line(before: WorkDone, now: WorkDone, counts: Mapping[str, int]) ->
     )
 
 
-async def _report_progress(engine: Services, stop: asyncio.Event, every: float) -> None:
+async def _report_progress(services: Services, stop: asyncio.Event, every: float) -> None:
     """One INFO line per ``every`` seconds in which the worker worked or jobs waited."""
-    before = WorkDone.of(engine.worker)
+    before = WorkDone.of(services.worker)
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
         try:
-            counts = await engine.store.job_counts()
+            counts = await services.store.job_counts()
         except StoreUnavailable as exc:
             log.warning("worker: cannot read the queue: %s", exc)
             continue
-        now = WorkDone.of(engine.worker)
+        now = WorkDone.of(services.worker)
         line = progress_line(before, now, counts)
         if line is not None:
             log.info("%s", line)

@@ -179,7 +179,7 @@ class MemhubStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` in order and return their results."""
         work = self._batch(list(ops))
-        if self._on_portal:  # a sync Memory's engine lives on memhub's own loop
+        if self._on_portal:  # a sync Memory's services live on memhub's own loop
             return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, portal_loop()))
         return await work
 
@@ -205,12 +205,12 @@ class MemhubStore(BaseStore):
         return results
 
     async def _check_dimension(self) -> None:
-        engine = await services_of(self._memory)  # the embedder is known once they are open
-        if engine.embedder.dimension != self._dims:
+        services = await services_of(self._memory)  # the embedder is known once they are open
+        if services.embedder.dimension != self._dims:
             raise ConfigurationError(
                 f"index['dims'] is {self._dims}, but memhub's embedder "
-                f"{engine.embedder.model_name} makes {engine.embedder.dimension}: set dims to "
-                f"{engine.embedder.dimension}, or configure another embedder (docs/embedders.md)"
+                f"{services.embedder.model_name} makes {services.embedder.dimension}: set dims to "
+                f"{services.embedder.dimension}, or configure another embedder (docs/embedders.md)"
             )
         self._checked = True
 

@@ -148,27 +148,27 @@ class AsyncMemory(RetirementMethods):
             instructions=self.settings.custom_instructions,
         )
         scope = plan.scope
-        engine = await self._services()
+        services = await self._services()
         with operation("add", {"memhub.turns": len(plan.turns)}):
-            turn_ids = await engine.store.append_turns(plan.turns, plan.job, plan.idempotency)
-        engine.worker.wake()
+            turn_ids = await services.store.append_turns(plan.turns, plan.job, plan.idempotency)
+        services.worker.wake()
         if plan.job is not None:
-            self._queued(engine, scope, turn_ids)
+            self._queued(services, scope, turn_ids)
         if wait:
-            return await self._added(engine, scope, turn_ids)
+            return await self._added(services, scope, turn_ids)
         return queued_answer(
             plan.job, plan.one_per_turn, plan.payload, plan.memory_ids, plan.remembered, turn_ids
         )
 
-    async def _added(self, engine: Services, scope: Scope, turn_ids: list[int]) -> dict[str, Any]:
+    async def _added(self, services: Services, scope: Scope, turn_ids: list[int]) -> dict[str, Any]:
         """``add(wait=True)``'s answer: what the turns became once their jobs are done."""
         settled = await self._wait_for_turns(
-            engine, scope, turn_ids, None, self.settings.wait_timeout
+            services, scope, turn_ids, None, self.settings.wait_timeout
         )
-        added = await engine.store.memories_for_turns(scope, turn_ids)
+        added = await services.store.memories_for_turns(scope, turn_ids)
         if scope.user_id is not None or scope.agent_id is not None:
             # consolidated facts live in the user's scope, across runs
-            facts = await engine.store.memories_for_turns(fact_scope(scope), turn_ids)
+            facts = await services.store.memories_for_turns(fact_scope(scope), turn_ids)
             added += [r for r in facts if r.id not in {a.id for a in added}]
         result: dict[str, Any] = {
             "results": [{**memory_item(r), "event": "ADD"} for r in added],
@@ -181,8 +181,8 @@ class AsyncMemory(RetirementMethods):
 
     async def wait_idle(self) -> None:
         """Process (or wait for) every queued job of the database; benchmarks and tests use it."""
-        engine = await self._services()
-        await self._drain(engine, Scope())
+        services = await self._services()
+        await self._drain(services, Scope())
 
     async def search(
         self,
@@ -247,16 +247,16 @@ class AsyncMemory(RetirementMethods):
             max_tokens = self.settings.search_max_tokens
         search = Search(query, scope, limit, parsed, include_superseded, threshold, max_tokens)
         fusion = self.fusion if min_score_ratio is None else self.fusion.cut_at(min_score_ratio)
-        engine = await self._services()
-        reranker = chosen_reranker(rerank, engine.reranker)
+        services = await self._services()
+        reranker = chosen_reranker(rerank, services.reranker)
         scored = await retrieve(
-            engine.store,
-            engine.embedder,
+            services.store,
+            services.embedder,
             search,
             fusion,
             reranker=reranker,
             rerank_candidates=self.settings.rerank_candidates,
-            settle=self._settle_for(engine, scope),
+            settle=self._settle_for(services, scope),
         )
         return {
             "results": [
@@ -264,12 +264,12 @@ class AsyncMemory(RetirementMethods):
             ]
         }
 
-    def _settle_for(self, engine: Services, scope: Scope) -> Callable[[], Awaitable[bool]] | None:
+    def _settle_for(self, services: Services, scope: Scope) -> Callable[[], Awaitable[bool]] | None:
         """Read your own writes by meaning: what this object added to ``scope`` is found by
         its words at once; a search waits (briefly) for its vectors too."""
         if not self._unsettled_in(scope):
             return None
-        return partial(self._settle, engine, scope, self.settings.search_wait_timeout)
+        return partial(self._settle, services, scope, self.settings.search_wait_timeout)
 
     async def get(
         self,
@@ -281,8 +281,8 @@ class AsyncMemory(RetirementMethods):
     ) -> MemoryItem | None:
         """One memory by id (None if absent); with scope ids, only inside that scope."""
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._services()
-        record = await engine.store.get_memory(scope, parse_memory_id(memory_id))
+        services = await self._services()
+        record = await services.store.get_memory(scope, parse_memory_id(memory_id))
         return None if record is None else memory_item(record)
 
     async def get_all(
@@ -319,8 +319,8 @@ class AsyncMemory(RetirementMethods):
         if cursor:  # keyset paging: the memories after the cursor, in the list's order
             after = after_memory(cursor)
             rest = {"AND": [rest, after]} if rest else after
-        engine = await self._services()
-        records = await engine.store.list_memories(
+        services = await self._services()
+        records = await services.store.list_memories(
             scope, parse_filters(rest, self.limits.filters), limit, include_superseded
         )
         results = [memory_item(r) for r in records]
@@ -369,9 +369,9 @@ class AsyncMemory(RetirementMethods):
         meta = None if metadata is None else self._check_metadata(metadata)
         expires_at = None if expiration_date is None else parse_expiration(expiration_date)
         memory = parse_memory_id(memory_id)
-        engine = await self._services()
+        services = await self._services()
         if text is None and meta is None:  # only the expiry changes
-            record = await engine.store.get_memory(scope, memory)
+            record = await services.store.get_memory(scope, memory)
             if record is None:
                 raise MemoryNotFound(f"no memory {memory} in this scope")
         else:
@@ -379,9 +379,9 @@ class AsyncMemory(RetirementMethods):
             embedded = (
                 EmbeddedText(None)
                 if text is None
-                else (await embed_texts(engine.embedder, [text]))[0]
+                else (await embed_texts(services.embedder, [text]))[0]
             )
-            record = await engine.store.update_memory(
+            record = await services.store.update_memory(
                 scope,
                 memory,
                 text,
@@ -393,7 +393,7 @@ class AsyncMemory(RetirementMethods):
                 passages=embedded.passages,
             )
         if expires_at is not None:
-            await engine.store.set_expiry(scope, [memory], expires_at)
+            await services.store.set_expiry(scope, [memory], expires_at)
         return {"message": "Memory updated successfully!", "result": memory_item(record)}
 
     async def delete(
@@ -406,8 +406,8 @@ class AsyncMemory(RetirementMethods):
     ) -> dict[str, str]:
         """Delete one memory; its history keeps a DELETE event with the last text."""
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._services()
-        await engine.store.delete_memory(scope, parse_memory_id(memory_id), actor="user")
+        services = await self._services()
+        await services.store.delete_memory(scope, parse_memory_id(memory_id), actor="user")
         return {"message": "Memory deleted successfully!"}
 
     async def delete_all(
@@ -426,8 +426,8 @@ class AsyncMemory(RetirementMethods):
         if rest:
             raise UsageError(f"delete_all takes only scope ids, not filters on {sorted(rest)}")
         scope = scope_of(self.limits, **ids)
-        engine = await self._services()
-        removed = await engine.store.delete_all(scope)
+        services = await self._services()
+        removed = await services.store.delete_all(scope)
         return {"message": "Memories deleted successfully!", "deleted": removed}
 
     async def history(
@@ -440,9 +440,12 @@ class AsyncMemory(RetirementMethods):
     ) -> list[HistoryItem]:
         """Every change of a memory, oldest first."""
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._services()
-        events = await engine.store.history(scope, parse_memory_id(memory_id))
-        if not events and await engine.store.get_memory(scope, parse_memory_id(memory_id)) is None:
+        services = await self._services()
+        events = await services.store.history(scope, parse_memory_id(memory_id))
+        if (
+            not events
+            and await services.store.get_memory(scope, parse_memory_id(memory_id)) is None
+        ):
             raise MemoryNotFound(f"no memory {memory_id} in this scope")
         return [history_item(e) for e in events]
 
@@ -453,14 +456,14 @@ class AsyncMemory(RetirementMethods):
         user = check_id("user_id", user_id, self.limits)
         session = check_id("session_id", session_id, self.limits)
         limit = check_limit(limit, maximum=10_000)
-        engine = await self._services()
-        rows = await engine.store.recent_turns(user, session, limit)
+        services = await self._services()
+        rows = await services.store.recent_turns(user, session, limit)
         return [_deserialize(row.message, row.role) for row in rows]
 
     async def reset(self) -> None:
         """Delete all data of every user. Irreversible."""
-        engine = await self._services()
-        await engine.store.reset()
+        services = await self._services()
+        await services.store.reset()
 
     # -- ARKOS's API ------------------------------------------------------------------------
     # ARKOS's methods keep ARKOS's contract (False / [] / an empty SystemMessage on failure)
@@ -505,11 +508,11 @@ class AsyncMemory(RetirementMethods):
             created_at=None,
             job_payload=payload,
         )
-        engine = await self._services()
-        (turn_id,) = await engine.store.append_turns(turns, job)
+        services = await self._services()
+        (turn_id,) = await services.store.append_turns(turns, job)
         if job is not None:
-            engine.worker.wake()
-            self._queued(engine, Scope(user_id=user_id), [turn_id])
+            services.worker.wake()
+            self._queued(services, Scope(user_id=user_id), [turn_id])
         return turn_id
 
     async def add_memory(self, message: Message) -> bool:
@@ -547,8 +550,8 @@ class AsyncMemory(RetirementMethods):
         # Read your own writes: ARKOS adds a turn and asks right after. Wait, briefly, for this
         # object's own turns to be ingested (searchable as episodes); never for consolidation
         # (an LLM that is slow or down must not delay recall), never for anyone else's work.
-        engine = await self._services()
-        await self._settle(engine, Scope(user_id=user_id), self.settings.recall_wait_timeout)
+        services = await self._services()
+        await self._settle(services, Scope(user_id=user_id), self.settings.recall_wait_timeout)
         found = await self.search(
             query[-self.limits.max_text_chars :], user_id=user_id, limit=mem0_limit
         )

@@ -115,9 +115,9 @@ class MemoryCore:
 
     async def aclose(self) -> None:
         """Release this object's share of the pool, the embedder and the worker."""
-        engine, self._services_ref = self._services_ref, None
-        if engine is not None:
-            await release_services(engine)
+        services, self._services_ref = self._services_ref, None
+        if services is not None:
+            await release_services(services)
 
     async def __aenter__(self) -> Self:
         return self
@@ -130,7 +130,7 @@ class MemoryCore:
 
     @staticmethod
     async def _wait_for_turns(
-        engine: Services,
+        services: Services,
         scope: Scope,
         turn_ids: Sequence[int],
         kinds: Sequence[str] | None,
@@ -147,7 +147,7 @@ class MemoryCore:
         end = loop.time() + deadline
         pause = 0.005
         async with step_aside():  # a server's request slot serves others meanwhile
-            while await engine.store.pending_turn_jobs(scope, turn_ids, kinds):
+            while await services.store.pending_turn_jobs(scope, turn_ids, kinds):
                 if loop.time() >= end:
                     return False
                 await asyncio.sleep(min(pause, max(end - loop.time(), 0)))
@@ -160,17 +160,17 @@ class MemoryCore:
         named = current_writes()
         return self._unsettled if named is None else named
 
-    def _queued(self, engine: Services, scope: Scope, turn_ids: Sequence[int]) -> None:
+    def _queued(self, services: Services, scope: Scope, turn_ids: Sequence[int]) -> None:
         """Remember turns queued for ingestion in ``scope`` (the last 100 scopes, 100 each);
         the services remember them too, for an exit without close()."""
-        engine.note_queued(scope, turn_ids)
+        services.note_queued(scope, turn_ids)
         self._writes().note(scope, turn_ids)
 
     def _unsettled_in(self, scope: Scope) -> list[Scope]:
         """The scopes of queued turns a read of ``scope`` sees (those with its ids)."""
         return self._writes().seen_by(scope)
 
-    async def _settle(self, engine: Services, scope: Scope, deadline: float) -> bool:
+    async def _settle(self, services: Services, scope: Scope, deadline: float) -> bool:
         """Wait (up to ``deadline`` s in all) for this object's own queued turns ``scope``
         sees to be ingested, so a read right after an add finds them by meaning too.
 
@@ -189,15 +189,15 @@ class MemoryCore:
             turn_ids = writes.take(s)
             if settled:
                 left = max(end - loop.time(), 0.0)
-                settled = await self._wait_for_turns(engine, s, turn_ids, [INGEST_JOB], left)
+                settled = await self._wait_for_turns(services, s, turn_ids, [INGEST_JOB], left)
         return settled
 
-    async def _drain(self, engine: Services, scope: Scope) -> None:
+    async def _drain(self, services: Services, scope: Scope) -> None:
         # wait_idle's drain: runs the queue itself (tests, benchmarks and imports use it).
         # Jobs in retry backoff keep this waiting until they succeed or are parked (bounded
         # by job_max_attempts); callers that need a deadline wrap it in asyncio.timeout().
-        while await engine.store.pending_jobs(scope):
-            if not await engine.worker.run_once():
+        while await services.store.pending_jobs(scope):
+            if not await services.worker.run_once():
                 await asyncio.sleep(0.02)  # another worker holds the jobs; let it finish
 
     def _optional_scope(self, user_id: object, agent_id: object, run_id: object) -> Scope | None:

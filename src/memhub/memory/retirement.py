@@ -88,12 +88,12 @@ class RetirementMethods(MemoryCore):
                 ``MEMHUB_MODEL_CHANGES_PER_DAY`` memories of the user in 24 hours.
         """
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._services()
+        services = await self._services()
         budget = None
         if is_model_actor(actor):  # the memory's user's budget, counted where it is spent
             budget = ModelBudget.of_the_last_day(self.settings.model_changes_per_day)
         try:
-            record = await engine.store.retire_memory(
+            record = await services.store.retire_memory(
                 scope, parse_memory_id(memory_id), actor[:100], reason[:500], budget=budget
             )
         except ModelBudgetSpent as exc:
@@ -123,8 +123,8 @@ class RetirementMethods(MemoryCore):
                 or an equal memory is current now.
         """
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._services()
-        record = await engine.store.restore_memory(scope, parse_memory_id(memory_id), "user")
+        services = await self._services()
+        record = await services.store.restore_memory(scope, parse_memory_id(memory_id), "user")
         return memory_item(record)
 
     async def retired(
@@ -142,8 +142,8 @@ class RetirementMethods(MemoryCore):
         """
         scope = scope_of(self.limits, user_id, agent_id, run_id)
         limit = check_limit(limit, maximum=self.limits.max_page_size)
-        engine = await self._services()
-        found = await engine.store.retired_memories(scope, limit)
+        services = await self._services()
+        found = await services.store.retired_memories(scope, limit)
         return {"results": [retired_item(r) for r in found]}
 
     async def model_changes(
@@ -175,8 +175,8 @@ class RetirementMethods(MemoryCore):
         limit = check_limit(limit, maximum=self.limits.max_page_size)
         if before is not None and (isinstance(before, bool) or not isinstance(before, int)):
             raise UsageError(f"before must be a change id (an integer), got {before!r}")
-        engine = await self._services()
-        found = await engine.store.model_changes(scope, limit, before)
+        services = await self._services()
+        found = await services.store.model_changes(scope, limit, before)
         return {"results": [change_item(c) for c in found]}
 
     async def undo_change(
@@ -202,6 +202,6 @@ class RetirementMethods(MemoryCore):
         if isinstance(change_id, bool) or not isinstance(change_id, int):
             raise UsageError(f"change_id must be an integer, got {change_id!r}")
         scope = self._optional_scope(user_id, agent_id, run_id)
-        engine = await self._services()
-        record = await engine.store.undo_model_change(scope, change_id, "user")
+        services = await self._services()
+        record = await services.store.undo_model_change(scope, change_id, "user")
         return memory_item(record)
