@@ -74,6 +74,30 @@ async def test_a_committed_batch_is_keyword_searchable_before_any_worker_runs(
     assert await cur.fetchone() == (30,)  # one ADD each: filling a vector is no second add
 
 
+async def test_items_an_llm_reads_are_keyword_searchable_before_any_worker_runs(
+    settings: MemhubSettings, tmp_path: Path, aconn: Conn
+) -> None:
+    """With an LLM configured, an item's turns are also written as their memories (episodes)
+    in the batch, as add() writes them: the worker only embeds them and asks the model. No
+    worker runs here, so no model is called (the URL is never dialled)."""
+    reads = quiet(settings).model_copy(
+        update={"llm_base_url": "http://127.0.0.1:9/v1", "llm_model": "never-called"}
+    )
+    path = write_lines(tmp_path / "in.jsonl", facts(5))
+    report = await import_jsonl(reads, path, wait=False, stream=io.StringIO(), infer=True)
+    assert (report.lines, report.added, report.bad) == (5, 5, [])
+    cur = await aconn.execute("SELECT count(*), count(embedding), count(role) FROM memories")
+    assert await cur.fetchone() == (5, 0, 5)  # episodes, text only
+    cur = await aconn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE payload ? 'memory_ids')"
+        " FROM memory_jobs WHERE kind = 'ingest'"
+    )
+    assert await cur.fetchone() == (5, 5)  # one job per item, as add() queues it
+    async with AsyncMemory(settings=reads) as memory:
+        hits = (await memory.search("fact number 3", user_id="ada", limit=2))["results"]
+    assert hits[0]["memory"] == "imported fact number 3"
+
+
 async def test_a_memory_deleted_before_it_is_embedded_stays_deleted(
     settings: MemhubSettings, tmp_path: Path, aconn: Conn
 ) -> None:
@@ -218,8 +242,9 @@ async def test_with_an_llm_messages_are_queued_for_it_and_memory_items_stored(
         )
         report = await import_jsonl(llm_settings, path, wait=False, stream=io.StringIO())
         assert report.added == 2
-        cur = await aconn.execute("SELECT memory FROM memories")
-        assert await cur.fetchall() == [("Ada lives in Oslo",)]  # the message waits for the LLM
+        cur = await aconn.execute("SELECT memory FROM memories ORDER BY memory")
+        # the message is written as its episode at once, as add() writes it; facts await the LLM
+        assert await cur.fetchall() == [("Ada lives in Oslo",), ("I keep bees.",)]
         cur = await aconn.execute("SELECT count(*) FROM memory_jobs")
         assert await cur.fetchone() == (2,)
         err = io.StringIO()

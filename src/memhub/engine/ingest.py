@@ -1,4 +1,4 @@
-"""From ``add()`` arguments to stored turns and their queued job; from turns to memories."""
+"""From ``add()`` arguments to stored turns, the memories they become and their queued job."""
 
 from __future__ import annotations
 
@@ -7,20 +7,18 @@ import json
 import uuid
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from memhub.engine.text import memory_hash, turn_text
+from memhub.engine.text import memory_hash
 from memhub.messages import Message, serialize
 from memhub.store.records import (
     IdempotencyKey,
     JobPayload,
     NewJob,
-    NewMemory,
     NewTurn,
     PendingMemory,
     Scope,
-    Turn,
 )
 
 __all__ = [
@@ -32,7 +30,6 @@ __all__ = [
     "id_source",
     "idempotency",
     "long_term_roles",
-    "memories_from_turns",
     "plan_add",
     "turns_and_job",
 ]
@@ -248,38 +245,3 @@ def idempotency(key: str, turns: Sequence[NewTurn], job: NewJob | None) -> Idemp
     }
     encoded = json.dumps(request, sort_keys=True, default=str).encode("utf-8")
     return IdempotencyKey(owner=owner, key=key, fingerprint=hashlib.sha256(encoded).hexdigest())
-
-
-def memories_from_turns(
-    turns: Sequence[Turn],
-    scope: Scope,
-    vectors: Sequence[Any],
-    memory_type: str | None,
-    ids: dict[int, uuid.UUID] | None = None,
-) -> list[NewMemory]:
-    """One memory per non-empty turn: the message text as said, with its role and origin.
-
-    The caller's metadata is stored as given; the role has a column of its own. ``ids`` are
-    the memory ids already returned to the caller (others get a new one).
-    """
-    memories: list[NewMemory] = []
-    for turn, vector in zip(turns, vectors, strict=True):
-        text = turn_text(turn)
-        # conversation_context keeps UTC wall time in a column without a time zone.
-        said_at = turn.created_at.replace(tzinfo=UTC) if turn.created_at else None
-        memories.append(
-            NewMemory(
-                id=(ids or {}).get(turn.id) or uuid.uuid4(),
-                scope=scope,
-                memory=text,
-                hash=memory_hash(text),
-                embedding=vector,
-                metadata=dict(turn.metadata or {}),
-                memory_type=memory_type,
-                valid_from=said_at,
-                source_turn_ids=(turn.id,),
-                created_at=said_at,
-                role=turn.role,
-            )
-        )
-    return memories

@@ -1,10 +1,12 @@
-"""The ingest lane: the turns of claimed ``ingest`` jobs embedded and stored as memories.
+"""The ingest lane: the memories of claimed ``ingest`` jobs given their vectors.
 
-A claim is worked a chunk at a time, each chunk one embedding call and one short apply (the
-memories, the jobs' progress, their follow-up consolidation jobs), so a large import shows
-progress and a crash costs one chunk. A claim does about ``claim_turns`` of work: what is
-left of a large job goes back to the queue with its progress saved, so the next claim (round
-robin over owners) serves an owner whose add came meanwhile first.
+``add()``, ARKOS's ``add_turn`` and the importer write each turn's memory with the turn (its
+text, type and expiry, decided there once; found by its words at once); this lane only
+embeds them. A claim is worked a chunk at a time, each chunk one embedding call and one
+short apply (the vectors, the jobs' progress, their follow-up consolidation jobs), so a large
+import shows progress and a crash costs one chunk. A claim does about ``claim_turns`` of
+work: what is left of a large job goes back to the queue with its progress saved, so the
+next claim (round robin over owners) serves an owner whose add came meanwhile first.
 """
 
 from __future__ import annotations
@@ -14,17 +16,17 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from uuid import UUID
 
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB
-from memhub.engine.ingest import assigned_memory_ids, memories_from_turns
+from memhub.engine.ingest import assigned_memory_ids
 from memhub.engine.leases import JobReturns
 from memhub.engine.maintenance import Maintenance
 from memhub.engine.passages import embed_texts
-from memhub.engine.text import turn_text
 from memhub.errors import Conflict
 from memhub.store.protocol import JobBatch, Store
-from memhub.store.records import Job, NewJob, NewMemory
+from memhub.store.records import FilledVector, Job, NewJob, Scope
 
 __all__ = ["IngestConfig", "IngestLane"]
 
@@ -131,40 +133,38 @@ class IngestLane:
         last: dict[int, int],
         finished: set[int],
     ) -> None:
-        memories = await self._memories(part)
+        filled = await self._vectors(part)
         jobs = {job.id: job for job, _, _ in part} | {job.id: job for job in empty}
         complete = [job for job, index, _ in part if index == last[job.id]] + list(empty)
         async with self.store.apply_jobs(list(jobs.values()), self.holder, {}) as batch:
-            # One insert per chunk: its rows go in one global order, so concurrent batches
-            # cannot deadlock on each other's duplicates.
-            await batch.insert_memories(memories, actor="worker")
+            await batch.fill_vectors(filled)
             for job in complete:
                 await self._follow_up(batch, job)
             for job_id in {j.id for j, _, _ in part} - {j.id for j in complete}:
                 await batch.progress(job_id, max(i for j, i, _ in part if j.id == job_id) + 1)
             await batch.complete([job.id for job in complete])
-        self.maintenance.inserted(len(memories))
+        self.maintenance.inserted(len(filled))
         self.turns_embedded += len(part)
         finished.update(job.id for job in complete)
 
-    async def _memories(self, part: Sequence[_Item]) -> list[NewMemory]:
-        """The chunk's episodes with their vectors (nothing is held open while embedding)."""
-        turns = {t.id: t for t in await self.store.turns_by_ids([tid for _, _, tid in part])}
-        said = [(job, turns[tid]) for job, _, tid in part if tid in turns]
-        said = [(job, turn) for job, turn in said if turn_text(turn).strip()]
-        # One embedding call per chunk: batching is where the throughput comes from. A turn
+    async def _vectors(self, part: Sequence[_Item]) -> list[FilledVector]:
+        """The vectors of the chunk's memories, which ``add()`` wrote with their turns (text,
+        type, expiry: decided there, once); nothing is held open while embedding."""
+        assigned = {job.id: assigned_memory_ids(job.payload) for job, _, _ in part}
+        wanted: dict[Scope, list[UUID]] = {}
+        for job, _, turn_id in part:
+            memory_id = assigned[job.id].get(turn_id)
+            if memory_id is not None:  # a blank turn has no memory
+                wanted.setdefault(job.scope, []).append(memory_id)
+        texts = [
+            text
+            for scope, ids in wanted.items()
+            for text in await self.store.texts_to_embed(scope, ids)
+        ]
+        # One embedding call per chunk: batching is where the throughput comes from. A text
         # longer than the embedder's window goes as its passages.
-        embedded = await embed_texts(self.embedder, [turn_text(turn) for _, turn in said])
-        memories: list[NewMemory] = []
-        for (job, turn), vectors in zip(said, embedded, strict=True):
-            ids = assigned_memory_ids(job.payload)  # the ids add() already returned
-            # each turn's episode carries the caller's memory_type, with or without an LLM
-            (made,) = memories_from_turns(
-                [turn], job.scope, [vectors.vector], job.payload.memory_type, ids
-            )
-            expires = job.payload.expires_at or made.expires_at
-            memories.append(replace(made, expires_at=expires, passages=vectors.passages))
-        return memories
+        embedded = await embed_texts(self.embedder, [text.memory for text in texts])
+        return [FilledVector(t.id, t.hash, e) for t, e in zip(texts, embedded, strict=True)]
 
     async def _follow_up(self, batch: JobBatch, job: Job) -> None:
         if not self.consolidating or not job.payload.infer:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memhub.config import MemhubSettings
-from memhub.engine.ingest import INGEST_JOB, AddPlan, memories_from_turns, plan_add
+from memhub.engine.ingest import INGEST_JOB, AddPlan, plan_add
 from memhub.engine.worker import Worker
 from memhub.errors import UsageError
 from memhub.memory.async_memory import AsyncMemory
@@ -37,7 +37,6 @@ from memhub.store.records import (
     NewMemory,
     NewTurn,
     Scope,
-    Turn,
 )
 
 __all__ = ["CheckedItem", "ImportRecord", "Importer", "source_identity"]
@@ -226,25 +225,20 @@ def _batch(
     for item in items:
         stored = [(next(next_id), turn) for turn in item.turns]
         turns += stored
-        long_term = tuple(turn_id for turn_id, turn in stored if turn.long_term)
-        if not item.one_per_turn:  # as add() queues them: the LLM sees one item's turns
-            if long_term:
-                payload = dataclasses.replace(item.payload, turn_ids=long_term)
-                jobs.append(NewJob(INGEST_JOB, item.scope, payload))
+        # Every turn's memory is written now, as add() writes it: found by its words when the
+        # batch commits; the ingest job only embeds it. A blank text or a system message has
+        # none (as add()'s).
+        said = [(turn_id, turn, turn.memory) for turn_id, turn in stored if turn.memory]
+        for turn_id, turn, memory in said:
+            said_at = _naive_utc(turn.created_at, now).replace(tzinfo=UTC)
+            memories.append(memory.row(item.scope, turn_id, turn.role, turn.metadata, said_at))
+        if item.one_per_turn:  # batched into jobs of many items' turns, below
+            pending.setdefault(item.scope, []).extend((t, m.id) for t, _, m in said)
             continue
-        for turn_id, turn in stored:
-            if turn.memory is None:  # a blank text, or a system message (as add() has it)
-                continue
-            memory_id = turn.memory.id
-            (memory,) = memories_from_turns(
-                [_as_stored(turn_id, turn, now)],
-                item.scope,
-                [None],
-                turn.memory.memory_type,
-                {turn_id: memory_id},
-            )
-            memories.append(memory)
-            pending.setdefault(item.scope, []).append((turn_id, memory_id))
+        long_term = tuple(turn_id for turn_id, turn in stored if turn.long_term)
+        if long_term:  # as add() queues them: the LLM sees one item's turns
+            payload = dataclasses.replace(item.payload, turn_ids=long_term)
+            jobs.append(NewJob(INGEST_JOB, item.scope, payload))
     for scope, pairs in pending.items():
         for start in range(0, len(pairs), _TURNS_PER_JOB):
             part = pairs[start : start + _TURNS_PER_JOB]
@@ -267,17 +261,3 @@ def _naive_utc(at: datetime | None, now: datetime) -> datetime:
 
 def _stamped(turn: NewTurn, now: datetime) -> NewTurn:
     return dataclasses.replace(turn, created_at=_naive_utc(turn.created_at, now))
-
-
-def _as_stored(turn_id: int, turn: NewTurn, now: datetime) -> Turn:
-    """The turn as the worker will read it back (UTC wall time, as the column keeps it)."""
-    return Turn(
-        id=turn_id,
-        user_id=turn.user_id,
-        session_id=turn.session_id,
-        role=turn.role,
-        message=turn.message,
-        agent_id=turn.agent_id,
-        metadata=turn.metadata,
-        created_at=_naive_utc(turn.created_at, now),
-    )

@@ -23,6 +23,7 @@ from memhub.store.records import (
     DailyUsage,
     EmbeddedText,
     EmbeddingSpace,
+    FilledVector,
     HistoryEvent,
     IdempotencyKey,
     ImportBatch,
@@ -43,6 +44,7 @@ from memhub.store.records import (
     ScopeRow,
     TextHits,
     TextRanking,
+    TextToEmbed,
     Turn,
     UserRow,
 )
@@ -141,6 +143,12 @@ class JobBatch(ConsolidationWrites, Protocol):
 
     jobs: list[Job]
 
+    async def fill_vectors(self, filled: Sequence[FilledVector]) -> int:
+        """Store the vectors (and passages) of memories written without one; a memory that
+        has a vector already, or whose text changed since it was read (its hash), or that was
+        deleted, is left as it is. Returns how many were filled."""
+        ...
+
     async def complete(self, job_ids: Sequence[int]) -> None:
         """Remove finished jobs from the queue."""
         ...
@@ -221,6 +229,10 @@ class MemoryStore(Protocol):
         ...
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None: ...
+
+    async def texts_to_embed(self, scope: Scope, ids: Sequence[UUID]) -> list[TextToEmbed]:
+        """Those of the memories ``ids`` of ``scope`` that have no vector yet, current or not."""
+        ...
 
     async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
         """The scope's current memories made from any of these turns, oldest first."""

@@ -29,6 +29,7 @@ __all__ = [
     "DailyUsage",
     "EmbeddedText",
     "EmbeddingSpace",
+    "FilledVector",
     "HistoryEvent",
     "IdempotencyKey",
     "ImportBatch",
@@ -52,6 +53,7 @@ __all__ = [
     "ScopeRow",
     "TextHits",
     "TextRanking",
+    "TextToEmbed",
     "Turn",
     "UserRow",
     "is_model_actor",
@@ -118,6 +120,30 @@ class PendingMemory:
     hash: str
     memory_type: str | None = None
     expires_at: datetime | None = None  # add(expiration_date=...), written with the row
+
+    def row(
+        self,
+        scope: Scope,
+        turn_id: int,
+        role: str,
+        metadata: dict[str, Any] | None,
+        said_at: datetime,
+    ) -> NewMemory:
+        """The row it is, without a vector: said at ``said_at`` by ``role`` in ``turn_id``."""
+        return NewMemory(
+            id=self.id,
+            scope=scope,
+            memory=self.memory,
+            hash=self.hash,
+            embedding=None,
+            metadata=dict(metadata or {}),
+            memory_type=self.memory_type,
+            valid_from=said_at,
+            source_turn_ids=(turn_id,),
+            created_at=said_at,
+            role=role,
+            expires_at=self.expires_at,
+        )
 
 
 @dataclass(frozen=True)
@@ -370,6 +396,25 @@ class EmbeddedText:
 
     vector: Any
     passages: tuple[Passage, ...] = ()
+
+
+@dataclass(frozen=True)
+class TextToEmbed:
+    """A memory written without a vector (by ``add()``, ARKOS's ``add_turn`` or an import):
+    its text, and the hash that text had when read, so a vector is stored only for it."""
+
+    id: UUID
+    memory: str
+    hash: str
+
+
+@dataclass(frozen=True)
+class FilledVector:
+    """The vector (and passages) of a memory written without one, for the text of ``hash``."""
+
+    id: UUID
+    hash: str
+    embedded: EmbeddedText
 
 
 @dataclass(frozen=True)

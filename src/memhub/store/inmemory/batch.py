@@ -15,7 +15,15 @@ from memhub.store.inmemory.retire import retire
 from memhub.store.inmemory.rows import as_utc, in_scope, jsonb
 from memhub.store.inmemory.tables import Tables
 from memhub.store.protocol import Vector
-from memhub.store.records import FORGET_REASON, Job, NewJob, NewMemory, Scope, Turn
+from memhub.store.records import (
+    FORGET_REASON,
+    FilledVector,
+    Job,
+    NewJob,
+    NewMemory,
+    Scope,
+    Turn,
+)
 
 __all__ = ["InMemoryBatch", "UsageRow"]
 
@@ -81,6 +89,10 @@ class InMemoryBatch:
         return await self._run(
             lambda: [tables.insert(m, actor, self.now, self.undo) for m in memories]
         )
+
+    async def fill_vectors(self, filled: Sequence[FilledVector]) -> int:
+        tables = self._tables
+        return await self._run(lambda: sum(tables.fill_vector(f, self.undo) for f in filled))
 
     async def complete(self, job_ids: Sequence[int]) -> None:
         await self._run(lambda: self.completed.extend(job_ids))

@@ -47,6 +47,7 @@ from memhub.store.records import (
     Scope,
     TextHits,
     TextRanking,
+    TextToEmbed,
     Turn,
     updated_metadata,
     usage_summary,
@@ -232,6 +233,15 @@ class InMemoryStore(InMemoryKeys):
                 and not mem.expired(utc_now())
             )
             return mem.record() if mem is not None and found else None
+
+    async def texts_to_embed(self, scope: Scope, ids: Sequence[UUID]) -> list[TextToEmbed]:
+        async with self.lock:
+            held = [self.tables.memories.get(i) for i in set(ids)]
+            return [
+                TextToEmbed(m.id, m.memory, m.hash)
+                for m in sorted((m for m in held if m is not None), key=lambda m: m.id)
+                if m.row is None and in_scope(scope, m.scope)
+            ]
 
     async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
         wanted = set(turn_ids)

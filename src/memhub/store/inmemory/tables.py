@@ -36,6 +36,7 @@ from memhub.store.protocol import Vector
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
     TEXT_SCORE_DIGITS,
+    FilledVector,
     HistoryEvent,
     NewMemory,
     Passage,
@@ -64,7 +65,6 @@ class Tables:
         self.memories: dict[UUID, MemoryRow] = {}
         self._current: dict[Key, UUID] = {}  # see holder()
         self.history: list[tuple[Scope, HistoryEvent]] = []
-        self._added: set[UUID] = set()  # ids with an ADD event in ``history``
         self._next_event = 1
         self.vectors.clear()
 
@@ -203,39 +203,12 @@ class Tables:
     def add_pending(self, scope: Scope, turn: Turn, pending: PendingMemory, now: datetime) -> None:
         """A turn's memory as ``append_turns`` writes it: text and ADD event, no vector yet."""
         said_at = turn.created_at.replace(tzinfo=UTC) if turn.created_at else now
-        new = NewMemory(
-            id=pending.id,
-            scope=scope,
-            memory=pending.memory,
-            hash=pending.hash,
-            embedding=None,
-            metadata=dict(turn.metadata or {}),
-            memory_type=pending.memory_type,
-            valid_from=said_at,
-            source_turn_ids=(turn.id,),
-            created_at=said_at,
-            role=turn.role,
-            expires_at=pending.expires_at,
+        self.insert(
+            pending.row(scope, turn.id, turn.role, turn.metadata, said_at), "add", now, None
         )
-        self.insert(new, "add", now, None)
 
     def insert(self, new: NewMemory, actor: str, now: datetime, undo: Undo) -> UUID | None:
-        """INSERT ... ON CONFLICT DO NOTHING, with its ADD event; None for a duplicate.
-
-        As in PostgreSQL, an id with a history already was written ahead (by ``add()``
-        with its turn): this fills in its vector if it has none yet (a text ``update()``
-        set one of its own), and a memory deleted meanwhile stays deleted (None).
-        """
-        if new.id in self._added:
-            held = self.memories.get(new.id)
-            if held is None:
-                return None
-            if held.row is None and new.embedding is not None:
-                self.set_vector(held, self.vectors.unit(new.embedding, "filling a vector"), undo)
-            # as in PostgreSQL: while the memory still has the text they were cut from
-            if new.passages and not held.passages and held.hash == new.hash:
-                self.change(held, undo, passages=self._passages(new.passages, "filling a vector"))
-            return held.id
+        """INSERT ... ON CONFLICT DO NOTHING, with its ADD event; None for a duplicate."""
         mem = self.new_row(new, now)
         if mem.id in self.memories:
             raise StoreError(
@@ -245,10 +218,20 @@ class Tables:
             return None
         self.attach(mem, undo)
         self.event(mem, "ADD", None, mem.memory, actor, now, undo, mem.source_turn_ids)
-        self._added.add(mem.id)
-        if undo is not None:
-            undo.append(lambda: self._added.discard(mem.id))
         return mem.id
+
+    def fill_vector(self, filled: FilledVector, undo: Undo) -> bool:
+        """As PostgreSQL's fill: only a memory that still has no vector and the same text."""
+        held = self.memories.get(filled.id)
+        if held is None or held.hash != filled.hash:
+            return False
+        passages = filled.embedded.passages
+        if passages and not held.passages:  # a retried job finds its passages there
+            self.change(held, undo, passages=self._passages(passages, "filling a vector"))
+        if held.row is not None:
+            return False
+        self.set_vector(held, self.vectors.unit(filled.embedded.vector, "filling a vector"), undo)
+        return True
 
     def rewrite(
         self,
@@ -427,7 +410,6 @@ class Tables:
         for mem in removed:
             self.detach(mem, None)
         self.history = [(s, e) for s, e in self.history if not in_scope(scope, s)]
-        self._added = {e.memory_id for _, e in self.history if e.event == "ADD"}
         return len(removed)
 
 

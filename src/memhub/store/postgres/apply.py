@@ -19,7 +19,8 @@ from memhub.store.postgres.consolidation import PgConsolidationWrites, batch_ste
 from memhub.store.postgres.database import AsyncConn, Database
 from memhub.store.postgres.errors import translate_errors
 from memhub.store.postgres.jobs import lock_scopes
-from memhub.store.records import JOB_DONE, Job, NewJob
+from memhub.store.postgres.memories import fill_vectors
+from memhub.store.records import JOB_DONE, FilledVector, Job, NewJob
 
 __all__ = ["PgJobBatch", "apply_jobs"]
 
@@ -29,6 +30,11 @@ class PgJobBatch(PgConsolidationWrites):
     """The apply phase of leased jobs: their results, written in one transaction of ``conn``."""
 
     jobs: list[Job]
+
+    @batch_step
+    async def fill_vectors(self, filled: Sequence[FilledVector]) -> int:
+        """Vectors and passages for memories written without a vector; returns how many."""
+        return await fill_vectors(self.conn, filled)
 
     @batch_step
     async def complete(self, job_ids: Sequence[int]) -> None:

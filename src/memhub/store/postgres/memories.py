@@ -17,11 +17,13 @@ from memhub.store.postgres.bind import Params, scope_where
 from memhub.store.postgres.database import AsyncConn
 from memhub.store.postgres.filters import compile_filter
 from memhub.store.records import (
+    FilledVector,
     HistoryEvent,
     MemoryRecord,
     NewMemory,
     Passage,
     Scope,
+    TextToEmbed,
     updated_metadata,
 )
 
@@ -29,6 +31,7 @@ __all__ = [
     "COLUMNS",
     "N_COLUMNS",
     "delete_memory",
+    "fill_vectors",
     "get_memory",
     "history",
     "history_event",
@@ -42,6 +45,7 @@ __all__ = [
     "record_from_row",
     "reset",
     "set_expiry",
+    "texts_to_embed",
     "update_memory",
 ]
 
@@ -133,11 +137,12 @@ _INSERT = sql.SQL(
     " WHERE valid_to IS NULL AND role IS NULL DO NOTHING RETURNING id"
 ).format(previous=previous_turn(sql.SQL("%s::bigint")))
 
-# An imported memory's vector, and with it the turn before its first source turn.
-_FILL_IMPORTED = sql.SQL(
+# A vector for a memory written without one (by add(), add_turn or an import), and with it
+# the turn before its first source turn; only for the text it was computed from.
+_FILL_VECTOR = sql.SQL(
     "UPDATE memories m SET embedding = %s,"
     " previous_turn_id = coalesce(m.previous_turn_id, {previous}, 0)"
-    " WHERE m.id = %s AND m.embedding IS NULL"
+    " WHERE m.id = %s AND m.hash = %s AND m.embedding IS NULL"
 ).format(previous=previous_turn(sql.SQL("m.source_turn_ids[1]")))
 
 
@@ -172,35 +177,41 @@ def _add_event_row(new: NewMemory, memory_id: UUID, actor: str) -> tuple[Any, ..
 async def insert_memories(
     conn: AsyncConn, memories: Sequence[NewMemory], actor: str
 ) -> list[UUID | None]:
-    """Insert, skipping exact duplicates of a current fact; ADD history for each insert.
-
-    A memory id with a history already is never inserted again: ``memhub import`` stored its
-    text ahead (keyword-searchable at once) and this fills in its vector; a memory deleted
-    meanwhile stays deleted (None, as a skipped duplicate).
-    """
+    """Insert, skipping exact duplicates of a current fact; ADD history for each insert."""
     if not memories:
         return []
-    known = await _stored_ahead(conn, [m.id for m in memories])
-    if not known:
-        inserted = await _insert_new(conn, memories, actor)
-    else:
-        fresh = iter(await _insert_new(conn, [m for m in memories if m.id not in known], actor))
-        async with conn.cursor() as cur:
-            await cur.executemany(
-                _FILL_IMPORTED,
-                [
-                    (np.asarray(m.embedding, dtype=np.float32), m.id)
-                    for m in memories
-                    if known.get(m.id)
-                ],
-            )
-        inserted = [
-            next(fresh) if m.id not in known else (m.id if known[m.id] else None) for m in memories
-        ]
+    inserted = await _insert_new(conn, memories, actor)
     await _insert_passages(
         conn, [(m.id, m.hash, m.passages) for m, i in zip(memories, inserted, strict=True) if i]
     )
     return inserted
+
+
+async def fill_vectors(conn: AsyncConn, filled: Sequence[FilledVector]) -> int:
+    """Vectors and passages for memories written without a vector; returns how many."""
+    # In id order, so two batches filling overlapping rows cannot deadlock.
+    ordered = sorted(filled, key=lambda f: f.id)
+    if not ordered:
+        return 0
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            _FILL_VECTOR,
+            [(np.asarray(f.embedded.vector, dtype=np.float32), f.id, f.hash) for f in ordered],
+        )
+        count = max(cur.rowcount, 0)
+    # A retried job finds its passages there already; a reworded memory gets none.
+    await _insert_passages(conn, [(f.id, f.hash, f.embedded.passages) for f in ordered])
+    return count
+
+
+async def texts_to_embed(conn: AsyncConn, scope: Scope, ids: Sequence[UUID]) -> list[TextToEmbed]:
+    params = Params()
+    query = sql.SQL(
+        "SELECT m.id, m.memory, m.hash FROM memories m WHERE {scope} AND m.id = ANY({ids})"
+        " AND m.embedding IS NULL ORDER BY m.id"
+    ).format(scope=scope_where(scope, params), ids=params.bind(list(ids), "uuid[]"))
+    cur = await conn.execute(query, params.values)
+    return [TextToEmbed(id=row[0], memory=row[1], hash=row[2]) for row in await cur.fetchall()]
 
 
 # A passage goes in only while its memory still has the text it was cut from (an update may
@@ -224,16 +235,6 @@ async def _insert_passages(
     if rows:
         async with conn.cursor() as cur:
             await cur.executemany(_INSERT_PASSAGE, rows)
-
-
-async def _stored_ahead(conn: AsyncConn, ids: Sequence[UUID]) -> dict[UUID, bool]:
-    """Ids among ``ids`` that have a history: True where the memory still exists."""
-    cur = await conn.execute(
-        "SELECT h.memory_id, m.id IS NOT NULL FROM (SELECT DISTINCT memory_id FROM"
-        " memory_history WHERE memory_id = ANY(%s)) h LEFT JOIN memories m ON m.id = h.memory_id",
-        (list(ids),),
-    )
-    return {row[0]: bool(row[1]) for row in await cur.fetchall()}
 
 
 async def _insert_new(

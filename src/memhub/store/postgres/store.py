@@ -88,6 +88,7 @@ from memhub.store.records import (
     ScopeRow,
     TextHits,
     TextRanking,
+    TextToEmbed,
     Turn,
     UserRow,
 )
@@ -218,6 +219,10 @@ class PostgresStore:
         return await self._read(
             "reading a memory", scope, lambda conn: pg_memories.get_memory(conn, scope, memory_id)
         )
+
+    async def texts_to_embed(self, scope: Scope, ids: Sequence[UUID]) -> list[TextToEmbed]:
+        async with self._connect("reading memories to embed") as conn:
+            return await pg_memories.texts_to_embed(conn, scope, ids)
 
     async def memories_for_turns(self, scope: Scope, turn_ids: Sequence[int]) -> list[MemoryRecord]:
         async with self._connect("reading memories of turns") as conn:
