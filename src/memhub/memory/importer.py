@@ -37,6 +37,7 @@ from memhub.store.records import (
     NewMemory,
     NewTurn,
     Scope,
+    utc_wall_time,
 )
 
 __all__ = ["CheckedItem", "ImportRecord", "Importer", "source_identity"]
@@ -230,7 +231,7 @@ def _batch(
         # none (as add()'s).
         said = [(turn_id, turn, turn.memory) for turn_id, turn in stored if turn.memory]
         for turn_id, turn, memory in said:
-            said_at = _naive_utc(turn.created_at, now).replace(tzinfo=UTC)
+            said_at = utc_wall_time(turn.created_at or now).replace(tzinfo=UTC)
             memories.append(memory.row(item.scope, turn_id, turn.role, turn.metadata, said_at))
         if item.one_per_turn:  # batched into jobs of many items' turns, below
             pending.setdefault(item.scope, []).extend((t, m.id) for t, _, m in said)
@@ -253,11 +254,5 @@ def _batch(
     return ImportBatch(turns=stamped, memories=memories, jobs=jobs, cursor=cursor)
 
 
-def _naive_utc(at: datetime | None, now: datetime) -> datetime:
-    if at is None:
-        return now
-    return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
-
-
 def _stamped(turn: NewTurn, now: datetime) -> NewTurn:
-    return dataclasses.replace(turn, created_at=_naive_utc(turn.created_at, now))
+    return dataclasses.replace(turn, created_at=utc_wall_time(turn.created_at or now))

@@ -60,6 +60,7 @@ __all__ = [
     "round_robin",
     "updated_metadata",
     "usage_summary",
+    "utc_wall_time",
 ]
 
 
@@ -167,6 +168,12 @@ OWN_METADATA_KEYS = ("role", "session_id", "provenance")
 memories stored before migration 0011 (since then the role has a column and the metadata is
 the caller's alone): there the stored values are kept, elsewhere they are the caller's keys.
 """
+
+
+def utc_wall_time(at: datetime) -> datetime:
+    """``at`` as ``conversation_context.created_at`` keeps it: ARKOS's column is ``TIMESTAMP``
+    without time zone, so the UTC wall time (a naive ``at`` is UTC already)."""
+    return at.astimezone(UTC).replace(tzinfo=None) if at.tzinfo else at
 
 
 def updated_metadata(

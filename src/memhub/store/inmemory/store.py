@@ -51,6 +51,7 @@ from memhub.store.records import (
     Turn,
     updated_metadata,
     usage_summary,
+    utc_wall_time,
 )
 
 __all__ = ["InMemoryBatch", "InMemoryStore"]
@@ -139,7 +140,7 @@ class InMemoryStore(InMemoryKeys):
             ids = list(range(self._next_turn, self._next_turn + len(turns)))
             self._next_turn += len(turns)
             for turn_id, t, meta in zip(ids, turns, metadata, strict=True):
-                said_at = as_utc(t.created_at, now).replace(tzinfo=None)  # TIMESTAMP: UTC wall time
+                said_at = utc_wall_time(t.created_at or now)
                 self._turns[turn_id] = Turn(
                     turn_id, t.user_id, t.session_id, t.role, t.message, t.agent_id, meta, said_at
                 )

@@ -15,7 +15,7 @@ from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 from memhub.store.postgres.database import AsyncConn
-from memhub.store.records import ImportBatch, ImportCursor, NewMemory
+from memhub.store.records import ImportBatch, ImportCursor, NewMemory, utc_wall_time
 
 __all__ = [
     "read_cursor",
@@ -47,12 +47,6 @@ async def read_cursor(conn: AsyncConn, source: str) -> ImportCursor | None:
     return ImportCursor(row[0], row[1], int(row[2]), str(row[3]), bool(row[4]))
 
 
-def _naive_utc(at: datetime | None, now: datetime) -> datetime:
-    # ARKOS's column is TIMESTAMP without time zone: UTC wall time.
-    ts = at or now
-    return ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo else ts
-
-
 async def write_batch(conn: AsyncConn, batch: ImportBatch) -> list[int]:
     """Write ``batch`` in one transaction (COPY for the bulk rows); all of it or nothing.
 
@@ -66,7 +60,7 @@ async def write_batch(conn: AsyncConn, batch: ImportBatch) -> list[int]:
         ) as copy:
             for turn_id, t in batch.turns:
                 meta = None if t.metadata is None else Jsonb(t.metadata)
-                at = _naive_utc(t.created_at, now)
+                at = utc_wall_time(t.created_at or now)
                 row = (turn_id, t.user_id, t.session_id, t.role, t.message, t.agent_id, meta, at)
                 await copy.write_row(row)
         await _copy_memories(cur, batch.memories, now)

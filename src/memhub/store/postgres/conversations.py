@@ -4,24 +4,22 @@ and read them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from memhub.errors import UsageError
 from memhub.store.postgres.database import AsyncConn
-from memhub.store.records import JOB_TURN_IDS, IdempotencyKey, NewJob, NewTurn, Turn
+from memhub.store.records import (
+    JOB_TURN_IDS,
+    IdempotencyKey,
+    NewJob,
+    NewTurn,
+    Turn,
+    utc_wall_time,
+)
 
 __all__ = ["append_turns", "recent_turns", "turns_by_ids"]
-
-
-def _naive_utc(turn: NewTurn) -> object:
-    # ARKOS's column is TIMESTAMP without time zone: store UTC wall time.
-    if turn.created_at is None:
-        return None
-    ts = turn.created_at
-    return ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo else ts
 
 
 async def _replayed(conn: AsyncConn, key: IdempotencyKey) -> list[int] | None:
@@ -111,7 +109,7 @@ def _turn_columns(turns: Sequence[NewTurn]) -> dict[str, list[Any]]:
         "messages": [t.message for t in turns],
         "agent_ids": [t.agent_id for t in turns],
         "metadata": [None if t.metadata is None else Jsonb(t.metadata) for t in turns],
-        "said_at": [_naive_utc(t) for t in turns],
+        "said_at": [None if t.created_at is None else utc_wall_time(t.created_at) for t in turns],
         "long_term": [t.long_term for t in turns],
     }
 
