@@ -164,17 +164,24 @@ class Quotas:
     requests: RateLimiter
     max_in_flight: int
     in_flight: Counter[int] = field(default_factory=Counter)
+    # Open event streams (MCP's GET), counted apart: idle for a session's life, they would
+    # shut the key's requests out if they counted as requests; bounded by the same number.
+    streams: Counter[int] = field(default_factory=Counter)
     refused_at: dict[int, float] = field(default_factory=dict)
     max_keys: int = 100_000
 
-    def refusal(self, key_id: int, now: float | None = None) -> tuple[str, int] | None:
-        """Why ``key_id`` may not start a request now (and the seconds to wait), or None.
+    def refusal(
+        self, key_id: int, now: float | None = None, *, stream: bool = False
+    ) -> tuple[str, int] | None:
+        """Why ``key_id`` may not start a request (or open a ``stream``) now, and the
+        seconds to wait; None when it may.
 
-        Spends a token of the key's bucket when the request is admitted, and notes the time
-        of a refusal (:meth:`over_quota`).
+        Spends a token of the key's bucket when it is admitted, and notes the time of a
+        refusal (:meth:`over_quota`).
         """
         now = time.monotonic() if now is None else now
-        refused = self._refusal(key_id, now)
+        refused = self._stream_refusal(key_id) if stream else None
+        refused = refused or self._refusal(key_id, now, counted=not stream)
         if refused is not None:
             if len(self.refused_at) >= self.max_keys and key_id not in self.refused_at:
                 self.refused_at.clear()  # a bound on memory; forgetting only ends a penalty
@@ -187,14 +194,23 @@ class Quotas:
         now = time.monotonic() if now is None else now
         return refused is not None and now - refused < OVER_QUOTA_SECONDS
 
-    def _refusal(self, key_id: int, now: float) -> tuple[str, int] | None:
-        if self.max_in_flight > 0 and self.in_flight[key_id] >= self.max_in_flight:
+    def _stream_refusal(self, key_id: int) -> tuple[str, int] | None:
+        if self.max_in_flight > 0 and self.streams[key_id] >= self.max_in_flight:
+            return (
+                f"{self.max_in_flight} event streams of this API key are already open"
+                " (MEMHUB_MAX_IN_FLIGHT_PER_KEY); end a session or retry in 1 s",
+                1,
+            )
+        return None
+
+    def _refusal(self, key_id: int, now: float, *, counted: bool) -> tuple[str, int] | None:
+        if counted and self.max_in_flight > 0 and self.in_flight[key_id] >= self.max_in_flight:
             return (
                 f"{self.max_in_flight} requests of this API key are already being served"
                 " (MEMHUB_MAX_IN_FLIGHT_PER_KEY); retry in 1 s",
                 1,
             )
-        if self.in_flight[key_id] >= 1 and self.over_quota(key_id, now):
+        if counted and self.in_flight[key_id] >= 1 and self.over_quota(key_id, now):
             return (
                 "this API key is over its quota (MEMHUB_RATE_LIMIT) and one of its requests is"
                 " already being served; retry in 1 s",
@@ -210,13 +226,14 @@ class Quotas:
             seconds
         )
 
-    def enter(self, key_id: int) -> None:
-        self.in_flight[key_id] += 1
+    def enter(self, key_id: int, *, stream: bool = False) -> None:
+        (self.streams if stream else self.in_flight)[key_id] += 1
 
-    def leave(self, key_id: int) -> None:
-        self.in_flight[key_id] -= 1
-        if self.in_flight[key_id] <= 0:
-            del self.in_flight[key_id]
+    def leave(self, key_id: int, *, stream: bool = False) -> None:
+        counts = self.streams if stream else self.in_flight
+        counts[key_id] -= 1
+        if counts[key_id] <= 0:
+            del counts[key_id]
 
 
 @dataclass
@@ -310,16 +327,18 @@ class Access:
             serve: Serves the request; it is told whether the request's CPU work runs niced
                 (the key is over its quota, or its tenant has more requests waiting).
             slot: Take a request slot (False for a request that stays open without working,
-                as the MCP transport's event stream does: it would hold a slot for nothing).
+                as the MCP transport's event stream does: it would hold a slot for nothing,
+                and it is counted among the key's open streams, not its requests).
 
         Returns:
             Why the request is refused and the seconds to wait (``serve`` is not called), or
             None once ``serve`` returned.
         """
-        refused = self.quotas.refusal(key.id)
+        stream = not slot
+        refused = self.quotas.refusal(key.id, stream=stream)
         if refused is not None:
             return refused
-        self.quotas.enter(key.id)
+        self.quotas.enter(key.id, stream=stream)
         try:
             # A key sending faster than its quota has its admitted work's CPU niced: it is
             # served from CPU the other tenants leave (memhub._cpu).
@@ -331,5 +350,5 @@ class Access:
             async with self.slots.serve(key.tenant or "", over) as niced:
                 await serve(niced)
         finally:
-            self.quotas.leave(key.id)
+            self.quotas.leave(key.id, stream=stream)
         return None

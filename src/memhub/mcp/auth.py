@@ -83,7 +83,8 @@ class KeyAuth:
         # A POST carries one JSON-RPC message and is answered when its work is done: it
         # takes a request slot, as a REST request does. A GET is the stream of the server's
         # own messages, open for the session's life and idle: a slot would be held for
-        # nothing (it still counts against the key's in-flight cap).
+        # nothing, and counted as a request it would shut the key's requests out; open
+        # streams are bounded apart, by the same number (doors/access.Quotas).
         refused = await self.access.admit(found, serve, slot=scope.get("method") == "POST")
         if refused is not None:
             error, seconds = refused
