@@ -60,9 +60,10 @@ async def measure(texts: list[str], sample: int) -> dict[str, Any]:
         "passages": sum(counts),
         "passages_per_long_turn": sum(counts) / len(counts) if counts else 0.0,
         "most_passages": max(counts, default=0),
+        # a long memory's vector is its first passage's, computed and stored once (the first
+        # passage's row keeps its span: store/postgres/memories.passage_rows)
         "vectors_embedded_per_memory": (len(texts) - len(long) + sum(counts)) / len(texts),
-        # a long memory's vector is its first passage's, stored in both tables
-        "vectors_stored_per_memory": (len(texts) + sum(counts)) / len(texts),
+        "vectors_stored_per_memory": (len(texts) - len(long) + sum(counts)) / len(texts),
         "sampled": len(chosen),
         "cpu_s_per_long_turn_whole": whole / len(chosen),
         "cpu_s_per_long_turn_passages": passages / len(chosen),

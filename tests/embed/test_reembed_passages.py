@@ -92,9 +92,10 @@ async def test_a_row_whose_passages_fail_to_store_stays_pending(
     assert not await pg_reembed.prepare(aconn, "another-model", 384)
     (row,) = await pg_reembed.pending_rows(aconn, None, 10)
     vector = np.ones(384, np.float32) / np.sqrt(384)
-    broken = Passage(0, 0, 10, np.ones(16, np.float32))  # not the column's dimension
+    first = Passage(0, 0, 10, vector)  # stored without its vector: it is the memory's own
+    broken = Passage(1, 5, 20, np.ones(16, np.float32))  # not the column's dimension
     with pytest.raises(psycopg.Error):
-        await pg_reembed.store_vectors(aconn, [row], [EmbeddedText(vector, (broken,))])
+        await pg_reembed.store_vectors(aconn, [row], [EmbeddedText(vector, (first, broken))])
     assert await _shadow_rows(aconn) == (0, 0)
     assert await pg_reembed.count_pending(aconn) == 1  # the resumed run embeds it again
 

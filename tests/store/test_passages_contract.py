@@ -10,8 +10,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import psycopg
+import pytest
 
 from memhub.engine import retrieve
+from memhub.store.postgres.store import PostgresStore
 from memhub.store.protocol import Store
 from memhub.store.records import Passage, PassageHit
 from tests.store.contract import U, V, X, Y, Z, insert, mem
@@ -75,3 +78,29 @@ async def test_passages_go_with_a_deleted_memory_or_a_changed_text(store: Store)
     await store.update_memory(V, kept, None, None, None, {"a": 1}, "user")
     found = await retrieve.candidates(store, V, "zzz", np.asarray(Z, np.float32), 5, None, False)
     assert found[0].passage is not None and found[0].passage.ordinal == 1
+
+
+async def test_a_long_memorys_first_passage_is_found_and_named_by_the_memorys_own_vector(
+    store: Store,
+) -> None:
+    """The first passage's vector is the memory's own: PostgreSQL stores it once (the
+    passage row keeps its span without a vector), and search still names that passage when
+    the query is nearest the text's start."""
+    (long_id,) = await insert(store, _long())
+    query = np.asarray(X, np.float32)
+    (found,) = await retrieve.candidates(store, U, "zzz", query, 5, None, False)
+    assert (found.record.id, found.vector_similarity) == (long_id, 1.0)
+    assert found.passage == PassageHit(0, 0, LONG.index("Tail"))
+
+
+async def test_postgres_stores_the_first_passages_vector_once(store: Store, db_url: str) -> None:
+    if not isinstance(store, PostgresStore):
+        pytest.skip("a PostgreSQL storage detail; the in-process store keeps vectors in a matrix")
+    (long_id,) = await insert(store, _long())
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute(
+            "SELECT ordinal, embedding IS NULL FROM memory_passages WHERE memory_id = %s"
+            " ORDER BY ordinal",
+            (long_id,),
+        )
+        assert await cur.fetchall() == [(0, True), (1, False)]

@@ -40,6 +40,7 @@ __all__ = [
     "lock_memory",
     "memories_for_turns",
     "memories_where",
+    "passage_rows",
     "previous_turn",
     "purge_expired",
     "record_from_row",
@@ -223,14 +224,34 @@ _INSERT_PASSAGE = (
 )
 
 
+def passage_rows(memory_id: UUID, hash_: str, passages: Sequence[Passage]) -> list[tuple[Any, ...]]:
+    """The parameters of ``_INSERT_PASSAGE`` for one memory's passages.
+
+    The first passage's vector is the memory's own (``EmbeddedText``), so it is not stored
+    twice: its row keeps the span with no vector, and search scores it by the memory's
+    (``search._BEST_PASSAGE``); HNSW leaves NULL vectors out of its index.
+    """
+    return [
+        (
+            p.ordinal,
+            p.start,
+            p.end,
+            None if p.ordinal == 0 else np.asarray(p.embedding, dtype=np.float32),
+            memory_id,
+            hash_,
+        )
+        for p in passages
+    ]
+
+
 async def _insert_passages(
     conn: AsyncConn, owned: Sequence[tuple[UUID, str, Sequence[Passage]]]
 ) -> None:
     """Each memory's passages, given with the hash of the text they were cut from."""
     rows = [
-        (p.ordinal, p.start, p.end, np.asarray(p.embedding, dtype=np.float32), memory_id, hash_)
+        row
         for memory_id, hash_, passages in owned
-        for p in passages
+        for row in passage_rows(memory_id, hash_, passages)
     ]
     if rows:
         async with conn.cursor() as cur:

@@ -17,6 +17,7 @@ from psycopg import sql
 
 from memhub.store.postgres.bind import vector_type_modifier
 from memhub.store.postgres.database import AsyncConn
+from memhub.store.postgres.memories import passage_rows
 
 # Shared with ensure_embedding_space: an engine opening during the swap waits for it, then
 # reads the new model. The constant is private to postgres.memories; it must be the same lock.
@@ -220,11 +221,7 @@ async def store_vectors(
             ),
             [(np.asarray(e.vector, dtype=np.float32), r.id, r.hash) for r, e in pairs],
         )
-        cut = [
-            (p.ordinal, p.start, p.end, np.asarray(p.embedding, dtype=np.float32), r.id, r.hash)
-            for r, e in pairs
-            for p in e.passages
-        ]
+        cut = [row for r, e in pairs for row in passage_rows(r.id, r.hash, e.passages)]
         if cut:
             await cur.executemany(_INSERT_PASSAGE, cut)
 

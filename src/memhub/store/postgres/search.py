@@ -231,10 +231,12 @@ _VECTOR_ONLY_SIM = sql.SQL("CASE WHEN m.id IN (SELECT id FROM near) THEN {sim} E
     sim=_SIM
 )
 # The passage of each candidate nearest the query (none for a memory that has no passages).
+# The first passage's vector is the memory's own, stored once (memories.passage_rows).
 _BEST_PASSAGE = sql.SQL(
     "LEFT JOIN LATERAL (SELECT p.ordinal, p.start_char, p.end_char,"
-    " 1 - (p.embedding <=> {v}) AS sim FROM memory_passages p WHERE p.memory_id = m.id"
-    " ORDER BY p.embedding <=> {v}, p.ordinal LIMIT 1) ps ON TRUE"
+    " 1 - (coalesce(p.embedding, m.embedding) <=> {v}) AS sim"
+    " FROM memory_passages p WHERE p.memory_id = m.id"
+    " ORDER BY coalesce(p.embedding, m.embedding) <=> {v}, p.ordinal LIMIT 1) ps ON TRUE"
 ).format(v=sql.Placeholder("v"))
 
 
