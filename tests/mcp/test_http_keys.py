@@ -164,7 +164,7 @@ async def acme_client(
         yield door, key, client
 
 
-async def test_an_open_event_stream_takes_no_request_slot_but_counts_in_flight(
+async def test_an_open_event_stream_takes_no_request_slot_and_is_counted_as_a_stream(
     admin: AsyncAdmin,
 ) -> None:
     app = HeldStream()
@@ -178,11 +178,12 @@ async def test_an_open_event_stream_takes_no_request_slot_but_counts_in_flight(
         # stream holding the slot, the call would wait for it (the guard below ends that).
         served = await asyncio.wait_for(client.post("/mcp", json={}), 60)
         assert served.status_code == 200
-        # The stream is one of the key's two requests in flight.
-        assert door.access.quotas.in_flight[key.id] == 1
+        # The stream is one of the key's open streams, not one of its requests in flight.
+        assert door.access.quotas.streams[key.id] == 1 and not door.access.quotas.in_flight
         app.release.set()
         assert (await stream).status_code == 200
     assert slots.share.queue.busy == 0 and not door.access.quotas.in_flight
+    assert not door.access.quotas.streams
     await door.access.aclose()
 
 
@@ -190,21 +191,22 @@ async def test_a_key_at_its_in_flight_cap_can_still_end_its_sessions(
     admin: AsyncAdmin,
 ) -> None:
     """The SDK's client keeps each session's event stream open: four sessions of a key fill
-    the default cap of four (seen with the mcp SDK's own client on `memhub mcp --http`).
-    The DELETE that ends a session frees what it holds, so it is never refused: were it
-    429, the client could not end its sessions, and their streams would keep the key shut."""
+    the default cap of four open streams (seen with the mcp SDK's own client on `memhub mcp
+    --http`). The DELETE that ends a session frees what it holds, so it is never refused:
+    were it 429, the client could not end its sessions, and their streams would keep the key
+    from opening new ones."""
     app = HeldStream()
     settings = AccessSettings(rate_limit=0.01, rate_burst=2, max_in_flight_per_key=1)
     async with acme_client(app, admin, settings) as (door, key, client):
-        stream = asyncio.create_task(client.get("/mcp"))  # the key's one request in flight
+        stream = asyncio.create_task(client.get("/mcp"))  # the key's one open stream
         await app.opened.wait()
-        assert (await client.post("/mcp", json={})).status_code == 429  # the cap holds
+        assert (await client.get("/mcp")).status_code == 429  # the cap on streams holds
         for _ in range(3):  # past the cap and the bucket: each session still ends
             assert (await client.delete("/mcp")).status_code == 200
-        assert door.access.quotas.in_flight[key.id] == 1
+        assert door.access.quotas.streams[key.id] == 1
         app.release.set()
         assert (await stream).status_code == 200
-    assert not door.access.quotas.in_flight
+    assert not door.access.quotas.streams and not door.access.quotas.in_flight
     await door.access.aclose()
 
 
