@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -86,26 +87,33 @@ async def _until_an_insert_waits_for(conn: psycopg.AsyncConnection[Any], table: 
     raise AssertionError(f"nothing came to wait for the lock on {table}")
 
 
-async def test_a_tenant_waits_its_turn_while_another_is_served(db_url: str, tmp_path: Any) -> None:
+@contextlib.asynccontextmanager
+async def _mcp_server(db_url: str, tmp_path: Any, **settings: str) -> AsyncIterator[str]:
+    """A real ``memhub mcp --http`` process with ``settings`` (environment variables); its URL."""
     port = free_port()
-    env = {
-        **os.environ,
-        "MEMHUB_DATABASE_URL": db_url,
-        "MEMHUB_DATA_DIR": str(tmp_path),
+    env = {**os.environ, "MEMHUB_DATABASE_URL": db_url, "MEMHUB_DATA_DIR": str(tmp_path)}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *("-m", "memhub.mcp", "--http", "--port", str(port), "--user-id", "web"),
+        env={**env, **settings},
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        await until_listening(port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def test_a_tenant_waits_its_turn_while_another_is_served(db_url: str, tmp_path: Any) -> None:
+    acme_key, globex_key = await _tenant_key(db_url, "acme"), await _tenant_key(db_url, "globex")
+    limits = {
         "MEMHUB_REQUEST_SLOTS": "1",
         "MEMHUB_MAX_IN_FLIGHT_PER_KEY": "2",
         "MEMHUB_RATE_LIMIT": "0",
     }
-    acme_key, globex_key = await _tenant_key(db_url, "acme"), await _tenant_key(db_url, "globex")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *("-m", "memhub.mcp", "--http", "--port", str(port), "--user-id", "web"),
-        env=env,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        await until_listening(port)
+    async with _mcp_server(db_url, tmp_path, **limits) as url:
         async with (
             httpx.AsyncClient(timeout=120) as http,
             await psycopg.AsyncConnection.connect(db_url, autocommit=True) as watch,
@@ -142,9 +150,6 @@ async def test_a_tenant_waits_its_turn_while_another_is_served(db_url: str, tmp_
             listed = await listing
         assert added["status"] in ("stored", "queued")
         assert [m["memory"] for m in listed["results"]] == ["Acme likes rockets"]
-    finally:
-        process.terminate()
-        await process.wait()
 
 
 async def test_open_event_streams_do_not_shut_out_the_keys_requests(
@@ -155,38 +160,23 @@ async def test_open_event_streams_do_not_shut_out_the_keys_requests(
     two sessions' streams open is still served, and a third stream is refused in JSON. (A
     cap of two, not one: the server counts a request until its handler returns, which may be
     just after the client has read the answer and sent its next request.)"""
-    port = free_port()
-    env = {
-        **os.environ,
-        "MEMHUB_DATABASE_URL": db_url,
-        "MEMHUB_DATA_DIR": str(tmp_path),
-        "MEMHUB_MAX_IN_FLIGHT_PER_KEY": "2",
-        "MEMHUB_RATE_LIMIT": "0",
-    }
     key = await _tenant_key(db_url, "acme")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *("-m", "memhub.mcp", "--http", "--port", str(port), "--user-id", "web"),
-        env=env,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        await until_listening(port)
-        async with httpx.AsyncClient(timeout=120) as http, contextlib.AsyncExitStack() as open:
-            sessions = [Session(http, url, key) for _ in range(3)]
-            for session in sessions:
-                await session.open()
-            streams = [{**s.headers, "Accept": "text/event-stream"} for s in sessions]
-            for headers in streams[:2]:
-                stream = await open.enter_async_context(http.stream("GET", url, headers=headers))
-                assert stream.status_code == 200  # admitted: it counts from here on
-            for session in sessions:
-                assert (await session.tool("list_memories"))["results"] == []
-            third = await http.get(url, headers=streams[2])
-            assert third.status_code == 429
-            assert third.json()["type"] == "TooManyRequests"
-            assert "event streams" in third.json()["error"]
-    finally:
-        process.terminate()
-        await process.wait()
+    limits = {"MEMHUB_MAX_IN_FLIGHT_PER_KEY": "2", "MEMHUB_RATE_LIMIT": "0"}
+    async with (
+        _mcp_server(db_url, tmp_path, **limits) as url,
+        httpx.AsyncClient(timeout=120) as http,
+        contextlib.AsyncExitStack() as open,
+    ):
+        sessions = [Session(http, url, key) for _ in range(3)]
+        for session in sessions:
+            await session.open()
+        streams = [{**s.headers, "Accept": "text/event-stream"} for s in sessions]
+        for headers in streams[:2]:
+            stream = await open.enter_async_context(http.stream("GET", url, headers=headers))
+            assert stream.status_code == 200  # admitted: it counts from here on
+        for session in sessions:
+            assert (await session.tool("list_memories"))["results"] == []
+        third = await http.get(url, headers=streams[2])
+        assert third.status_code == 429
+        assert third.json()["type"] == "TooManyRequests"
+        assert "event streams" in third.json()["error"]
