@@ -26,7 +26,6 @@ __all__ = [
     "INGEST_JOB",
     "AddPlan",
     "AddRequest",
-    "assigned_memory_ids",
     "id_source",
     "idempotency",
     "long_term_roles",
@@ -221,11 +220,6 @@ def long_term_roles(
     present = {m.role for m in messages}
     wanted = present if remember_roles is None else present & frozenset(remember_roles)
     return frozenset(wanted - {SYSTEM_ROLE})
-
-
-def assigned_memory_ids(payload: JobPayload) -> dict[int, uuid.UUID]:
-    """Turn id -> the memory id ``add()`` promised for it (``infer=False`` jobs carry them)."""
-    return dict(zip(payload.turns, payload.memory_ids or (), strict=False))
 
 
 def idempotency(key: str, turns: Sequence[NewTurn], job: NewJob | None) -> IdempotencyKey:

@@ -20,7 +20,6 @@ from uuid import UUID
 
 from memhub.embed.base import Embedder
 from memhub.engine.consolidate import CONSOLIDATE_JOB
-from memhub.engine.ingest import assigned_memory_ids
 from memhub.engine.leases import JobReturns
 from memhub.engine.maintenance import Maintenance
 from memhub.engine.passages import embed_texts
@@ -150,12 +149,13 @@ class IngestLane:
     async def _vectors(self, part: Sequence[_Item]) -> list[FilledVector]:
         """The vectors of the chunk's memories, which ``add()`` wrote with their turns (text,
         type, expiry: decided there, once); nothing is held open while embedding."""
-        assigned = {job.id: assigned_memory_ids(job.payload) for job, _, _ in part}
         wanted: dict[Scope, list[UUID]] = {}
-        for job, _, turn_id in part:
-            memory_id = assigned[job.id].get(turn_id)
-            if memory_id is not None:  # a blank turn has no memory
-                wanted.setdefault(job.scope, []).append(memory_id)
+        for job, index, _ in part:
+            # the id add() returned for the turn at ``index`` (memory_ids pair with turn_ids);
+            # a blank turn has one but no row, so nothing is read for it
+            memory_ids = job.payload.memory_ids or ()
+            if index < len(memory_ids):
+                wanted.setdefault(job.scope, []).append(memory_ids[index])
         texts = [
             text
             for scope, ids in wanted.items()
