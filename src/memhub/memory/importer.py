@@ -224,14 +224,14 @@ def _batch(
     jobs: list[NewJob] = []
     next_id = iter(ids)
     for item in items:
-        stored = [(next(next_id), turn) for turn in item.turns]
+        stored = [(next(next_id), _stamped(turn, now)) for turn in item.turns]
         turns += stored
         # Every turn's memory is written now, as add() writes it: found by its words when the
         # batch commits; the ingest job only embeds it. A blank text or a system message has
         # none (as add()'s).
         said = [(turn_id, turn, turn.memory) for turn_id, turn in stored if turn.memory]
         for turn_id, turn, memory in said:
-            said_at = utc_wall_time(turn.created_at or now).replace(tzinfo=UTC)
+            said_at = (turn.created_at or now).replace(tzinfo=UTC)  # stamped: UTC wall time
             memories.append(memory.row(item.scope, turn_id, turn.role, turn.metadata, said_at))
         if item.one_per_turn:  # batched into jobs of many items' turns, below
             pending.setdefault(item.scope, []).extend((t, m.id) for t, _, m in said)
@@ -250,8 +250,7 @@ def _batch(
                 memory_ids=tuple(memory_id for _, memory_id in part),
             )
             jobs.append(NewJob(INGEST_JOB, scope, payload))
-    stamped = [(turn_id, _stamped(turn, now)) for turn_id, turn in turns]
-    return ImportBatch(turns=stamped, memories=memories, jobs=jobs, cursor=cursor)
+    return ImportBatch(turns=turns, memories=memories, jobs=jobs, cursor=cursor)
 
 
 def _stamped(turn: NewTurn, now: datetime) -> NewTurn:
