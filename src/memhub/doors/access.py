@@ -180,8 +180,7 @@ class Quotas:
         refusal (:meth:`over_quota`).
         """
         now = time.monotonic() if now is None else now
-        refused = self._stream_refusal(key_id) if stream else None
-        refused = refused or self._refusal(key_id, now, counted=not stream)
+        refused = self._cap_refusal(key_id, now, stream) or self._bucket_refusal(key_id, now)
         if refused is not None:
             if len(self.refused_at) >= self.max_keys and key_id not in self.refused_at:
                 self.refused_at.clear()  # a bound on memory; forgetting only ends a penalty
@@ -194,28 +193,30 @@ class Quotas:
         now = time.monotonic() if now is None else now
         return refused is not None and now - refused < OVER_QUOTA_SECONDS
 
-    def _stream_refusal(self, key_id: int) -> tuple[str, int] | None:
-        if self.max_in_flight > 0 and self.streams[key_id] >= self.max_in_flight:
-            return (
-                f"{self.max_in_flight} event streams of this API key are already open"
-                " (MEMHUB_MAX_IN_FLIGHT_PER_KEY); end a session or retry in 1 s",
-                1,
-            )
-        return None
-
-    def _refusal(self, key_id: int, now: float, *, counted: bool) -> tuple[str, int] | None:
-        if counted and self.max_in_flight > 0 and self.in_flight[key_id] >= self.max_in_flight:
+    def _cap_refusal(self, key_id: int, now: float, stream: bool) -> tuple[str, int] | None:
+        if stream:
+            if self.max_in_flight > 0 and self.streams[key_id] >= self.max_in_flight:
+                return (
+                    f"{self.max_in_flight} event streams of this API key are already open"
+                    " (MEMHUB_MAX_IN_FLIGHT_PER_KEY); end a session or retry in 1 s",
+                    1,
+                )
+            return None
+        if self.max_in_flight > 0 and self.in_flight[key_id] >= self.max_in_flight:
             return (
                 f"{self.max_in_flight} requests of this API key are already being served"
                 " (MEMHUB_MAX_IN_FLIGHT_PER_KEY); retry in 1 s",
                 1,
             )
-        if counted and self.in_flight[key_id] >= 1 and self.over_quota(key_id, now):
+        if self.in_flight[key_id] >= 1 and self.over_quota(key_id, now):
             return (
                 "this API key is over its quota (MEMHUB_RATE_LIMIT) and one of its requests is"
                 " already being served; retry in 1 s",
                 1,
             )
+        return None
+
+    def _bucket_refusal(self, key_id: int, now: float) -> tuple[str, int] | None:
         if self.requests.rate <= 0:
             return None
         wait = self.requests.take(key_id, now=now)
