@@ -127,7 +127,9 @@ async def retrieve(
             # Both kinds matched. The facts took candidate places that the episodes would
             # have had in a search of the transcript alone: fetch those places again.
             said = await fetch(embedding, filters=_episodes_only(search.filters))
-            stated = [f for f in found if f.record.kind != EPISODE and not f.record.source_turn_ids]
+            stated = [
+                f for f in found if f.record.kind != EPISODE and not drawn_from_turns(f.record)
+            ]
             episodes = fuse(rank([*said, *stated]), fusion, now, cut_off=cut_off)
             scored = told_once(episodes, fuse(rank(drawn), fusion, now, cut_off=cut_off))
         else:
