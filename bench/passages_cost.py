@@ -53,6 +53,7 @@ async def measure(texts: list[str], sample: int) -> dict[str, Any]:
         await embedder.passage_spans([text])
     cutting = time.process_time() - started
     await embedder.aclose()
+    per_memory = (len(texts) - len(long) + sum(counts)) / len(texts)
     return {
         "embedder": embedder.model_name,
         "turns": len(texts),
@@ -62,8 +63,8 @@ async def measure(texts: list[str], sample: int) -> dict[str, Any]:
         "most_passages": max(counts, default=0),
         # a long memory's vector is its first passage's, computed and stored once (the first
         # passage's row keeps its span: store/postgres/memories.passage_rows)
-        "vectors_embedded_per_memory": (len(texts) - len(long) + sum(counts)) / len(texts),
-        "vectors_stored_per_memory": (len(texts) - len(long) + sum(counts)) / len(texts),
+        "vectors_embedded_per_memory": per_memory,
+        "vectors_stored_per_memory": per_memory,
         "sampled": len(chosen),
         "cpu_s_per_long_turn_whole": whole / len(chosen),
         "cpu_s_per_long_turn_passages": passages / len(chosen),
