@@ -129,6 +129,10 @@ NEGATED = [  # a negation anywhere in the request's clause, or the fact in anoth
     ("Don't you remember that I like olives?", "Likes olives."),
     ("I don't remember if I like olives.", "Likes olives."),
     ("Remember that I like olives, forget nothing.", "Likes olives."),
+    # a broad verb about something else than memory, a wish about other things, a negated one
+    ("Scrap the olives from the recipe, keep it simple.", "Likes olives."),
+    ("I'd rather the olives weren't kept in the fridge.", "Likes olives."),
+    ("Don't scrap anything you know about my olives.", "Likes olives."),
 ]
 INDIRECT = [  # requests as people word them, and words compared without accents
     ("I'd rather you didn't remember where I work anymore.", "Ada works at Acme."),
@@ -155,6 +159,17 @@ INDIRECT = [  # requests as people word them, and words compared without accents
     ("Could you not keep my old address around?", "Ada's address is 12 Elm Street."),
     ("Can you please not store where I work?", "Ada works at Acme."),
     ("On second thought, I'd rather you didn't hold on to my salary.", "Ada's salary is 50k."),
+    # the request names what comes before it, not its own verb ("kept") or a polite "if
+    # that's ok"; a broad verb ("scrap", "ditch") beside what the assistant keeps or stores
+    (
+        "Hmm, that bit about my overdraft, I'd rather it wasn't kept if that's ok.",
+        "Ada has an overdraft.",
+    ),
+    ("Scrap my gym's name from whatever you keep.", "Ada trains at the Iron Temple gym."),
+    (
+        "Oh, and ditch the part about where I live, I'd rather that wasn't stored.",
+        "Ada lives in Leeds.",
+    ),
 ]
 
 

@@ -23,8 +23,10 @@ summarise or rewrite asks nothing itself.
   the fact only by words of its own part ("forget my job, but don't forget that I live in
   Oslo" asks to forget the job, not Oslo), or, when it names nothing itself ("..., please
   forget it"), by the part just before it. A request taken back later in the turn
-  ("Actually no, don't.") asks nothing. The broader verbs (delete, remove, erase; borrar,
-  supprimer, löschen ...) count only beside a memory word ("from your memory"). A request
+  ("Actually no, don't.") asks nothing. The broader verbs (delete, remove, erase, scrap;
+  borrar, supprimer, löschen ...) count only beside a memory word ("from your memory", "from
+  whatever you keep", "I'd rather that wasn't stored"). A part names the content words of
+  its own, not its verb ("kept") nor a polite condition ("if that's ok"). A request
   whose words no shown fact holds ("the salary figure I gave you") is handed to consolidation
   (:func:`forget_requests_naming_no_fact`), which ties it by meaning with the embedder.
 * **supersede** (:func:`supports_change`): a statement of the person's own words (not a
@@ -78,7 +80,8 @@ _OTHER_WORDS = frozenset(
     forget forgets forgot forgotten forgetting delete deleted remove removed erase erased wipe
     drop purge unlearn remember remembering memory memories know knows knew keep keeping store
     stored storing save retain anymore longer rather prefer need needs want wish hope please
-    kindly stop plaît thing things stuff part bit okay hey dont didnt wasnt isnt wouldnt cant
+    kindly stop plaît thing things stuff part bit okay ok oh hmm lol haha tbh hey dont didnt
+    wasnt isnt wouldnt cant whatever around
     olvida olvidar olvides olvídate olvide borra borrar elimina eliminar quita recuerdes
     recordar memoria sabes necesitas hace falta prefiero cosa guardes
     oublie oublier oubliez oublies efface effacer supprime supprimer retire mémoire souviens
@@ -223,8 +226,8 @@ _KEEP = (
     r"|behalt\w*|speicher\w*|erinner\w*"
 )
 _ERASE = (
-    r"delete|remove|erase|wipe|drop|purge|clear|borr\w*|elimin\w*|quit(?:a|e|ar|es)\b|suprim\w*"
-    r"|effac\w*|supprim\w*|retir\w*|losch\w*|entfern\w*"
+    r"delete|remove|erase|wipe|drop|purge|clear|scrap|scratch|ditch|borr\w*|elimin\w*"
+    r"|quit(?:a|e|ar|es)\b|suprim\w*|effac\w*|supprim\w*|retir\w*|losch\w*|entfern\w*"
 )
 _VERB = re.compile(rf"\b(?:(?P<forget>{_FORGET})|(?P<keep>{_KEEP})|(?P<erase>{_ERASE}))\b")
 _PAST = frozenset(
@@ -272,7 +275,9 @@ _COMPLEMENT = re.compile(
 # Broad verbs ("remove", "borrar", "löschen") are about memory only beside one of these.
 _MEMORY_WORD = re.compile(
     r"\b(?:memory|memories|remember|notes|records?|profile|database|what you know|you know"
-    r" about|you have on me|about me|that fact|this fact|that info|that information|memoria"
+    r" about|you have on me|about me|(?:what|whatever|anything|everything) you (?:keep|store"
+    r"|save|remember|know|have|hold)|(?:was|were|is|be|been|being)(?:n't|nt| not| never)?"
+    r" (?:kept|stored|saved|remembered)|that fact|this fact|that info|that information|memoria"
     r"|recuerdas|lo que sabes|tus datos|tus notas|sobre mi|ese dato|esa informacion|memoire"
     r"|souviens|ce que tu sais|ce que vous savez|tes donnees|tes notes|sur moi|cette information"
     r"|gedachtnis|speicher|gespeichert|gemerkt|was du .* weisst|uber mich|deinen notizen"
@@ -411,7 +416,9 @@ def _parts(clauses: list[_Clause]) -> list[_Part]:
     were fine" is "never mind")."""
     parts: list[_Part] = []
     for index, clause in enumerate(clauses):
-        words = set(_words(clause.text))
+        # what a part names: not its verb of forgetting or keeping ("kept", "hang on to")
+        # nor a polite condition ("if that's ok")
+        words = set(_words(_POLITE_CONDITION.sub(" ", _VERB.sub(" ", clause.text))))
         plain = not (clause.verb or clause.negated)
         continues = parts and (parts[-1].words or not parts[-1].asks)
         if continues and plain and not clause.opens_part:
@@ -421,6 +428,11 @@ def _parts(clauses: list[_Clause]) -> list[_Part]:
             continue
         parts.append(_Part(clause.text, words, clause.asks, clause.polite, plain, index))
     return parts
+
+
+_POLITE_CONDITION = re.compile(
+    r"\bif (?:(?:that|it|this)(?:'s|s| is| was| would be)|you (?:don't|dont|do not) mind)\b.*$"
+)
 
 
 def _words(text: str, names: Iterable[str] = ()) -> frozenset[str]:
