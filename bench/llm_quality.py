@@ -15,6 +15,12 @@ OpenAI-compatible server. Then every current memory is sorted:
   ``forgotten`` (says what the user asked to forget), ``stale`` (says what a later turn
   changed), ``supported`` (matches a labelled fact), else ``wrong``.
 
+A conversation's ``facts`` are what must be found; its ``also`` labels are the other things
+its user states about themselves or someone they know, which a person accepts as stored
+facts (a fact matching one is ``supported``) but recall does not ask for. A fact that says a
+change's news is not ``stale`` for naming the old state beside it ("The user and the user's
+girlfriend Noor got engaged").
+
 A label is mechanical and strict: ``about`` is who the fact is about (``"user"``: the fact
 says "user"; a name: the fact names that person), ``all`` the patterns it must hold (each a
 case-insensitive regular expression matched at a word's start, so ``allerg`` matches
@@ -203,11 +209,17 @@ def judge(text: str, conv: dict[str, Any], user_id: str, strict: bool = False) -
         return "copy_of_turn"
     if any(says(label, text, subject=False) for label in conv["forgotten"]):
         return "forgotten"
-    if any(says(change["old"], text, subject=False) for change in conv["changes"]):
+    if any(_stale(change, text) for change in conv["changes"]):
         return "stale"
-    if any(says(label, text) for label in conv["facts"]):
+    if any(says(label, text) for label in (*conv["facts"], *conv.get("also", ()))):
         return "supported"
     return "wrong"
+
+
+def _stale(change: dict[str, Any], text: str) -> bool:
+    """Does ``text`` still say what ``change`` replaced, and not the news? "The user and the
+    user's girlfriend Noor got engaged" says the engagement: it is not the old fact left."""
+    return says(change["old"], text, subject=False) and not says(change["new"], text)
 
 
 def score_one(
@@ -229,7 +241,7 @@ def score_one(
     changes = []
     for change in conv["changes"]:
         new_there = any(says(change["new"], f) for f in supported)
-        old_gone = not any(says(change["old"], f, subject=False) for f in facts)
+        old_gone = not any(_stale(change, f) for f in facts)
         changes.append(new_there and old_gone)
     forgets = [not any(says(lb, f, subject=False) for f in facts) for lb in conv["forgotten"]]
     score.changes += len(changes)

@@ -123,7 +123,7 @@ def test_every_label_can_be_met_by_a_fact_in_the_systems_words(name: str) -> Non
     conversations = json.loads(SETS[name].read_text())["conversations"]
     assert len(conversations) >= 6
     for conv in conversations:
-        for label in conv["facts"]:
+        for label in [*conv["facts"], *conv.get("also", ())]:
             subject = (
                 "The user" if label["about"] == "user" else f"The user's friend {label['about']}"
             )
@@ -148,3 +148,21 @@ def test_the_strict_reading_counts_a_subject_swap_as_a_copy(
 ) -> None:
     assert judge(memory, CONV, USER) == lenient
     assert judge(memory, CONV, USER, strict=True) == strict
+
+
+def test_also_labels_count_as_supported_but_recall_asks_only_for_the_facts() -> None:
+    conv = CONV | {"also": [{"about": "user", "all": ["cello"]}]}
+    score = Score()
+    result = score_one(conv, ["The user plays the cello."], [], USER, score)
+    assert result["verdicts"] == ["supported"]
+    assert score.row()["precision"] == 1.0
+    assert (score.kept, score.to_keep) == (0, 3)
+    assert judge("The user plays the cello.", CONV, USER) == "wrong"  # without the label
+
+
+def test_a_fact_saying_the_news_is_not_stale_for_naming_the_old_state() -> None:
+    both = "The user left Madrid and lives in Dublin now."
+    assert judge(both, CONV, USER) == "supported"
+    assert judge("The user lives in Madrid.", CONV, USER) == "stale"
+    score = Score()
+    assert score_one(CONV, [both], [], USER, score)["changes_right"] == [True]
