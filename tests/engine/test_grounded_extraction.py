@@ -275,3 +275,25 @@ async def test_a_rewrite_sliding_back_into_the_turn_keeps_its_head(
     stored = [text for text, kind in await memories(memory) if kind == "fact"]
     assert stored == ["The user's son Mateo is 7 and dinosaur-obsessed."]
     assert await refusals(db_url) == {"ADD": 1}
+
+
+async def test_the_templates_subject_on_the_users_own_statement_is_stored_as_the_users(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    # What Qwen2.5-Coder-1.5B did on bench/llm_set heldout3 and heldout4: the prompt's
+    # "The user's friend Ravi" for the person's own statement; the one about "my sister" keeps
+    # the template's subject, and so is refused as the prompt's copy.
+    llm.enqueue(
+        ops(
+            {"op": "ADD", "text": "The user's friend Ravi keeps three ferrets.", "turns": [1]},
+            {"op": "ADD", "text": "The user's friend Ravi is a welder.", "turns": [1]},
+        ),
+        json.dumps({"facts": []}),
+    )
+    turn = "I keep three ferrets. My sister is a welder."
+    await memory.add(turn, user_id="ada", wait=True)
+    assert await memories(memory) == [
+        (turn, "episode"),
+        ("The user keeps three ferrets.", "fact"),
+    ]
+    assert (await refusals(db_url))["REFUSED_COPY_OF_INSTRUCTIONS"] == 1

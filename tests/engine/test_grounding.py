@@ -10,6 +10,7 @@ from memhub.engine.grounding import (
     stated,
     stem,
     support,
+    the_speakers_own,
     third_person_head,
 )
 
@@ -178,3 +179,63 @@ def test_a_rewrite_that_slides_back_into_the_turn_keeps_its_third_person_head(
     fact: str, head: str | None
 ) -> None:
     assert third_person_head(fact) == (head or fact)
+
+
+TEMPLATE = "The user's friend Ravi"  # as memhub.engine.prompts.TEMPLATE_PERSON
+
+
+@pytest.mark.parametrize(
+    ("fact", "turn", "read"),
+    [
+        # the person's own statement, in the first person: the template's subject is the user
+        (
+            "The user's friend Ravi keeps three ferrets, Mo and Lu and Bo.",
+            "I keep three ferrets, Mo and Lu and Bo, and it's chaos",
+            "The user keeps three ferrets, Mo and Lu and Bo.",
+        ),
+        (
+            "The user's friend Ravi's van is a 2009 Transit.",
+            "my van is a 2009 Transit so parts are cheap",
+            "The user's van is a 2009 Transit.",
+        ),
+        # only the clauses holding the fact's words count: "her" is another clause's
+        (
+            "The user's friend Ravi is sewing Mo a coat.",
+            "ha. I'm sewing Mo a coat, red really is her colour",
+            "The user is sewing Mo a coat.",
+        ),
+    ],
+)
+def test_the_templates_subject_on_the_persons_own_statement_is_the_user(
+    fact: str, turn: str, read: str
+) -> None:
+    assert the_speakers_own(fact, TEMPLATE, [turn]) == read
+    assert restates(read, turn) is False
+
+
+@pytest.mark.parametrize(
+    ("fact", "turn"),
+    [
+        # someone else's: a relative, a pronoun, a third person named, Ravi himself
+        ("The user's friend Ravi fixes bikes.", "My sister fixes bikes in Leeds."),
+        ("The user's friend Ravi fixes bikes.", "Mira fixes bikes and I ride them."),
+        ("The user's friend Ravi fixes bikes.", "Mira fixes bikes. Good for her."),
+        ("The user's friend Ravi fixes bikes.", "Ravi fixes bikes, I ride."),
+        ("The user's friend Ravi is wearing a red coat.", "I'm sewing a coat, red is her colour"),
+        # the fact speaks of "he"; or no clause of the person's shares a word with it
+        ("The user's friend Ravi left the bank, he needed his sleep.", "I left the bank, zzz"),
+        ("The user's friend Ravi is 2023-09-18.", "I'm fine"),
+        # another subject altogether
+        ("The user's sister fixes bikes.", "I fix bikes."),
+    ],
+)
+def test_a_fact_about_someone_else_keeps_its_subject(fact: str, turn: str) -> None:
+    assert the_speakers_own(fact, TEMPLATE, [turn]) == fact
+
+
+def test_the_template_is_the_prompts_own() -> None:
+    from memhub.engine.prompts import CONSOLIDATION_SYSTEM, GAP_SYSTEM, TEMPLATE_PERSON
+
+    assert TEMPLATE_PERSON == TEMPLATE
+    for prompt in (CONSOLIDATION_SYSTEM, GAP_SYSTEM):
+        assert TEMPLATE_PERSON in " ".join(prompt.split())

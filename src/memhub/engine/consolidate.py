@@ -26,10 +26,18 @@ from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
 from memhub.engine.consent import supports_change
 from memhub.engine.dates import absolute_dates, keep_the_date
-from memhub.engine.grounding import restates, says_again, stated, support, third_person_head
+from memhub.engine.grounding import (
+    restates,
+    says_again,
+    stated,
+    support,
+    the_speakers_own,
+    third_person_head,
+)
 from memhub.engine.prompts import (
     CONSOLIDATION_SYSTEM,
     GAP_SYSTEM,
+    TEMPLATE_PERSON,
     ConsolidationReply,
     ExistingFact,
     ProceduralReply,
@@ -736,6 +744,10 @@ def _ground(
     if op.kind == "DELETE" or op.text is None:  # its own guard decided; a text beside is noise
         return op, ""
     text = third_person_head(op.text)
+    own = the_speakers_own(text, TEMPLATE_PERSON, [texts[t.id] for t in people])
+    if own != text:
+        log.info("%r read as the user's own statement: %r", text, own)
+        text = own
     if secret_in(text) is not None:  # a card number, a password: never a fact
         return None, "REFUSED_SECRET"
     if any(restates(text, texts[t.id], names) for t in people):

@@ -39,6 +39,7 @@ __all__ = [
     "stated_sentences",
     "stem",
     "support",
+    "the_speakers_own",
     "third_person_head",
 ]
 
@@ -252,6 +253,49 @@ def third_person_head(fact: str) -> str:
     if "user" not in said or len([w for w in said if w not in ("the", "user", "s")]) < 3:
         return fact  # no fact about the user before the turn's voice: "The user's partner"
     return head + "."
+
+
+# Who else a clause may be about: "my sister", "our neighbour", "he", "their".
+_SOMEONE_ELSE = re.compile(
+    r"\b(?:he|she|they|him|her|them|his|hers|their|theirs|(?:my|our)\s+(?:\w+\s+)?(?:friend"
+    r"|sister|brother|mum|mom|mother|dad|father|parents?|partner|wife|husband|girlfriend"
+    r"|boyfriend|fianc\w*|son|daughter|kids?|child|children|boss|colleague|coworker|co-worker"
+    r"|cousin|aunt|uncle|niece|nephew|gran\w*|grandma|grandpa|neighbou?r|roommate|flatmate"
+    r"|housemate|team|family))\b"
+)
+
+
+def the_speakers_own(fact: str, template: str, turns: Iterable[str]) -> str:
+    """``fact`` with the prompt's template subject for someone the user knows (``template``,
+    "The user's friend Ravi") read as the user, when the model wrote it for the person's own
+    statement; else ``fact`` as it is. A 1.5B model opens a fact with the template's exact
+    words whatever the turn says ("I've got two greyhounds" -> "The user's friend Ravi has two
+    greyhounds"; heldout3 and heldout4 lost 18 and 20 statements so). It is read so only when
+    no turn names the template's person, the rest of the fact is not about a "he" or "she",
+    and the clauses of the ``turns`` (the user's) sharing a content word with it have the
+    person speaking of themselves ("I", "my", "we") and no one else ("my sister", "she"). The
+    result goes through every check a fact does."""
+    head = re.match(rf"{re.escape(template)}(?:'s\b|\b)", fact, re.IGNORECASE)
+    if head is None:
+        return fact
+    name = template.split()[-1]
+    turns = list(turns)
+    if any(re.search(rf"\b{re.escape(name)}\b", t, re.IGNORECASE) for t in turns):
+        return fact
+    rest = fact[head.end() :]
+    if _SOMEONE_ELSE.search(fold(rest)):
+        return fact
+    words = content_words(rest)
+    about = [
+        fold(clause)
+        for turn in turns
+        for sentence in stated_sentences(turn)
+        for clause in _CLAUSE_END.split(sentence)
+        if content_words(clause) & words
+    ]
+    if any(_SOMEONE_ELSE.search(c) for c in about) or not any(_PERSON.search(c) for c in about):
+        return fact
+    return ("The user's" if head.group(0).endswith("'s") else "The user") + rest
 
 
 def says_again(fact: str, others: Iterable[str], ignore: Iterable[str] = ()) -> bool:

@@ -214,6 +214,10 @@ class ExistingFact:
     since: datetime
 
 
+#: How the prompts show a fact about someone the user knows; the model copies it whole for
+#: the person's own statements too (grounding.the_speakers_own reads those as the user's).
+TEMPLATE_PERSON = "The user's friend Ravi"
+
 CONSOLIDATION_SYSTEM = """\
 You keep an assistant's memory about the user. Given the stored facts and new turns, reply
 with the operations that keep the facts complete, correct and current:
