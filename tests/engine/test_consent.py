@@ -441,6 +441,13 @@ CHANGES_SAID_PLAINLY = [  # (user turn, old, new): each a change the person stat
         "The user has an iPhone 12.",
         "The user has a Pixel 8.",
     ),
+    # where the person lives is one relation however the facts word it
+    (
+        "we finally did it, packed up the flat and we're in Exeter now",
+        "The user has been based in Derby for 4 years.",
+        "The user is in Exeter now.",
+    ),
+    ("I moved to Exeter in May.", "The user is based in Derby.", "The user lives in Exeter."),
 ]
 
 
@@ -486,6 +493,12 @@ CHANGES_NOT_THE_PERSONS = [  # (user turn, old, new): each must still be refused
         "The user is a barista at Blue Bottle.",
         "The user is a web developer at Shopify.",
     ),
+    (  # "is in a band" is not where the person lives
+        "I'm in a new band now.",
+        "The user lives in Derby.",
+        "The user is in a new band.",
+    ),
+    ("My sister moved to Exeter.", "The user is based in Derby.", "The user lives in Exeter."),
     (  # a new job does not replace where the person lives
         "I started a new job at Shopify.",
         "The user lives in Paris.",

@@ -110,6 +110,21 @@ async def test_a_yes_the_cited_turn_does_not_support_is_refused(
     assert await current(memory, "eli") == ["Eli has a dog named Rex.", "Eli lives in Paris."]
 
 
+async def test_the_question_is_about_the_closest_fact_a_yes_could_replace(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    """The closest stored fact to "Eli lives in Berlin" is the sister's, which the turn does
+    not change (the guard would refuse a yes): the question is put about the closest fact a
+    yes could replace, where Eli lived."""
+    llm.default = model({"I moved to Berlin.": "Eli lives in Berlin."}, replaces=True)
+    await store_facts(memory, "eli", "Eli's sister lives in Berlin.", "Eli lives in Paris.")
+    await memory.add("I moved to Berlin.", user_id="eli")
+    await memory.wait_idle()
+    (question,) = replacement_questions(llm)
+    assert '"Eli lives in Paris."' in question
+    assert await current(memory, "eli") == ["Eli lives in Berlin.", "Eli's sister lives in Berlin."]
+
+
 async def test_the_check_can_be_turned_off(
     settings: MemhubSettings, llm: ScriptedOpenAIServer
 ) -> None:

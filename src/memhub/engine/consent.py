@@ -653,7 +653,8 @@ def _relation(fact: str, names: Iterable[str]) -> str:
     """The relation a fact states of its subject: its first verb, stemmed, and after "is" or
     "has" the word that follows ("lives", "works", "is a", "has a"); "" when none is found.
     "The user is a barista" and "The user is a web developer" state one relation; "lives in
-    Paris" and "has a dog" two."""
+    Paris" and "has a dog" two. Where someone lives is one relation however it is said
+    ("lives in", "is based in", "has been based in", "is in ... now", "moved to")."""
     skip = {"the", "user", "user's", "users"} | {fold(n) for n in names}
     words = [w for w in re.findall(r"[^\W\d_][\w']*", fold(fact)) if w not in _ADVERBS]
     if words and fact.lstrip()[:1].isupper() and words[0] != "the":
@@ -662,11 +663,20 @@ def _relation(fact: str, names: Iterable[str]) -> str:
         words = words[1:]
     if not words:
         return ""
+    if len(words) > 1 and words[0] in _HAVE and words[1] == "been":
+        words = ["is", *words[2:]]  # "has been based in" states what "is based in" does
     verb = "be" if words[0] in _BE else "have" if words[0] in _HAVE else stem(words[0])
     if verb not in ("be", "have"):
-        return verb
+        return _HOME if verb in _HOME_VERBS else verb
     after = words[1] if len(words) > 1 else ""
-    return f"{verb} {'a' if after == 'an' else after}"
+    relation = f"{verb} {'a' if after == 'an' else after}"
+    # "is in Bristol" is where one lives; "is in a band" is not
+    in_a_place = relation == "be in" and re.search(r"\bin\s+[A-Z]", fact) is not None
+    return _HOME if relation == "be based" or in_a_place else relation
+
+
+_HOME = "live"
+_HOME_VERBS = frozenset((stem("lives"), stem("resides"), stem("moved")))
 
 
 def _states(sentence: str, news: frozenset[str], names: Iterable[str], negated: bool) -> bool:

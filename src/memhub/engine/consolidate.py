@@ -392,11 +392,12 @@ class Consolidator:
         """ADDs that replace the closest stored fact become SUPERSEDEs, guarded as any is.
 
         Small models ADD "lives in Berlin" beside "lives in Paris" (issue 25's quality table)
-        but judge one pair of facts better: each ADD's closest fact shown in the prompt is put
-        to the model as one yes-or-no question, unless the SUPERSEDE guard would refuse a yes
-        (the guard reads only the turns and the two facts, so it is asked first and the call
-        saved). A yes is then held to the guard and cap; a mistake that passes is a closed
-        fact, which ``restore`` reopens. An unusable answer leaves the ADD as it was.
+        but judge one pair of facts better: each ADD's closest fact shown in the prompt, among
+        those the SUPERSEDE guard would let a yes replace (the guard reads only the turns and
+        the two facts, so it is asked first and a useless call saved), is put to the model as
+        one yes-or-no question. A yes is then held to the guard and cap; a mistake that passes
+        is a closed fact, which ``restore`` reopens. An unusable answer leaves the ADD as it
+        was.
         """
         shown = {f.id for f in facts}
         removals = sum(op.kind in _CHANGES for op in plan.ops)
@@ -409,16 +410,20 @@ class Consolidator:
             found = await retrieve.candidates(
                 store, plan.scope, op.text, vector, 5, _FACTS_ONLY, False
             )
+            # the closest shown fact a yes could replace: one the guard below would refuse
+            # ("visited Berlin" for "lives in Berlin") is not worth a question, and would hide
+            # the one it could ("lives in Paris")
             closest = next(
                 (
                     c.record
                     for c in sorted(found, key=_best_rank)
-                    if c.record.id in shown and c.record.id not in touched
+                    if c.record.id in shown
+                    and c.record.id not in touched
+                    and not _refusal("SUPERSEDE", c.record, op.text, op.turns, ())
                 ),
                 None,
             )
-            if closest is None or _refusal("SUPERSEDE", closest, op.text, op.turns, ()):
-                # a yes would be refused by the guard below: the model need not be asked
+            if closest is None:
                 continue
             messages = replacement_messages(closest.memory, op.text)
             try:
