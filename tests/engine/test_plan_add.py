@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from memhub.config import MemhubSettings
-from memhub.engine.ingest import AddPlan, plan_add
+from memhub.engine.ingest import AddPlan, AddRequest, plan_add
 from memhub.errors import UsageError
 from memhub.memory.importer import Importer, ImportRecord
 from memhub.memory.inputs import Limits, check_add
+from memhub.messages import SystemMessage
+from memhub.store.records import Scope
 
 MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant"},
@@ -94,3 +96,26 @@ def test_an_imported_item_is_checked_as_add_checks_it(tmp_path: Path) -> None:
         importer.check(ImportRecord("hi", None, None, None, None, None, None))
     with pytest.raises(UsageError, match="metadata cannot set scope ids"):
         importer.check(ImportRecord("hi", "ada", None, None, {"user_id": "x"}, None, None))
+
+
+def test_a_system_message_is_long_term_only_when_its_role_is_named() -> None:
+    """Mem0's rule for add(); ARKOS's add_turn names the role of the one message it is given,
+    since its seed keeps every message long-term (tests/memory/test_arkos.py)."""
+
+    def remembered(roles: frozenset[str] | None) -> list[bool]:
+        request = AddRequest(
+            scope=Scope(user_id="ada"),
+            messages=(SystemMessage(content="You are terse."),),
+            metadata={},
+            said_at=None,
+            infer=True,
+            remember_roles=roles,
+            session_id="s1",
+        )
+        plan = plan_add(request, extracts_facts=False, instructions=None)
+        assert [t.session_id for t in plan.turns] == ["s1"]
+        return [t.long_term for t in plan.turns]
+
+    assert remembered(None) == [False]
+    assert remembered(frozenset({"user"})) == [False]
+    assert remembered(frozenset({"system"})) == [True]

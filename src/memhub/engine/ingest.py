@@ -52,8 +52,11 @@ class AddRequest:
         infer: The caller asks an LLM to extract facts (if one is configured).
         memory_type: Stored with the memories made from the turns.
         expires_at: When those memories expire.
-        remember_roles: Only messages of these roles become memories; None: every role.
+        remember_roles: Only messages of these roles become memories; None: every role but
+            system messages (a system message only when its role is named).
         idempotency_key: The caller's key for this call, if any.
+        session_id: The conversation the turns belong to (ARKOS's session); None: the run
+            id, else the default session.
     """
 
     scope: Scope
@@ -65,6 +68,7 @@ class AddRequest:
     expires_at: datetime | None = None
     remember_roles: frozenset[str] | None = None
     idempotency_key: str | None = None
+    session_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,8 @@ class AddPlan:
 
 
 def plan_add(request: AddRequest, *, extracts_facts: bool, instructions: str | None) -> AddPlan:
-    """The turns, job and ids of ``request``; ``add()`` and the importer store what it says.
+    """The turns, job and ids of ``request``; ``add()``, ARKOS's ``add_turn`` and the importer
+    store what it says.
 
     ``extracts_facts``: an LLM is configured, so ``infer`` extracts facts instead of keeping
     each turn; ``instructions`` (the settings' ``custom_instructions``) travel with the job,
@@ -120,7 +125,7 @@ def plan_add(request: AddRequest, *, extracts_facts: bool, instructions: str | N
     turns, job = turns_and_job(
         request.messages,
         request.scope,
-        session_id=None,
+        session_id=request.session_id,
         metadata=request.metadata,
         created_at=request.said_at,
         job_payload=payload,
@@ -211,15 +216,17 @@ def long_term_roles(
 ) -> frozenset[str]:
     """The roles of ``messages`` that go to long-term memory (``remember_roles``, or all).
 
-    A system message is never one, with or without an LLM, as in Mem0: it is the
-    application's instruction, not something anyone said, and stored on every call it would
-    fill recall with "You are a helpful assistant" (and an LLM would be shown it as part of
-    the conversation to extract facts from). It is still a turn of the conversation
-    (``recent_turns``, ARKOS's short-term memory).
+    A system message is not one unless its role is named, with or without an LLM, as in
+    Mem0: it is the application's instruction, not something anyone said, and stored on
+    every call it would fill recall with "You are a helpful assistant" (and an LLM would be
+    shown it as part of the conversation to extract facts from). It is still a turn of the
+    conversation (``recent_turns``, ARKOS's short-term memory). ARKOS's ``add_turn`` names
+    the role of the one message it is given: its seed keeps every message long-term.
     """
     present = {m.role for m in messages}
-    wanted = present if remember_roles is None else present & frozenset(remember_roles)
-    return frozenset(wanted - {SYSTEM_ROLE})
+    if remember_roles is None:
+        return frozenset(present - {SYSTEM_ROLE})
+    return frozenset(present & frozenset(remember_roles))
 
 
 def idempotency(key: str, turns: Sequence[NewTurn], job: NewJob | None) -> IdempotencyKey:

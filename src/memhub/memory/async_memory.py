@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from memhub.engine.consolidate import fact_scope
-from memhub.engine.ingest import plan_add, turns_and_job
+from memhub.engine.ingest import AddRequest, plan_add
 from memhub.engine.passages import embed_texts
 from memhub.engine.rerank import chosen_reranker
 from memhub.engine.retrieve import Search, retrieve
@@ -39,7 +39,7 @@ from memhub.memory.services import Services
 from memhub.messages import Message, SystemMessage
 from memhub.messages import deserialize as _deserialize
 from memhub.messages import serialize as _serialize
-from memhub.store.records import EmbeddedText, JobPayload, Scope
+from memhub.store.records import EmbeddedText, Scope
 from memhub.telemetry import operation
 
 __all__ = ["AsyncMemory"]
@@ -490,27 +490,25 @@ class AsyncMemory(RetirementMethods):
         if not isinstance(message, Message):
             raise UsageError(f"expected a memhub Message, got {type(message).__name__}")
         check_text("message content", message.content, self.limits, allow_empty=True)
-        payload = None
-        if self.use_long_term:  # the turn's memory is written with it, as add()'s
-            payload = JobPayload(
-                infer=True,
-                event_id=str(uuid.uuid4()),
-                instructions=self.settings.custom_instructions or None,
-                memory_ids=(uuid.uuid4(),),
-            )
-        # ARKOS queues every turn it is given, system messages too ("use_long_term"); the
-        # raw-mode rule for system messages is add()'s (Mem0's).
-        turns, job = turns_and_job(
-            [message],
-            Scope(user_id=user_id),
+        # ARKOS queues every turn it is given, system messages too ("use_long_term"), so the
+        # message's own role is named; without long-term memory, none is.
+        request = AddRequest(
+            scope=Scope(user_id=user_id),
+            messages=(message,),
+            metadata={},
+            said_at=None,
+            infer=True,
+            remember_roles=frozenset({message.role} if self.use_long_term else ()),
             session_id=self.session_id,
-            metadata=None,
-            created_at=None,
-            job_payload=payload,
+        )
+        plan = plan_add(
+            request,
+            extracts_facts=self.settings.llm_configured,
+            instructions=self.settings.custom_instructions,
         )
         services = await self._services()
-        (turn_id,) = await services.store.append_turns(turns, job)
-        if job is not None:
+        (turn_id,) = await services.store.append_turns(plan.turns, plan.job)
+        if plan.job is not None:
             services.worker.wake()
             self._queued(services, Scope(user_id=user_id), [turn_id])
         return turn_id
