@@ -135,7 +135,8 @@ class Memory:
                 jobs are done, then return what they became. Other scopes' jobs are never
                 waited for, nor run: a worker (in-process or ``memhub worker``) does them.
             remember_roles: Only messages of these roles go to long-term memory (the others
-                are kept as conversation turns only); None: every message.
+                are kept as conversation turns only); None: every message but system ones
+                (a system message only when ``"system"`` is named).
             idempotency_key: A key of the caller's choosing for this call; calling again with
                 the same key, scope and messages returns the first call's result and writes
                 nothing (a retry after a dropped connection). Another request under a used
