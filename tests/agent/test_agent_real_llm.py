@@ -11,12 +11,15 @@ as a tool call spelled out; memories are injected once and the exchange is persi
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
-from memhub.agent import Agent, AgentMemoryConfig, OpenAIChatModel
+from memhub.agent import Agent, AgentMemoryConfig, ModelResponse, OpenAIChatModel, ToolSpec
 from memhub.agent.text_tool_calls import tool_calls_in_text
+from memhub.messages import Message
 
 URL = os.environ.get("MEMHUB_TEST_LLM_URL")
 MODEL = os.environ.get("MEMHUB_TEST_LLM_MODEL", "local")
@@ -29,9 +32,25 @@ FIRST = {"role": "user", "content": "My dashboard login fails with error 403 sin
 SECOND = {"role": "user", "content": "Which error code did I report earlier?"}
 
 
-def agent(memory: AsyncMemory, *, tools: bool) -> tuple[Agent, OpenAIChatModel]:
+class RecordedModel(OpenAIChatModel):
+    """The real model, recording per call how many tools were offered and whether it
+    answered nothing (no text, no call)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls: list[tuple[int, bool]] = []
+
+    async def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> ModelResponse:
+        response = await super().complete(messages, tools)
+        self.calls.append((len(tools), not response.content.strip() and not response.tool_calls))
+        return response
+
+
+def agent(memory: AsyncMemory, *, tools: bool) -> tuple[Agent, RecordedModel]:
     assert URL is not None
-    model = OpenAIChatModel(MODEL, base_url=URL, timeout=600, max_retries=0, tools=tools)
+    model = RecordedModel(MODEL, base_url=URL, timeout=600, max_retries=0, tools=tools)
     config = AgentMemoryConfig(
         client=memory, long_term_roles=("user", "assistant"), tools=tools, forget_limit=1
     )
@@ -80,6 +99,12 @@ async def test_with_tools_offered_no_call_is_shown_as_the_answer(
         finally:
             await model.aclose()
     assert result.steps <= 4
-    if result.finish_reason != "max_steps":  # a model that only calls tools runs out of steps
-        assert_prose(result.text)
+    if result.finish_reason != "max_steps" and result.text.strip():
+        assert_prose(result.text)  # a model that only calls tools runs out of steps
+    elif result.finish_reason != "max_steps":
+        # The 1.5B now and then answers a tool round with nothing, and again without tools
+        # (one make test-llm run in three on 4 December): what memhub owes is the second ask,
+        # with the tools withheld, after an empty answer to an ask that offered them.
+        assert model.calls[-1][0] == 0
+        assert any(offered and empty for offered, empty in model.calls[:-1])
     assert tool_calls_in_text(result.text) == ()
