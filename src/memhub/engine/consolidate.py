@@ -24,7 +24,6 @@ import numpy as np
 
 from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
-from memhub.engine.consent import supports_change
 from memhub.engine.dates import absolute_dates, keep_the_date
 from memhub.engine.grounding import (
     restates,
@@ -33,6 +32,15 @@ from memhub.engine.grounding import (
     support,
     the_speakers_own,
     third_person_head,
+)
+from memhub.engine.operations import (
+    CHANGES,
+    MAX_REMOVALS,
+    PlannedOp,
+    as_utc,
+    plan_operations,
+    refusal,
+    removal_refused,
 )
 from memhub.engine.prompts import (
     CONSOLIDATION_SYSTEM,
@@ -76,12 +84,9 @@ from memhub.telemetry import (
 
 __all__ = [
     "CONSOLIDATE_JOB",
-    "MAX_REMOVALS",
     "Consolidator",
     "Plan",
-    "PlannedOp",
     "fact_scope",
-    "plan_operations",
 ]
 
 log = logging.getLogger("memhub.consolidation")
@@ -90,35 +95,6 @@ CONSOLIDATE_JOB = "consolidate"
 PROCEDURAL = "procedural_memory"
 # The model is shown stored facts only: the episodes (what was said) are never its to change.
 _FACTS_ONLY = parse_filters({KIND: FACT})
-#: DELETE, SUPERSEDE and UPDATE operations one consolidation call may apply; the rest are
-#: refused. Over time, ``MEMHUB_MODEL_CHANGES_PER_DAY`` bounds them per user.
-MAX_REMOVALS = 3
-
-
-@dataclass(frozen=True)
-class PlannedOp:
-    """A checked operation, with real ids and the turns it came from."""
-
-    kind: str
-    target: MemoryRecord | None
-    text: str | None
-    turns: tuple[Turn, ...]
-    # a DELETE's cited user turns that ask to forget its fact (the guard's decision, kept)
-    asked: tuple[int, ...] = ()
-    # a DELETE memhub read from the user's request itself, the model having proposed none
-    unproposed: bool = False
-
-    @property
-    def said_at(self) -> datetime:
-        """The conversation's own time: the latest turn the operation cites."""
-        return max(_aware(t.created_at) for t in self.turns)
-
-
-def _aware(ts: datetime | None) -> datetime:
-    # conversation_context keeps UTC wall time without a zone
-    if ts is None:
-        return datetime.now(UTC)
-    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
 def _speaker(turn: Turn) -> str:
@@ -126,121 +102,6 @@ def _speaker(turn: Turn) -> str:
     # assistant or tool turn cannot pass itself off as the user. The user is shown as "user",
     # not by id: a model shown "h01-7f3a" writes the id into the facts.
     return turn.role
-
-
-def _refusal(
-    kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn], asking: Sequence[int]
-) -> str | None:
-    """Why a DELETE, SUPERSEDE or UPDATE may not stand; None when a user turn supports it.
-
-    An UPDATE rewords a fact: it is held to the SUPERSEDE rule, since a rewording can change
-    what the fact says as much as a replacement can.
-
-    Only the person may change what is known about them, in a turn shown in this prompt:
-    the stored role decides, so an assistant or tool turn, or metadata naming a speaker, is
-    data whatever the model made of it (:mod:`memhub.engine.consent`).
-    """
-    users = [turn_text(t) for t in cited if t.role == "user"]
-    if not users:
-        return "it cites no user turn of this prompt"
-    if kind == "DELETE":
-        return None if asking else "no cited user turn asks to forget this fact"
-    names = {t.user_id for t in cited if t.user_id}
-    if supports_change(users, target.memory, text, names):
-        return None
-    return "no cited user turn is about this fact and says what replaces it"
-
-
-def _removal_refused(op: PlannedOp, cited: Sequence[Turn], cap_spent: bool) -> bool:
-    """Whether a DELETE, SUPERSEDE or UPDATE is refused (or capped); logged, counted if so."""
-    kind, target = op.kind, op.target
-    assert target is not None
-    reason = _refusal(kind, target, op.text or "", cited, op.asked)
-    outcome = "refused"
-    if reason is None and cap_spent:
-        reason, outcome = "the cap of removals per call is spent", "capped"
-    if reason is None:
-        return False
-    turn_ids = [t.id for t in cited]
-    log.warning("%s of %s %s: %s (cited turns %s)", kind, target.id, outcome, reason, turn_ids)
-    record_guard(f"consolidation.{kind.lower()}", outcome)
-    return True
-
-
-def plan_operations(
-    reply: ConsolidationReply,
-    facts: Sequence[MemoryRecord],
-    turns: Sequence[Turn],
-    max_removals: int = MAX_REMOVALS,
-    refused: Counter[str] | None = None,
-    meant: Mapping[int, UUID] | None = None,
-) -> list[PlannedOp]:
-    """Map the model's local numbers back to memories and turns, refusing what does not fit.
-
-    A DELETE, SUPERSEDE or UPDATE stands only when a cited user turn supports it
-    (:func:`_refusal`), and at most ``max_removals`` of them per call; a refused one changes
-    nothing (the turns stay stored). Each refusal is logged and counted
-    (``memhub.guard.refused``). An operation that cannot be applied as written (a fact
-    number not shown, a second operation on one fact, an empty fact) is refused on its own
-    and counted in ``refused``; the rest of the reply stands. Retrying would not help: the
-    model answered valid JSON and would answer the same again.
-    """
-    meant = meant or {}
-    planned: list[PlannedOp] = []
-    touched: set[int] = set()
-    removals = 0
-    for op in reply.operations:
-        if op.op == "NONE":
-            continue
-        cited = tuple(turns[n - 1] for n in sorted(set(op.turns)) if 1 <= n <= len(turns))
-        target = None
-        text = (op.text or "").strip()
-        kind = op.op
-        if kind in ("UPDATE", "SUPERSEDE") and (op.id or "").strip().lower() in _NO_ID:
-            # no stored fact named: new knowledge, which small models often label UPDATE
-            kind = "ADD"
-        try:
-            if kind in ("UPDATE", "SUPERSEDE", "DELETE"):
-                number = _fact_number(op.id, len(facts))
-                if number in touched:
-                    raise ProviderOutputError(f"fact {number} has more than one operation")
-                touched.add(number)
-                target = facts[number - 1]
-            if kind != "DELETE" and not text:
-                raise ProviderOutputError(f"{kind} operation with an empty fact")
-        except ProviderOutputError as exc:
-            log.warning("%s operation refused: %s", kind, exc)
-            if refused is not None:
-                refused["REFUSED_INVALID"] += 1
-            continue
-        # ADD only adds knowledge; without a valid citation it comes from the batch.
-        planned_op = PlannedOp(kind, target, text or None, cited or tuple(turns))
-        if kind in _CHANGES:
-            assert target is not None
-            if kind == "DELETE":
-                planned_op = replace(planned_op, asked=forgetting.asking(target, cited, meant))
-            if _removal_refused(planned_op, cited, removals >= max_removals):
-                continue
-            removals += 1
-        planned.append(planned_op)
-    return planned
-
-
-_NO_ID = ("", "none", "null")
-#: What changes a stored fact: guarded, capped per call and counted in the user's budget.
-_CHANGES = ("DELETE", "SUPERSEDE", "UPDATE")
-
-
-def _fact_number(raw: str | None, shown: int) -> int:
-    try:
-        number = int(str(raw).strip().strip("[]#"))
-    except ValueError:
-        raise ProviderOutputError(
-            f"operation refers to fact {raw!r}, which is not a number"
-        ) from None
-    if not 1 <= number <= shown:
-        raise ProviderOutputError(f"operation refers to fact {number}, which was not shown")
-    return number
 
 
 def _usage(model: str, usage: Usage) -> dict[str, int]:
@@ -400,7 +261,7 @@ class Consolidator:
         was.
         """
         shown = {f.id for f in facts}
-        removals = sum(op.kind in _CHANGES for op in plan.ops)
+        removals = sum(op.kind in CHANGES for op in plan.ops)
         usage = Usage()
         with_text = [i for i, op in enumerate(plan.ops) if op.text]
         for i, vector in zip(with_text, plan.vectors, strict=True):
@@ -419,7 +280,7 @@ class Consolidator:
                     for c in sorted(found, key=_best_rank)
                     if c.record.id in shown
                     and c.record.id not in touched
-                    and not _refusal("SUPERSEDE", c.record, op.text, op.turns, ())
+                    and not refusal("SUPERSEDE", c.record, op.text, op.turns, ())
                 ),
                 None,
             )
@@ -438,7 +299,7 @@ class Consolidator:
                 continue
             cap_spent = removals >= self.max_removals
             superseding = replace(op, kind="SUPERSEDE", target=closest)
-            if _removal_refused(superseding, op.turns, cap_spent):
+            if removal_refused(superseding, op.turns, cap_spent):
                 continue
             plan.ops[i] = superseding
             touched.add(closest.id)
@@ -460,7 +321,7 @@ class Consolidator:
         messages = consolidation_messages(
             shown,
             [
-                PromptTurn(n, _speaker(turns[i]), _aware(turns[i].created_at), text)
+                PromptTurn(n, _speaker(turns[i]), as_utc(turns[i].created_at), text)
                 for n, (i, text) in enumerate(window, start=1)
             ],
             custom,
@@ -509,14 +370,14 @@ class Consolidator:
         a new fact that only says a fact so retired again is refused (REFUSED_ASKED_TO_FORGET).
         """
         planned = {op.target.id for op in ops if op.target is not None}
-        removals = sum(op.kind in _CHANGES for op in ops)
+        removals = sum(op.kind in CHANGES for op in ops)
         by_id = {f.id: f for f in facts}
         for fact_id, asking in forgetting.asked_to_forget(turns, texts, facts).items():
             if fact_id in planned:
                 continue
             cited = tuple(t for t in turns if t.id in asking)
             delete = PlannedOp("DELETE", by_id[fact_id], None, cited, asking, unproposed=True)
-            if _removal_refused(delete, cited, removals >= self.max_removals):
+            if removal_refused(delete, cited, removals >= self.max_removals):
                 continue
             removals += 1
             ops.append(delete)
@@ -553,7 +414,7 @@ class Consolidator:
             gap = gaps.uncovered(texts[turn.id], citing, names)
             if gap.sentences:
                 shown = " ".join(gap.sentences)
-                said = PromptTurn(number, "user", _aware(turn.created_at), shown)
+                said = PromptTurn(number, "user", as_utc(turn.created_at), shown)
                 spent, answers = await gaps.ask(self.llm, said, before, rules)
                 usage += spent
                 fresh = [PlannedOp("ADD", None, a, (turn,)) for a in answers]
@@ -622,7 +483,7 @@ class Consolidator:
     async def _procedural(self, plan: Plan, turns: list[Turn]) -> None:
         messages = procedural_messages(
             [
-                PromptTurn(n, _speaker(t), _aware(t.created_at), turn_text(t))
+                PromptTurn(n, _speaker(t), as_utc(t.created_at), turn_text(t))
                 for n, t in enumerate(turns, start=1)
             ]
         )
@@ -656,7 +517,7 @@ class Consolidator:
         self, batch: ConsolidationWrites, plan: Plan, op: PlannedOp, vector: Any
     ) -> None:
         turn_ids = [t.id for t in op.turns]
-        if op.kind in _CHANGES and not await self._within_budget(batch, plan, op):
+        if op.kind in CHANGES and not await self._within_budget(batch, plan, op):
             return
         if op.kind == "DELETE":
             assert op.target is not None
@@ -774,7 +635,7 @@ def _ground(
         told = [t for t in op.turns if t.role == "user"]
         if len(told) == 1:
             whole = texts.get(told[0].id, turn_text(told[0]))
-            text = keep_the_date(text, whole, _aware(told[0].created_at).date())
+            text = keep_the_date(text, whole, as_utc(told[0].created_at).date())
         return replace(op, text=text), ""
     if result.copied_from is not None:
         return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()

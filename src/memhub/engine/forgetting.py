@@ -108,7 +108,7 @@ def asked_to_forget(
 
 
 class Proposed(Protocol):
-    """An operation as consolidation plans it (``consolidate.PlannedOp``)."""
+    """An operation as consolidation plans it (``operations.PlannedOp``)."""
 
     @property
     def kind(self) -> str: ...

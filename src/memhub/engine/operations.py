@@ -1,0 +1,182 @@
+"""A model's proposed operations, checked: real ids, cited turns, and the guard on changes.
+
+:func:`plan_operations` maps a consolidation reply's local numbers back to stored facts and
+shown turns; :func:`refusal` is the one rule a DELETE, SUPERSEDE or UPDATE must pass (a user
+turn shown in that prompt supports it, :mod:`memhub.engine.consent`), and
+:func:`removal_refused` applies it with the cap of ``MAX_REMOVALS`` per call, logging and
+counting each refusal. :mod:`memhub.engine.consolidate` runs the flow around them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from uuid import UUID
+
+from memhub.engine import forgetting
+from memhub.engine.consent import supports_change
+from memhub.engine.prompts import ConsolidationReply
+from memhub.engine.text import turn_text
+from memhub.errors import ProviderOutputError
+from memhub.store.records import MemoryRecord, Turn
+from memhub.telemetry import record_guard
+
+__all__ = [
+    "CHANGES",
+    "MAX_REMOVALS",
+    "PlannedOp",
+    "as_utc",
+    "plan_operations",
+    "refusal",
+    "removal_refused",
+]
+
+log = logging.getLogger("memhub.consolidation")
+
+#: DELETE, SUPERSEDE and UPDATE operations one consolidation call may apply; the rest are
+#: refused. Over time, ``MEMHUB_MODEL_CHANGES_PER_DAY`` bounds them per user.
+MAX_REMOVALS = 3
+
+
+@dataclass(frozen=True)
+class PlannedOp:
+    """A checked operation, with real ids and the turns it came from."""
+
+    kind: str
+    target: MemoryRecord | None
+    text: str | None
+    turns: tuple[Turn, ...]
+    # a DELETE's cited user turns that ask to forget its fact (the guard's decision, kept)
+    asked: tuple[int, ...] = ()
+    # a DELETE memhub read from the user's request itself, the model having proposed none
+    unproposed: bool = False
+
+    @property
+    def said_at(self) -> datetime:
+        """The conversation's own time: the latest turn the operation cites."""
+        return max(as_utc(t.created_at) for t in self.turns)
+
+
+def as_utc(ts: datetime | None) -> datetime:
+    # conversation_context keeps UTC wall time without a zone
+    if ts is None:
+        return datetime.now(UTC)
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+def refusal(
+    kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn], asking: Sequence[int]
+) -> str | None:
+    """Why a DELETE, SUPERSEDE or UPDATE may not stand; None when a user turn supports it.
+
+    An UPDATE rewords a fact: it is held to the SUPERSEDE rule, since a rewording can change
+    what the fact says as much as a replacement can.
+
+    Only the person may change what is known about them, in a turn shown in this prompt:
+    the stored role decides, so an assistant or tool turn, or metadata naming a speaker, is
+    data whatever the model made of it (:mod:`memhub.engine.consent`).
+    """
+    users = [turn_text(t) for t in cited if t.role == "user"]
+    if not users:
+        return "it cites no user turn of this prompt"
+    if kind == "DELETE":
+        return None if asking else "no cited user turn asks to forget this fact"
+    names = {t.user_id for t in cited if t.user_id}
+    if supports_change(users, target.memory, text, names):
+        return None
+    return "no cited user turn is about this fact and says what replaces it"
+
+
+def removal_refused(op: PlannedOp, cited: Sequence[Turn], cap_spent: bool) -> bool:
+    """Whether a DELETE, SUPERSEDE or UPDATE is refused (or capped); logged, counted if so."""
+    kind, target = op.kind, op.target
+    assert target is not None
+    reason = refusal(kind, target, op.text or "", cited, op.asked)
+    outcome = "refused"
+    if reason is None and cap_spent:
+        reason, outcome = "the cap of removals per call is spent", "capped"
+    if reason is None:
+        return False
+    turn_ids = [t.id for t in cited]
+    log.warning("%s of %s %s: %s (cited turns %s)", kind, target.id, outcome, reason, turn_ids)
+    record_guard(f"consolidation.{kind.lower()}", outcome)
+    return True
+
+
+def plan_operations(
+    reply: ConsolidationReply,
+    facts: Sequence[MemoryRecord],
+    turns: Sequence[Turn],
+    max_removals: int = MAX_REMOVALS,
+    refused: Counter[str] | None = None,
+    meant: Mapping[int, UUID] | None = None,
+) -> list[PlannedOp]:
+    """Map the model's local numbers back to memories and turns, refusing what does not fit.
+
+    A DELETE, SUPERSEDE or UPDATE stands only when a cited user turn supports it
+    (:func:`refusal`), and at most ``max_removals`` of them per call; a refused one changes
+    nothing (the turns stay stored). Each refusal is logged and counted
+    (``memhub.guard.refused``). An operation that cannot be applied as written (a fact
+    number not shown, a second operation on one fact, an empty fact) is refused on its own
+    and counted in ``refused``; the rest of the reply stands. Retrying would not help: the
+    model answered valid JSON and would answer the same again.
+    """
+    meant = meant or {}
+    planned: list[PlannedOp] = []
+    touched: set[int] = set()
+    removals = 0
+    for op in reply.operations:
+        if op.op == "NONE":
+            continue
+        cited = tuple(turns[n - 1] for n in sorted(set(op.turns)) if 1 <= n <= len(turns))
+        target = None
+        text = (op.text or "").strip()
+        kind = op.op
+        if kind in ("UPDATE", "SUPERSEDE") and (op.id or "").strip().lower() in _NO_ID:
+            # no stored fact named: new knowledge, which small models often label UPDATE
+            kind = "ADD"
+        try:
+            if kind in ("UPDATE", "SUPERSEDE", "DELETE"):
+                number = _fact_number(op.id, len(facts))
+                if number in touched:
+                    raise ProviderOutputError(f"fact {number} has more than one operation")
+                touched.add(number)
+                target = facts[number - 1]
+            if kind != "DELETE" and not text:
+                raise ProviderOutputError(f"{kind} operation with an empty fact")
+        except ProviderOutputError as exc:
+            log.warning("%s operation refused: %s", kind, exc)
+            if refused is not None:
+                refused["REFUSED_INVALID"] += 1
+            continue
+        # ADD only adds knowledge; without a valid citation it comes from the batch.
+        planned_op = PlannedOp(kind, target, text or None, cited or tuple(turns))
+        if kind in CHANGES:
+            assert target is not None
+            if kind == "DELETE":
+                planned_op = replace(planned_op, asked=forgetting.asking(target, cited, meant))
+            if removal_refused(planned_op, cited, removals >= max_removals):
+                continue
+            removals += 1
+        planned.append(planned_op)
+    return planned
+
+
+_NO_ID = ("", "none", "null")
+#: What changes a stored fact: guarded, capped per call and counted in the user's budget.
+CHANGES = ("DELETE", "SUPERSEDE", "UPDATE")
+
+
+def _fact_number(raw: str | None, shown: int) -> int:
+    try:
+        number = int(str(raw).strip().strip("[]#"))
+    except ValueError:
+        raise ProviderOutputError(
+            f"operation refers to fact {raw!r}, which is not a number"
+        ) from None
+    if not 1 <= number <= shown:
+        raise ProviderOutputError(f"operation refers to fact {number}, which was not shown")
+    return number
