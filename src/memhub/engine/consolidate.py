@@ -24,7 +24,7 @@ import numpy as np
 
 from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
-from memhub.engine.dates import absolute_dates, keep_the_date
+from memhub.engine.dates import absolute_dates, keep_the_date, said_at_utc
 from memhub.engine.grounding import (
     restates,
     says_again,
@@ -37,7 +37,6 @@ from memhub.engine.operations import (
     CHANGES,
     MAX_REMOVALS,
     PlannedOp,
-    as_utc,
     plan_operations,
     refusal,
     removal_refused,
@@ -321,7 +320,7 @@ class Consolidator:
         messages = consolidation_messages(
             shown,
             [
-                PromptTurn(n, _speaker(turns[i]), as_utc(turns[i].created_at), text)
+                PromptTurn(n, _speaker(turns[i]), said_at_utc(turns[i].created_at), text)
                 for n, (i, text) in enumerate(window, start=1)
             ],
             custom,
@@ -414,7 +413,7 @@ class Consolidator:
             gap = gaps.uncovered(texts[turn.id], citing, names)
             if gap.sentences:
                 shown = " ".join(gap.sentences)
-                said = PromptTurn(number, "user", as_utc(turn.created_at), shown)
+                said = PromptTurn(number, "user", said_at_utc(turn.created_at), shown)
                 spent, answers = await gaps.ask(self.llm, said, before, rules)
                 usage += spent
                 fresh = [PlannedOp("ADD", None, a, (turn,)) for a in answers]
@@ -483,7 +482,7 @@ class Consolidator:
     async def _procedural(self, plan: Plan, turns: list[Turn]) -> None:
         messages = procedural_messages(
             [
-                PromptTurn(n, _speaker(t), as_utc(t.created_at), turn_text(t))
+                PromptTurn(n, _speaker(t), said_at_utc(t.created_at), turn_text(t))
                 for n, t in enumerate(turns, start=1)
             ]
         )
@@ -635,7 +634,7 @@ def _ground(
         told = [t for t in op.turns if t.role == "user"]
         if len(told) == 1:
             whole = texts.get(told[0].id, turn_text(told[0]))
-            text = keep_the_date(text, whole, as_utc(told[0].created_at).date())
+            text = keep_the_date(text, whole, said_at_utc(told[0].created_at).date())
         return replace(op, text=text), ""
     if result.copied_from is not None:
         return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()

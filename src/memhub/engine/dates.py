@@ -15,9 +15,18 @@ lives in Vienna."); :func:`keep_the_date` gives such a fact back the date its cl
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
-__all__ = ["absolute_dates", "keep_the_date", "resolve_relative_dates"]
+__all__ = ["absolute_dates", "keep_the_date", "resolve_relative_dates", "said_at_utc"]
+
+
+def said_at_utc(at: datetime | None) -> datetime:
+    """A turn's own time, aware: ``conversation_context.created_at`` keeps the UTC wall time
+    without a zone (``store.records.utc_wall_time``); None, not yet stamped, is now."""
+    if at is None:
+        return datetime.now(UTC)
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _NUMBERS = {

@@ -13,11 +13,12 @@ import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import UUID
 
 from memhub.engine import forgetting
 from memhub.engine.consent import supports_change
+from memhub.engine.dates import said_at_utc
 from memhub.engine.prompts import ConsolidationReply
 from memhub.engine.text import turn_text
 from memhub.errors import ProviderOutputError
@@ -28,7 +29,6 @@ __all__ = [
     "CHANGES",
     "MAX_REMOVALS",
     "PlannedOp",
-    "as_utc",
     "plan_operations",
     "refusal",
     "removal_refused",
@@ -57,14 +57,7 @@ class PlannedOp:
     @property
     def said_at(self) -> datetime:
         """The conversation's own time: the latest turn the operation cites."""
-        return max(as_utc(t.created_at) for t in self.turns)
-
-
-def as_utc(ts: datetime | None) -> datetime:
-    # conversation_context keeps UTC wall time without a zone
-    if ts is None:
-        return datetime.now(UTC)
-    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+        return max(said_at_utc(t.created_at) for t in self.turns)
 
 
 def refusal(
