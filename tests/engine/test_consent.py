@@ -499,6 +499,11 @@ CHANGES_NOT_THE_PERSONS = [  # (user turn, old, new): each must still be refused
         "The user is in a new band.",
     ),
     ("My sister moved to Exeter.", "The user is based in Derby.", "The user lives in Exeter."),
+    (  # the place is the band's, not what "is in" says
+        "I'm in a new band now.",
+        "The user lives in Derby.",
+        "The user is in a new band in Exeter.",
+    ),
     (  # a new job does not replace where the person lives
         "I started a new job at Shopify.",
         "The user lives in Paris.",

@@ -670,8 +670,9 @@ def _relation(fact: str, names: Iterable[str]) -> str:
         return _HOME if verb in _HOME_VERBS else verb
     after = words[1] if len(words) > 1 else ""
     relation = f"{verb} {'a' if after == 'an' else after}"
-    # "is in Bristol" is where one lives; "is in a band" is not
-    in_a_place = relation == "be in" and re.search(r"\bin\s+[A-Z]", fact) is not None
+    # "is in Bristol" is where one lives; "is in a band" is not, nor "is in a band in Leeds"
+    after_in = re.search(r"\bin\s+(\S)", fact)
+    in_a_place = relation == "be in" and after_in is not None and after_in[1].isupper()
     return _HOME if relation == "be based" or in_a_place else relation
 
 
