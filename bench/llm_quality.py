@@ -13,7 +13,8 @@ OpenAI-compatible server. Then every current memory is sorted:
   first or second person, a speaker prefix, or nearly all its words a user turn's in order
   without naming the user in the third person),
   ``forgotten`` (says what the user asked to forget), ``stale`` (says what a later turn
-  changed), ``supported`` (matches a labelled fact), else ``wrong``.
+  changed), ``wrong`` when it only reports a topic ("The user is talking about ..."),
+  ``supported`` (matches a labelled fact), else ``wrong``.
 
 A conversation's ``facts`` are what must be found; its ``also`` labels are the other things
 its user states about themselves or someone they know, which a person accepts as stored
@@ -72,6 +73,14 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _VOICE = frozenset(["i", "me", "my", "mine", "myself", "we", "our", "ours", "you", "your", "yours"])
 _PREFIX = re.compile(r"^\s*([\w.@-]+)\s*:\s")
 _COPY_SHARE = 0.85  # a fact with this share of its words a turn's, in order, copies it
+# A report of what the conversation was about ("The user is talking about two greyhounds",
+# Mem0's "User asked about the capital of Mongolia"): it names a topic, not something true of
+# the person. "User mentioned knitting Pepper a jumper" says what they do, and is judged so.
+_REPORT = re.compile(
+    r"\W*(?:the\s+)?user\s+(?:is\s+|was\s+)?(?:(?:talking|talked|talks|asking|asked|asks"
+    r"|inquired|inquires)\s+about|wants?\s+to\s+know|wanted\s+to\s+know|greeted|said hello)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -211,6 +220,8 @@ def judge(text: str, conv: dict[str, Any], user_id: str, strict: bool = False) -
         return "forgotten"
     if any(_stale(change, text) for change in conv["changes"]):
         return "stale"
+    if _REPORT.match(text):
+        return "wrong"  # what happened in the chat, not a fact about the person
     if any(says(label, text) for label in (*conv["facts"], *conv.get("also", ()))):
         return "supported"
     return "wrong"

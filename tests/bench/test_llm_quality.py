@@ -166,3 +166,13 @@ def test_a_fact_saying_the_news_is_not_stale_for_naming_the_old_state() -> None:
     assert judge("The user lives in Madrid.", CONV, USER) == "stale"
     score = Score()
     assert score_one(CONV, [both], [], USER, score)["changes_right"] == [True]
+
+
+@pytest.mark.parametrize(
+    "memory",
+    ["The user is talking about peanuts.", "User asked about Lyon.", "The user said hello."],
+)
+def test_a_report_of_the_conversation_is_not_a_fact(memory: str) -> None:
+    conv = CONV | {"also": [{"about": "user", "all": ["peanut|lyon|hello"]}]}
+    assert judge(memory, conv, USER) == "wrong"
+    assert judge("The user is allergic to peanuts.", conv, USER) == "supported"
