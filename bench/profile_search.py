@@ -125,10 +125,10 @@ async def _sql(memory: AsyncMemory, services: Services, q: str, vector: object) 
         Scope(user_id=USER),
         q,
         vector,
-        memory.fusion.candidates,
+        memory.search_config.fusion.candidates,
         None,
         False,
-        memory.fusion.text,
+        memory.search_config.fusion.text,
     )
     return (time.perf_counter() - t0) * 1000
 

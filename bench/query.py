@@ -63,9 +63,9 @@ async def _checkout(database: Any) -> None:
 async def sequential(memory: AsyncMemory, services: Services, queries: list[str]) -> dict[str, Any]:
     """Embedding alone, each SQL statement alone, search(): one query at a time, interleaved."""
     times: dict[str, list[float]] = {name: [] for name in PARTS}
-    k = max(LIMIT, memory.fusion.candidates)
+    k = max(LIMIT, memory.search_config.fusion.candidates)
     database = services.store.database  # type: ignore[attr-defined]
-    scope, ranking = Scope(user_id=USER), memory.fusion.text
+    scope, ranking = Scope(user_id=USER), memory.search_config.fusion.text
     for q in queries:
         vector = (await services.embedder.embed([q]))[0]
         times["embedding"].append(await _ms(lambda q=q: services.embedder.embed([q])))
@@ -81,7 +81,7 @@ async def sequential(memory: AsyncMemory, services: Services, queries: list[str]
             )
         times["vector statement"].append((time.perf_counter() - began) * 1000)
         began = time.perf_counter()
-        scored = fuse(rank(candidates), memory.fusion, datetime.now(UTC))
+        scored = fuse(rank(candidates), memory.search_config.fusion, datetime.now(UTC))
         [memory_item(s.candidate.record, s.score) for s in scored[:LIMIT]]
         times["fusion + results"].append((time.perf_counter() - began) * 1000)
         times["search"].append(await _ms(lambda q=q: memory.search(q, user_id=USER, limit=LIMIT)))
@@ -139,8 +139,8 @@ async def while_ingesting(settings: MemhubSettings, queries: list[str], n: int) 
 
 def explain(url: str, memory: AsyncMemory, vectors: list[tuple[str, Any]]) -> dict[str, Any]:
     """EXPLAIN ANALYZE of both statements: planning, execution and each CTE (medians)."""
-    k = max(LIMIT, memory.fusion.candidates)
-    scope, ranking = Scope(user_id=USER), memory.fusion.text
+    k = max(LIMIT, memory.search_config.fusion.candidates)
+    scope, ranking = Scope(user_id=USER), memory.search_config.fusion.text
     parts: dict[str, list[float]] = {}
 
     def analyse(conn: psycopg.Connection[Any], name: str, statement: Any) -> None:

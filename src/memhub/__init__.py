@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "ProviderError": "memhub.errors",
     "ProviderHTTPError": "memhub.errors",
     "ProviderOutputError": "memhub.errors",
+    "SearchConfig": "memhub.engine.search_config",
     "StatementTimeout": "memhub.errors",
     "StoreError": "memhub.errors",
     "StoreUnavailable": "memhub.errors",
@@ -61,6 +62,7 @@ __all__ = [
     "ProviderError",
     "ProviderHTTPError",
     "ProviderOutputError",
+    "SearchConfig",
     "StatementTimeout",
     "StoreError",
     "StoreUnavailable",
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
     from memhub.config import MemhubSettings
     from memhub.embed import Embedder
     from memhub.engine.fusion import PRESETS, FusionConfig
+    from memhub.engine.search_config import SearchConfig
     from memhub.errors import (
         ConfigurationError,
         Conflict,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from memhub import PRESETS, AsyncMemory, FusionConfig, UsageError
+from memhub import PRESETS, AsyncMemory, SearchConfig, UsageError
 from memhub._portal import run_sync
 from memhub.config import MemhubSettings
 from memhub.engine.text import estimate_tokens
@@ -52,11 +52,11 @@ def test_results_far_weaker_than_the_best_are_left_out(shared_memory: AsyncMemor
         for text in [*TEXTS, unrelated]:
             await shared_memory.add(text, user_id="u", infer=False)
         await shared_memory.wait_idle()
-        shared_memory.fusion = PRESETS["compact"]
+        shared_memory.search_config = SearchConfig(PRESETS["compact"])
         cut = (await shared_memory.search("bees honey", user_id="u"))["results"]
         # Mem0's explicit threshold replaces the relative cut-off.
         explicit = await shared_memory.search("bees honey", user_id="u", threshold=0.0)
-        shared_memory.fusion = FusionConfig()  # the default: no cut-off
+        shared_memory.search_config = SearchConfig()  # the default: no cut-off
         everything = (await shared_memory.search("bees honey", user_id="u"))["results"]
         return cut, explicit["results"], everything
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from memhub import AsyncMemory
 from memhub._portal import run_sync
 from memhub.engine.fusion import FusionConfig
+from memhub.engine.search_config import SearchConfig
 
 SPEAKERS = ("Caroline", "Melanie")
 THINGS = ("the park", "a pottery class", "the beach", "a concert", "the library", "her garden")
@@ -86,7 +87,9 @@ def test_same_turns_in_another_order_and_repeated_queries_rank_the_same(
                 assert await _top(shared_memory, "interleaved", query) == first, query
         # Without the neighbour signal (which follows each session's order of turns), any
         # order of writes gives the same ranking.
-        shared_memory.fusion = FusionConfig(previous_turn_weight=0.0, next_turn_weight=0.0)
+        shared_memory.search_config = SearchConfig(
+            FusionConfig(previous_turn_weight=0.0, next_turn_weight=0.0)
+        )
         for query in QUERIES:
             first = await _top(shared_memory, "in-order", query)
             assert await _top(shared_memory, "shuffled", query) == first, query
@@ -107,7 +110,9 @@ def test_an_answer_is_found_through_the_question_said_just_before_it(
         await shared_memory.wait_idle()
         found = (await shared_memory.search("What did Caroline paint?", user_id="u"))["results"]
         with_neighbours = next(r["score"] for r in found if r["memory"] == answer)
-        shared_memory.fusion = FusionConfig(previous_turn_weight=0.0, next_turn_weight=0.0)
+        shared_memory.search_config = SearchConfig(
+            FusionConfig(previous_turn_weight=0.0, next_turn_weight=0.0)
+        )
         alone = (await shared_memory.search("What did Caroline paint?", user_id="u"))["results"]
         without = next(r["score"] for r in alone if r["memory"] == answer)
         return [r["memory"] for r in found], with_neighbours, without

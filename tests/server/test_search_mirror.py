@@ -3,10 +3,12 @@ knob added to ``AsyncMemory.search`` cannot be left out of a door without this f
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
-from memhub import AsyncMemory
+from memhub import AsyncMemory, FusionConfig, SearchConfig
 from memhub.cli.parser import build_parser
+from memhub.engine.search_config import CALL_KNOBS
 from memhub.server.models import SearchRequest
 
 #: REST-only fields, each with its reason.
@@ -32,6 +34,28 @@ def _facade_arguments() -> set[str]:
     return set(inspect.signature(AsyncMemory.search).parameters) - {"self"}
 
 
+def _cli_search_options() -> set[str]:
+    parser = build_parser()
+    search = next(
+        action.choices["search"]
+        for action in parser._actions
+        if getattr(action, "choices", None) and "search" in action.choices
+    )
+    return {a.dest for a in search._actions}
+
+
+def test_every_knob_of_the_search_config_a_call_may_set_is_in_every_door() -> None:
+    """One object says how a search ranks and how much it returns; the knobs a call may
+    override are its own fields (or its fusion's), and Python, REST and the CLI take each."""
+    fields = {f.name for f in dataclasses.fields(SearchConfig)}
+    fusion_fields = {f.name for f in dataclasses.fields(FusionConfig)}
+    for knob in CALL_KNOBS:
+        assert knob in fields | fusion_fields, knob
+        assert knob in _facade_arguments(), knob
+        assert knob in SearchRequest.model_fields, knob
+        assert knob in _cli_search_options(), knob
+
+
 def test_the_rest_search_request_mirrors_the_facade() -> None:
     rest = set(SearchRequest.model_fields)
     assert rest - REST_ONLY == _facade_arguments() - FACADE_ONLY
@@ -41,13 +65,7 @@ def test_the_rest_search_request_mirrors_the_facade() -> None:
 def test_the_cli_search_takes_the_result_budget() -> None:
     """The knobs that shape what a search returns (docs/cli.md); scope, filters and time
     travel are the facade's and the REST body's."""
-    parser = build_parser()
-    search = next(
-        action.choices["search"]
-        for action in parser._actions
-        if getattr(action, "choices", None) and "search" in action.choices
-    )
-    options = {a.dest for a in search._actions}
+    options = _cli_search_options()
     assert {"limit", "max_tokens", "min_score_ratio", "rerank", "as_of"} <= options
     assert options & _facade_arguments() >= {"max_tokens", "min_score_ratio", "rerank"}
     # Every other facade argument is a CLI option too: a new knob must be added or listed.

@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 from functools import partial
 
 from memhub.embed.base import Embedder, embed_one
-from memhub.engine.fusion import FusionConfig, ScoredCandidate, fuse
+from memhub.engine.fusion import ScoredCandidate, fuse
 from memhub.engine.rerank import rerank_scored
+from memhub.engine.search_config import SearchConfig
 from memhub.engine.text import within_budget
 from memhub.errors import UsageError
 from memhub.filters import EPISODE, KIND, And, Condition, Filter
@@ -57,7 +58,8 @@ class Search:
         include_superseded: Also search facts that were replaced.
         threshold: Smallest score kept, in [0, 1]; given, it replaces the cut-off relative to
             the best score (``FusionConfig.min_score_ratio``).
-        max_tokens: Cap on the results' total length, estimated at four characters a token.
+
+    How it is ranked and how much it returns is the :class:`SearchConfig` passed beside it.
     """
 
     query: str
@@ -66,28 +68,24 @@ class Search:
     filters: Filter | None = None
     include_superseded: bool = False
     threshold: float | None = None
-    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         # Refused before anything runs.
         if self.threshold is not None and not 0.0 <= self.threshold <= 1.0:
             raise UsageError(f"threshold must be between 0 and 1, got {self.threshold}")
-        tokens = self.max_tokens
-        if tokens is not None and (isinstance(tokens, bool) or tokens < 1):
-            raise UsageError(f"max_tokens must be a positive integer, got {tokens!r}")
 
 
 async def retrieve(
     store: MemoryStore,
     embedder: Embedder,
     search: Search,
-    fusion: FusionConfig,
+    config: SearchConfig,
     *,
     reranker: Reranker | None = None,
-    rerank_candidates: int = 20,
     settle: Callable[[], Awaitable[object]] | None = None,
 ) -> list[ScoredCandidate]:
-    """The memories relevant to ``search.query``, best first, with their scores in [0, 1].
+    """The memories relevant to ``search.query``, best first, with their scores in [0, 1],
+    ranked and cut as ``config`` says (``reranker``: the reranker ``config.rerank`` chose).
 
     ``settle``, when given, is awaited once the query is embedded and before the store is
     read: the caller's wait for its own writes to be searchable by meaning.
@@ -98,6 +96,7 @@ async def retrieve(
     never which turns are found.
     """
     now = datetime.now(UTC)
+    fusion = config.fusion
     # An explicit threshold (Mem0's) replaces the cut-off relative to the best score.
     cut_off = search.threshold is None
     with operation("search"):
@@ -134,8 +133,8 @@ async def retrieve(
             scored = told_once(episodes, fuse(rank(drawn), fusion, now, cut_off=cut_off))
         else:
             scored = fuse(rank(found), fusion, now, cut_off=cut_off)
-    scored = await rerank_scored(reranker, search.query, scored, rerank_candidates)
-    return _kept(scored, search)
+    scored = await rerank_scored(reranker, search.query, scored, config.rerank_candidates)
+    return _kept(scored, search, config.max_tokens)
 
 
 def _episodes_only(filters: Filter | None) -> Filter:
@@ -280,7 +279,9 @@ def returned_text(candidate: Candidate) -> str:
     return text if passage is None else text[passage.start : passage.end]
 
 
-def _kept(scored: Iterable[ScoredCandidate], search: Search) -> list[ScoredCandidate]:
+def _kept(
+    scored: Iterable[ScoredCandidate], search: Search, max_tokens: int | None
+) -> list[ScoredCandidate]:
     """What a search returns of the ranked candidates: over the threshold, within the
     budget, at most ``limit``."""
     threshold = search.threshold
@@ -289,6 +290,6 @@ def _kept(scored: Iterable[ScoredCandidate], search: Search) -> list[ScoredCandi
     fresh: Iterable[ScoredCandidate] = (
         s for s in scored if threshold is None or round(s.score, 6) >= threshold
     )
-    if search.max_tokens is not None:
-        fresh = within_budget(((returned_text(s.candidate), s) for s in fresh), search.max_tokens)
+    if max_tokens is not None:
+        fresh = within_budget(((returned_text(s.candidate), s) for s in fresh), max_tokens)
     return list(itertools.islice(fresh, search.limit))

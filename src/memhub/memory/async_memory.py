@@ -58,7 +58,10 @@ class AsyncMemory(RetirementMethods):
         use_long_term: Also queue every turn for long-term memory.
         settings: Explicit settings; by default they come from the environment.
         embedder: An embedder to use instead of the one the settings name.
-        fusion: How search fuses its signals.
+        fusion: How search fuses its signals: the same as ``search_config`` holding it, with
+            the settings' other search defaults.
+        search_config: How search ranks and how much it returns (docs/retrieval.md); by
+            default the settings' (``MEMHUB_SEARCH_*``).
         config: A Mem0 config (a dict, or Mem0's ``MemoryConfig``), as Mem0's
             ``AsyncMemory(config=...)`` takes it: the same as :meth:`from_config`.
     """
@@ -244,19 +247,17 @@ class AsyncMemory(RetirementMethods):
         if as_of is not None:
             rest, include_superseded = as_of_filters(as_of, rest), True
         parsed = parse_filters(rest, self.limits.filters)
-        if max_tokens is None:
-            max_tokens = self.settings.search_max_tokens
-        search = Search(query, scope, limit, parsed, include_superseded, threshold, max_tokens)
-        fusion = self.fusion if min_score_ratio is None else self.fusion.cut_at(min_score_ratio)
+        search = Search(query, scope, limit, parsed, include_superseded, threshold)
+        config = self.search_config.for_call(
+            min_score_ratio=min_score_ratio, max_tokens=max_tokens, rerank=rerank
+        )
         services = await self._services()
-        reranker = chosen_reranker(rerank, services.reranker)
         scored = await retrieve(
             services.store,
             services.embedder,
             search,
-            fusion,
-            reranker=reranker,
-            rerank_candidates=self.settings.rerank_candidates,
+            config,
+            reranker=chosen_reranker(config.rerank, services.reranker),
             settle=self._settle_for(services, scope),
         )
         return {

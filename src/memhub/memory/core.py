@@ -12,6 +12,7 @@ from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.fusion import FusionConfig
 from memhub.engine.ingest import INGEST_JOB
+from memhub.engine.search_config import SearchConfig
 from memhub.errors import UsageError
 from memhub.memory.inputs import Limits, check_id, check_metadata, scope_of
 from memhub.memory.services import Services, acquire_services, release_services
@@ -59,6 +60,7 @@ class MemoryCore:
         settings: MemhubSettings | None = None,
         embedder: Embedder | None = None,
         fusion: FusionConfig | None = None,
+        search_config: SearchConfig | None = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
         if config is not None:
@@ -78,7 +80,9 @@ class MemoryCore:
             else check_id("session_id", session_id, self.limits)
         )
         self.use_long_term = use_long_term
-        self.fusion = fusion or FusionConfig(min_score_ratio=settings.search_min_score_ratio)
+        if search_config is not None and fusion is not None:
+            raise UsageError("pass fusion or a search_config (which holds one), not both")
+        self.search_config = search_config or SearchConfig.from_settings(settings, fusion)
         self._embedder = embedder
         self._services_ref: Services | None = None
         self._open_lock: asyncio.Lock | None = None

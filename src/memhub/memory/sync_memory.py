@@ -16,6 +16,7 @@ from memhub._portal import run_sync
 from memhub.config import MemhubSettings
 from memhub.embed import Embedder
 from memhub.engine.fusion import FusionConfig
+from memhub.engine.search_config import SearchConfig
 from memhub.memory.async_memory import AsyncMemory
 from memhub.memory.results import HistoryItem, MemoryItem
 from memhub.messages import Message, SystemMessage
@@ -34,7 +35,10 @@ class Memory:
         use_long_term: Also queue every turn for long-term memory.
         settings: Explicit settings; by default they come from the environment.
         embedder: An embedder to use instead of the one the settings name.
-        fusion: How search fuses its signals.
+        fusion: How search fuses its signals: the same as ``search_config`` holding it, with
+            the settings' other search defaults.
+        search_config: How search ranks and how much it returns (docs/retrieval.md); by
+            default the settings' (``MEMHUB_SEARCH_*``).
         config: A Mem0 config (a dict, or Mem0's ``MemoryConfig``), as Mem0's
             ``AsyncMemory(config=...)`` takes it: the same as :meth:`from_config`.
     """
@@ -49,6 +53,7 @@ class Memory:
         settings: MemhubSettings | None = None,
         embedder: Embedder | None = None,
         fusion: FusionConfig | None = None,
+        search_config: SearchConfig | None = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
         self._async = AsyncMemory(
@@ -59,6 +64,7 @@ class Memory:
             settings=settings,
             embedder=embedder,
             fusion=fusion,
+            search_config=search_config,
             config=config,
         )
 
