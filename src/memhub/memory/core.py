@@ -98,8 +98,6 @@ class MemoryCore:
 
     # -- lifecycle --------------------------------------------------------------------------
     async def _services(self) -> Services:
-        # The methods' local name for what this returns is still ``engine`` (it predates
-        # memory/services.py's Services).
         if self._services_ref is None:
             if self._open_lock is None:
                 self._open_lock = asyncio.Lock()
