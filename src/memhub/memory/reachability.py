@@ -44,28 +44,29 @@ class Endpoint:
 
 def endpoints(settings: MemhubSettings, llm: LLM | None, embedder: Embedder) -> list[Endpoint]:
     """The HTTP servers ``llm`` and ``embedder`` talk to (in-process models have none)."""
-    found = []
-    llm_url = getattr(llm, "base_url", None)
-    if isinstance(llm_url, str) and llm_url:
-        found.append(
-            Endpoint(
-                "LLM",
-                llm_url,
-                "llm_base_url (MEMHUB_LLM_BASE_URL)",
-                "consolidation jobs retry, then park, until it answers",
-            )
-        )
-    embedder_url = getattr(embedder, "base_url", None)
-    if isinstance(embedder_url, str) and embedder_url:
-        found.append(
-            Endpoint(
-                "embedder",
-                embedder_url,
-                "embedder_base_url (MEMHUB_EMBEDDER_BASE_URL)",
-                "embedding (the worker's, and a search's query) fails until it answers",
-            )
-        )
-    return found
+    found = [
+        _endpoint(
+            llm,
+            "LLM",
+            "llm_base_url (MEMHUB_LLM_BASE_URL)",
+            "consolidation jobs retry, then park, until it answers",
+        ),
+        _endpoint(
+            embedder,
+            "embedder",
+            "embedder_base_url (MEMHUB_EMBEDDER_BASE_URL)",
+            "embedding (the worker's, and a search's query) fails until it answers",
+        ),
+    ]
+    return [one for one in found if one is not None]
+
+
+def _endpoint(model: object, what: str, setting: str, consequence: str) -> Endpoint | None:
+    """``model``'s server, if it talks to one (a non-empty string ``base_url``)."""
+    url = getattr(model, "base_url", None)
+    if isinstance(url, str) and url:
+        return Endpoint(what, url, setting, consequence)
+    return None
 
 
 async def can_connect(url: str, within: float = PROBE_TIMEOUT) -> bool:
