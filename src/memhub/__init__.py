@@ -7,8 +7,9 @@ the public names below are resolved on first use.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memhub._lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -98,14 +99,4 @@ if TYPE_CHECKING:
     from memhub.messages import AIMessage, Message, SystemMessage, ToolMessage, UserMessage
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memhub' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, listed=__all__)

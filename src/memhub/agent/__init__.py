@@ -6,8 +6,9 @@ only when first asked for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from memhub._lazy import lazy_names
 from memhub.agent.agent import Agent, AgentChunk, AgentResult
 from memhub.agent.config import AgentMemoryConfig, CallContext, Resolver, build_config_from_env
 from memhub.agent.memory_flow import (
@@ -58,10 +59,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "OpenAIChatModel":
-        from memhub.agent.openai_model import OpenAIChatModel
-
-        globals()[name] = OpenAIChatModel
-        return OpenAIChatModel
-    raise AttributeError(f"module 'memhub.agent' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, {"OpenAIChatModel": "memhub.agent.openai_model"})

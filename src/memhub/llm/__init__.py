@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memhub._lazy import lazy_names
 from memhub.errors import ConfigurationError
 from memhub.llm.base import (
     LLM,
@@ -140,9 +141,4 @@ def _base_url(provider: str, config: dict[str, Any]) -> str | None:
     return url
 
 
-def __getattr__(name: str) -> Any:
-    if name == "OpenAICompatibleLLM":
-        from memhub.llm.openai_compat import OpenAICompatibleLLM
-
-        return OpenAICompatibleLLM
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, {"OpenAICompatibleLLM": "memhub.llm.openai_compat"})

@@ -5,8 +5,9 @@ Names load on first use, so ``python -m memhub.testing.openai_server`` runs that
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memhub._lazy import lazy_names
 
 if TYPE_CHECKING:
     from memhub.testing.fake_embedder import FakeEmbedder
@@ -51,14 +52,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'memhub.testing' has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, listed=__all__)
