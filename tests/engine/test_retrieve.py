@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memhub.engine.retrieve import Search, rank
+from memhub.engine.search_config import SearchConfig
 from memhub.errors import UsageError
 from memhub.store.records import MemoryRecord, RawCandidate, Scope
 
@@ -70,4 +71,5 @@ def test_cut_offs_are_refused_before_anything_runs(
     threshold: float | None, max_tokens: int | None, message: str
 ) -> None:
     with pytest.raises(UsageError, match=message):
-        Search("q", Scope(user_id="u"), 10, threshold=threshold, max_tokens=max_tokens)
+        Search("q", Scope(user_id="u"), 10, threshold=threshold)
+        SearchConfig(max_tokens=max_tokens)

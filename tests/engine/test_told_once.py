@@ -112,8 +112,8 @@ def kept(
     threshold: float | None = None,
 ) -> list[str]:
     """What a search returns of ``ranked``: the cut-offs."""
-    search = Search("q", Scope(user_id="ada"), limit, threshold=threshold, max_tokens=max_tokens)
-    return [s.candidate.record.memory for s in _kept(ranked, search)]
+    search = Search("q", Scope(user_id="ada"), limit, threshold=threshold)
+    return [s.candidate.record.memory for s in _kept(ranked, search, max_tokens)]
 
 
 def test_the_budget_skips_what_does_not_fit_and_keeps_what_does() -> None:
