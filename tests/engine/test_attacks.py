@@ -12,6 +12,7 @@ languages) must retire their fact, and only it, restorably.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -220,3 +221,90 @@ async def test_genuine_requests_retire_their_fact_only_and_restorably(
             hits = (await memory.search(fact, user_id=who))["results"]
             assert hits and hits[0]["memory"] == fact, said
     assert len(REQUESTS) >= 15
+
+
+# Requests naming their fact by no word of it: neither the embedder's pick nor a model's yes
+# alone retires anything; both together do (engine/consolidate._with_meant_requests).
+BY_MEANING = [
+    ("Please forget the salary figure I gave you.", "Ada is paid 48k a year."),
+    (
+        "Thinking about it, I'd prefer you didn't hang on to the medication thing from before.",
+        "Ada takes sertraline for anxiety.",
+    ),
+    ("Please forget the health thing I mentioned.", "Ada has type 2 diabetes."),
+]
+
+
+def _checking(forget: bool) -> Any:
+    """A model that proposes no DELETE for any request, and answers the one question about
+    the fact a request means with ``forget``."""
+
+    def answer(request: dict[str, Any]) -> str:
+        if "<request>" in str(request["messages"][-1]["content"]):
+            return json.dumps({"forget": forget})
+        return ops({"op": "NONE"})
+
+    return answer
+
+
+async def test_a_request_naming_no_fact_retires_the_meant_fact_when_the_model_says_yes(
+    llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """The model proposes no DELETE (as the 1.5B answers such requests); the embedder's
+    clearly closest fact is put to it as one question; a yes retires that fact and the
+    request's episode, listed for review and restorable, the other facts untouched."""
+    llm.default = _checking(forget=True)
+    async with AsyncMemory(settings=llm_settings) as memory:
+        for n, (said, fact) in enumerate(BY_MEANING):
+            await store_facts(memory, f"meant{n}", fact, OLIVES, JOB)
+            await memory.add([{"role": "user", "content": said}], user_id=f"meant{n}")
+        for n, (said, fact) in enumerate(BY_MEANING):
+            who = f"meant{n}"
+            await _settle(memory, who)
+            assert await _facts(memory, who) == sorted([OLIVES, JOB]), said
+            listed = (await memory.retired(user_id=who))["results"]
+            assert sorted(r["memory"] for r in listed) == sorted([fact, said])
+            (retired,) = [r for r in listed if r["memory"] == fact]
+            await memory.restore(retired["id"], user_id=who)
+            assert await _facts(memory, who) == sorted([fact, OLIVES, JOB])
+    asked = [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    assert len(asked) == len(BY_MEANING)  # one question for each request, about its fact
+
+
+async def test_a_request_naming_no_fact_retires_nothing_when_the_model_says_no(
+    llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """The same requests and the same pick; the model answers no: every fact stays, and
+    nothing is listed for review."""
+    llm.default = _checking(forget=False)
+    async with AsyncMemory(settings=llm_settings) as memory:
+        for n, (said, fact) in enumerate(BY_MEANING):
+            await store_facts(memory, f"kept{n}", fact, OLIVES, JOB)
+            await memory.add([{"role": "user", "content": said}], user_id=f"kept{n}")
+        for n, (said, fact) in enumerate(BY_MEANING):
+            await _settle(memory, f"kept{n}")
+            assert await _facts(memory, f"kept{n}") == sorted([fact, OLIVES, JOB]), said
+            assert (await memory.retired(user_id=f"kept{n}"))["results"] == []
+    assert len([r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]) == 3
+
+
+async def test_no_question_is_put_without_a_request_or_a_clear_pick(
+    llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """A turn with no request to forget, and a request whose closest fact is not clearly
+    closer than the next ("forget my old phone number" beside two unrelated facts), cost no
+    question, even with a model that would say yes to anything."""
+    llm.default = _checking(forget=True)
+    async with AsyncMemory(settings=llm_settings) as memory:
+        for who, said in [
+            ("plain", "I had a lovely walk by the fjord today."),
+            ("vague", "Forget my old phone number please."),
+        ]:
+            await store_facts(memory, who, OLIVES, JOB)
+            await memory.add([{"role": "user", "content": said}], user_id=who)
+            await _settle(memory, who)
+            assert await _facts(memory, who) == sorted([OLIVES, JOB])
+    assert not [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]

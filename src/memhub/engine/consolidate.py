@@ -17,10 +17,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import numpy as np
+from pydantic import BaseModel
 
 from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
@@ -47,10 +48,12 @@ from memhub.engine.prompts import (
     TEMPLATE_PERSON,
     ConsolidationReply,
     ExistingFact,
+    ForgetReply,
     ProceduralReply,
     PromptTurn,
     ReplacementReply,
     consolidation_messages,
+    forget_check_messages,
     procedural_messages,
     prompt_tokens,
     replacement_messages,
@@ -62,7 +65,7 @@ from memhub.engine.text import memory_hash, turn_text
 from memhub.errors import ProviderError, ProviderOutputError
 from memhub.filters import EPISODE, FACT, KIND, parse_filters
 from memhub.llm import LLM
-from memhub.llm.base import UnusableAnswerError, Usage
+from memhub.llm.base import ChatMessage, UnusableAnswerError, Usage
 from memhub.llm.parsing import iter_json_values
 from memhub.store.protocol import ConsolidationWrites, JobBatch, Store
 from memhub.store.records import (
@@ -89,6 +92,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("memhub.consolidation")
+
+Reply = TypeVar("Reply", bound=BaseModel)
 
 CONSOLIDATE_JOB = "consolidate"
 PROCEDURAL = "procedural_memory"
@@ -286,15 +291,9 @@ class Consolidator:
             if closest is None:
                 continue
             messages = replacement_messages(closest.memory, op.text)
-            try:
-                answer = await self.llm.generate_structured(messages, ReplacementReply)
-            except ProviderError as exc:  # unusable or failed: the ADD stands
-                log.info("replacement check of %r skipped: %s", op.text, exc)
-                if isinstance(exc, UnusableAnswerError):
-                    usage += exc.usage
-                continue
-            usage += answer.usage
-            if not answer.value.replaces:
+            spent, answer = await self._asked(messages, ReplacementReply, "replacement", op.text)
+            usage += spent
+            if answer is None or not answer.replaces:  # unusable or failed: the ADD stands
                 continue
             cap_spent = removals >= self.max_removals
             superseding = replace(op, kind="SUPERSEDE", target=closest)
@@ -335,9 +334,8 @@ class Consolidator:
             log.warning("consolidation answer refused: %s", exc)
             self._refuse(plan, "REFUSED_UNPARSABLE")
             return exc.usage, []
-        meant = {}
-        if any(op.op == "DELETE" for op in result.value.operations):
-            meant = await forgetting.meant(self.embedder, shown_turns, texts, facts)
+        # no request to forget naming no fact by a word: nothing embedded
+        meant = await forgetting.meant(self.embedder, shown_turns, texts, facts)
         try:
             ops = plan_operations(
                 result.value, facts, shown_turns, self.max_removals, plan.refused, meant
@@ -345,8 +343,10 @@ class Consolidator:
         except ProviderOutputError as exc:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
         ops = self._with_requests(plan, ops, facts, shown_turns, texts)
+        checked = await self._with_meant_requests(ops, facts, shown_turns, texts, meant)
         ops = self._grounded(plan, ops, shown_turns, texts, custom)
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
+        spent += checked
         ops += filled
         away = forgetting.asked_away(shown_turns, texts, facts, ops)  # refused, with why
         for index in sorted(away):
@@ -381,6 +381,50 @@ class Consolidator:
             removals += 1
             ops.append(delete)
         return ops
+
+    async def _asked(
+        self, messages: list[ChatMessage], reply: type[Reply], check: str, about: str
+    ) -> tuple[Usage, Reply | None]:
+        """One yes-or-no question's cost and answer (None: unusable or failed, logged)."""
+        try:
+            answer = await self.llm.generate_structured(messages, reply)
+        except ProviderError as exc:
+            log.info("%s check of %r skipped: %s", check, about, exc)
+            return (exc.usage if isinstance(exc, UnusableAnswerError) else Usage()), None
+        log.info("%s check of %r: %s", check, about, answer.value)
+        return answer.usage, answer.value
+
+    async def _with_meant_requests(
+        self,
+        ops: list[PlannedOp],
+        facts: Sequence[MemoryRecord],
+        turns: Sequence[Turn],
+        texts: Mapping[int, str],
+        meant: Mapping[int, UUID],
+    ) -> Usage:
+        """A request to forget naming no shown fact by a word ("the medication thing from
+        before") that the model answered with no DELETE: the fact the embedder finds clearly
+        closest (``meant``) is put to the model as one yes-or-no question, and a yes retires
+        it (appended to ``ops``) as a DELETE read from the request, under the same guard and
+        cap, within the user's budget, listed for review and restorable. Neither the
+        embedder's pick nor the model's yes alone retires anything."""
+        usage = Usage()
+        by_id = {f.id: f for f in facts}
+        for turn_id, fact_id in meant.items():
+            if fact_id in {op.target.id for op in ops if op.target is not None}:
+                continue
+            fact = by_id[fact_id]
+            messages = forget_check_messages(texts.get(turn_id, ""), fact.memory)
+            spent, answer = await self._asked(messages, ForgetReply, "forget", fact.memory)
+            usage += spent
+            if answer is None or not answer.forget:  # unusable or failed: nothing is retired
+                continue
+            cited = tuple(t for t in turns if t.id == turn_id)
+            delete = PlannedOp("DELETE", fact, None, cited, (turn_id,), unproposed=True)
+            removals = sum(op.kind in CHANGES for op in ops)
+            if not removal_refused(delete, cited, removals >= self.max_removals):
+                ops.append(delete)
+        return usage
 
     async def _filled(
         self,
