@@ -75,6 +75,45 @@ async def test_the_assistants_words_are_not_the_users_facts(
     assert await refusals(db_url) == {"ADD": 1, "REFUSED_COPY_OF_ASSISTANT": 1}
 
 
+async def test_a_users_fact_tied_to_the_assistants_words_is_kept_without_them(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """What the 1.5B wrote on heldout3's m03: the user's commute with the assistant's
+    comment on it in a second clause. The first clause alone is the user's fact; a fact whose
+    first clause copies the assistant too stays refused."""
+    llm.enqueue(
+        ops(
+            {
+                "op": "ADD",
+                "text": "The user commutes 40 minutes each way to the warehouse, which is a "
+                "long drive when the windscreen ices over.",
+                "turns": [2],
+            },
+            {
+                "op": "ADD",
+                "text": "The user sprays rubbing alcohol on the windscreen, then scrapes it.",
+                "turns": [2],
+            },
+        )
+    )
+    await memory.add(
+        [
+            {"role": "user", "content": "whats the fastest way to de-ice a windscreen?"},
+            {
+                "role": "assistant",
+                "content": "Spray rubbing alcohol and water on the windscreen, then scrape it; "
+                "a long drive when the windscreen ices over is no fun.",
+            },
+            {"role": "user", "content": "I commute 40 min each way to the warehouse so yes"},
+        ],
+        user_id="ada",
+        wait=True,
+    )
+    stored = [text for text, kind in await memories(memory) if kind != "episode"]
+    assert stored == ["The user commutes 40 minutes each way to the warehouse."]
+    assert await refusals(db_url) == {"ADD": 1, "REFUSED_COPY_OF_ASSISTANT": 1}
+
+
 async def test_a_fact_citing_the_wrong_turn_cites_the_turn_that_says_it(
     memory: AsyncMemory, llm: ScriptedOpenAIServer
 ) -> None:

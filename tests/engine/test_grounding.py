@@ -6,6 +6,7 @@ import pytest
 
 from memhub.engine.grounding import (
     content_words,
+    first_clause,
     restates,
     stated,
     stem,
@@ -214,6 +215,38 @@ def test_the_templates_subject_on_the_persons_own_statement_is_the_user(
 
 
 @pytest.mark.parametrize(
+    ("fact", "turn", "read"),
+    [
+        # chat typed with no subject is the speaker's (heldout3's m03 lost its e-bike so)
+        (
+            "The user's friend Ravi is doing the commute by e-bike now.",
+            "sold the Honda last weekend! doing the commute by e-bike now, legs are dying",
+            "The user is doing the commute by e-bike now.",
+        ),
+        (
+            "The user's friend Ravi sold the Honda last weekend.",
+            "sold the Honda last weekend! doing the commute by e-bike now",
+            "The user sold the Honda last weekend.",
+        ),
+        # a capital first word may be a name: left as it is
+        (
+            "The user's friend Ravi sold the Honda last weekend.",
+            "Tom sold the Honda last weekend!",
+            "The user's friend Ravi sold the Honda last weekend.",
+        ),
+        # someone named before, spoken of again with no subject in the same clause: theirs
+        (
+            "The user's friend Ravi sold the Honda.",
+            "my brother sold the Honda, finally",
+            "The user's friend Ravi sold the Honda.",
+        ),
+    ],
+)
+def test_a_statement_typed_with_no_subject_is_the_speakers(fact: str, turn: str, read: str) -> None:
+    assert the_speakers_own(fact, TEMPLATE, [turn]) == read
+
+
+@pytest.mark.parametrize(
     ("fact", "turn"),
     [
         # someone else's: a relative, a pronoun, a third person named, Ravi himself
@@ -239,3 +272,22 @@ def test_the_template_is_the_prompts_own() -> None:
     assert TEMPLATE_PERSON == TEMPLATE
     for prompt in (CONSOLIDATION_SYSTEM, GAP_SYSTEM):
         assert TEMPLATE_PERSON in " ".join(prompt.split())
+
+
+@pytest.mark.parametrize(
+    ("fact", "head"),
+    [
+        (
+            "The user commutes 40 minutes each way to the warehouse, which is a long drive.",
+            "The user commutes 40 minutes each way to the warehouse.",
+        ),
+        ("The user is a nurse and works nights.", "The user is a nurse."),
+        # one clause, or a first clause too short to be a fact of its own
+        ("The user commutes 40 minutes each way to the warehouse.", None),
+        ("The user's son, Mateo, is seven.", None),
+    ],
+)
+def test_a_facts_first_clause_is_a_fact_of_its_own_when_it_names_the_user(
+    fact: str, head: str | None
+) -> None:
+    assert first_clause(fact) == head

@@ -27,6 +27,7 @@ from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
 from memhub.engine.dates import absolute_dates, keep_the_date, said_at_utc
 from memhub.engine.grounding import (
+    first_clause,
     restates,
     says_again,
     stated,
@@ -680,9 +681,15 @@ def _ground(
             whole = texts.get(told[0].id, turn_text(told[0]))
             text = keep_the_date(text, whole, said_at_utc(told[0].created_at).date())
         return replace(op, text=text), ""
-    if result.copied_from is not None:
-        return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
-    return None, "REFUSED_UNGROUNDED"
+    if result.copied_from is None:
+        return None, "REFUSED_UNGROUNDED"
+    head = first_clause(text)
+    if head is not None:
+        # "The user commutes 40 minutes to the warehouse, which is a long drive in winter":
+        # the model tied the assistant's words to the user's fact; the fact alone may stand
+        log.info("%r copies the %s; its first clause is tried alone", text, result.copied_from)
+        return _ground(replace(op, text=head), people, texts, others, names)
+    return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
 
 
 def _holds_json(text: str | None) -> bool:

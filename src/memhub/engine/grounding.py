@@ -32,6 +32,7 @@ from dataclasses import dataclass
 __all__ = [
     "Support",
     "content_words",
+    "first_clause",
     "fold",
     "restates",
     "says_again",
@@ -249,10 +250,27 @@ def third_person_head(fact: str) -> str:
     if not cuts:
         return fact
     head = fact[: cuts[-1]].rstrip(" ,;:-–—")
-    said = _WORD.findall(fold(head))
-    if "user" not in said or len([w for w in said if w not in ("the", "user", "s")]) < 3:
+    if not _about_the_user(head):
         return fact  # no fact about the user before the turn's voice: "The user's partner"
     return head + "."
+
+
+def _about_the_user(head: str) -> bool:
+    """Does ``head`` name the user with at least three more words, a fact of its own?"""
+    said = _WORD.findall(fold(head))
+    return "user" in said and len([w for w in said if w not in ("the", "user", "s")]) >= 3
+
+
+def first_clause(fact: str) -> str | None:
+    """``fact`` cut at its first clause's end, when that is a fact about the user of its own
+    ("The user commutes 40 minutes to the warehouse, which is a long drive in winter." ->
+    "The user commutes 40 minutes to the warehouse."); None when the fact is one clause or
+    its first clause names the user with fewer than three words beside."""
+    cut = _CLAUSE_END.search(_QUOTED.sub(lambda m: " " * len(m[0]), fact))
+    if cut is None:
+        return None
+    head = fact[: cut.start()].rstrip(" ,;:-–—")
+    return head + "." if _about_the_user(head) else None
 
 
 # Who else a clause may be about: "my sister", "our neighbour", "he", "their".
@@ -273,8 +291,9 @@ def the_speakers_own(fact: str, template: str, turns: Iterable[str]) -> str:
     greyhounds"; heldout3 and heldout4 lost 18 and 20 statements so). It is read so only when
     no turn names the template's person, the rest of the fact is not about a "he" or "she",
     and the clauses of the ``turns`` (the user's) sharing a content word with it have the
-    person speaking of themselves ("I", "my", "we") and no one else ("my sister", "she"). The
-    result goes through every check a fact does."""
+    person speaking of themselves ("I", "my", "we", or no subject at all, as chat is typed:
+    "sold the Honda last weekend!") and no one else ("my sister", "she"). The result goes
+    through every check a fact does."""
     head = re.match(rf"{re.escape(template)}(?:'s\b|\b)", fact, re.IGNORECASE)
     if head is None:
         return fact
@@ -286,16 +305,28 @@ def the_speakers_own(fact: str, template: str, turns: Iterable[str]) -> str:
     if _SOMEONE_ELSE.search(fold(rest)):
         return fact
     words = content_words(rest)
-    about = [
-        fold(clause)
+    clauses = [
+        clause
         for turn in turns
         for sentence in stated_sentences(turn)
         for clause in _CLAUSE_END.split(sentence)
         if content_words(clause) & words
     ]
-    if any(_SOMEONE_ELSE.search(c) for c in about) or not any(_PERSON.search(c) for c in about):
+    about = [fold(c) for c in clauses]
+    if not about or any(_SOMEONE_ELSE.search(c) for c in about):
+        return fact
+    if not any(_PERSON.search(c) for c in about) and not all(map(_subjectless, clauses)):
         return fact
     return ("The user's" if head.group(0).endswith("'s") else "The user") + rest
+
+
+def _subjectless(clause: str) -> bool:
+    """A clause typed with no subject ("sold the Honda last weekend!", "doing the commute by
+    e-bike now"): in a chat that is the speaker speaking of themselves. Its first word is
+    lower case as typed, so not a name ("Mira fixes bikes" has a subject), and no person is
+    in it."""
+    first = re.search(r"[^\W\d_]", clause)
+    return first is not None and first.group(0).islower() and not _PERSON.search(fold(clause))
 
 
 def says_again(fact: str, others: Iterable[str], ignore: Iterable[str] = ()) -> bool:
