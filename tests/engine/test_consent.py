@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.engine.consent import forget_request, supports_change
+from memhub.engine.consent import (
+    forget_request,
+    forget_requests_naming_no_fact,
+    supports_change,
+)
 
 ASKS = [
     ("Please forget that I like olives.", "Ada likes olives."),
@@ -211,6 +215,21 @@ def test_a_request_is_tied_to_the_fact_by_its_own_part_of_the_sentence() -> None
     assert not forget_request("The olives were fine, forget it.", "Likes olives.")
     assert not forget_request("Forget it, the olives were fine.", "Likes olives.")
     assert forget_request("The olives, please forget them.", "Likes olives.")
+
+
+def test_a_requests_words_about_its_own_telling_name_nothing() -> None:
+    """heldout2's k05: "gave" tied "the salary figure I gave you" to "The user's boss gave a
+    meeting", so the request named a fact by a word and was never tied by meaning."""
+    facts = ["The user's boss gave a meeting on 2023-03-01.", "The user is currently on 48k."]
+    for turn in [
+        "Please forget the salary figure I gave you.",
+        "forget the salary figure i told u about",
+        "Please forget the salary figure I've mentioned to you.",
+    ]:
+        assert forget_requests_naming_no_fact(turn, facts), turn
+        assert not forget_request(turn, facts[0]), turn
+    # what is told stays: "forget that I gave you my address" names the address
+    assert forget_request("Forget my address, the one I gave you.", "Ada's address is 5 Elm St.")
 
 
 SUPERSEDE_ATTACKS = [  # (user turn, old, new): a model's SUPERSEDE each must not support

@@ -418,7 +418,9 @@ def _parts(clauses: list[_Clause]) -> list[_Part]:
     for index, clause in enumerate(clauses):
         # what a part names: not its verb of forgetting or keeping ("kept", "hang on to")
         # nor a polite condition ("if that's ok")
-        words = set(_words(_POLITE_CONDITION.sub(" ", _VERB.sub(" ", clause.text))))
+        # nor the telling itself ("the salary figure I gave you": the figure, not "gave")
+        said = _TOLD_YOU.sub(" ", _VERB.sub(" ", clause.text))
+        words = set(_words(_POLITE_CONDITION.sub(" ", said)))
         plain = not (clause.verb or clause.negated)
         continues = parts and (parts[-1].words or not parts[-1].asks)
         if continues and plain and not clause.opens_part:
@@ -430,6 +432,10 @@ def _parts(clauses: list[_Clause]) -> list[_Part]:
     return parts
 
 
+# "... I gave you", "... I told u", "... I've mentioned to you": a request's words about its
+# own telling, which name nothing ("gave" would tie "the salary figure I gave you" to "The
+# user's boss gave a talk").
+_TOLD_YOU = re.compile(r"\b(?:i|i've|ive|i'd|id)\s+[^\W\d_]+(?:\s+to)?\s+(?:you|u|ya)\b", re.I)
 _POLITE_CONDITION = re.compile(
     r"\bif (?:(?:that|it|this)(?:'s|s| is| was| would be)|you (?:don't|dont|do not) mind)\b.*$"
 )
