@@ -361,7 +361,7 @@ def gap_messages(
         )
     context = ""
     if before:
-        context = f"<before>{json.dumps(before[:400], ensure_ascii=False)}</before> (who is who)\n"
+        context = f"{_tagged('before', before[:400])} (who is who)\n"
     user = (
         f"{context}<said>{said.said_at:%Y-%m-%d} "
         f"{json.dumps(said.text, ensure_ascii=False)}{_dates_note(said)}</said>\n\n"
@@ -373,11 +373,16 @@ def gap_messages(
 def replacement_messages(stored: str, new: str) -> list[ChatMessage]:
     """The chat messages asking whether ``new`` replaces ``stored``."""
     user = (
-        f"<stored_fact>{json.dumps(stored, ensure_ascii=False)}</stored_fact>\n"
-        f"<new_fact>{json.dumps(new, ensure_ascii=False)}</new_fact>\n\n"
+        f"{_tagged('stored_fact', stored)}\n"
+        f"{_tagged('new_fact', new)}\n\n"
         "Does the new fact mean the stored fact is no longer true? Reply as JSON."
     )
     return _chat(REPLACEMENT_SYSTEM, user)
+
+
+def _tagged(tag: str, text: str) -> str:
+    """``text`` as one JSON string inside ``<tag>``: data the model reads, not instructions."""
+    return f"<{tag}>{json.dumps(text, ensure_ascii=False)}</{tag}>"
 
 
 def _chat(system: str, user: str) -> list[ChatMessage]:
@@ -387,8 +392,8 @@ def _chat(system: str, user: str) -> list[ChatMessage]:
 def forget_check_messages(request: str, stored: str) -> list[ChatMessage]:
     """The chat messages asking whether the person's ``request`` to forget means ``stored``."""
     user = (
-        f"<request>{json.dumps(request[:600], ensure_ascii=False)}</request>\n"
-        f"<stored_fact>{json.dumps(stored, ensure_ascii=False)}</stored_fact>\n\n"
+        f"{_tagged('request', request[:600])}\n"
+        f"{_tagged('stored_fact', stored)}\n\n"
         "Is the stored fact what the request asks to forget? Reply as JSON."
     )
     return _chat(FORGET_CHECK_SYSTEM, user)
