@@ -274,3 +274,26 @@ async def test_a_request_to_forget_a_shown_fact_retires_it_whatever_the_model_an
         await memory.undo_change(change["id"], user_id="em")
         found = await memory.get_all(user_id="em", filters={"kind": "fact"})
         assert sertraline in [r["memory"] for r in found["results"]]
+
+
+async def test_a_request_naming_no_fact_can_only_ever_retire_the_fact_it_means(
+    real_settings: MemhubSettings,
+) -> None:
+    """ "The medication thing" names no stored fact by a word: the model may answer the one
+    question about the embedder's pick either way, but no other fact is ever touched, and
+    what it retires is listed and comes back in one step."""
+    sertraline = "The user takes sertraline for anxiety."
+    others = ["The user likes olives.", "The user's address is 12 Elm Street."]
+    said = "Thinking about it, I'd prefer you didn't hang on to the medication thing from before."
+    async with AsyncMemory(settings=real_settings) as memory:
+        await store_facts(memory, "mo", sertraline, *others)
+        await memory.add(said, user_id="mo", wait=True)
+        found = await memory.get_all(user_id="mo", filters={"kind": "fact"})
+        facts = [r["memory"] for r in found["results"]]
+        assert set(others) <= set(facts), facts
+        changes = (await memory.model_changes(user_id="mo"))["results"]
+        assert {c["before"] for c in changes} <= {sertraline}, changes
+        for change in changes:
+            await memory.undo_change(change["id"], user_id="mo")
+        found = await memory.get_all(user_id="mo", filters={"kind": "fact"})
+        assert {sertraline, *others} <= {r["memory"] for r in found["results"]}
