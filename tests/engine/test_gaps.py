@@ -193,29 +193,6 @@ async def test_a_turn_stating_more_than_its_facts_gets_one_question_about_the_re
     assert any(f"{answers[-1]!r} refused: not of the unwritten" in m for m in said), said
 
 
-async def test_a_stored_fact_added_again_covers_nothing_of_the_new_turn(
-    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer
-) -> None:
-    """What the 1.5B did on heldout3's m03: asked about "doing the commute by e-bike now", it
-    added the stored "commutes 40 minutes" again citing that turn. The copy is refused (the
-    shown fact says it, word for word), so the turn's statement is still unwritten and the
-    question asks about it."""
-    stored = "The user commutes 40 minutes each way to the warehouse."
-
-    def model(request: dict[str, Any]) -> str:
-        if is_question(request):
-            return json.dumps({"facts": ["The user commutes by e-bike now."]})
-        return ops({"op": "ADD", "text": stored, "turns": [1]})
-
-    llm.default = model
-    async with AsyncMemory(settings=gap_settings) as memory:
-        await store_facts(memory, "bike", stored)
-        await memory.add("sold the car! doing the commute by e-bike now", user_id="bike", wait=True)
-        assert await facts(memory, "bike") == [stored, "The user commutes by e-bike now."]
-    (question,) = [prompt_of(r.json) for r in llm.chat_requests if is_question(r.json)]
-    assert "e-bike" in question
-
-
 async def test_a_turn_its_facts_cover_asks_no_question(
     gap_settings: MemhubSettings, llm: ScriptedOpenAIServer
 ) -> None:

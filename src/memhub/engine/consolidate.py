@@ -27,7 +27,6 @@ from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
 from memhub.engine.dates import absolute_dates, keep_the_date, said_at_utc
 from memhub.engine.grounding import (
-    content_words,
     first_clause,
     restates,
     says_again,
@@ -347,7 +346,6 @@ class Consolidator:
         ops = self._with_requests(plan, ops, facts, shown_turns, texts)
         checked = await self._with_meant_requests(ops, facts, shown_turns, texts, meant)
         ops = self._grounded(plan, ops, shown_turns, texts, custom)
-        ops = self._new_only(plan, ops, facts)
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
         spent += checked
         ops += filled
@@ -384,25 +382,6 @@ class Consolidator:
             removals += 1
             ops.append(delete)
         return ops
-
-    def _new_only(
-        self, plan: Plan, ops: list[PlannedOp], facts: Sequence[MemoryRecord]
-    ) -> list[PlannedOp]:
-        """``ops`` without the ADDs that say a shown fact again, word for word: a small model
-        re-adds stored facts citing a new turn that shares a word with them ("commutes 40
-        minutes" citing "doing the commute by e-bike now"), which adds nothing and would count that
-        turn's statement as written, so the second question would not ask about it."""
-        # the same content words, not a subset: "Eli lives in Berlin" is news beside "Eli's
-        # sister lives in Berlin"
-        shown = {content_words(f.memory) for f in facts}
-        kept = []
-        for op in ops:
-            if op.kind == "ADD" and op.text and content_words(op.text) in shown:
-                log.info("ADD %r refused: a shown fact says it already", op.text)
-                self._refuse(plan, "REFUSED_ALREADY_KNOWN")
-                continue
-            kept.append(op)
-        return kept
 
     async def _asked(
         self, messages: list[ChatMessage], reply: type[Reply], check: str, about: str
