@@ -50,9 +50,7 @@ class SearchConfig:
     def __post_init__(self) -> None:
         # Refused before anything runs.
         tokens = self.max_tokens
-        if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool)):
-            raise UsageError(f"max_tokens must be a positive integer, got {tokens!r}")
-        if tokens is not None and tokens < 1:
+        if tokens is not None and (type(tokens) is not int or tokens < 1):
             raise UsageError(f"max_tokens must be a positive integer, got {tokens!r}")
         if self.rerank is not None and not isinstance(self.rerank, bool):
             raise UsageError(f"rerank must be true, false or unset, got {self.rerank!r}")
