@@ -411,8 +411,9 @@ class Consolidator:
         embedder's pick nor the model's yes alone retires anything."""
         usage = Usage()
         by_id = {f.id: f for f in facts}
+        planned = {op.target.id for op in ops if op.target is not None}
         for turn_id, fact_id in meant.items():
-            if fact_id in {op.target.id for op in ops if op.target is not None}:
+            if fact_id in planned:
                 continue
             fact = by_id[fact_id]
             messages = forget_check_messages(texts.get(turn_id, ""), fact.memory)
@@ -425,6 +426,7 @@ class Consolidator:
             removals = sum(op.kind in CHANGES for op in ops)
             if not removal_refused(delete, cited, removals >= self.max_removals):
                 ops.append(delete)
+                planned.add(fact_id)
         return usage
 
     async def _filled(
