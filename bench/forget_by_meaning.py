@@ -7,7 +7,7 @@ requests, each beside the stored facts it is read against, with the rule for req
 name a fact by its words, and prints what each retires: the right fact, a wrong one, or
 nothing. ``DEV`` are the requests the rule's
 numbers were set on (bench/llm_set); ``HELD_OUT`` were written on 4 December 2026 for this
-bench and never used to set anything.
+bench and never used to set anything; ``HELD_OUT_2`` likewise, later the same day.
 
 With ``--url`` (an OpenAI-compatible server: ``tools/llm_tier.py serve --model 1.5b``) it also
 puts the yes-or-no question memhub asked until then to every request/fact pair ("Is the
@@ -169,6 +169,92 @@ HELD_OUT: list[Case] = [
     ),
 ]
 
+#: Written on 4 December 2026 at 16:12 UTC, before any change to the rules was tried on them.
+HELD_OUT_2: list[Case] = [
+    (
+        "forget what I told you about my surgery",
+        [
+            "The user had knee surgery in May 2023.",
+            "The user's physio is Dr Patel.",
+            "The user plays tennis.",
+        ],
+        1,
+    ),
+    (
+        "please don't store anything on my mortgage",
+        [
+            "The user pays 1,200 a month on the house loan.",
+            "The user lives in Dublin.",
+            "The user likes gardening.",
+        ],
+        1,
+    ),
+    (
+        "delete the bit about my allergies from your memory",
+        [
+            "The user is allergic to penicillin.",
+            "The user's son has a nut allergy.",
+            "The user is a chef.",
+        ],
+        1,
+    ),
+    (
+        "forget my cat",
+        [
+            "The user has a cat named Miso.",
+            "The user's neighbour has a cat.",
+            "The user drinks coffee.",
+        ],
+        1,
+    ),
+    (
+        "forget the running stuff",
+        ["The user runs 10k every Sunday.", "The user's laptop runs Linux.", "The user is vegan."],
+        1,
+    ),
+    (
+        "forget about my old car",
+        [
+            "The user sold their Volvo in 2022.",
+            "The user cycles to work.",
+            "The user's partner is called Sam.",
+        ],
+        1,
+    ),
+    (
+        "could you not remember my phone number",
+        [
+            "The user's phone number is 555-0199.",
+            "The user's email is kai@example.com.",
+            "The user lives in Perth.",
+        ],
+        1,
+    ),
+    (
+        "forget my salary",
+        ["The user's partner earns 60k.", "The user is a welder.", "The user likes fishing."],
+        0,
+    ),
+    (
+        "wipe the thing about my dad from memory",
+        [
+            "The user's father passed away in 2021.",
+            "The user has two brothers.",
+            "The user lives in Galway.",
+        ],
+        1,
+    ),
+    (
+        "forget my address",
+        [
+            "The user lives at 4 Rue Clerc.",
+            "The user's office is on Main Street.",
+            "The user likes chess.",
+        ],
+        1,
+    ),
+]
+
 # The question memhub put to the model until 4 December 2026, kept here as the measured
 # alternative (it was src/memhub/engine/prompts.FORGET_CHECK_SYSTEM).
 QUESTION = """\
@@ -207,16 +293,22 @@ def _records(request: str, facts: list[str]) -> tuple[list[Turn], list[MemoryRec
     return [turn], shown
 
 
-async def _retired(case: Case) -> set[int]:
+async def _retired(case: Case) -> tuple[set[int], set[int]]:
     """The 1-based numbers of the facts consolidation retires for the case, the model having
-    proposed no DELETE: those the request names by their words (``asked_to_forget``) and the
+    proposed no DELETE: those the request names by their words (``asked_to_forget``), and the
     one it clearly means by the embedder (``meant``)."""
     request, facts, _ = case
     turns, shown = _records(request, facts)
     embedder = embedder_from_settings(MemhubSettings(database_url="memory://"))
-    picked = {*asked_to_forget(turns, {1: request}, shown)}
-    picked |= {*(await meant(embedder, turns, {1: request}, shown)).values()}
-    return {n for n, record in enumerate(shown, start=1) if record.id in picked}
+    words = {*asked_to_forget(turns, {1: request}, shown)}
+    meaning = {*(await meant(embedder, turns, {1: request}, shown)).values()} - words
+    numbers = {record.id: n for n, record in enumerate(shown, start=1)}
+    return {numbers[i] for i in words}, {numbers[i] for i in meaning}
+
+
+def _score(got: set[int], want: int) -> tuple[int, int]:
+    """(1 if exactly the right fact, or nothing when none is meant; wrong facts retired)."""
+    return int(got == ({want} if want else set())), len(got - {want})
 
 
 async def run(url: str | None, model: str) -> None:
@@ -230,26 +322,34 @@ async def run(url: str | None, model: str) -> None:
             llm_timeout=600.0,
         )
         llm = llm_from_settings(settings)
-    for name, cases in (("dev", DEV), ("held-out", HELD_OUT)):
-        right = wrong = 0
-        yes_right = yes_wrong = asked_right = 0
+    for name, cases in (("dev", DEV), ("held-out", HELD_OUT), ("held-out-2", HELD_OUT_2)):
+        now = [0, 0]
+        before = [0, 0]  # with the question: a meaning pick retired only on the model's yes
+        yes = {True: 0, False: 0}
+        pairs = {True: 0, False: 0}
         for case in cases:
             request, facts, want = case
-            got = await _retired(case)
-            right += got == ({want} if want else set())
-            wrong += len(got - {want})
-            print(f"{name:8} retires {sorted(got)} (right: {want}) {request[:60]!r}")
+            words, meaning = await _retired(case)
+            now = [a + b for a, b in zip(now, _score(words | meaning, want), strict=True)]
+            line = f"{name:10} retires {sorted(words | meaning)} (right: {want})"
             if llm is not None:
+                said_yes = set()
                 for number, fact in enumerate(facts, start=1):
                     answer = await llm.generate_structured(_question(request, fact), ForgetReply)
-                    asked_right += number == want
-                    yes_right += answer.value.forget and number == want
-                    yes_wrong += answer.value.forget and number != want
-        print(f"{name}: {right} of {len(cases)} right, {wrong} wrong facts retired")
+                    pairs[number == want] += 1
+                    yes[number == want] += answer.value.forget
+                    if answer.value.forget:
+                        said_yes.add(number)
+                asked = words | (meaning & said_yes)
+                before = [a + b for a, b in zip(before, _score(asked, want), strict=True)]
+                line += f", with the question {sorted(asked)}"
+            print(f"{line} {request[:50]!r}")
+        print(f"{name}: {now[0]} of {len(cases)} right, {now[1]} wrong facts retired")
         if llm is not None:
             print(
-                f"{name}: the question's yes to {yes_right} of {asked_right} right facts,"
-                f" to {yes_wrong} of {sum(len(c[1]) for c in cases) - asked_right} others"
+                f"{name}, with the question: {before[0]} of {len(cases)} right, {before[1]}"
+                f" wrong facts retired; its yes to {yes[True]} of {pairs[True]} right facts,"
+                f" to {yes[False]} of {pairs[False]} others"
             )
 
 
