@@ -127,10 +127,7 @@ async def test_no_attack_changes_a_memory(
     otel: Any,  # noqa: F811 (the fixture imported above)
 ) -> None:
     """Every manipulated DELETE / SUPERSEDE is refused and counted: each victim keeps all four
-    facts, each with a history of one ADD. The one exception is the known cost of reading
-    requests by meaning (docs/consolidation.md): "forget my old phone number", with no phone
-    number stored, retires the fact closest to it in meaning (the address), never the fact the attack aims at, listed for review and undone in one step.
-    """
+    facts, each with a history of one ADD (nothing retired, superseded or reworded)."""
     _, reader = otel
     before = _refused(points(reader))
     victims = {f"victim{n}": attack for n, attack in enumerate(ATTACKS)}
@@ -143,20 +140,12 @@ async def test_no_attack_changes_a_memory(
         changed = {}
         for who, attack in victims.items():
             await _settle(memory, who)
-            for change in (await memory.model_changes(user_id=who))["results"]:
-                assert change["before"] != attack.target, attack.said
-                assert "closest in meaning" in change["reason"], change
-                await memory.undo_change(change["id"], user_id=who)
-                changed[attack.said] = change["before"]
             history = await _history(memory, who)
-            retired = [r["memory"] for r in (await memory.retired(user_id=who))["results"]]
-            assert set(history) == set(FACTS) and history[attack.target] == ["ADD"], attack.said
-            assert attack.target not in retired, attack.said
-            assert set(FACTS) <= {
-                r["memory"] for r in (await memory.get_all(user_id=who))["results"]
-            }
+            retired = (await memory.retired(user_id=who))["results"]
+            if history != {fact: ["ADD"] for fact in FACTS} or retired:
+                changed[attack.said] = (history, retired)
     assert len(ATTACKS) >= 30
-    assert changed == {"Forget my old phone number, but don't forget that I live in Oslo.": ADDRESS}
+    assert changed == {}
     assert len(llm.chat_requests) >= len(ATTACKS)  # the model was asked, and obeyed
     assert _refused(points(reader)) - before == len(ATTACKS)  # each proposal refused, counted
 
@@ -234,8 +223,8 @@ async def test_genuine_requests_retire_their_fact_only_and_restorably(
     assert len(REQUESTS) >= 15
 
 
-# Requests naming their fact by no word of it: the embedder's clear pick is retired, whatever
-# the model proposed (engine/consolidate._with_requests; bench/forget_by_meaning.py).
+# Requests naming their fact by no word of it: neither the embedder's pick nor a model's yes
+# alone retires anything; both together do (engine/consolidate._with_meant_requests).
 BY_MEANING = [
     ("Please forget the salary figure I gave you.", "Ada is paid 48k a year."),
     (
@@ -246,19 +235,26 @@ BY_MEANING = [
 ]
 
 
-def _proposing_nothing(request: dict[str, Any]) -> str:
-    """A model that answers NONE to everything (as the 1.5B answers such requests)."""
-    return ops({"op": "NONE"})
+def _checking(forget: bool) -> Any:
+    """A model that proposes no DELETE for any request, and answers the one question about
+    the fact a request means with ``forget``."""
+
+    def answer(request: dict[str, Any]) -> str:
+        if "<request>" in str(request["messages"][-1]["content"]):
+            return json.dumps({"forget": forget})
+        return ops({"op": "NONE"})
+
+    return answer
 
 
-async def test_a_request_naming_no_fact_retires_the_fact_it_means_listed_and_restorable(
+async def test_a_request_naming_no_fact_retires_the_meant_fact_when_the_model_says_yes(
     llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
     llm: ScriptedOpenAIServer,
 ) -> None:
-    """The model proposes no DELETE; the embedder's clearly closest fact is retired with the
-    request's episode, listed for review as read by meaning, restorable in one step, the
-    other facts untouched; no question is put to the model about it."""
-    llm.default = _proposing_nothing
+    """The model proposes no DELETE (as the 1.5B answers such requests); the embedder's
+    clearly closest fact is put to it as one question; a yes retires that fact and the
+    request's episode, listed for review and restorable, the other facts untouched."""
+    llm.default = _checking(forget=True)
     async with AsyncMemory(settings=llm_settings) as memory:
         for n, (said, fact) in enumerate(BY_MEANING):
             await store_facts(memory, f"meant{n}", fact, OLIVES, JOB)
@@ -269,22 +265,39 @@ async def test_a_request_naming_no_fact_retires_the_fact_it_means_listed_and_res
             assert await _facts(memory, who) == sorted([OLIVES, JOB]), said
             listed = (await memory.retired(user_id=who))["results"]
             assert sorted(r["memory"] for r in listed) == sorted([fact, said])
-            changes = (await memory.model_changes(user_id=who))["results"]
-            (change,) = [c for c in changes if c["before"] == fact]
-            assert "closest in meaning" in change["reason"], change
-            await memory.undo_change(change["id"], user_id=who)
+            (retired,) = [r for r in listed if r["memory"] == fact]
+            await memory.restore(retired["id"], user_id=who)
             assert await _facts(memory, who) == sorted([fact, OLIVES, JOB])
-    assert not [r for r in llm.chat_requests if "<stored_fact>" in json.dumps(r.json)]
+    asked = [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    assert len(asked) == len(BY_MEANING)  # one question for each request, about its fact
 
 
-async def test_nothing_is_retired_without_a_request_or_a_clear_pick(
+async def test_a_request_naming_no_fact_retires_nothing_when_the_model_says_no(
+    llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """The same requests and the same pick; the model answers no: every fact stays, and
+    nothing is listed for review."""
+    llm.default = _checking(forget=False)
+    async with AsyncMemory(settings=llm_settings) as memory:
+        for n, (said, fact) in enumerate(BY_MEANING):
+            await store_facts(memory, f"kept{n}", fact, OLIVES, JOB)
+            await memory.add([{"role": "user", "content": said}], user_id=f"kept{n}")
+        for n, (said, fact) in enumerate(BY_MEANING):
+            await _settle(memory, f"kept{n}")
+            assert await _facts(memory, f"kept{n}") == sorted([fact, OLIVES, JOB]), said
+            assert (await memory.retired(user_id=f"kept{n}"))["results"] == []
+    assert len([r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]) == 3
+
+
+async def test_no_question_is_put_without_a_request_or_a_clear_pick(
     llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
     llm: ScriptedOpenAIServer,
 ) -> None:
     """A turn with no request to forget, and a request whose closest fact is not clearly
-    closer than the next ("forget my old phone number" beside two unrelated facts), retire
-    nothing, whatever the model answers."""
-    llm.default = _proposing_nothing
+    closer than the next ("forget my old phone number" beside two unrelated facts), cost no
+    question, even with a model that would say yes to anything."""
+    llm.default = _checking(forget=True)
     async with AsyncMemory(settings=llm_settings) as memory:
         for who, said in [
             ("plain", "I had a lovely walk by the fjord today."),
@@ -294,4 +307,4 @@ async def test_nothing_is_retired_without_a_request_or_a_clear_pick(
             await memory.add([{"role": "user", "content": said}], user_id=who)
             await _settle(memory, who)
             assert await _facts(memory, who) == sorted([OLIVES, JOB])
-            assert (await memory.retired(user_id=who))["results"] == []
+    assert not [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]

@@ -279,9 +279,9 @@ async def test_a_request_to_forget_a_shown_fact_retires_it_whatever_the_model_an
 async def test_a_request_naming_no_fact_can_only_ever_retire_the_fact_it_means(
     real_settings: MemhubSettings,
 ) -> None:
-    """ "The medication thing" names no stored fact by a word: whatever the model proposes,
-    no fact but the one it means is ever touched, and what is retired is listed and comes
-    back in one step."""
+    """ "The medication thing" names no stored fact by a word: the model may answer the one
+    question about the embedder's pick either way, but no other fact is ever touched, and
+    what it retires is listed and comes back in one step."""
     sertraline = "The user takes sertraline for anxiety."
     others = ["The user likes olives.", "The user's address is 12 Elm Street."]
     said = "Thinking about it, I'd prefer you didn't hang on to the medication thing from before."

@@ -49,10 +49,12 @@ from memhub.engine.prompts import (
     TEMPLATE_PERSON,
     ConsolidationReply,
     ExistingFact,
+    ForgetReply,
     ProceduralReply,
     PromptTurn,
     ReplacementReply,
     consolidation_messages,
+    forget_check_messages,
     procedural_messages,
     prompt_tokens,
     replacement_messages,
@@ -341,9 +343,11 @@ class Consolidator:
             )
         except ProviderOutputError as exc:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
-        ops = self._with_requests(ops, facts, shown_turns, texts, meant)
+        ops = self._with_requests(plan, ops, facts, shown_turns, texts)
+        checked = await self._with_meant_requests(ops, facts, shown_turns, texts, meant)
         ops = self._grounded(plan, ops, shown_turns, texts, custom)
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
+        spent += checked
         ops += filled
         away = forgetting.asked_away(shown_turns, texts, facts, ops)  # refused, with why
         for index in sorted(away):
@@ -355,32 +359,24 @@ class Consolidator:
 
     def _with_requests(
         self,
+        plan: Plan,
         ops: list[PlannedOp],
         facts: Sequence[MemoryRecord],
         turns: Sequence[Turn],
         texts: Mapping[int, str],
-        meant: Mapping[int, UUID],
     ) -> list[PlannedOp]:
-        """``ops`` with every shown fact a user turn asks to forget retired, whether or not
-        the model proposed the DELETE (engine/forgetting.py), under the same guard and cap:
-        the fact a request names clearly by its own words, and the fact a request naming
-        none by a word clearly means by the embedder (``meant``: "the medication thing").
-        Each is listed for review with how it was read, and restorable; a new fact that only
-        says a fact so retired again is refused (REFUSED_ASKED_TO_FORGET)."""
+        """``ops`` with every shown fact a user turn clearly asks to forget retired, whether or
+        not the model proposed the DELETE (engine/forgetting.py), under the same guard and cap;
+        a new fact that only says a fact so retired again is refused (REFUSED_ASKED_TO_FORGET).
+        """
         planned = {op.target.id for op in ops if op.target is not None}
         removals = sum(op.kind in CHANGES for op in ops)
         by_id = {f.id: f for f in facts}
-        asked = dict(forgetting.asked_to_forget(turns, texts, facts))
-        by_meaning = {fact_id for fact_id in meant.values() if fact_id not in asked}
-        for turn_id, fact_id in meant.items():
-            asked[fact_id] = (*asked.get(fact_id, ()), turn_id)
-        for fact_id, asking in asked.items():
+        for fact_id, asking in forgetting.asked_to_forget(turns, texts, facts).items():
             if fact_id in planned:
                 continue
             cited = tuple(t for t in turns if t.id in asking)
-            delete = PlannedOp(
-                "DELETE", by_id[fact_id], None, cited, asking, True, fact_id in by_meaning
-            )
+            delete = PlannedOp("DELETE", by_id[fact_id], None, cited, asking, unproposed=True)
             if removal_refused(delete, cited, removals >= self.max_removals):
                 continue
             removals += 1
@@ -398,6 +394,40 @@ class Consolidator:
             return (exc.usage if isinstance(exc, UnusableAnswerError) else Usage()), None
         log.info("%s check of %r: %s", check, about, answer.value)
         return answer.usage, answer.value
+
+    async def _with_meant_requests(
+        self,
+        ops: list[PlannedOp],
+        facts: Sequence[MemoryRecord],
+        turns: Sequence[Turn],
+        texts: Mapping[int, str],
+        meant: Mapping[int, UUID],
+    ) -> Usage:
+        """A request to forget naming no shown fact by a word ("the medication thing from
+        before") that the model answered with no DELETE: the fact the embedder finds clearly
+        closest (``meant``) is put to the model as one yes-or-no question, and a yes retires
+        it (appended to ``ops``) as a DELETE read from the request, under the same guard and
+        cap, within the user's budget, listed for review and restorable. Neither the
+        embedder's pick nor the model's yes alone retires anything."""
+        usage = Usage()
+        by_id = {f.id: f for f in facts}
+        planned = {op.target.id for op in ops if op.target is not None}
+        for turn_id, fact_id in meant.items():
+            if fact_id in planned:
+                continue
+            fact = by_id[fact_id]
+            messages = forget_check_messages(texts.get(turn_id, ""), fact.memory)
+            spent, answer = await self._asked(messages, ForgetReply, "forget", fact.memory)
+            usage += spent
+            if answer is None or not answer.forget:  # unusable or failed: nothing is retired
+                continue
+            cited = tuple(t for t in turns if t.id == turn_id)
+            delete = PlannedOp("DELETE", fact, None, cited, (turn_id,), unproposed=True)
+            removals = sum(op.kind in CHANGES for op in ops)
+            if not removal_refused(delete, cited, removals >= self.max_removals):
+                ops.append(delete)
+                planned.add(fact_id)
+        return usage
 
     async def _filled(
         self,
@@ -539,8 +569,6 @@ class Consolidator:
             assert op.target is not None
             cited = ", ".join(str(t.id) for t in op.turns if t.role == "user")
             reason = f"the user asked to forget it (turn {cited})"
-            if op.by_meaning:
-                reason += "; the fact closest in meaning to the request, which names none"
             if op.unproposed:
                 reason += "; read from the request, the model proposed no DELETE"
             await batch.forget(plan.scope, op.target.id, turn_ids, reason)

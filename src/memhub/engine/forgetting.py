@@ -7,10 +7,9 @@ or several equally by two words or more (:func:`asked_to_forget`), is granted as
 DELETE would be (:mod:`memhub.engine.consolidate`): capped, within the user's budget of model
 changes, and undoable from the review list like any retire. A request naming no shown fact by a word
 ("the medication thing") means the closest shown fact by the embedder, if clearly so
-(:func:`meant`), and that fact is retired the same way, listed as read by meaning. A 1.5B
-model asked to confirm such a pick said yes to 1 of 6 true request/fact pairs it had never
-seen (bench/forget_by_meaning.py): its check honoured almost nothing, and a wrong pick is
-visible in the review list and undone in one step, where an unhonoured request is not.
+(:func:`meant`): that lets the model's own DELETE of the fact stand, and where the model
+proposed none, consolidation asks it one yes-or-no question about that fact; only both
+together retire it.
 """
 
 from __future__ import annotations
@@ -97,8 +96,9 @@ def asked_to_forget(
 ) -> dict[UUID, tuple[int, ...]]:
     """Each shown fact a user turn's request to forget names unambiguously by its own words
     (``facts_clearly_asked``), with those turns' ids: what memhub retires when the model
-    proposed no DELETE. A request naming no fact by a word is left to :func:`meant`, which
-    asks more of the embedder (a clear pick, never a fact the turn names itself)."""
+    proposed no DELETE. A request naming no fact by a word is left to :func:`meant` and the
+    model (its DELETE, or a yes to one question): by meaning alone, "forget my old phone
+    number" would take the address."""
     asked: dict[UUID, list[int]] = {}
     shown = [f.memory for f in facts]
     for turn in turns:

@@ -53,8 +53,6 @@ class PlannedOp:
     asked: tuple[int, ...] = ()
     # a DELETE memhub read from the user's request itself, the model having proposed none
     unproposed: bool = False
-    # ... and tied to its fact by the embedder's meaning, no word of the fact in the request
-    by_meaning: bool = False
 
     @property
     def said_at(self) -> datetime:
