@@ -107,7 +107,7 @@ def test_two_servers_two_workers_one_killed(tcp_postgres: TcpPostgres, tmp_path:
     third = TURNS_PER_USER // 3
     _run_load(servers, range(third), acked)
     for app in workers:
-        assert _inserted_by(url, app, timeout=60), f"{app} never worked:\n{log.read_text()}"
+        assert _inserted_by(url, app, timeout=600), f"{app} never worked:\n{log.read_text()}"
 
     # Mid-run: worker-b dies (its claimed batch rolls back) while adds keep coming.
     second = threading.Thread(target=_run_load, args=(servers, range(third, 2 * third), acked))
@@ -117,7 +117,15 @@ def test_two_servers_two_workers_one_killed(tcp_postgres: TcpPostgres, tmp_path:
     workers["worker-b"].wait(timeout=30)
     workers["worker-b2"] = start(["-v", "worker"], env("worker-b2"), log)
     second.join(timeout=300)
+    # The last third with worker-a stopped (SIGSTOP: its leases expire as a hung process's
+    # would), so the replacement must take it; on a loaded machine worker-a used to drain
+    # everything before worker-b2 had started, and worker-b2 was never seen working.
+    workers["worker-a"].send_signal(signal.SIGSTOP)
     _run_load(servers, range(2 * third, TURNS_PER_USER), acked)
+    assert _inserted_by(url, "worker-b2", timeout=600), (
+        f"worker-b2 never worked:\n{log.read_text()}"
+    )
+    workers["worker-a"].send_signal(signal.SIGCONT)
 
     assert len(acked) == USERS * TURNS_PER_USER
     assert _drained(url, timeout=180), f"jobs left unprocessed:\n{log.read_text()[-3000:]}"
