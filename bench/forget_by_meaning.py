@@ -25,10 +25,13 @@ import asyncio
 from datetime import UTC, datetime
 from uuid import uuid4
 
+from bench.forget_question import llm_at
 from memhub.config import MemhubSettings
+from memhub.embed.base import Embedder
 from memhub.engine.forgetting import asked_to_forget, meant
 from memhub.engine.prompts import ForgetReply, forget_check_messages
-from memhub.memory.services import embedder_from_settings, llm_from_settings
+from memhub.llm import LLM
+from memhub.memory.services import embedder_from_settings
 from memhub.store.records import MemoryRecord, Scope, Turn
 
 #: (request, stored facts, the 1-based number of the fact it asks to forget; 0: none shown)
@@ -263,70 +266,64 @@ def _records(request: str, facts: list[str]) -> tuple[list[Turn], list[MemoryRec
     return [turn], shown
 
 
-async def _retired(case: Case) -> tuple[set[int], set[int]]:
+async def _retired(embedder: Embedder, case: Case) -> tuple[set[int], set[int]]:
     """The 1-based numbers of the facts consolidation retires for the case, the model having
     proposed no DELETE: those the request names by their words (``asked_to_forget``), and the
     one it clearly means by the embedder (``meant``)."""
     request, facts, _ = case
     turns, shown = _records(request, facts)
-    embedder = embedder_from_settings(MemhubSettings(database_url="memory://"))
     words = {*asked_to_forget(turns, {1: request}, shown)}
     meaning = {*(await meant(embedder, turns, {1: request}, shown)).values()} - words
     numbers = {record.id: n for n, record in enumerate(shown, start=1)}
     return {numbers[i] for i in words}, {numbers[i] for i in meaning}
 
 
-def _score(got: set[int], want: int) -> tuple[int, int]:
-    """(1 if exactly the right fact, or nothing when none is meant; wrong facts retired)."""
-    return int(got == ({want} if want else set())), len(got - {want})
+async def _said_yes(llm: LLM, request: str, facts: list[str]) -> set[int]:
+    """The 1-based numbers of the facts the model says ``request`` asks to forget, each
+    asked as consolidation asks it."""
+    yes = set()
+    for number, fact in enumerate(facts, start=1):
+        answer = await llm.generate_structured(forget_check_messages(request, fact), ForgetReply)
+        if answer.value.forget:
+            yes.add(number)
+    return yes
+
+
+def _tally(retired: list[set[int]], cases: list[Case]) -> str:
+    """How many cases retired exactly the meant fact (or nothing, when none is meant), and
+    how many wrong facts were retired in all."""
+    pairs = [(got, want) for got, (_, _, want) in zip(retired, cases, strict=True)]
+    right = sum(got == ({want} if want else set()) for got, want in pairs)
+    wrong = sum(len(got - {want}) for got, want in pairs)
+    return f"{right} of {len(cases)} right, {wrong} wrong facts retired"
 
 
 async def run(url: str | None, model: str) -> None:
-    llm = None
-    if url:
-        settings = MemhubSettings(
-            database_url="memory://",
-            llm_provider="llamacpp",
-            llm_base_url=url,
-            llm_model=model,
-            llm_timeout=600.0,
-        )
-        llm = llm_from_settings(settings)
+    embedder = embedder_from_settings(MemhubSettings(database_url="memory://"))
+    llm = llm_at(url, model) if url else None
     for name, cases in (("dev", DEV), ("held-out", HELD_OUT), ("held-out-2", HELD_OUT_2)):
-        alone = [0, 0]  # the embedder's pick without the question
-        with_question = [0, 0]  # memhub's rule: a meaning pick retired only on the model's yes
-        yes = {True: 0, False: 0}
-        pairs = {True: 0, False: 0}
+        alone: list[set[int]] = []  # the embedder's pick without the question
+        asked: list[set[int]] = []  # memhub's rule: a meaning pick retired only on a yes
+        yes_right = yes_other = 0
         for case in cases:
             request, facts, want = case
-            words, meaning = await _retired(case)
-            alone = [a + b for a, b in zip(alone, _score(words | meaning, want), strict=True)]
-            line = f"{name:10} (right: {want}) without the question {sorted(words | meaning)}"
+            words, meaning = await _retired(embedder, case)
+            alone.append(words | meaning)
+            line = f"{name:10} (right: {want}) without the question {sorted(alone[-1])}"
             if llm is not None:
-                said_yes = set()
-                for number, fact in enumerate(facts, start=1):
-                    answer = await llm.generate_structured(
-                        forget_check_messages(request, fact), ForgetReply
-                    )
-                    pairs[number == want] += 1
-                    yes[number == want] += answer.value.forget
-                    if answer.value.forget:
-                        said_yes.add(number)
-                asked = words | (meaning & said_yes)
-                with_question = [
-                    a + b for a, b in zip(with_question, _score(asked, want), strict=True)
-                ]
-                line += f", with it {sorted(asked)}"
+                said_yes = await _said_yes(llm, request, facts)
+                yes_right += want in said_yes
+                yes_other += len(said_yes - {want})
+                asked.append(words | (meaning & said_yes))
+                line += f", with it {sorted(asked[-1])}"
             print(f"{line} {request[:50]!r}")
-        print(
-            f"{name}, without the question: {alone[0]} of {len(cases)} right,"
-            f" {alone[1]} wrong facts retired"
-        )
+        print(f"{name}, without the question: {_tally(alone, cases)}")
         if llm is not None:
+            right_facts = sum(want > 0 for _, _, want in cases)
+            others = sum(len(facts) for _, facts, _ in cases) - right_facts
             print(
-                f"{name}, with it: {with_question[0]} of {len(cases)} right, {with_question[1]}"
-                f" wrong facts retired; its yes to {yes[True]} of {pairs[True]} right facts,"
-                f" to {yes[False]} of {pairs[False]} others"
+                f"{name}, with it: {_tally(asked, cases)}; its yes to {yes_right} of"
+                f" {right_facts} right facts, to {yes_other} of {others} others"
             )
 
 

@@ -17,6 +17,7 @@ import asyncio
 
 from memhub.config import MemhubSettings
 from memhub.engine.prompts import ForgetReply, forget_check_messages
+from memhub.llm import LLM
 from memhub.memory.services import llm_from_settings
 
 MEDICATION = "Thinking about it, I'd prefer you didn't hang on to the medication thing from before."
@@ -52,7 +53,9 @@ PAIRS = [
 ]
 
 
-async def run(url: str, model: str) -> int:
+def llm_at(url: str, model: str) -> LLM:
+    """The OpenAI-compatible server at ``url`` as consolidation calls it, with a timeout a
+    one-thread server on a loaded machine keeps within."""
     settings = MemhubSettings(
         database_url="memory://",
         llm_provider="llamacpp",
@@ -62,6 +65,11 @@ async def run(url: str, model: str) -> int:
     )
     llm = llm_from_settings(settings)
     assert llm is not None
+    return llm
+
+
+async def run(url: str, model: str) -> int:
+    llm = llm_at(url, model)
     right = 0
     for request, fact, asked in PAIRS:
         answer = await llm.generate_structured(forget_check_messages(request, fact), ForgetReply)
