@@ -6,6 +6,10 @@ then times, for each question and the first ``--queries`` user turns of its hist
 further queries, the vector statement as it is (the memories' ``k`` nearest, the passages'
 ``k`` nearest, each candidate's best passage) and as it was before passages (the memories'
 ``k`` nearest only), alternately on one connection, so both see the same data, cache and load.
+
+``--query-home DIR`` times the same two statements on :mod:`bench.query`'s database instead
+(100,000 short memories of one user, no passage): what passages cost a search where there are
+none.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -93,6 +98,25 @@ async def _time(db_url: str, asked: list[tuple[str, str]], rounds: int) -> dict[
     }
 
 
+async def _time_on_query_home(home: Path, queries: int, rounds: int) -> dict[str, Any]:
+    """Both statements on bench.query's built database (its embedded server, its user)."""
+    from bench import synth
+    from bench.machine import describe, summary
+    from bench.profile_search import USER
+    from memhub import AsyncMemory, MemhubSettings
+
+    memory = AsyncMemory(settings=MemhubSettings(data_dir=home, worker="off"))
+    try:
+        url = (await memory._services()).store.database.url  # type: ignore[attr-defined]
+        asked = [(USER, q) for _, q in synth.queries(queries, users=1)]
+        machine = describe(url)
+        result = await _time(url, asked, rounds)
+    finally:
+        await memory.aclose()
+    machine["load_after"] = os.getloadavg()
+    return {**result, "machine": summary(machine)}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Ingest, then print both statements' p50 / p95 (milliseconds) and the machine."""
     from bench.machine import describe, summary
@@ -104,7 +128,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=2)
     parser.add_argument("--queries", type=int, default=20, help="user turns asked per history")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--query-home", type=Path, default=None, help="bench.query's --home")
     args = parser.parse_args(argv)
+    if args.query_home is not None:
+        result = asyncio.run(_time_on_query_home(args.query_home, args.queries, args.rounds))
+        print(json.dumps(result, indent=1))
+        return 0
     raw = json.loads(args.data.read_text(encoding="utf-8"))[: args.questions]
     items = [parse_item(r) for r in raw]
     with BenchPostgres(Path(tempfile.mkdtemp(prefix="lme-search-")) / "pg") as postgres:

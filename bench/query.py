@@ -27,7 +27,7 @@ from bench import search_timeline, synth
 from bench.metrics import summary
 from bench.profile_search import USER, build
 from memhub import AsyncMemory, MemhubSettings
-from memhub.engine.fusion import fuse
+from memhub.engine.fusion import FusionConfig, fuse
 from memhub.engine.retrieve import rank
 from memhub.memory.results import memory_item
 from memhub.memory.services import Services
@@ -106,10 +106,12 @@ async def clients(memory: AsyncMemory, queries: list[str], n: int) -> dict[str, 
     return {"clients": n, "searches_per_s": len(queries) / seconds, **summary(latencies)}
 
 
-async def while_ingesting(settings: MemhubSettings, queries: list[str], n: int) -> dict[str, Any]:
+async def while_ingesting(
+    settings: MemhubSettings, queries: list[str], n: int, fusion: FusionConfig | None = None
+) -> dict[str, Any]:
     """``n`` clients searching while an in-process worker ingests another user's turns."""
     writer = AsyncMemory(settings=settings.model_copy(update={"worker": "thread"}))
-    reader = AsyncMemory(settings=settings)
+    reader = AsyncMemory(settings=settings, fusion=fusion)
     stop = asyncio.Event()
     added = 0
 
@@ -178,9 +180,11 @@ def _ctes(node: dict[str, Any]) -> list[tuple[str, float]]:
     return found
 
 
-async def run(settings: MemhubSettings, n_queries: int) -> dict[str, Any]:
+async def run(
+    settings: MemhubSettings, n_queries: int, fusion: FusionConfig | None = None
+) -> dict[str, Any]:
     """Every measurement of this module on the built database."""
-    memory = AsyncMemory(settings=settings)
+    memory = AsyncMemory(settings=settings, fusion=fusion)
     services = await memory._services()
     asked = [q for _, q in synth.queries(n_queries + 30, users=1)]
     for q in asked[:30]:  # warm up: model, pool, prepared statements, buffers
@@ -194,7 +198,7 @@ async def run(settings: MemhubSettings, n_queries: int) -> dict[str, Any]:
     url = services.store.database.url  # type: ignore[attr-defined]
     result["explain_ms"] = await asyncio.to_thread(explain, url, memory, vectors)
     await memory.aclose()
-    result["clients_while_ingesting"] = await while_ingesting(settings, queries, 8)
+    result["clients_while_ingesting"] = await while_ingesting(settings, queries, 8, fusion)
     result["load_average"] = max(load, os.getloadavg()[0])  # others' work on the same cores
     return result
 
@@ -206,12 +210,17 @@ DEFAULT_HOME = Path.home() / ".cache" / "memhub-bench" / "query-100k"
 def markdown(result: dict[str, Any]) -> str:
     """The "Search profile" section of docs/benchmarks.md."""
     seq, cpu = result["sequential"], result.get("cpu", "")
+    embedder, beside = (
+        result.get("embedder", "default"),
+        seq["search"]["p95"] - seq["embedding"]["p95"],
+    )
     lines = [
         BEGIN,
         "## Search profile",
         "",
-        f"`python -m bench.query` at {result['memories']:,} memories of one user, limit "
-        f"{LIMIT}, on {cpu}, load average {result.get('load_average', 0):.1f} (2 cores:"
+        f"`.venv/bin/python -m bench.query` at {result['memories']:,} memories of one user, limit "
+        f"{LIMIT}, embedder `{embedder}`, on {cpu}, load average"
+        f" {result.get('load_average', 0):.1f} (2 cores:"
         " above 2, other work competes). Milliseconds; parts timed alternately in one run.",
         "",
         "| part | p50 | p95 |",
@@ -222,7 +231,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"Engine overhead (search p95 minus embedding p50): **{seq['overhead_p95_ms']:.2f} ms**"
-        f" (target 2). The embedder alone answers {seq['embedder_qps']:.0f} queries/s.",
+        f" (target 2); search p95 minus embedding p95: **{beside:.2f} ms** (issue 36's target 5)."
+        f" The embedder alone answers {seq['embedder_qps']:.0f} queries/s.",
         "",
         "The same queries again, each part timed in place inside `search()`"
         " (`bench.search_timeline`): the embedding and the text statement run side by side,"
@@ -266,7 +276,12 @@ def measure_into(results: dict[str, Any], path: Path, docs: Path | None) -> None
     """``make bench``'s hook: measure at 100k, add to the results file and the docs."""
     settings = MemhubSettings(data_dir=DEFAULT_HOME, worker="off")
     asyncio.run(build(settings, 100_000))
-    results["query"] = {"memories": 100_000, "cpu": cpu_name(), **asyncio.run(run(settings, 300))}
+    results["query"] = {
+        "memories": 100_000,
+        "cpu": cpu_name(),
+        "embedder": settings.embedder,
+        **asyncio.run(run(settings, 300)),
+    }
     path.write_text(json.dumps(results, indent=1), encoding="utf-8")
     if docs is not None:
         write_section(docs, results["query"])
@@ -296,11 +311,17 @@ def main() -> None:
     parser.add_argument(
         "--embedder", default="default", help="default (all-mpnet-base-v2 int8) or minilm"
     )
+    parser.add_argument(
+        "--candidates", type=int, default=None, help="candidates per retriever (default: 50)"
+    )
     args = parser.parse_args()
     settings = MemhubSettings(data_dir=args.home, worker="off", embedder=args.embedder)
+    fusion = None if args.candidates is None else FusionConfig(candidates=args.candidates)
     asyncio.run(build(settings, args.memories))
     result = {"memories": args.memories, "cpu": cpu_name(), "embedder": args.embedder}
-    result.update(asyncio.run(run(settings, args.queries)))
+    if fusion is not None:
+        result["candidates"] = fusion.candidates
+    result.update(asyncio.run(run(settings, args.queries, fusion)))
     print(json.dumps(result, indent=2))
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2))

@@ -60,3 +60,16 @@ def test_the_section_is_replaced_in_place_and_the_rest_kept(tmp_path: Path) -> N
     assert "| vector: execution | 0.25 |" in text
     assert "runs on its own connection while the query is embedded" in text
     assert "| search | 12.00 | 17.50 |" in text and "after the embedding in 50% of" in text
+
+
+def test_the_section_names_the_embedder_and_the_overhead_beside_its_p95(tmp_path: Path) -> None:
+    result = _result(7.0)
+    result["embedder"] = "minilm"
+    sequential = result["sequential"]
+    assert isinstance(sequential, dict)
+    sequential["embedding"] = summary([1.0, 2.0, 4.0])
+    docs = tmp_path / "benchmarks.md"
+    write_section(docs, result)
+    text = docs.read_text(encoding="utf-8")
+    assert "embedder `minilm`" in text
+    assert "search p95 minus embedding p95: **3.00 ms**" in text
