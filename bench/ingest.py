@@ -1,12 +1,13 @@
 """Ingestion against the embedder's own batch throughput, in the same run, on the same cores.
 
-The embedder alone: memhub's default MiniLM embedding the same synthetic turns in claims of the
-worker's batch size, once with all cores in one session and once with one single-threaded
-stream per core; the better is the bar, measured again after the drain (a shared machine's
-speed drifts) and averaged. Then ``--turns`` turns are queued (worker off) and one ``memhub
-worker`` at its defaults drains them: turns/s from its first stored memory (model loaded) to
-the last, its peak RSS, and where the cores went meanwhile (worker threads, PostgreSQL, the
-rest of the machine). ``python -m bench.ingest [--turns 20000]``.
+The embedder alone: the embedder the settings choose (``MEMHUB_EMBEDDER``, as for the worker)
+embedding the same synthetic turns in claims of the worker's batch size, once with all cores
+in one session and once with one single-threaded stream per core; the better is the bar,
+measured again after the drain (a shared machine's speed drifts) and averaged. Then
+``--turns`` turns are queued (worker off) and one ``memhub worker`` at its defaults drains
+them: turns/s from its first stored memory (model loaded) to the last, its peak RSS, and
+where the cores went meanwhile (worker threads, PostgreSQL, the rest of the machine).
+``python -m bench.ingest [--turns 20000]``.
 """
 
 from __future__ import annotations
@@ -47,10 +48,13 @@ def _texts(n: int) -> list[str]:
 
 def _rate(texts: list[str], batch: int, threads: int, streams: int) -> float:
     """texts/s of ``streams`` concurrent sessions of ``threads`` threads each, in claims."""
-    from memhub.embed.onnx_minilm import MiniLMEmbedder
+    from memhub import MemhubSettings
+    from memhub.memory.services import embedder_from_settings
 
+    # The model the worker below runs (MEMHUB_EMBEDDER chooses it), with its threads set here.
+    settings = MemhubSettings.from_env().model_copy(update={"embedder_threads": threads})
     chunks = [texts[i : i + batch] for i in range(0, len(texts), batch)]
-    sessions = [MiniLMEmbedder(threads=threads) for _ in range(streams)]
+    sessions: list[Any] = [embedder_from_settings(settings) for _ in range(streams)]
     for embedder in sessions:
         embedder.embed_sync(texts[:batch])  # load the model and warm up
     began = time.perf_counter()

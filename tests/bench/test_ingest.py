@@ -79,3 +79,22 @@ def test_the_ingest_section_shows_both_measurements_and_the_split() -> None:
     assert "| one session 1 threads | 200 | – |" in text
     assert "**304 turns/s = 80% of the embedder's best 380 texts/s**" in text
     assert "| worker other threads (embedding) | 75.0 |" in text
+
+
+def test_the_embedder_alone_is_the_model_the_settings_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The real MiniLM runs; the spy only records which settings built it. The bar must be the
+    # model the worker runs (MEMHUB_EMBEDDER), not a fixed one.
+    from memhub.memory import services
+
+    built = []
+    real = services.embedder_from_settings
+
+    def spy(settings: object) -> object:
+        built.append(settings)
+        return real(settings)  # type: ignore[arg-type]
+
+    monkeypatch.setenv("MEMHUB_EMBEDDER", "minilm")
+    monkeypatch.setattr(services, "embedder_from_settings", spy)
+    rate = ingest._rate(["a short turn"] * 4, batch=2, threads=1, streams=2)
+    assert rate > 0
+    assert [(s.embedder, s.embedder_threads) for s in built] == [("minilm", 1)] * 2
