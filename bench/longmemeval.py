@@ -216,10 +216,13 @@ def run(
     db_url: str,
     count_tokens: Callable[[str], int],
     budgets: Sequence[tuple[str, dict[str, float | int]]] = (),
+    candidates: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Ingest and search every item; the figures, overall and per type (and, for each of
-    ``budgets``, overall with that search argument on the same ingested memories)."""
+    ``budgets``, overall with that search argument on the same ingested memories; for each of
+    ``candidates``, overall with that many candidates per retriever)."""
     from memhub import MemhubSettings, Memory
+    from memhub.engine.fusion import FusionConfig
 
     settings = MemhubSettings.from_env(
         database_url=db_url, worker="thread", max_text_chars=MAX_TEXT_CHARS
@@ -227,6 +230,14 @@ def run(
     memory = Memory(settings=settings)
     scored: list[Scored] = []
     budgeted: dict[str, list[Scored]] = {label: [] for label, _ in budgets}
+    others = {
+        f"candidates={n}": Memory(
+            settings=settings.model_copy(update={"worker": "off"}),
+            fusion=FusionConfig(candidates=n),
+        )
+        for n in candidates
+    }
+    budgeted.update({label: [] for label in others})
     latencies: list[float] = []
     ingest_seconds, turns = 0.0, 0
     try:
@@ -245,9 +256,14 @@ def run(
             for label, arguments in budgets:
                 cut = memory.search(item.question, user_id=user_id, limit=10, **arguments)
                 budgeted[label].append(score(item, cut["results"], where, count_tokens))
+            for label, other in others.items():
+                found = other.search(item.question, user_id=user_id, limit=10)["results"]
+                budgeted[label].append(score(item, found, where, count_tokens))
             print(f"  {number + 1}/{len(items)} {item.question_type}: {scored[-1]}", flush=True)
     finally:
         memory.close()
+        for other in others.values():
+            other.close()
     per_type = {
         kind: aggregate([s for s in scored if s.question_type == kind])
         for kind in sorted({s.question_type for s in scored})
@@ -301,6 +317,13 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="also search with max_tokens=N or min_score_ratio=R (repeatable)",
     )
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        action="append",
+        default=[],
+        help="also search with this many candidates per retriever (repeatable)",
+    )
     args = parser.parse_args(argv)
     budgets = [parse_budget(text) for text in args.budget]
     if not args.data.exists():
@@ -312,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     with BenchPostgres(Path(tempfile.mkdtemp(prefix="lme-")) / "pg") as postgres:
         db_url = postgres.create_database("lme")
         machine = describe(db_url)
-        result = run(items, db_url, count_tokens, budgets)
+        result = run(items, db_url, count_tokens, budgets, args.candidates)
     machine["load_after"] = os.getloadavg()
     result["tokens"] = tokens_name
     result["subset"] = {"half": args.half, "types": types, "per_type": args.questions}

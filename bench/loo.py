@@ -29,7 +29,7 @@ from memhub.store.records import Candidate, Scope, TextRanking
 
 Asked = tuple[str, Question]  # (user id, question)
 #: Candidates per retriever while fitting: at least any grid point's ``candidates``.
-FIT_CANDIDATES = 50
+FIT_CANDIDATES = 100
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,10 @@ ISSUE_TOKENS = 330.0
 def _variants() -> list[Variant]:
     cut = PRESETS["default"]
     default = replace(cut, min_score_ratio=0.0)  # the rows before the cut-off
-    no_neighbours = replace(default, previous_turn_weight=0.0, next_turn_weight=0.0)
+    # The ladder's rows up to the neighbour turns had 50 candidates per retriever; the
+    # shipped default has 100 since issue 37 (the "candidates per retriever" rows).
+    fifty = replace(default, candidates=50)
+    no_neighbours = replace(fifty, previous_turn_weight=0.0, next_turn_weight=0.0)
     before = replace(no_neighbours, candidates=20)
     return [
         Variant("vector only (semantic preset; ~Mem0's ranking)", (PRESETS["semantic"],)),
@@ -101,8 +104,12 @@ def _variants() -> list[Variant]:
         Variant("previous default: 20 candidates, no neighbours", (before,)),
         Variant("previous default, fusion weights refitted per fold", weight_grid(before)),
         Variant("+ 50 candidates", (no_neighbours,)),
-        Variant("+ neighbour turns, weights refitted per fold", neighbour_grid(default)),
-        Variant("+ neighbour turns 0.3/0.2 (no cut-off)", (default,)),
+        Variant("+ neighbour turns, weights refitted per fold", neighbour_grid(fifty)),
+        Variant("+ neighbour turns 0.3/0.2 (no cut-off)", (fifty,)),
+        *(
+            Variant(f"+ {n} candidates per retriever", (replace(default, candidates=n),))
+            for n in (75, 100, 150, 200)
+        ),
         Variant("default, vector/text/RRF weights refitted per fold", weight_grid(default)),
         Variant(
             "+ cut-off relative to the best score, refitted per fold (tok@10 <= Mem0's)",
@@ -114,7 +121,7 @@ def _variants() -> list[Variant]:
             ratio_grid(default),
             token_cap=ISSUE_TOKENS,
         ),
-        Variant("+ cut-off at 0.5 x the best score (shipped default)", (cut,)),
+        Variant("shipped default (no cut-off)", (cut,)),
         Variant("no cut-off, BM25 b=1.0", (replace(default, text=TextRanking(b=1.0)),)),
         Variant("compact preset (with the cut-off)", (PRESETS["compact"],)),
         *(

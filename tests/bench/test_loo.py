@@ -36,7 +36,7 @@ def test_grids_hold_valid_configs_around_the_default() -> None:
     assert all(isinstance(c, FusionConfig) for c in weights)
     neighbours = neighbour_grid(PRESETS["default"])
     assert PRESETS["default"] in neighbours
-    assert {(c.vector_weight, c.candidates) for c in neighbours} == {(0.49, 50)}
+    assert {(c.vector_weight, c.candidates) for c in neighbours} == {(0.49, 100)}
 
 
 def test_fit_picks_the_config_that_finds_the_evidence() -> None:
