@@ -214,12 +214,15 @@ def markdown(result: dict[str, Any]) -> str:
         result.get("embedder", "default"),
         seq["search"]["p95"] - seq["embedding"]["p95"],
     )
+    per_retriever = (
+        f", {result['candidates']} candidates per retriever" if "candidates" in result else ""
+    )
     lines = [
         BEGIN,
         "## Search profile",
         "",
         f"`.venv/bin/python -m bench.query` at {result['memories']:,} memories of one user, limit "
-        f"{LIMIT}, embedder `{embedder}`, on {cpu}, load average"
+        f"{LIMIT}, embedder `{embedder}`{per_retriever}, on {cpu}, load average"
         f" {result.get('load_average', 0):.1f} (2 cores:"
         " above 2, other work competes). Milliseconds; parts timed alternately in one run.",
         "",
@@ -280,6 +283,7 @@ def measure_into(results: dict[str, Any], path: Path, docs: Path | None) -> None
         "memories": 100_000,
         "cpu": cpu_name(),
         "embedder": settings.embedder,
+        "candidates": FusionConfig().candidates,
         **asyncio.run(run(settings, 300)),
     }
     path.write_text(json.dumps(results, indent=1), encoding="utf-8")
@@ -319,8 +323,7 @@ def main() -> None:
     fusion = None if args.candidates is None else FusionConfig(candidates=args.candidates)
     asyncio.run(build(settings, args.memories))
     result = {"memories": args.memories, "cpu": cpu_name(), "embedder": args.embedder}
-    if fusion is not None:
-        result["candidates"] = fusion.candidates
+    result["candidates"] = (fusion or FusionConfig()).candidates
     result.update(asyncio.run(run(settings, args.queries, fusion)))
     print(json.dumps(result, indent=2))
     if args.json is not None:

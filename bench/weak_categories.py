@@ -1,9 +1,9 @@
 """Ideas for the weak categories (multi-hop, open-domain), scored leave-one-conversation-out.
 
-``python -m bench.weak_categories --db-url URL`` reads each question's candidates from a
-database that ``bench.loo`` ingested (the same embedder must be configured) and scores the
-shipped fusion with one post-fusion change, its weight fitted on four conversations and
-scored on the fifth:
+``python -m bench.weak_categories`` ingests the LoCoMo dev conversations as ``bench.loo`` does
+(or, with ``--db-url URL``, reads a database that ``bench.loo``'s ingest filled with the same
+embedder) and, from each question's candidates, scores the shipped fusion with one change,
+its weight fitted on four conversations and scored on the fifth:
 
 - **session co-occurrence**: a candidate gains ``w x`` the best score of another candidate
   from the same LoCoMo session (evidence of a multi-hop question often sits in one session
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -155,13 +156,29 @@ def _summary(results: Sequence[tuple[int, float]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.locomo import default_data_path
+    from bench.loo import _ingest
+    from bench.pg import BenchPostgres
+
     parser = argparse.ArgumentParser(prog="python -m bench.weak_categories", description=__doc__)
-    parser.add_argument("--locomo", type=Path, required=True)
-    parser.add_argument("--db-url", required=True)
+    parser.add_argument("--locomo", type=Path, default=default_data_path())
+    parser.add_argument(
+        "--db-url", default=None, help="a database bench.loo's ingest filled (default: a new one)"
+    )
     parser.add_argument("--spread", action="store_true", help="also the sessions spread")
     parser.add_argument("--second-pass", action="store_true", help="also the second pass")
     args = parser.parse_args(argv)
     conversations = load_locomo(args.locomo)
+    if args.db_url is not None:
+        return _report(args, conversations)
+    with BenchPostgres(Path(tempfile.mkdtemp(prefix="weak-")) / "pg") as postgres:
+        args.db_url = postgres.create_database("weak")
+        _ingest(args.db_url, conversations)
+        return _report(args, conversations)
+
+
+def _report(args: argparse.Namespace, conversations: Sequence[Any]) -> int:
+    """Print every row on the database ``args.db_url`` names."""
     data = _prepare(args.db_url, conversations)
     keep = [i for i, (_, q) in enumerate(data.asked) if q.evidence]
     asked = [data.asked[i] for i in keep]

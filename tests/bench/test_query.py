@@ -73,3 +73,9 @@ def test_the_section_names_the_embedder_and_the_overhead_beside_its_p95(tmp_path
     text = docs.read_text(encoding="utf-8")
     assert "embedder `minilm`" in text
     assert "search p95 minus embedding p95: **3.00 ms**" in text
+
+
+def test_the_section_names_the_candidates_when_the_run_recorded_them(tmp_path: Path) -> None:
+    docs = tmp_path / "benchmarks.md"
+    write_section(docs, {**_result(7.0), "candidates": 100})
+    assert ", 100 candidates per retriever, on a test CPU" in docs.read_text(encoding="utf-8")
