@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
-
 from bench.weak_categories import _fitted_per_fold, _spread
+from tests.records import memory_record
 
 from memhub.engine.fusion import ScoredCandidate
-from memhub.store.records import Candidate, MemoryRecord, Scope
-
-NOW = datetime(2025, 1, 1, tzinfo=UTC)
+from memhub.store.records import Candidate
 
 
 def _scored(session: str, score: float) -> ScoredCandidate:
-    record = MemoryRecord(
-        id=uuid.uuid4(),
-        scope=Scope(user_id="u"),
-        memory=f"{session} {score}",
-        hash="h",
-        metadata={"session": session},
-        memory_type=None,
-        valid_from=NOW,
-        valid_to=None,
-        superseded_by=None,
-        source_turn_ids=(),
-        created_at=NOW,
-        updated_at=None,
-    )
+    record = memory_record(memory=f"{session} {score}", metadata={"session": session})
     return ScoredCandidate(Candidate(record, score, 1, None, None, None), score)
 
 

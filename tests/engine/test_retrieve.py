@@ -11,25 +11,15 @@ import pytest
 from memhub.engine.retrieve import Search, rank
 from memhub.engine.search_config import SearchConfig
 from memhub.errors import UsageError
-from memhub.store.records import MemoryRecord, RawCandidate, Scope
+from memhub.store.records import RawCandidate, Scope
+from tests.records import memory_record
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def _found(hash_: str, sim: float | None, text: float | None) -> RawCandidate:
-    record = MemoryRecord(
-        id=uuid.uuid5(uuid.NAMESPACE_OID, hash_),
-        scope=Scope(user_id="u"),
-        memory=f"memory {hash_}",
-        hash=hash_,
-        metadata={},
-        memory_type=None,
-        valid_from=NOW,
-        valid_to=None,
-        superseded_by=None,
-        source_turn_ids=(),
-        created_at=NOW,
-        updated_at=None,
+    record = memory_record(
+        id=uuid.uuid5(uuid.NAMESPACE_OID, hash_), memory=f"memory {hash_}", hash=hash_, at=NOW
     )
     return RawCandidate(record, sim, text)
 
