@@ -241,3 +241,15 @@ async def test_a_request_that_ends_while_its_slot_is_lent_leaks_no_slot() -> Non
     assert share.queue.busy == 0 and share.queue.waiting() == 0
     async with share.slot("b"):  # the one slot is free
         assert share.queue.running == {"b": 1}
+
+
+@pytest.mark.parametrize(("cores", "slots"), [(1, 1), (2, 1), (4, 3), (8, 7)])
+def test_request_slots_leave_one_core_to_what_every_tenant_shares(
+    monkeypatch: pytest.MonkeyPatch, cores: int, slots: int
+) -> None:
+    # A quiet tenant's spare slot, the event loop and the database share the core left over.
+    from memhub.doors import slots as door_slots
+
+    monkeypatch.setattr(door_slots, "cpu_slots", lambda: cores)
+    assert door_slots.RequestSlots().slots == slots
+    assert door_slots.RequestSlots(5).slots == 5, "a configured number is kept as given"

@@ -45,7 +45,7 @@ class ServerSettings(AccessSettings):
         request_slots: Tenant requests served at once; a tenant with nothing running or
             waiting starts at once in one spare slot, more wait their tenant's turn (the
             tenant with the fewest running goes next, an over-quota key's requests after the
-            others'). 0: one per core this process may use.
+            others'). 0: one fewer than the cores this process may use, at least one.
     """
 
     # admin_key, rate_limit, rate_burst, max_in_flight_per_key, key_cache_seconds and
