@@ -27,7 +27,7 @@ import argparse
 import asyncio
 import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,13 +57,23 @@ def _session_boost(scored: Sequence[ScoredCandidate], weight: float) -> list[Sco
 
 
 def _recalls(pool: Sequence[Any], asked: Sequence[Any], weight: float) -> list[tuple[int, float]]:
+    return _reordered_recalls(pool, asked, lambda fused: _session_boost(fused, weight)[:10])
+
+
+def _reordered_recalls(
+    pool: Sequence[Any],
+    asked: Sequence[Any],
+    reorder: Callable[[list[ScoredCandidate]], Sequence[ScoredCandidate]],
+) -> list[tuple[int, float]]:
+    """(category, recall@10) of each question, its fused candidates reordered by ``reorder``."""
     now = datetime.now(UTC)
-    out = []
-    for candidates, (_, question) in zip(pool, asked, strict=True):
-        top = _session_boost(fuse(candidates, PRESETS["default"], now), weight)[:10]
-        ranked = [str(s.candidate.record.metadata.get("dia_id", "")) for s in top]
-        out.append((question.category, recall_at_k(ranked, question.evidence, 10)))
-    return out
+    return [
+        (
+            q.category,
+            recall_at_k(_dia_ids(reorder(fuse(c, PRESETS["default"], now))), q.evidence, 10),
+        )
+        for c, (_, q) in zip(pool, asked, strict=True)
+    ]
 
 
 SPREAD_WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.4)
@@ -91,16 +101,7 @@ def _dia_ids(top: Sequence[ScoredCandidate]) -> list[str]:
 
 
 def _spread_recalls(pool: Sequence[Any], asked: Sequence[Asked], weight: float) -> list[Any]:
-    now = datetime.now(UTC)
-    return [
-        (
-            q.category,
-            recall_at_k(
-                _dia_ids(_spread(fuse(c, PRESETS["default"], now), weight)), q.evidence, 10
-            ),
-        )
-        for c, (_, q) in zip(pool, asked, strict=True)
-    ]
+    return _reordered_recalls(pool, asked, lambda fused: _spread(fused, weight))
 
 
 def _second_pass_vectors(
