@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 import psycopg
+import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.testing import ScriptedOpenAIServer
@@ -53,25 +54,48 @@ async def test_the_prompts_own_example_is_refused_and_the_turn_kept(
     assert await refusals(db_url) == {"REFUSED_INVALID": 1, "REFUSED_COPY_OF_INSTRUCTIONS": 1}
 
 
+@pytest.mark.parametrize(
+    ("copied", "kept", "user_turn", "assistant_turn"),
+    [
+        (
+            "Ada pays $20 a month for the premium plan.",
+            "Ada is a teacher.",
+            "How much is premium? I'm a teacher, is there a discount?",
+            "The premium plan costs $20 a month, billed yearly.",
+        ),
+        # What the 1.5B wrote on bench/llm_set/heldout3.json's m05: an app the assistant
+        # named, as the user's own, one borrowed word (under the one-word allowance)
+        (
+            "The user's budgeting app is YNAB.",
+            "The user wants a free budgeting app.",
+            "I need a budgeting app, free ones only please",
+            "YNAB and Monarch are popular; Goodbudget is free.",
+        ),
+    ],
+    ids=["the assistant's sentence", "a name only the assistant said"],
+)
 async def test_the_assistants_words_are_not_the_users_facts(
-    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+    memory: AsyncMemory,
+    llm: ScriptedOpenAIServer,
+    db_url: str,
+    copied: str,
+    kept: str,
+    user_turn: str,
+    assistant_turn: str,
 ) -> None:
     llm.enqueue(
         ops(
-            {"op": "ADD", "text": "Ada pays $20 a month for the premium plan.", "turns": [1, 2]},
-            {"op": "ADD", "text": "Ada is a teacher.", "turns": [1]},
+            {"op": "ADD", "text": copied, "turns": [1, 2]},
+            {"op": "ADD", "text": kept, "turns": [1]},
         )
     )
     await memory.add(
-        [
-            {"role": "user", "content": "How much is premium? I'm a teacher, is there a discount?"},
-            {"role": "assistant", "content": "The premium plan costs $20 a month, billed yearly."},
-        ],
+        [{"role": "user", "content": user_turn}, {"role": "assistant", "content": assistant_turn}],
         user_id="ada",
         wait=True,
     )
     stored = [text for text, kind in await memories(memory) if kind != "episode"]
-    assert stored == ["Ada is a teacher."]
+    assert stored == [kept]
     assert await refusals(db_url) == {"ADD": 1, "REFUSED_COPY_OF_ASSISTANT": 1}
 
 

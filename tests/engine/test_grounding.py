@@ -291,3 +291,74 @@ def test_a_facts_first_clause_is_a_fact_of_its_own_when_it_names_the_user(
     fact: str, head: str | None
 ) -> None:
     assert first_clause(fact) == head
+
+
+def test_a_name_only_the_assistant_said_is_its_answer_not_the_users_fact() -> None:
+    # One borrowed word passes, but not a name: the assistant's suggestion is not the user's app
+    assistant = [("assistant turn 4", "YNAB and Monarch are popular budgeting apps.")]
+    turns = ["I need a budgeting app to pay down my card."]
+    result = support("The user's budgeting app is YNAB.", turns, speakers=assistant)
+    assert not result.grounded
+    assert result.copied_from == "assistant turn 4"
+    # the same single word from the user's own turn, or an ordinary word of the assistant's
+    assert support(
+        "The user's budgeting app is YNAB.", [*turns, "I use YNAB"], speakers=assistant
+    ).grounded
+    assert support("The user needs popular budgeting apps.", turns, speakers=assistant).grounded
+
+
+def test_a_number_only_the_assistant_said_is_its_answer() -> None:
+    assistant = [("assistant turn 2", "Mars has 2 moons, Phobos and Deimos.")]
+    result = support("The user's planet has 2 moons.", ["I love my planet"], speakers=assistant)
+    assert result.copied_from == "assistant turn 2"
+
+
+def test_a_date_the_instructions_gave_is_no_borrowed_name() -> None:
+    # the year comes from the prompt's note of the turn's date: the instructions may lend it
+    instructions = [("instructions", "This turn was said on 19 June 2023.")]
+    result = support("The user moved to Halifax in 2023.", ["we're in Halifax now"], instructions)
+    assert result.grounded
+
+
+def test_a_name_the_user_said_in_a_question_is_theirs_too() -> None:
+    # the question itself grounds nothing, but the name in it is the user's, not the assistant's
+    speakers = [("assistant turn 2", "Kilimanjaro's summit is 5,895 m.")]
+    said = ["how tall is Kilimanjaro? my partner and I want to try climbing it in March"]
+    stated = ["my partner and I want to try climbing it in March"]
+    fact = "The user wants to try climbing Kilimanjaro in March."
+    assert not support(fact, stated, speakers=speakers).grounded
+    assert support(fact, stated, speakers=speakers, person_said=said).grounded
+
+
+def test_a_fact_whose_words_are_mostly_the_models_own_is_not_the_users() -> None:
+    # What the 1.5B answered to "Can you help me pick a budgeting app?" (heldout3's m05)
+    turn = ["Can you help me pick a budgeting app?"]
+    invented = "The user wants an app to track their spending and set financial goals."
+    result = support(invented, turn)
+    assert result.by_person  # it shares words with the turn: the old rule let it through
+    assert not result.grounded
+    assert result.invented >= {stem("spending"), stem("financial"), stem("goals")}
+    # the same request said in the model's words, one of them new, stands
+    assert support("The user wants help picking a budgeting app.", turn).grounded
+
+
+def test_words_someone_said_or_a_date_gave_are_not_invented() -> None:
+    assistant = [("assistant turn 2", "Spreadsheets track spending well.")]
+    turn = ["I need a budgeting app"]
+    fact = "The user needs an app to track daily spending."
+    assert support(fact, turn).invented == {stem("track"), stem("daily"), stem("spending")}
+    heard = support(fact, turn, speakers=assistant)
+    assert heard.invented == {stem("daily")}  # (refused still: two words are the assistant's)
+    dated = support("The user moved to Halifax in June 2023.", ["we moved to Halifax"])
+    assert dated.invented == frozenset()
+    assert dated.grounded
+
+
+def test_a_fact_already_known_said_again_on_a_later_turn_is_not_invented() -> None:
+    # heldout4's p09: the second session's "party was a hit" and the model's full fact again;
+    # its words are those of the stored fact shown beside the turn, not the model's own
+    fact = "The user's dad Tomasz is throwing a surprise party for his 70th birthday."
+    later = ["party was a hit, he cried a bit lol. thank you!"]
+    assert not support(fact, later, person_said=later).grounded
+    known = "The user's dad Tomasz is throwing a surprise party for his 70th birthday."
+    assert support(fact, later, person_said=[*later, known]).grounded

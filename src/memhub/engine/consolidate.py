@@ -27,6 +27,7 @@ from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
 from memhub.engine.dates import absolute_dates, keep_the_date, said_at_utc
 from memhub.engine.grounding import (
+    Support,
     first_clause,
     restates,
     says_again,
@@ -345,7 +346,8 @@ class Consolidator:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
         ops = self._with_requests(plan, ops, facts, shown_turns, texts)
         checked = await self._with_meant_requests(ops, facts, shown_turns, texts, meant)
-        ops = self._grounded(plan, ops, shown_turns, texts, custom)
+        known = [f.memory for f in facts]
+        ops = self._grounded(plan, ops, shown_turns, texts, custom, known)
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
         spent += checked
         ops += filled
@@ -447,7 +449,8 @@ class Consolidator:
         if not self.fill_gaps:
             return usage, added
         names = {t.user_id for t in turns if t.user_id}
-        written = [f.memory for f in facts] + [op.text for op in ops if op.text]
+        known = [f.memory for f in facts]
+        written = known + [op.text for op in ops if op.text]
         # the window's system turns may forbid storing something: the question is told so
         policy = [f"A system turn says: {texts[t.id]}" for t in turns if t.role == "system"]
         rules = "\n".join(r for r in (custom, *policy) if r) or None
@@ -464,7 +467,7 @@ class Consolidator:
                 spent, answers = await gaps.ask(self.llm, said, before, rules)
                 usage += spent
                 fresh = [PlannedOp("ADD", None, a, (turn,)) for a in answers]
-                for op in self._grounded(plan, fresh, turns, texts, custom, GAP_SYSTEM):
+                for op in self._grounded(plan, fresh, turns, texts, custom, known, GAP_SYSTEM):
                     text = op.text or ""
                     fits = gap.answered_by(text, names, said.said_at.date())
                     if not fits or says_again(text, written, names):
@@ -495,6 +498,7 @@ class Consolidator:
         shown: Sequence[Turn],
         texts: dict[int, str],
         custom: str | None,
+        known: Sequence[str],
         instructions: str = CONSOLIDATION_SYSTEM,
     ) -> list[PlannedOp]:
         """The operations whose fact the person's own turns say; the rest refused, counted.
@@ -505,15 +509,21 @@ class Consolidator:
         speaker's voice, or nearly all its words the turn's, in order: REFUSED_COPY_OF_TURN;
         beside the turn it adds nothing) (engine/grounding.py). Small models cite the wrong
         turn: a fact the cited turns do not carry is checked against every user turn shown
-        and cites those that carry it.
+        and cites those that carry it. What the user said in the window and the ``known``
+        facts shown beside it are theirs: no word of those counts as the model's invention.
         """
         people = [t for t in shown if t.role == "user"]
-        others = [("instructions", f"{instructions}\n{custom or ''}")]
-        others += [(f"{t.role} turn {t.id}", texts[t.id]) for t in shown if t.role != "user"]
-        names = {t.user_id for t in shown if t.user_id}
+        sources = Sources(
+            others=(("instructions", f"{instructions}\n{custom or ''}"),),
+            speakers=tuple(
+                (f"{t.role} turn {t.id}", texts[t.id]) for t in shown if t.role != "user"
+            ),
+            user_said=(*(texts[t.id] for t in people), *known),
+            names=frozenset(t.user_id for t in shown if t.user_id),
+        )
         kept: list[PlannedOp] = []
         for op in ops:
-            grounded, reason = _ground(op, people, texts, others, names)
+            grounded, reason = _ground(op, people, texts, sources)
             if grounded is not None:
                 kept.append(grounded)
                 continue
@@ -644,12 +654,24 @@ async def _episodes(store: Store, jobs: Sequence[Job]) -> dict[int, UUID]:
     return found
 
 
+@dataclass(frozen=True)
+class Sources:
+    """What a fact is checked against besides the user's turns (:func:`grounding.support`):
+    the prompt's instructions, the other speakers' turns, everything the user said in the
+    window and the facts already known of them (a name said there is theirs), and the names
+    that never count."""
+
+    others: tuple[tuple[str, str], ...]
+    speakers: tuple[tuple[str, str], ...]
+    user_said: tuple[str, ...]
+    names: frozenset[str]
+
+    def support(self, fact: str, person_turns: Sequence[str]) -> Support:
+        return support(fact, person_turns, self.others, self.names, self.speakers, self.user_said)
+
+
 def _ground(
-    op: PlannedOp,
-    people: Sequence[Turn],
-    texts: dict[int, str],
-    others: Sequence[tuple[str, str]],
-    names: set[str],
+    op: PlannedOp, people: Sequence[Turn], texts: dict[int, str], sources: Sources
 ) -> tuple[PlannedOp | None, str]:
     """``op`` as it may stand (its citations corrected, its relative dates made absolute), or
     None and the reason it is refused (see :meth:`Consolidator._grounded`)."""
@@ -662,15 +684,16 @@ def _ground(
         text = own
     if secret_in(text) is not None:  # a card number, a password: never a fact
         return None, "REFUSED_SECRET"
+    names = sources.names
     if any(restates(text, texts[t.id], names) for t in people):
         return None, "REFUSED_COPY_OF_TURN"
     # a fact stands on what the user stated, never on a question about the world
     said = {t.id: stated(texts.get(t.id, turn_text(t))) for t in (*op.turns, *people)}
     cited = [said[t.id] for t in op.turns if t.role == "user"]
-    result = support(text, cited, others, names)
+    result = sources.support(text, cited)
     if not result.grounded:
         backing = tuple(t for t in people if support(text, [said[t.id]], (), names).by_person)
-        result = support(text, [said[t.id] for t in backing], others, names)
+        result = sources.support(text, [said[t.id] for t in backing])
         if result.grounded:
             op = replace(op, turns=backing)
     if result.grounded:
@@ -690,7 +713,7 @@ def _ground(
         # "The user commutes 40 minutes to the warehouse, which is a long drive in winter":
         # the model tied the assistant's words to the user's fact; the fact alone may stand
         log.info("%r copies the %s; its first clause is tried alone", text, result.copied_from)
-        return _ground(replace(op, text=head), people, texts, others, names)
+        return _ground(replace(op, text=head), people, texts, sources)
     return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
 
 

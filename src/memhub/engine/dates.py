@@ -184,6 +184,14 @@ _DATED = re.compile(
     r"|november|december|" + "|".join(_WEEKDAYS) + r")\b",
     re.IGNORECASE,
 )
+
+
+def dates_something(word: str) -> bool:
+    """Whether ``word`` is a year, a month's or a weekday's name, or holds a digit: words a
+    fact's date gives it, from the turn's timestamp rather than from anything said."""
+    return bool(_DATED.fullmatch(word)) or any(c.isdigit() for c in word)
+
+
 # Clauses of a turn: "I moved to Vienna last month and I now teach chemistry" dates the move;
 # a comma ends one too ("he's 7, we're going to the museum on Saturday" dates only the visit).
 _CLAUSE = re.compile(r"[.!?;:,]|\s+(?:and|but|so|while|because)\s+", re.IGNORECASE)

@@ -24,10 +24,13 @@ counted, never stored; a fact it accepts still goes through every other check.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from memhub.engine.dates import dates_something
 
 __all__ = [
     "Support",
@@ -45,6 +48,7 @@ __all__ = [
 ]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_DIGIT = re.compile(r"\d")
 
 # Function words, and words every fact about a person uses whatever was said ("the user",
 # "mentioned", "currently"): sharing them proves nothing.
@@ -68,6 +72,9 @@ _STOP = frozenset(
 #: Content words a fact may take from one source other than the person (the instructions, an
 #: assistant turn) beside those the person said.
 MAX_BORROWED = 1
+#: Words nobody said that a fact may hold for each word of the person's: a paraphrase brings
+#: a few ("puppy called Rex" -> "dog named Rex"), a fact the model made up brings many.
+INVENTED_PER_OWN_WORD = 2
 _SUFFIXES = ("ing", "ed", "es", "s", "e")
 _STEM_LENGTH = 5
 
@@ -78,11 +85,14 @@ _DOUBLED = re.compile(r"(\w)\1+")
 def fold(text: str) -> str:
     """``text`` case-folded and without accents: "Végétarien" -> "vegetarien", "Straße" ->
     "strasse". People type the same word with and without them, and across languages."""
+    if text.isascii():  # no accent to take off: most text, and a search reads it per result
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     bare = "".join(c for c in decomposed if not unicodedata.combining(c))
     return unicodedata.normalize("NFC", bare)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # words repeat: a search stems every returned sentence
 def stem(word: str) -> str:
     """A crude stem: one inflection off, doubled letters single, then the first five letters
     ("moving" -> "mov"; "address" and French "adresse" -> "adres")."""
@@ -110,29 +120,49 @@ class Support:
         by_other: The rest of them (not in the person's turns) found in the single other
             source (instructions, an assistant turn) that covers most of them.
         other: Which source that was ("" if none covers any word).
+        named_by: Another speaker (an assistant or system turn) whose turn alone gave the
+            fact a name or a number ("The user's budgeting app is YNAB." after the assistant
+            suggested YNAB): what the assistant named or counted is its answer, not the
+            person's fact, even when it is the only word taken ("" if none).
+        invented: The fact's words nobody said (dates aside): the model's own.
+        own: The fact's words the person said anywhere in the window.
     """
 
     words: frozenset[str]
     by_person: frozenset[str]
     by_other: frozenset[str]
     other: str
+    named_by: str = ""
+    invented: frozenset[str] = frozenset()
+    own: frozenset[str] = frozenset()
 
     @property
     def grounded(self) -> bool:
         """The person's turns share a content word with the fact, and no other source supplies
         more of the rest than they do, nor more than one word (the fact is not a copy of the
         prompt or the assistant: "The user's favourite dish is green curry." after the
-        assistant offered a green curry takes two words from it)."""
-        return bool(self.by_person) and not self._borrowed
+        assistant offered a green curry takes two words from it), nor a name or a number
+        that only another speaker said (see ``named_by``), and the model did not invent
+        more than two words for each of the person's ("The user is looking for an app that
+        can help them prioritize their spending and make informed decisions" after "can you
+        help me pick a budgeting app?" is the model's, not the person's; "Eli has a dog
+        named Rex." after "We adopted a puppy called Rex." stands)."""
+        return (
+            bool(self.by_person)
+            and not self._borrowed
+            and len(self.invented) <= INVENTED_PER_OWN_WORD * len(self.own | self.by_person)
+        )
 
     @property
     def copied_from(self) -> str | None:
         """The other source the fact copies, when it is not grounded because of one."""
+        if self.named_by:
+            return self.named_by
         return self.other if self._borrowed else None
 
     @property
     def _borrowed(self) -> bool:
-        return len(self.by_other) > min(len(self.by_person), MAX_BORROWED)
+        return bool(self.named_by) or len(self.by_other) > min(len(self.by_person), MAX_BORROWED)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -161,6 +191,8 @@ def support(
     person_turns: Iterable[str],
     others: Iterable[tuple[str, str]] = (),
     ignore: Iterable[str] = (),
+    speakers: Iterable[tuple[str, str]] = (),
+    person_said: Iterable[str] = (),
 ) -> Support:
     """Measure how ``fact`` is supported by ``person_turns`` against named ``others``.
 
@@ -168,9 +200,15 @@ def support(
         fact: The sentence the model wrote.
         person_turns: The texts of the person's own turns it cites.
         others: ``(source name, text)`` pairs the fact must not merely copy: the prompt's
-            instructions and examples, system turns, the assistant's turns. Each is compared
-            on its own, so a long prompt does not dwarf a short turn.
+            instructions and examples. Each is compared on its own, so a long prompt does not
+            dwarf a short turn.
         ignore: Words that never count, such as the person's name.
+        speakers: The other speakers' turns (assistant, system), ``(source name, text)``:
+            compared as ``others`` are, and a name or a number only they said is never the
+            person's (:attr:`Support.named_by`).
+        person_said: Everything the person said in the window, questions included: a name
+            said there is theirs ("how tall is Kilimanjaro? we want to climb it"), though a
+            fact may not stand on a question, and no word said there counts as invented.
     """
     names = tuple(ignore)
     words = content_words(fact, names)
@@ -178,13 +216,34 @@ def support(
     for text in person_turns:
         said |= content_words(text, names)
     by_person = words & said
+    anywhere = set(said)
+    for text in person_said:
+        anywhere |= content_words(text, names)
+    named = _names_and_numbers(fact, names) - anywhere
+    heard_elsewhere: set[str] = set()
     best: frozenset[str] = frozenset()
-    best_name = ""
-    for name, text in others:
-        covered = (words - by_person) & content_words(text, names)
+    best_name = named_by = ""
+    sources = [(source, False) for source in others] + [(source, True) for source in speakers]
+    for (name, text), spoken in sources:
+        heard = content_words(text, names)
+        heard_elsewhere |= heard
+        covered = (words - by_person) & heard
         if len(covered) > len(best):
             best, best_name = covered, name
-    return Support(words, by_person, best, best_name)
+        if spoken and not named_by and named & heard:
+            named_by = name
+    undated = {stem(w) for w in _WORD.findall(fold(fact)) if not dates_something(w)}
+    invented = frozenset((words & undated) - anywhere - heard_elsewhere)
+    return Support(words, by_person, best, best_name, named_by, invented, words & anywhere)
+
+
+def _names_and_numbers(fact: str, ignore: Iterable[str]) -> frozenset[str]:
+    """The stems of ``fact``'s words written as names (a capital letter past its first word)
+    or holding a digit: what a sentence names or counts."""
+    marked = [
+        w for n, w in enumerate(_WORD.findall(fact)) if (n and not w.islower()) or _DIGIT.search(w)
+    ]
+    return content_words(" ".join(marked), ignore)
 
 
 # The speaker's own voice: a "fact" holding these is still the turn, addressed to someone.
