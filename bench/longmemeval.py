@@ -7,7 +7,10 @@ added with ``Memory.add(turns, infer=False, timestamp=<the session's date>)``, t
 overall and per question type: session recall (any / all evidence sessions in the top 5 and the
 top 10), evidence-turn recall@10 (the turns marked ``has_answer`` found in the top 10), the
 tokens of the top 10 (cl100k_base when tiktoken is installed, else four characters a token; the
-output says which), search p50/p95 and ingest turns/s (from the first add to the drained queue).
+output says which), search p50/p95 and ingest turns/s (from the first add to the drained queue),
+and the answer's words kept: of the gold answer's content words that the top 10's whole texts
+hold, the share its returned texts (passages, excerpts) hold too (a proxy for "the part
+returned still answers"; preference questions, whose answers are rubrics, are left out).
 
 The subset is deterministic: ``--half a|b`` takes the even (a) or odd (b) positions of each
 question type in file order (tune on one half, report the other), ``--types`` keeps some types,
@@ -46,6 +49,7 @@ class Item:
     session_ids: tuple[str, ...]
     dates: tuple[datetime, ...]
     answer_sessions: frozenset[str]
+    answer: str = ""
 
     @property
     def turns(self) -> int:
@@ -75,6 +79,7 @@ def parse_item(raw: dict[str, Any]) -> Item:
         session_ids=tuple(str(s) for s in raw["haystack_session_ids"]),
         dates=tuple(parse_date(d) for d in raw["haystack_dates"]),
         answer_sessions=frozenset(str(s) for s in raw["answer_session_ids"]),
+        answer=str(raw.get("answer", "")),
     )
 
 
@@ -108,6 +113,7 @@ class Scored:
     all_at_10: bool
     turn_recall_10: float | None  # None: the question marks no evidence turn
     tokens_10: int
+    answer_kept: float | None = None  # None: no answer words in the top 10's whole texts
 
 
 def score(
@@ -115,9 +121,10 @@ def score(
     found: Sequence[dict[str, Any]],
     where: dict[str, tuple[str, bool]],
     count_tokens: Callable[[str], int],
+    whole: dict[str, str] | None = None,
 ) -> Scored:
     """Score the results ``found`` of ``item``; ``where`` maps a memory id to (session id,
-    whether that turn is an evidence turn)."""
+    whether that turn is an evidence turn), ``whole`` a memory id to its whole text."""
     sessions = [where[r["id"]][0] for r in found if r["id"] in where]
     evidence = {m for m, (_, answer) in where.items() if answer}
     top10 = {r["id"] for r in found[:10]}
@@ -129,12 +136,30 @@ def score(
         all_at_10=item.answer_sessions <= set(sessions[:10]),
         turn_recall_10=len(evidence & top10) / len(evidence) if evidence else None,
         tokens_10=sum(count_tokens(r["memory"]) for r in found[:10]),
+        answer_kept=_answer_kept(item, found[:10], whole or {}),
     )
+
+
+def _answer_kept(
+    item: Item, found: Sequence[dict[str, Any]], whole: dict[str, str]
+) -> float | None:
+    from memhub.engine.grounding import content_words
+
+    if item.question_type == "single-session-preference":
+        return None
+    there = content_words(item.answer) & content_words(
+        " ".join(whole.get(r["id"], r["memory"]) for r in found)
+    )
+    if not there:
+        return None
+    kept = there & content_words(" ".join(r["memory"] for r in found))
+    return len(kept) / len(there)
 
 
 def aggregate(scored: Sequence[Scored]) -> dict[str, float]:
     """Means over questions (turn recall over the questions that mark evidence turns)."""
     turns = [s.turn_recall_10 for s in scored if s.turn_recall_10 is not None]
+    kept = [s.answer_kept for s in scored if s.answer_kept is not None]
 
     def mean(values: Sequence[float]) -> float:
         return sum(values) / len(values) if values else float("nan")
@@ -147,6 +172,7 @@ def aggregate(scored: Sequence[Scored]) -> dict[str, float]:
         "all@10": mean([float(s.all_at_10) for s in scored]),
         "turn_recall@10": mean(turns),
         "tokens@10": mean([float(s.tokens_10) for s in scored]),
+        "answer_kept": mean(kept),
     }
 
 
@@ -202,13 +228,16 @@ def _store_counts(db_url: str) -> dict[str, int]:
 
 
 def parse_budget(text: str) -> tuple[str, dict[str, float | int]]:
-    """``"min_score_ratio=0.5"`` or ``"max_tokens=400"``: one search variant, by its label."""
+    """``"min_score_ratio=0.5"``, ``"max_tokens=400"`` or ``"excerpt_tokens=0"``: one search
+    variant, by its label."""
     name, _, value = text.partition("=")
-    if name == "max_tokens":
+    if name in ("max_tokens", "excerpt_tokens"):
         return text, {name: int(value)}
     if name == "min_score_ratio":
         return text, {name: float(value)}
-    raise ValueError(f"--budget takes max_tokens=N or min_score_ratio=R, not {text!r}")
+    raise ValueError(
+        f"--budget takes max_tokens=N, excerpt_tokens=N or min_score_ratio=R, not {text!r}"
+    )
 
 
 def run(
@@ -252,13 +281,16 @@ def run(
             asked = time.perf_counter()
             found = memory.search(item.question, user_id=user_id, limit=10)["results"]
             latencies.append(time.perf_counter() - asked)
-            scored.append(score(item, found, where, count_tokens))
+            whole = _whole_texts(memory, found)
+            scored.append(score(item, found, where, count_tokens, whole))
             for label, arguments in budgets:
                 cut = memory.search(item.question, user_id=user_id, limit=10, **arguments)
-                budgeted[label].append(score(item, cut["results"], where, count_tokens))
+                whole = _whole_texts(memory, cut["results"])
+                budgeted[label].append(score(item, cut["results"], where, count_tokens, whole))
             for label, other in others.items():
                 found = other.search(item.question, user_id=user_id, limit=10)["results"]
-                budgeted[label].append(score(item, found, where, count_tokens))
+                whole = _whole_texts(memory, found)
+                budgeted[label].append(score(item, found, where, count_tokens, whole))
             print(f"  {number + 1}/{len(items)} {item.question_type}: {scored[-1]}", flush=True)
     finally:
         memory.close()
@@ -281,8 +313,23 @@ def run(
     }
 
 
+def _whole_texts(memory: Any, found: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Each result's whole text (a result may return a passage or an excerpt of it)."""
+    return {r["id"]: memory.get(r["id"])["memory"] for r in found[:10] if "passage" in r}
+
+
 def _table(result: dict[str, Any]) -> str:
-    header = ["", "questions", "any@5", "all@5", "any@10", "all@10", "turn recall@10", "tok@10"]
+    header = [
+        "",
+        "questions",
+        "any@5",
+        "all@5",
+        "any@10",
+        "all@10",
+        "turn recall@10",
+        "tok@10",
+        "answer words kept",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     rows = [
         ("overall", result["overall"]),
@@ -295,6 +342,7 @@ def _table(result: dict[str, Any]) -> str:
             str(m["questions"]),
             *(f"{m[k]:.3f}" for k in ("any@5", "all@5", "any@10", "all@10", "turn_recall@10")),
             f"{m['tokens@10']:.0f}",
+            f"{m['answer_kept']:.3f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -298,6 +298,13 @@ class MemhubSettings(EnvSettings):
         description="Cap on a search's results' total length (about four characters a token)"
         " when the call gives no max_tokens; unset: no cap.",
     )
+    search_excerpt_tokens: int = Field(
+        default=192,
+        ge=0,
+        description="The longest text one search result returns (about four characters a"
+        " token) when the call gives no excerpt_tokens: a longer memory returns its sentences"
+        " sharing most of the query's words; 0: whole.",
+    )
     search_min_score_ratio: float = Field(
         default=0.0,
         ge=0.0,

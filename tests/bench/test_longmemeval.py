@@ -35,3 +35,19 @@ def test_session_and_turn_recall_and_tokens() -> None:
     assert (only_first.any_at_5, only_first.all_at_5) == (True, False)
     overall = aggregate([scored, only_first])
     assert overall["all@5"] == 0.5 and overall["questions"] == 2
+
+
+def test_the_answers_words_kept_by_what_a_result_returns() -> None:
+    item = Item(
+        "q", "single-session-assistant", "q?", (), (), (), frozenset({"s1"}), "Osteria in Modena"
+    )
+    where = {"m1": ("s1", True)}
+    whole = {"m1": "We ate at Osteria Francescana. It is in Modena, near the station."}
+    cut = [{"id": "m1", "memory": "We ate at Osteria Francescana.", "passage": {}}]
+    assert score(item, cut, where, len, whole).answer_kept == 0.5  # Modena cut away
+    full = [{"id": "m1", "memory": whole["m1"]}]
+    assert score(item, full, where, len, {}).answer_kept == 1.0
+    elsewhere = [{"id": "m1", "memory": "nothing of it"}]
+    assert score(item, elsewhere, where, len, {}).answer_kept is None  # no answer word to keep
+    rubric = Item("p", "single-session-preference", "q?", (), (), (), frozenset(), "Modena")
+    assert score(rubric, full, where, len, {}).answer_kept is None

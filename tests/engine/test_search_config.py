@@ -14,6 +14,7 @@ def test_a_call_overrides_only_the_knobs_it_gives() -> None:
     assert call.fusion == PRESETS["compact"].cut_at(0.2)
     assert (call.max_tokens, call.rerank, call.rerank_candidates) == (50, False, 7)
     assert base.for_call(rerank=True).rerank is True
+    assert (base.excerpt_tokens, base.for_call(excerpt_tokens=0).excerpt_tokens) == (192, 0)
     assert base.max_tokens == 300  # frozen: the object a memory holds is never changed
 
 
@@ -23,9 +24,11 @@ def test_the_settings_give_the_defaults() -> None:
         search_max_tokens=120,
         search_min_score_ratio=0.4,
         rerank_candidates=9,
+        search_excerpt_tokens=64,
     )
     config = SearchConfig.from_settings(settings)
     assert (config.max_tokens, config.fusion.min_score_ratio) == (120, 0.4)
+    assert config.excerpt_tokens == 64
     assert (config.rerank_candidates, config.rerank) == (9, None)
     # A fusion given explicitly keeps its own cut-off.
     assert SearchConfig.from_settings(settings, PRESETS["keyword"]).fusion == PRESETS["keyword"]
@@ -33,7 +36,14 @@ def test_the_settings_give_the_defaults() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [{"max_tokens": 0}, {"max_tokens": True}, {"rerank": 1}, {"rerank_candidates": 0}],
+    [
+        {"max_tokens": 0},
+        {"max_tokens": True},
+        {"rerank": 1},
+        {"rerank_candidates": 0},
+        {"excerpt_tokens": -1},
+        {"excerpt_tokens": None},
+    ],
 )
 def test_bad_values_are_refused_before_anything_runs(bad: dict[str, object]) -> None:
     with pytest.raises(UsageError):

@@ -111,9 +111,10 @@ def kept(
     max_tokens: int | None = None,
     threshold: float | None = None,
 ) -> list[str]:
-    """What a search returns of ``ranked``: the cut-offs."""
+    """What a search returns of ``ranked``: the cut-offs (texts whole: the excerpts have
+    tests of their own)."""
     search = Search("q", Scope(user_id="ada"), limit, threshold=threshold)
-    return [s.candidate.record.memory for s in _kept(ranked, search, max_tokens)]
+    return [s.candidate.record.memory for s in _kept(ranked, search, max_tokens, 0)]
 
 
 def test_the_budget_skips_what_does_not_fit_and_keeps_what_does() -> None:

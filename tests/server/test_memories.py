@@ -399,3 +399,24 @@ async def test_search_takes_max_tokens_and_rerank_as_the_python_api(
     for bad in (1.5, "0.5", True):
         wrong = await client.post("/v1/memories/search", json={**body, "min_score_ratio": bad})
         assert wrong.status_code == 422, bad
+
+
+async def test_search_returns_the_excerpt_of_a_long_memory_as_the_python_api(
+    client: httpx.AsyncClient,
+) -> None:
+    filler = " ".join(f"Day {n} was spent indoors reading about tides." for n in range(40))
+    long = f"{filler} My passport number renewal is due in March. {filler}"
+    (added,) = await add(client, "excerpts", long)
+    body = {"query": "when is my passport renewal due?", "user_id": "excerpts", "limit": 1}
+    (hit,) = (await client.post("/v1/memories/search", json=body)).json()["results"]
+    assert hit["id"] == added["id"]
+    assert "passport number renewal is due in March" in hit["memory"]
+    assert len(hit["memory"]) <= 192 * 4  # MEMHUB_SEARCH_EXCERPT_TOKENS' default
+    assert hit["memory"] == long[hit["passage"]["start"] : hit["passage"]["end"]]
+    assert hit["passage"]["length"] == len(long)
+    wider = {**body, "excerpt_tokens": 400}
+    (more,) = (await client.post("/v1/memories/search", json=wider)).json()["results"]
+    assert 192 * 4 < len(more["memory"]) <= 400 * 4
+    for bad in (-1, 1.5, "10"):
+        wrong = await client.post("/v1/memories/search", json={**body, "excerpt_tokens": bad})
+        assert wrong.status_code == 422, bad

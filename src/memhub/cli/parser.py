@@ -112,6 +112,11 @@ def _search(commands: Commands) -> None:
         "--max-tokens", type=int, help="cap the results' total length (about 4 characters a token)"
     )
     search.add_argument(
+        "--excerpt-tokens",
+        type=int,
+        help="the longest text one result returns (about 4 characters a token; 0: whole)",
+    )
+    search.add_argument(
         "--min-score-ratio",
         type=float,
         help="leave out results scoring below this share of the best one (0 to 1)",

@@ -70,6 +70,8 @@ def _over_http(url: str, key: str | None, args: argparse.Namespace) -> list[dict
         body["as_of"] = args.as_of
     if args.max_tokens is not None:
         body["max_tokens"] = args.max_tokens
+    if args.excerpt_tokens is not None:
+        body["excerpt_tokens"] = args.excerpt_tokens
     if args.min_score_ratio is not None:
         body["min_score_ratio"] = args.min_score_ratio
     if args.rerank is not None:
@@ -110,6 +112,7 @@ def _in_process(args: argparse.Namespace, settings: Any) -> int:
                 limit=args.limit,
                 as_of=args.as_of,
                 max_tokens=args.max_tokens,
+                excerpt_tokens=args.excerpt_tokens,
                 rerank=args.rerank,
                 min_score_ratio=args.min_score_ratio,
             )

@@ -16,10 +16,11 @@ from datetime import UTC, datetime
 from functools import partial
 
 from memhub.embed.base import Embedder, embed_one
+from memhub.engine.excerpt import excerpt
 from memhub.engine.fusion import ScoredCandidate, fuse
 from memhub.engine.rerank import rerank_scored
 from memhub.engine.search_config import SearchConfig
-from memhub.engine.text import within_budget
+from memhub.engine.text import CHARS_PER_TOKEN, within_budget
 from memhub.errors import UsageError
 from memhub.filters import EPISODE, KIND, And, Condition, Filter
 from memhub.rerank import Reranker
@@ -29,6 +30,7 @@ from memhub.store.records import (
     TEXT_SCORE_DIGITS,
     Candidate,
     MemoryRecord,
+    PassageHit,
     RawCandidate,
     Scope,
     TextRanking,
@@ -134,7 +136,7 @@ async def retrieve(
         else:
             scored = fuse(rank(found), fusion, now, cut_off=cut_off)
     scored = await rerank_scored(reranker, search.query, scored, config.rerank_candidates)
-    return _kept(scored, search, config.max_tokens)
+    return _kept(scored, search, config.max_tokens, config.excerpt_tokens)
 
 
 def _episodes_only(filters: Filter | None) -> Filter:
@@ -274,22 +276,42 @@ def told_once(
 
 def returned_text(candidate: Candidate) -> str:
     """What a result returns of ``candidate``: its passage nearest the query, if it has
-    passages (a text longer than the embedder's window), else its whole text."""
+    passages (a text longer than the embedder's window), else its whole text; either cut to
+    its excerpt when :func:`excerpted` set one."""
     passage, text = candidate.passage, candidate.record.memory
     return text if passage is None else text[passage.start : passage.end]
 
 
+def excerpted(scored: ScoredCandidate, query: str, max_tokens: int) -> ScoredCandidate:
+    """``scored`` returning at most ``max_tokens`` (estimated) of its text: the sentences
+    that share most of the query's words (:func:`memhub.engine.excerpt.excerpt`), found as a
+    passage is, with ``get(id)`` for the whole."""
+    candidate = scored.candidate
+    text = returned_text(candidate)
+    span = excerpt(text, query, max_tokens * CHARS_PER_TOKEN)
+    if span is None:
+        return scored
+    passage = candidate.passage or PassageHit(0, 0, len(candidate.record.memory))
+    cut = PassageHit(passage.ordinal, passage.start + span.start, passage.start + span.end)
+    return replace(scored, candidate=replace(candidate, passage=cut))
+
+
 def _kept(
-    scored: Iterable[ScoredCandidate], search: Search, max_tokens: int | None
+    scored: Iterable[ScoredCandidate],
+    search: Search,
+    max_tokens: int | None,
+    excerpt_tokens: int,
 ) -> list[ScoredCandidate]:
-    """What a search returns of the ranked candidates: over the threshold, within the
-    budget, at most ``limit``."""
+    """What a search returns of the ranked candidates: over the threshold, each cut to its
+    excerpt, within the budget, at most ``limit``."""
     threshold = search.threshold
     # Compared as returned (memory.results.memory_item rounds to 6 decimals), so a threshold
     # equal to a returned score keeps that result.
     fresh: Iterable[ScoredCandidate] = (
         s for s in scored if threshold is None or round(s.score, 6) >= threshold
     )
+    if excerpt_tokens:
+        fresh = (excerpted(s, search.query, excerpt_tokens) for s in fresh)
     if max_tokens is not None:
         fresh = within_budget(((returned_text(s.candidate), s) for s in fresh), max_tokens)
     return list(itertools.islice(fresh, search.limit))

@@ -11,7 +11,14 @@ from typing import TypeVar
 from memhub.messages import deserialize
 from memhub.store.records import Turn
 
-__all__ = ["estimate_tokens", "memory_hash", "normalize_text", "turn_text", "within_budget"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "estimate_tokens",
+    "memory_hash",
+    "normalize_text",
+    "turn_text",
+    "within_budget",
+]
 
 T = TypeVar("T")
 
@@ -31,9 +38,13 @@ def memory_hash(text: str) -> str:
     return hashlib.md5(normalize_text(text).encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
+#: About four characters per token (English text): enough for a budget, no tokenizer.
+CHARS_PER_TOKEN = 4
+
+
 def estimate_tokens(text: str) -> int:
-    """About four characters per token (English text): enough for a budget, no tokenizer."""
-    return math.ceil(len(text) / 4)
+    """``text``'s length in tokens, estimated at :data:`CHARS_PER_TOKEN`."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def within_budget(items: Iterable[tuple[str, T]], max_tokens: int) -> Iterator[T]:

@@ -204,6 +204,7 @@ class Memory:
         top_k: int | None = None,
         as_of: datetime | str | float | None = None,
         max_tokens: int | None = None,
+        excerpt_tokens: int | None = None,
         rerank: bool | None = None,
         min_score_ratio: float | None = None,
     ) -> dict[str, list[MemoryItem]]:
@@ -224,6 +225,9 @@ class Memory:
             max_tokens: Cap on the results' total length, estimated at four characters a
                 token: a memory too long for what is left is skipped, shorter ones after it
                 may still fit (default: ``MEMHUB_SEARCH_MAX_TOKENS``, unset: no cap).
+            excerpt_tokens: The longest text one result returns, in estimated tokens: a
+                longer memory returns its sentences sharing most of the query's words
+                (default: ``MEMHUB_SEARCH_EXCERPT_TOKENS``, 192; 0: whole).
             rerank: Re-order the best results with the configured reranker (Mem0 2.x's flag;
                 default: if one is configured; True without one is a UsageError).
             min_score_ratio: Leave out results scoring below this share of the best one, in
@@ -234,7 +238,8 @@ class Memory:
             in [0, 1]: episodes and facts ranked together, a fact and its own episode never
             both (the first ranked tells the turn); ``filters={"kind": "fact"}`` returns facts
             only, as Mem0 does. A memory longer than the embedder's window is found by its
-            passage nearest the query, and that passage is what ``memory`` holds, with
+            passage nearest the query; a memory (or passage) longer than ``excerpt_tokens``
+            returns its excerpt. ``memory`` then holds that part, with
             ``"passage": {"start", "end", "length"}`` saying where it lies in the whole text
             (``get(id)`` returns the whole).
         """
@@ -251,6 +256,7 @@ class Memory:
                 top_k=top_k,
                 as_of=as_of,
                 max_tokens=max_tokens,
+                excerpt_tokens=excerpt_tokens,
                 rerank=rerank,
                 min_score_ratio=min_score_ratio,
             )

@@ -154,6 +154,14 @@ class SearchRequest(_Scoped):
         strict=True,
         description="Cap on the results' total length, estimated at four characters a token.",
     )
+    excerpt_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        strict=True,
+        description="The longest text one result returns (estimated tokens): a longer memory "
+        "returns its sentences sharing most of the query's words, `passage` saying where "
+        "(null: MEMHUB_SEARCH_EXCERPT_TOKENS; 0: whole).",
+    )
     rerank: bool | None = Field(
         default=None,
         strict=True,

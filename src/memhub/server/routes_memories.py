@@ -173,6 +173,7 @@ async def search_memories(body: SearchRequest, caller: Caller, state: State) -> 
             include_superseded=body.include_superseded,
             as_of=body.as_of,
             max_tokens=body.max_tokens,
+            excerpt_tokens=body.excerpt_tokens,
             rerank=body.rerank,
             min_score_ratio=body.min_score_ratio,
         )
