@@ -346,8 +346,7 @@ class Consolidator:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
         ops = self._with_requests(plan, ops, facts, shown_turns, texts)
         checked = await self._with_meant_requests(ops, facts, shown_turns, texts, meant)
-        known = [f.memory for f in facts]
-        ops = self._grounded(plan, ops, shown_turns, texts, custom, known)
+        ops = self._grounded(plan, ops, shown_turns, texts, custom, [f.memory for f in facts])
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
         spent += checked
         ops += filled
