@@ -513,7 +513,7 @@ class Consolidator:
         """
         people = [t for t in shown if t.role == "user"]
         sources = Sources(
-            others=(("instructions", f"{instructions}\n{custom or ''}"),),
+            instructions=(("instructions", f"{instructions}\n{custom or ''}"),),
             speakers=tuple(
                 (f"{t.role} turn {t.id}", texts[t.id]) for t in shown if t.role != "user"
             ),
@@ -660,13 +660,15 @@ class Sources:
     window and the facts already known of them (a name said there is theirs), and the names
     that never count."""
 
-    others: tuple[tuple[str, str], ...]
+    instructions: tuple[tuple[str, str], ...]
     speakers: tuple[tuple[str, str], ...]
     user_said: tuple[str, ...]
     names: frozenset[str]
 
     def support(self, fact: str, person_turns: Sequence[str]) -> Support:
-        return support(fact, person_turns, self.others, self.names, self.speakers, self.user_said)
+        return support(
+            fact, person_turns, self.instructions, self.names, self.speakers, self.user_said
+        )
 
 
 def _ground(

@@ -125,7 +125,8 @@ class Support:
             suggested YNAB): what the assistant named or counted is its answer, not the
             person's fact, even when it is the only word taken ("" if none).
         invented: The fact's words nobody said (dates aside): the model's own.
-        own: The fact's words the person said anywhere in the window.
+        own: The fact's words the person said anywhere in the window (``by_person`` among
+            them).
     """
 
     words: frozenset[str]
@@ -150,7 +151,7 @@ class Support:
         return (
             bool(self.by_person)
             and not self._borrowed
-            and len(self.invented) <= INVENTED_PER_OWN_WORD * len(self.own | self.by_person)
+            and len(self.invented) <= INVENTED_PER_OWN_WORD * len(self.own)
         )
 
     @property
