@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
-from memhub.engine.consent import facts_clearly_asked
+from memhub.engine.consent import facts_clearly_asked, forgotten_words
 from memhub.engine.gaps import ask, uncovered
 from memhub.engine.grounding import says_again
 from memhub.engine.prompts import GAP_FACT_MAX_CHARS, GAP_SYSTEM, GapReply, PromptTurn
@@ -90,6 +90,44 @@ def test_a_line_without_a_stop_does_not_run_into_the_next() -> None:
 )
 def test_chatter_questions_and_requests_to_forget_ask_nothing(turn: str) -> None:
     assert uncovered(turn, []).sentences == ()
+
+
+DEBT = "I've got around $18k on credit cards and I need to get serious about paying it down."
+DEBT_AWAY = "that bit about what I owe on my cards, I'd rather it wasn't kept if that's ok"
+
+
+def test_a_sentence_naming_what_a_request_asks_to_forget_asks_nothing() -> None:
+    forgotten = forgotten_words([DEBT_AWAY])
+    assert uncovered(DEBT, []).sentences == (DEBT,)
+    assert uncovered(DEBT, [], forgotten=forgotten).sentences == ()
+    # the request's own words ("owe", "cards"), not its verb or its politeness
+    other = "I'd rather not pay a subscription, free stuff only please."
+    assert uncovered(other, [], forgotten=forgotten).sentences == (other,)
+
+
+async def test_no_question_brings_back_what_the_window_asks_to_forget(
+    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    """The model writes nothing for the debt (or its facts were refused); the request to
+    forget it later in the window keeps the question from asking about it again: the 1.5B
+    wrote "The user is serious about paying it down." when asked (bench/llm_set heldout3)."""
+    llm.default = lambda request: (
+        json.dumps({"facts": ["The user is serious about paying it down."]})
+        if is_question(request)
+        else ops({"op": "NONE"})
+    )
+    async with AsyncMemory(settings=gap_settings) as memory:
+        await memory.add(
+            [
+                {"role": "user", "content": DEBT},
+                {"role": "assistant", "content": "A free budgeting app could help."},
+                {"role": "user", "content": DEBT_AWAY},
+            ],
+            user_id="debt",
+            wait=True,
+        )
+        assert await facts(memory, "debt") == []
+    assert [r for r in llm.chat_requests if is_question(r.json)] == []
 
 
 def test_only_a_fact_a_request_names_more_than_any_other_is_clearly_asked() -> None:

@@ -492,6 +492,12 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
     return [text for words, text in _requests(turn) if words and not words & named]
 
 
+def forgotten_words(turns: Iterable[str]) -> frozenset[str]:
+    """The words the requests to forget in ``turns`` name ("that bit about what I owe on my
+    cards" names "owe" and "cards"): what no new fact of their window is to be asked for."""
+    return frozenset().union(*(words for turn in turns for words, _ in _requests(turn)))
+
+
 def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
     """The indexes of ``facts`` a request to forget in ``turn`` names unambiguously: for each
     request, the fact sharing more of its words than any other ("forget that I like olives"

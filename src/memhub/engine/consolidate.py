@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
+from memhub.engine.consent import forgotten_words
 from memhub.engine.dates import absolute_dates, keep_the_date, said_at_utc
 from memhub.engine.grounding import (
     Support,
@@ -453,13 +454,14 @@ class Consolidator:
         # the window's system turns may forbid storing something: the question is told so
         policy = [f"A system turn says: {texts[t.id]}" for t in turns if t.role == "system"]
         rules = "\n".join(r for r in (custom, *policy) if r) or None
+        forgotten = forgotten_words(texts[t.id] for t in turns if t.role == "user")
         before: str | None = None
         for number, turn in enumerate(turns, start=1):
             if turn.role != "user":
                 continue
             cite = [o for o in (*ops, *added) if any(t.id == turn.id for t in o.turns)]
             citing = [o.text for o in cite if o.text]
-            gap = gaps.uncovered(texts[turn.id], citing, names)
+            gap = gaps.uncovered(texts[turn.id], citing, names, forgotten)
             if gap.sentences:
                 shown = " ".join(gap.sentences)
                 said = PromptTurn(number, "user", said_at_utc(turn.created_at), shown)

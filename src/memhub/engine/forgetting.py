@@ -9,7 +9,9 @@ changes, and undoable from the review list like any retire. A request naming no 
 ("the medication thing") means the closest shown fact by the embedder, if clearly so
 (:func:`meant`): that lets the model's own DELETE of the fact stand, and where the model
 proposed none, consolidation asks it one yes-or-no question about that fact; only both
-together retire it.
+together retire it. The embedder only points at the one fact to ask about; the model's
+answer decides, so two facts close to the request ("the salary figure" beside "is on 48k"
+and "will ask for a raise") need no margin between them.
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ from memhub.store.records import MemoryRecord, Turn
 __all__ = ["Proposed", "asked_away", "asked_to_forget", "asking", "meant"]
 
 # A request naming no fact by a word means the closest shown fact when its cosine (default
-# embedder) is at least this, and this far above the next: set on the five such requests of
-# bench/llm_set/heldout2.json read after its run (0.21-0.36 and 0.10-0.11 above the next;
-# "forget my old job" with no job stored: 0.10).
+# embedder) is at least this: set on the five such requests of bench/llm_set/heldout2.json
+# read after its run (the right fact at 0.21-0.36; "forget my old job" with no job stored:
+# 0.10). A margin over the next fact (0.05) was required until 5 December 2026; it left
+# "the salary figure I gave you" unanswered beside "is on 48k" (0.228) and "is gearing up
+# to ask for a raise" (0.199); on bench.forget_by_meaning the closest fact had the model's
+# yes only where it was the right one.
 MEANT_AT_LEAST = 0.15
-MEANT_MARGIN = 0.05
 
 
 async def meant(
@@ -48,10 +52,9 @@ async def meant(
     facts: Sequence[MemoryRecord],
 ) -> dict[int, UUID]:
     """For each user turn asking to forget something no shown fact names by a word ("the
-    salary figure I gave you"), the shown fact it means: the closest by the embedder, if
-    clearly so (at least ``MEANT_AT_LEAST`` and ``MEANT_MARGIN`` above the next), among the
-    facts the turn does not name itself ("forget my old job, but don't forget that I live in
-    Oslo" never means Oslo). No request, no embedding."""
+    salary figure I gave you"), the shown fact it means: the closest by the embedder, if at
+    least ``MEANT_AT_LEAST``, among the facts the turn does not name itself ("forget my old
+    job, but don't forget that I live in Oslo" never means Oslo). No request, no embedding."""
     shown = [f.memory for f in facts]
     asks = [
         (turn.id, request)
@@ -68,13 +71,9 @@ async def meant(
     for (turn_id, _), request in zip(asks, requests, strict=True):
         said = texts.get(turn_id, "")
         open_ = [i for i, f in enumerate(facts) if not mentions(said, f.memory)]
-        ranked = sorted(open_, key=lambda i: -float(candidates[i] @ request))
-        if not ranked:
-            continue
-        best = float(candidates[ranked[0]] @ request)
-        second = float(candidates[ranked[1]] @ request) if len(ranked) > 1 else -1.0
-        if best >= MEANT_AT_LEAST and best - second >= MEANT_MARGIN:
-            found[turn_id] = facts[ranked[0]].id
+        closest = max(open_, key=lambda i: float(candidates[i] @ request), default=None)
+        if closest is not None and float(candidates[closest] @ request) >= MEANT_AT_LEAST:
+            found[turn_id] = facts[closest].id
     return found
 
 

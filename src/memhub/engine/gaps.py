@@ -79,11 +79,17 @@ _REPORTS = re.compile(
 )
 
 
-def uncovered(turn: str, facts: Iterable[str], names: Iterable[str] = ()) -> Gap:
+def uncovered(
+    turn: str,
+    facts: Iterable[str],
+    names: Iterable[str] = (),
+    forgotten: frozenset[str] = frozenset(),
+) -> Gap:
     """The sentences of ``turn`` (a user's, its questions about the world left out) with a
     clause of at least ``MIN_CONTENT_WORDS`` content words, chatter aside, none of which any
     of ``facts`` (the accepted facts citing the turn) holds; none when the turn asks to
-    forget anything."""
+    forget anything, and no sentence holding a word of ``forgotten`` (what the window's
+    requests to forget name: ``consent.forgotten_words``)."""
     if forget_requests_naming_no_fact(turn, ()):
         return Gap((), frozenset())
     names = tuple(names)
@@ -93,6 +99,8 @@ def uncovered(turn: str, facts: Iterable[str], names: Iterable[str] = ()) -> Gap
     found: list[str] = []
     words: set[str] = set()
     for sentence in stated_sentences(turn):
+        if content_words(sentence, names) & forgotten:
+            continue
         for clause in _clauses(sentence):
             said = content_words(clause, names) - _CHATTER_STEMS
             if len(said) >= MIN_CONTENT_WORDS and not said & written:
