@@ -314,6 +314,24 @@ async def test_a_fact_standing_only_on_a_question_is_refused(
     assert await refusals(db_url) == {"ADD": 1, "REFUSED_UNGROUNDED": 1}
 
 
+async def test_someone_elses_relation_is_not_the_users(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """What the 1.5B wrote on heldout2's k07: "her husband" (the sister's) read as the user's.
+    The fact giving the user a husband is refused; the sister's fact beside it stands."""
+    llm.enqueue(
+        ops(
+            {"op": "ADD", "text": "The user's husband works in Valencia.", "turns": [1]},
+            {"op": "ADD", "text": "The user's sister Beatriz lives in Valencia.", "turns": [1]},
+        )
+    )
+    said = "My sister Beatriz and her husband have relocated to Valencia for his job."
+    await memory.add([{"role": "user", "content": said}], user_id="ada", wait=True)
+    stored = [text for text, kind in await memories(memory) if kind == "fact"]
+    assert stored == ["The user's sister Beatriz lives in Valencia."]
+    assert await refusals(db_url) == {"ADD": 1, "REFUSED_SOMEONE_ELSES": 1}
+
+
 async def test_a_rewrite_sliding_back_into_the_turn_keeps_its_head(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:

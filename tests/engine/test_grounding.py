@@ -8,6 +8,7 @@ from memhub.engine.grounding import (
     content_words,
     first_clause,
     restates,
+    someone_elses,
     stated,
     stem,
     support,
@@ -362,3 +363,26 @@ def test_a_fact_already_known_said_again_on_a_later_turn_is_not_invented() -> No
     assert not support(fact, later, person_said=later).grounded
     known = "The user's dad Tomasz is throwing a surprise party for his 70th birthday."
     assert support(fact, later, person_said=[*later, known]).grounded
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "elses"),
+    [
+        # the relation named only as someone else's
+        ("The user's husband works in Valencia.", ["Beatriz and her husband moved."], True),
+        ("The user's husband is a chef.", ["Beatriz's new husband is a chef."], True),
+        ("The user's job is in Leeds.", ["Tom moved to Leeds for his job."], True),
+        # the person's own, in a turn or in a shown fact, or both kinds said
+        ("The user's husband is a chef.", ["my husband is a chef"], False),
+        ("The user's husband is a chef.", ["her husband", "The user's husband Tom"], False),
+        ("The user's husband is a chef.", ["my husband and her husband are chefs"], False),
+        # nothing said of the relation, an "'s" that owns nothing, no relation in the fact
+        ("The user's husband is a chef.", ["we love cooking"], False),
+        ("The user's mum is 60.", ["it's mum's birthday on Friday"], False),
+        ("The user lives in Valencia.", ["Beatriz and her husband moved."], False),
+    ],
+)
+def test_a_relation_said_only_as_someone_elses_is_not_the_users(
+    fact: str, said: list[str], elses: bool
+) -> None:
+    assert someone_elses(fact, said) is elses

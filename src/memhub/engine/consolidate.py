@@ -32,6 +32,7 @@ from memhub.engine.grounding import (
     first_clause,
     restates,
     says_again,
+    someone_elses,
     stated,
     support,
     the_speakers_own,
@@ -690,6 +691,8 @@ def _ground(
     names = sources.names
     if any(restates(text, texts[t.id], names) for t in people):
         return None, "REFUSED_COPY_OF_TURN"
+    if someone_elses(text, sources.user_said):  # "The user's husband" from "her husband"
+        return None, "REFUSED_SOMEONE_ELSES"
     # a fact stands on what the user stated, never on a question about the world
     said = {t.id: stated(texts.get(t.id, turn_text(t))) for t in (*op.turns, *people)}
     cited = [said[t.id] for t in op.turns if t.role == "user"]

@@ -39,6 +39,7 @@ __all__ = [
     "fold",
     "restates",
     "says_again",
+    "someone_elses",
     "stated",
     "stated_sentences",
     "stem",
@@ -387,6 +388,47 @@ def _subjectless(clause: str) -> bool:
     in it."""
     first = re.search(r"[^\W\d_]", clause)
     return first is not None and first.group(0).islower() and not _PERSON.search(fold(clause))
+
+
+# "The user's husband ...": the relation a fact gives the user, and who owns one in what was
+# said ("my husband", "her husband", "Beatriz's husband"; "user's" is a shown fact's).
+_USERS_RELATION = re.compile(r"\W*the user's ([^\W\d_]+)", re.IGNORECASE)
+_OWNED = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+_MINE = frozenset({"my", "our", "user's"})
+# "'s" that is "is" or "us", not an owner: "it's", "let's"
+_NOT_AN_OWNER = re.compile(r"(?:it|that|what|there|here|he|she|let|who|where|how|one)'s")
+
+
+def _owner(word: str) -> bool | None:
+    """True for the person's own ("my"), False for someone else's ("her", "Beatriz's"), None
+    for a word that owns nothing."""
+    if word in _MINE:
+        return True
+    if word in ("her", "his", "their") or (
+        word.endswith("'s") and not _NOT_AN_OWNER.fullmatch(word)
+    ):
+        return False
+    return None
+
+
+def someone_elses(fact: str, said: Iterable[str]) -> bool:
+    """Whether ``fact`` gives the user a relation ("The user's husband works in Valencia.")
+    that ``said`` (the user's turns of the window and the facts shown) names only as someone
+    else's ("Beatriz and her husband have relocated to Valencia"), never as the person's own
+    ("my husband", a shown "The user's husband ..."). A 1.5B reads "her husband" as the
+    user's; nothing said of a relation, either way, leaves the fact to the other checks."""
+    head = _USERS_RELATION.match(fold(fact))
+    if head is None:
+        return False
+    relation = stem(head.group(1))
+    owners: set[bool] = set()
+    for text in said:
+        words = [w.replace("’", "'") for w in _OWNED.findall(fold(text))]
+        for at, word in enumerate(words):
+            mine = _owner(word)
+            if mine is not None and relation in {stem(w) for w in words[at + 1 : at + 3]}:
+                owners.add(mine)  # "her husband", "her new husband"
+    return owners == {False}
 
 
 def says_again(fact: str, others: Iterable[str], ignore: Iterable[str] = ()) -> bool:
