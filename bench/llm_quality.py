@@ -58,6 +58,7 @@ SETS = {
     "heldout2": Path(__file__).parent / "llm_set" / "heldout2.json",
     "heldout3": Path(__file__).parent / "llm_set" / "heldout3.json",
     "heldout4": Path(__file__).parent / "llm_set" / "heldout4.json",
+    "heldout5": Path(__file__).parent / "llm_set" / "heldout5.json",
 }
 CATEGORIES = (
     "supported",
