@@ -6,7 +6,7 @@ without the model: a request naming one shown fact by more of its own words than
 or several equally by two words or more (:func:`asked_to_forget`), is granted as a model's
 DELETE would be (:mod:`memhub.engine.consolidate`): capped, within the user's budget of model
 changes, and undoable from the review list like any retire. A request naming no shown fact by a word
-("the medication thing") means the closest shown fact by the embedder, if clearly so
+("the medication thing") means the closest shown fact by the embedder, if close enough
 (:func:`meant`): that lets the model's own DELETE of the fact stand, and where the model
 proposed none, consolidation asks it one yes-or-no question about that fact; only both
 together retire it. The embedder only points at the one fact to ask about; the model's
