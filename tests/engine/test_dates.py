@@ -30,6 +30,14 @@ MONDAY = date(2023, 5, 15)
         ("I live in Oslo. On Monday I start.", [("monday", "2023-05-22")]),
         ("On Friday we went hiking.", [("friday", "2023-05-12")]),
         ("I swim on Mondays. Monday is fine.", []),
+        # "in two weeks" of what is to come; after a past verb it says how long
+        ("Her birthday is in two weeks.", [("in two weeks", "the week of 2023-05-29")]),
+        ("Back in 3 days.", [("in 3 days", "2023-05-18")]),
+        ("I lost 5 kg in 3 months.", []),
+        ("We finished it in 2 days.", []),
+        # the turn's own week, month or year
+        ("Vegan since the start of the month.", [("the start of the month", "May 2023")]),
+        ("Due by the end of the week.", [("the end of the week", "the week of 2023-05-15")]),
     ],
 )
 def test_each_expression_means_one_date(text: str, meaning: list[tuple[str, str]]) -> None:
@@ -74,6 +82,14 @@ def test_an_expression_said_twice_is_noted_once() -> None:
         ("The user flies next month, in June 2023.", "The user flies in June 2023."),
         ("The user flies next month in June.", "The user flies in June 2023."),
         ("The user moved last month in the city.", "The user moved in April 2023 in the city."),
+        (
+            "The user's son's birthday is in two weeks.",
+            "The user's son's birthday is in the week of 2023-05-29.",
+        ),
+        (
+            "The user went vegan since the start of the month.",
+            "The user went vegan since May 2023.",
+        ),
     ],
 )
 def test_a_fact_keeps_the_date_its_turn_meant(fact: str, dated: str) -> None:

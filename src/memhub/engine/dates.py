@@ -6,7 +6,9 @@ the day it was said ("yesterday" = 2023-05-14), and the model only has to copy t
 English only, and only expressions with one reading: "next Saturday" is the first Saturday
 after the turn's day, "last Saturday" the last one before it; a bare weekday ("on Monday") is
 read by its sentence's tense: the last one before the turn's day when the sentence speaks of
-the past ("on Monday I started"), else the next one after it ("on Monday I start").
+the past ("on Monday I started"), else the next one after it ("on Monday I start"). "In two
+weeks" is counted forward from the turn's day, unless its sentence speaks of the past ("lost 5
+kg in 3 months" says how long); "the start of the month" is the turn's own month.
 
 A small model also drops a date it was shown ("I moved to Vienna last month" becomes "The user
 lives in Vienna."); :func:`keep_the_date` gives such a fact back the date its clause said.
@@ -15,6 +17,7 @@ lives in Vienna."); :func:`keep_the_date` gives such a fact back the date its cl
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 
 __all__ = ["absolute_dates", "keep_the_date", "resolve_relative_dates", "said_at_utc"]
@@ -44,16 +47,23 @@ _NUMBERS = {
     "ten": 10,
 }
 _UNITS = r"(day|week|month|year)s?"
+_COUNT = r"(\d{1,2}|" + "|".join(_NUMBERS) + r")\s+" + _UNITS
 _EXPRESSION = re.compile(
     r"\b(?:(yesterday|today|tonight|tomorrow)"
     r"|(last|this|next)\s+(week|month|year|weekend|" + "|".join(_WEEKDAYS) + r")"
-    r"|(\d{1,2}|" + "|".join(_NUMBERS) + r")\s+" + _UNITS + r"\s+ago"
-    r"|(?<=\bon\s)(" + "|".join(_WEEKDAYS) + r"))\b(?!s)",
+    r"|" + _COUNT + r"\s+ago"
+    r"|(?<=\bon\s)(" + "|".join(_WEEKDAYS) + r")"
+    # "in two weeks", said of what is to come (a past sentence's "in 3 months" is how long)
+    r"|in\s+" + _COUNT + r"(?!\s+(?:later|earlier|before|after))"
+    # "since the start of the month": the month it was said in
+    r"|the\s+(?:start|beginning|end)\s+of\s+(?:the|this)\s+(week|month|year))\b(?!s)",
     re.IGNORECASE,
 )
 # The past in a sentence: a few irregular verbs and the regular "-ed" form.
 _PAST = re.compile(
     r"\b(?:was|were|did|had|went|got|came|left|met|saw|ran|took|made|bought|told|said|quit"
+    r"|lost|won|wrote|built|grew|drove|flew|fell|gave|found|became|began|felt|kept|paid|sold"
+    r"|spent|taught|thought|brought|caught|ate|drank|swam|rode|broke|chose|forgot|knew|sent"
     r"|\w{3,}ed)\b",
     re.IGNORECASE,
 )
@@ -97,8 +107,22 @@ def _sentence_at(text: str, position: int) -> str:
     return next((m.group(0) for m in _SENTENCE.finditer(text) if m.end() >= position), "")
 
 
+def _expressions(text: str) -> Iterator[re.Match[str]]:
+    """The relative expressions of ``text``; "in two weeks" only where its sentence speaks
+    of what is to come ("lost 5 kg in 3 months" says how long, not when)."""
+    for match in _EXPRESSION.finditer(text):
+        if match.group(7) and _PAST.search(_sentence_at(text, match.start())):
+            continue
+        yield match
+
+
 def _meaning(match: re.Match[str], day: date) -> str:
-    simple, which, what, count, unit, bare = (g.casefold() if g else g for g in match.groups())
+    groups = (g.casefold() if g else g for g in match.groups())
+    simple, which, what, count, unit, bare, ahead, ahead_unit, part_of = groups
+    if part_of:  # "the start of the month": the turn's own month
+        which, what = "this", part_of
+    if ahead:
+        return _ago(day, -(int(ahead) if ahead.isdigit() else _NUMBERS[ahead]), ahead_unit)
     if bare:
         past = _PAST.search(_sentence_at(match.string, match.start()))
         return _weekday(day, "last" if past else "next", bare)
@@ -122,7 +146,7 @@ def resolve_relative_dates(text: str, said_on: date) -> list[tuple[str, str]]:
     """Each relative expression of ``text`` with what it means on ``said_on``, in order,
     each expression once: ``[("yesterday", "2023-05-14"), ...]``."""
     seen: dict[str, str] = {}
-    for match in _EXPRESSION.finditer(text):
+    for match in _expressions(text):
         phrase = match.group(0)
         seen.setdefault(phrase.casefold(), _meaning(match, said_on))
     return list(seen.items())
@@ -156,7 +180,7 @@ def absolute_dates(text: str, said_on: date) -> str:
     -> "as of the week of 2023-05-08"; "next month in June" -> "in June 2023"."""
     parts: list[str] = []
     last = 0
-    for match in _EXPRESSION.finditer(text):
+    for match in _expressions(text):
         before = text[last : match.start()]
         meaning = _meaning(match, said_on)
         if _OWN_PREPOSITION.search(before):  # "since", "as of" ... already say how it relates
@@ -218,7 +242,7 @@ def keep_the_date(fact: str, turn: str, said_on: date) -> str:
     words = _content(fact)
     found: list[re.Match[str]] = []
     for start, end in _clauses(turn):
-        dates = list(_EXPRESSION.finditer(turn, start, end))
+        dates = [m for m in _expressions(turn) if start <= m.start() and m.end() <= end]
         if dates and words & _content(_EXPRESSION.sub(" ", turn[start:end])):
             found += dates
     if len(found) != 1:
@@ -258,7 +282,11 @@ def _clauses(turn: str) -> list[tuple[int, int]]:
 def _ahead(match: re.Match[str]) -> bool:
     """Does the expression name a time after the turn's day ("tomorrow", "next month", "on
     Monday I start")?"""
-    simple, which, _, _, _, bare = (g.casefold() if g else g for g in match.groups())
+    simple, which, _, _, _, bare, ahead, _, part_of = (
+        g.casefold() if g else g for g in match.groups()
+    )
     if bare:
         return not _PAST.search(_sentence_at(match.string, match.start()))
-    return simple == "tomorrow" or which in ("next", "this")
+    if part_of:  # "by the end of the month" is to come; "since the start of it" is gone by
+        return match.group(0).casefold().split()[1] == "end"
+    return simple == "tomorrow" or which in ("next", "this") or bool(ahead)
