@@ -314,6 +314,26 @@ async def test_a_fact_standing_only_on_a_question_is_refused(
     assert await refusals(db_url) == {"ADD": 1, "REFUSED_UNGROUNDED": 1}
 
 
+async def test_what_a_question_asks_is_not_the_users_fact(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """What the 1.5B wrote on heldout3's m10: the question's topic as the user's fact. The
+    clause about the person stands; the one asking about diabetes supports nothing."""
+    llm.enqueue(
+        ops(
+            {"op": "ADD", "text": "The user has type 1 or type 2 diabetes.", "turns": [1]},
+            {"op": "ADD", "text": "The user is a nursing student at Cardiff uni.", "turns": [1]},
+        )
+    )
+    said = "hey, I'm a nursing student at Cardiff uni, can you explain type 1 and type 2 diabetes?"
+    await memory.add([{"role": "user", "content": said}], user_id="ada", wait=True)
+    stored = [text for text, kind in await memories(memory) if kind == "fact"]
+    assert stored == ["The user is a nursing student at Cardiff uni."]
+    # with the user's words gone, the prompt's own words are the most the fact holds
+    refused = {k: v for k, v in (await refusals(db_url)).items() if k.startswith("REFUSED_")}
+    assert sum(refused.values()) == 1, refused
+
+
 async def test_someone_elses_relation_is_not_the_users(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:

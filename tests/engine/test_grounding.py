@@ -147,6 +147,13 @@ def test_two_words_of_the_assistants_offer_are_not_the_users_taste() -> None:
         ("I'm vegan now. Is tofu high in protein?", "I'm vegan now."),
         ("Can you remember that I'm vegan?", "Can you remember that I'm vegan?"),
         ("What's the tallest mountain in Africa?\nI prefer aisle seats.", "I prefer aisle seats."),
+        # a question keeps its clauses about the person, not what it asks (heldout3's m10)
+        (
+            "hey, I'm a nursing student at Cardiff uni, can you explain type 1 and type 2"
+            " diabetes simply?",
+            "I'm a nursing student at Cardiff uni",
+        ),
+        ("I need ideas for my son's party, any suggestions?", "I need ideas for my son's party"),
     ],
 )
 def test_a_question_about_the_world_states_nothing(turn: str, kept: str) -> None:

@@ -172,20 +172,27 @@ _PERSON = re.compile(r"\b(?:i|i'm|im|i've|i'd|i'll|me|my|mine|we|we're|our|us)\b
 
 
 def stated(turn: str) -> str:
-    """``turn`` without its questions that say nothing of the person: "is tofu actually high
-    in protein?" asks and states nothing, so no fact may stand on it; "can you remember that
-    I'm vegan?" says something of the person and stays."""
+    """``turn`` without what its questions ask: "is tofu actually high in protein?" asks and
+    states nothing, so no fact may stand on it; "can you remember that I'm vegan?" says
+    something of the person and stays; of "I'm a nursing student at Cardiff, can you explain
+    type 1 and type 2 diabetes?" only the clause about the person stays (the 1.5B wrote "The
+    user has type 1 or type 2 diabetes." from the rest)."""
     return " ".join(stated_sentences(turn))
 
 
 def stated_sentences(turn: str) -> list[str]:
     """The sentences of ``turn`` that :func:`stated` keeps, each on its own (a line without a
-    stop is a sentence: it does not run into the next)."""
-    return [
-        sentence
-        for sentence in _SENTENCE_END.split(turn)
-        if not sentence.rstrip().endswith("?") or _PERSON.search(fold(sentence))
-    ]
+    stop is a sentence: it does not run into the next), a question cut to its clauses about
+    the person."""
+    kept: list[str] = []
+    for sentence in _SENTENCE_END.split(turn):
+        if not sentence.rstrip().endswith("?"):
+            kept.append(sentence)
+            continue
+        own = [c for c in _CLAUSE_END.split(sentence) if c and _PERSON.search(fold(c))]
+        if own:
+            kept.append(", ".join(own))
+    return kept
 
 
 def support(
