@@ -100,6 +100,9 @@ MOVE = "Big change: I moved to Vienna last month and I now teach chemistry at a 
 START = "I quit Siemens two weeks ago; on Monday I start at Helio as an electrical engineer."
 
 
+OTIS = "I need ideas for my son Otis's party, it's in two weeks. He's mad about dinosaurs."
+
+
 @pytest.mark.parametrize(
     ("fact", "turn", "kept"),
     [
@@ -120,6 +123,14 @@ START = "I quit Siemens two weeks ago; on Monday I start at Helio as an electric
             "The user is a developer at Shopify from 2023-05-16.",
         ),
         ("The user's son is 7.", "he's 7, we're going to the museum on Saturday", None),
+        # whom the fact is about is no tie to a date (heldout2's k11)
+        ("The user's son Otis is mad about dinosaurs.", OTIS, None),
+        ("The user's son Otis is in Harrogate.", OTIS, None),
+        (
+            "The user's son Otis's party is planned.",
+            OTIS,
+            "The user's son Otis's party is planned in the week of 2023-05-29.",
+        ),
         # dated already, no date in the turn, or two dates for one clause: left as it is
         ("The user lives in Vienna since 2022.", MOVE, None),
         ("The user lives in Oslo.", "I live in Oslo.", None),

@@ -231,15 +231,24 @@ def _content(text: str) -> set[str]:
     return {w[:5] for w in _WORD.findall(text.casefold()) if w not in _NOT_CONTENT}
 
 
+# A fact's subject: "The user", "The user's son Otis", "Mira", "Mira's shop".
+_SUBJECT = re.compile(
+    r"\W*(?:(?i:the user's)\s+[^\W\d_]+(?:\s+[A-Z][\w'-]*)?|(?i:the user)\b"
+    r"|[A-Z][\w-]*(?:'s\s+[^\W\d_]+)?)"
+)
+
+
 def keep_the_date(fact: str, turn: str, said_on: date) -> str:
     """``fact`` with the date the ``turn`` gave it, when the fact has none and exactly one
-    clause of the turn with a relative date shares a content word with it: from "I moved to
-    Vienna last month and I now teach chemistry", "The user lives in Vienna." becomes "The
-    user lives in Vienna since April 2023." ("from" a date to come; "on"/"in" for a fact in
+    clause of the turn with a relative date shares a content word with the fact past its
+    subject: from "I moved to Vienna last month and I now teach chemistry", "The user lives
+    in Vienna." becomes "The user lives in Vienna since April 2023." ("from" a date to come; "on"/"in" for a fact in
     the past tense: "The user ran a marathon on 2023-05-14."). Otherwise ``fact`` as it is."""
     if _DATED.search(fact) or _EXPRESSION.search(fact):
         return fact
-    words = _content(fact)
+    # whom the fact is about says nothing of when: "The user's son Otis is mad about
+    # dinosaurs" shares "Otis" with "my son Otis's birthday is in two weeks", not its date
+    words = _content(_SUBJECT.sub("", fact, count=1))
     found: list[re.Match[str]] = []
     for start, end in _clauses(turn):
         dates = [m for m in _expressions(turn) if start <= m.start() and m.end() <= end]
