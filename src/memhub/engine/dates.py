@@ -242,8 +242,9 @@ def keep_the_date(fact: str, turn: str, said_on: date) -> str:
     """``fact`` with the date the ``turn`` gave it, when the fact has none and exactly one
     clause of the turn with a relative date shares a content word with the fact past its
     subject: from "I moved to Vienna last month and I now teach chemistry", "The user lives
-    in Vienna." becomes "The user lives in Vienna since April 2023." ("from" a date to come; "on"/"in" for a fact in
-    the past tense: "The user ran a marathon on 2023-05-14."). Otherwise ``fact`` as it is."""
+    in Vienna." becomes "The user lives in Vienna since April 2023." ("from" a date to come;
+    "on"/"in" for a fact in the past tense: "The user ran a marathon on 2023-05-14.").
+    Otherwise ``fact`` as it is."""
     if _DATED.search(fact) or _EXPRESSION.search(fact):
         return fact
     # whom the fact is about says nothing of when: "The user's son Otis is mad about
