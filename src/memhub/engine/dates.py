@@ -111,7 +111,8 @@ def _expressions(text: str) -> Iterator[re.Match[str]]:
     """The relative expressions of ``text``; "in two weeks" only where its sentence speaks
     of what is to come ("lost 5 kg in 3 months" says how long, not when)."""
     for match in _EXPRESSION.finditer(text):
-        if match.group(7) and _PAST.search(_sentence_at(text, match.start())):
+        counted_ahead = match.group(7)  # the count of "in two weeks" (see _meaning's groups)
+        if counted_ahead and _PAST.search(_sentence_at(text, match.start())):
             continue
         yield match
 
