@@ -281,7 +281,8 @@ async def test_a_request_naming_no_fact_can_only_ever_retire_the_fact_it_means(
 ) -> None:
     """ "The medication thing" names no stored fact by a word: the model may answer the one
     question about the embedder's pick either way, but no other fact is ever touched, and
-    what it retires is listed and comes back in one step."""
+    what it retires (the fact, and the request's own episode, which says it too) is listed
+    and comes back in one step."""
     sertraline = "The user takes sertraline for anxiety."
     others = ["The user likes olives.", "The user's address is 12 Elm Street."]
     said = "Thinking about it, I'd prefer you didn't hang on to the medication thing from before."
@@ -292,7 +293,7 @@ async def test_a_request_naming_no_fact_can_only_ever_retire_the_fact_it_means(
         facts = [r["memory"] for r in found["results"]]
         assert set(others) <= set(facts), facts
         changes = (await memory.model_changes(user_id="mo"))["results"]
-        assert {c["before"] for c in changes} <= {sertraline}, changes
+        assert {c["before"] for c in changes} <= {sertraline, said}, changes
         for change in changes:
             await memory.undo_change(change["id"], user_id="mo")
         found = await memory.get_all(user_id="mo", filters={"kind": "fact"})
