@@ -295,7 +295,9 @@ class Consolidator:
             if closest is None:
                 continue
             messages = replacement_messages(closest.memory, op.text)
-            spent, answer = await self._asked(messages, ReplacementReply, "replacement", op.text)
+            # the pair and its cosine in the log: a person reviewing a run sees what a yes closed
+            about = f"{op.text} (for {closest.memory!r}, cosine {_cosine(found, closest)})"
+            spent, answer = await self._asked(messages, ReplacementReply, "replacement", about)
             usage += spent
             if answer is None or not answer.replaces:  # unusable or failed: the ADD stands
                 continue
@@ -725,6 +727,12 @@ def _ground(
 
 def _holds_json(text: str | None) -> bool:
     return text is not None and next(iter_json_values(text), None) is not None
+
+
+def _cosine(found: Sequence[Candidate], record: MemoryRecord) -> str:
+    """The vector similarity of ``record`` among ``found``, as logged ("-" if not a vector hit)."""
+    similarity = next((c.vector_similarity for c in found if c.record.id == record.id), None)
+    return "-" if similarity is None else f"{similarity:.3f}"
 
 
 def _best_rank(candidate: Candidate) -> int:
