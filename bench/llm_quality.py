@@ -59,6 +59,7 @@ SETS = {
     "heldout3": Path(__file__).parent / "llm_set" / "heldout3.json",
     "heldout4": Path(__file__).parent / "llm_set" / "heldout4.json",
     "heldout5": Path(__file__).parent / "llm_set" / "heldout5.json",
+    "heldout6": Path(__file__).parent / "llm_set" / "heldout6.json",
 }
 CATEGORIES = (
     "supported",
