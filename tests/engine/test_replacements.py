@@ -13,8 +13,10 @@ import json
 from typing import Any
 
 import psycopg
+import pytest
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub.engine import consolidate
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import scripted, store_facts
 
@@ -155,3 +157,26 @@ async def test_a_new_job_said_plainly_replaces_the_old_one_visibly_and_undoably(
     assert change["after"] == SHOPIFY
     await memory.undo_change(change["id"], user_id="eli")
     assert "Eli is a barista at Blue Bottle." in await current(memory, "eli")
+
+
+async def test_a_fact_far_in_meaning_from_the_add_is_not_put_to_the_question(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn shares "commute" with the stored fact, so the guard would let a yes close it,
+    but the ADD is about someone else's baby: below ``REPLACES_AT_LEAST`` by the embedder, no
+    question is put and a yes-saying model closes nothing. With no floor, it would be asked."""
+    said = "doing the commute by e-bike now, my sister had a baby girl"
+    commute = "The user commutes 40 minutes each way to the warehouse."
+    llm.default = model({said: "The user's sister had a baby girl."}, replaces=True)
+    await store_facts(memory, "eli", commute)
+    await memory.add(said, user_id="eli")
+    await memory.wait_idle()
+    assert replacement_questions(llm) == []
+    assert await current(memory, "eli") == [commute, "The user's sister had a baby girl."]
+
+    monkeypatch.setattr(consolidate, "REPLACES_AT_LEAST", -1.0)
+    await store_facts(memory, "ada", commute)
+    await memory.add(said, user_id="ada")
+    await memory.wait_idle()
+    (question,) = replacement_questions(llm)
+    assert json.dumps(commute) in question

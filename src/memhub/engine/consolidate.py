@@ -103,6 +103,12 @@ CONSOLIDATE_JOB = "consolidate"
 PROCEDURAL = "procedural_memory"
 # The model is shown stored facts only: the episodes (what was said) are never its to change.
 _FACTS_ONLY = parse_filters({KIND: FACT})
+# An ADD is put to the replacement question only beside a stored fact at least this close by
+# the embedder (cosine, default embedder): a 1.5B said yes to "The user's legs are dying."
+# closing "The user commutes 40 minutes each way to the warehouse." (0.138; heldout3,
+# 5 December 2026), where every replacement read right in the runs was 0.25 or more
+# ("now has a little terraced house in Shrewsbury" for "lives on a narrowboat").
+REPLACES_AT_LEAST = 0.2
 
 
 def _speaker(turn: Turn) -> str:
@@ -263,10 +269,11 @@ class Consolidator:
         Small models ADD "lives in Berlin" beside "lives in Paris" (issue 25's quality table)
         but judge one pair of facts better: each ADD's closest fact shown in the prompt, among
         those the SUPERSEDE guard would let a yes replace (the guard reads only the turns and
-        the two facts, so it is asked first and a useless call saved), is put to the model as
-        one yes-or-no question. A yes is then held to the guard and cap; a mistake that passes
-        is a closed fact, which ``restore`` reopens. An unusable answer leaves the ADD as it
-        was.
+        the two facts, so it is asked first and a useless call saved) and close to the ADD by
+        the embedder (``REPLACES_AT_LEAST``; a fact found by its words alone is not), is put
+        to the model as one yes-or-no question. A yes is then held to the guard and cap; a
+        mistake that passes is a closed fact, which ``restore`` reopens. An unusable answer
+        leaves the ADD as it was.
         """
         shown = {f.id for f in facts}
         removals = sum(op.kind in CHANGES for op in plan.ops)
@@ -281,13 +288,14 @@ class Consolidator:
             )
             # the closest shown fact a yes could replace: one the guard below would refuse
             # ("visited Berlin" for "lives in Berlin") is not worth a question, and would hide
-            # the one it could ("lives in Paris")
+            # the one it could ("lives in Paris"); one far in meaning is about something else
             closest = next(
                 (
                     c.record
                     for c in sorted(found, key=_best_rank)
                     if c.record.id in shown
                     and c.record.id not in touched
+                    and (c.vector_similarity or 0.0) >= REPLACES_AT_LEAST
                     and not refusal("SUPERSEDE", c.record, op.text, op.turns, ())
                 ),
                 None,
