@@ -105,6 +105,26 @@ def test_a_sentence_naming_what_a_request_asks_to_forget_asks_nothing() -> None:
     assert uncovered(other, [], forgotten=forgotten).sentences == (other,)
 
 
+KOFI = (
+    "actually forget what I said about Kofi and the gambling, that's his business not mine,"
+    " and fyi im a dispatcher for the fire service in Albany"
+)
+
+
+def test_a_turn_asking_to_forget_is_asked_only_about_its_other_statements() -> None:
+    # heldout5's e12: the dispatcher job, said beside a request, was never written
+    gap = uncovered(KOFI, [])
+    assert gap.sentences == (
+        "that's his business not mine, and fyi im a dispatcher for the fire service in Albany",
+    )
+    assert gap.answered_by("The user is a dispatcher for the fire service in Albany.")
+    assert not gap.answered_by("Kofi has been gambling a lot.")
+    # the request's own clause is never shown, in a sentence of its own or not
+    assert uncovered("Please forget my address. I moved to Oslo in May.", []).sentences == (
+        "I moved to Oslo in May.",
+    )
+
+
 async def test_no_question_brings_back_what_the_window_asks_to_forget(
     gap_settings: MemhubSettings, llm: ScriptedOpenAIServer
 ) -> None:

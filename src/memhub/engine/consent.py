@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from memhub.engine.grounding import content_words, fold, stem
 
 __all__ = [
+    "asks_to_forget",
     "facts_clearly_asked",
     "forget_request",
     "forget_requests_naming_no_fact",
@@ -490,6 +491,12 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
     embedder); one that names nothing at all ("forget it") is not among them."""
     named = frozenset().union(*(_words(fact) for fact in shown))
     return [text for words, text in _requests(turn) if words and not words & named]
+
+
+def asks_to_forget(text: str) -> bool:
+    """Does ``text`` (a user's words) hold a request to forget, naming something or not ("I'd
+    rather it wasn't kept")?"""
+    return next(_requests(text), None) is not None
 
 
 def forgotten_words(turns: Iterable[str]) -> frozenset[str]:

@@ -7,8 +7,10 @@ survive the guards. After the consolidation call, each user turn is read clause 
 accepted fact citing that turn is a statement still unwritten. The model is then asked one
 short question about just the sentences holding such clauses (:func:`ask`), and every fact it
 gives goes through exactly the guards an ADD of the first call goes through (the caller,
-:mod:`memhub.engine.consolidate`, does that). A turn with nothing uncovered costs nothing; a
-turn that asks to forget something is never asked about (its facts are to go, not come).
+:mod:`memhub.engine.consolidate`, does that). A turn with nothing uncovered costs nothing.
+Nothing a request to forget names, in the window, is asked about (its facts are to go, not
+come), nor the request itself; a turn that asks to forget is asked about its other
+statements alone ("forget the gambling thing, and fyi I'm a dispatcher now").
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 
-from memhub.engine.consent import forget_requests_naming_no_fact
+from memhub.engine.consent import asks_to_forget, forgotten_words
 from memhub.engine.grounding import content_words, stated_sentences
 from memhub.engine.prompts import GAP_FACT_MAX_CHARS, GapReply, PromptTurn, gap_messages
 from memhub.errors import ProviderError
@@ -87,26 +89,33 @@ def uncovered(
 ) -> Gap:
     """The sentences of ``turn`` (a user's, its questions about the world left out) with a
     clause of at least ``MIN_CONTENT_WORDS`` content words, chatter aside, none of which any
-    of ``facts`` (the accepted facts citing the turn) holds; none when the turn asks to
-    forget anything, and no sentence holding a word of ``forgotten`` (what the window's
-    requests to forget name: ``consent.forgotten_words``)."""
-    if forget_requests_naming_no_fact(turn, ()):
-        return Gap((), frozenset())
+    of ``facts`` (the accepted facts citing the turn) holds. No sentence holding a word of
+    ``forgotten`` (what the window's requests to forget name: ``consent.forgotten_words``) is
+    asked about; of a sentence that itself asks to forget, only its clauses naming none of
+    what a request names, shown alone ("forget what I said about Kofi and the gambling, and
+    fyi I'm a dispatcher in Albany": the dispatcher)."""
     names = tuple(names)
     written: set[str] = set()
     for fact in facts:
         written |= content_words(fact, names)
+    forgotten |= forgotten_words([turn])
     found: list[str] = []
     words: set[str] = set()
     for sentence in stated_sentences(turn):
-        if content_words(sentence, names) & forgotten:
+        asks = asks_to_forget(sentence)
+        if not asks and content_words(sentence, names) & forgotten:
             continue
+        statements = []
         for clause in _clauses(sentence):
             said = content_words(clause, names) - _CHATTER_STEMS
+            if said & forgotten or (asks and asks_to_forget(clause)):
+                continue  # what a request names, or the request itself
             if len(said) >= MIN_CONTENT_WORDS and not said & written:
                 words |= said
-                if sentence.strip() not in found:
-                    found.append(sentence.strip())
+                statements.append(clause.strip())
+        shown = ", ".join(statements) if asks else sentence.strip()
+        if statements and shown not in found:
+            found.append(shown)
     return Gap(tuple(found), frozenset(words))
 
 
