@@ -7,6 +7,7 @@ import pytest
 from memhub.engine.grounding import (
     content_words,
     first_clause,
+    named_subject,
     restates,
     someone_elses,
     stated,
@@ -393,3 +394,20 @@ def test_a_relation_said_only_as_someone_elses_is_not_the_users(
     fact: str, said: list[str], elses: bool
 ) -> None:
     assert someone_elses(fact, said) is elses
+
+
+@pytest.mark.parametrize(
+    ("fact", "whom"),
+    [
+        ("The user's brother Halvard is staying with her.", "halvard"),
+        ("The user's mum Ingeborg fell and broke her wrist.", "ingeborg"),
+        ("Kofi turns 40 in two weeks.", "kofi"),
+        ("Eli's sister Mira is a vet.", "mira"),
+        ("Eli's sister lives in Berlin.", "eli's sister"),
+        ("The user lives in Paris.", ""),
+        ("The user's phone is a Pixel 8.", ""),  # the user's things are the user's
+        ("The user's sister lives in Leeds.", ""),  # unnamed: left to the other checks
+    ],
+)
+def test_a_facts_named_subject(fact: str, whom: str) -> None:
+    assert named_subject(fact) == whom

@@ -180,3 +180,27 @@ async def test_a_fact_far_in_meaning_from_the_add_is_not_put_to_the_question(
     await memory.wait_idle()
     (question,) = replacement_questions(llm)
     assert json.dumps(commute) in question
+
+
+async def test_a_fact_about_another_named_person_is_not_put_to_the_question(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """heldout5's e09: the brother's news shares "mum" with the mother's fact, so the guard
+    would let a yes close it, and a 1.5B said yes. The new fact is about Halvard, the stored
+    one about Ingeborg: no question. With the subjects not compared, it would be asked."""
+    said = "my brother Halvard is staying with mum till then"
+    mum = "The user's mum Ingeborg broke her wrist and lives on her own in Tromso."
+    halvard = "The user's brother Halvard is staying with the user's mum."
+    llm.default = model({said: halvard}, replaces=True)
+    await store_facts(memory, "eli", mum)
+    await memory.add(said, user_id="eli")
+    await memory.wait_idle()
+    assert replacement_questions(llm) == []
+    assert await current(memory, "eli") == [halvard, mum]
+
+    monkeypatch.setattr(consolidate, "named_subject", lambda fact: "")
+    await store_facts(memory, "ada", mum)
+    await memory.add(said, user_id="ada")
+    await memory.wait_idle()
+    (question,) = replacement_questions(llm)
+    assert json.dumps(mum) in question

@@ -30,6 +30,7 @@ from memhub.engine.dates import absolute_dates, keep_the_date, said_at_utc
 from memhub.engine.grounding import (
     Support,
     first_clause,
+    named_subject,
     restates,
     says_again,
     someone_elses,
@@ -270,8 +271,9 @@ class Consolidator:
         but judge one pair of facts better: each ADD's closest fact shown in the prompt, among
         those the SUPERSEDE guard would let a yes replace (the guard reads only the turns and
         the two facts, so it is asked first and a useless call saved) and close to the ADD by
-        the embedder (``REPLACES_AT_LEAST``; a fact found by its words alone is not), is put
-        to the model as one yes-or-no question. A yes is then held to the guard and cap; a
+        the embedder (``REPLACES_AT_LEAST``; a fact found by its words alone is not) and about
+        the same named person (``grounding.named_subject``), is put to the model as one
+        yes-or-no question. A yes is then held to the guard and cap; a
         mistake that passes is a closed fact, which ``restore`` reopens. An unusable answer
         leaves the ADD as it was.
         """
@@ -288,7 +290,11 @@ class Consolidator:
             )
             # the closest shown fact a yes could replace: one the guard below would refuse
             # ("visited Berlin" for "lives in Berlin") is not worth a question, and would hide
-            # the one it could ("lives in Paris"); one far in meaning is about something else
+            # the one it could ("lives in Paris"); one far in meaning is about something else,
+            # and one about another named person is not this news's (a 1.5B let "The user's
+            # brother Halvard is staying with her" close all it knew of "the user's mum
+            # Ingeborg": heldout5's e09)
+            whom = named_subject(op.text)
             closest = next(
                 (
                     c.record
@@ -296,6 +302,7 @@ class Consolidator:
                     if c.record.id in shown
                     and c.record.id not in touched
                     and (c.vector_similarity or 0.0) >= REPLACES_AT_LEAST
+                    and named_subject(c.record.memory) == whom
                     and not refusal("SUPERSEDE", c.record, op.text, op.turns, ())
                 ),
                 None,

@@ -37,6 +37,7 @@ __all__ = [
     "content_words",
     "first_clause",
     "fold",
+    "named_subject",
     "restates",
     "says_again",
     "someone_elses",
@@ -469,3 +470,23 @@ def restates(fact: str, turn: str, speakers: Iterable[str] = ()) -> bool:
         # rewrite and pass a short one
         return False
     return len(words) >= 3 and _in_order(words, said) >= RESTATED_SHARE * len(words)
+
+
+# A fact's subject when it is a named person: "The user's brother Halvard ...", "Kofi ...",
+# "Eli's sister Mira ..." (the name last); "The user ..." and "The user's phone ..." name none.
+_NAMED_SUBJECT = re.compile(
+    r"\W*(?:(?i:the user's)\s+[^\W\d_]+\s+(?P<named>[A-Z][\w'-]*)"
+    r"|(?P<owner>(?!The\b)[A-Z][\w-]*)(?:'s\s+[^\W\d_]+(?:\s+(?P<owned>[A-Z][\w'-]*))?)?)"
+)
+
+
+def named_subject(fact: str) -> str:
+    """Who ``fact`` is about when its subject is a named person, folded ("halvard" for "The
+    user's brother Halvard is staying ..."); "" for the user, their things and anyone unnamed."""
+    found = _NAMED_SUBJECT.match(fact)
+    if found is None:
+        return ""
+    if found["named"] or found["owned"]:
+        return fold(found["named"] or found["owned"])
+    subject = found.group(0).strip()
+    return fold(subject.removesuffix("'s")) if subject.endswith("'s") else fold(subject)
