@@ -59,6 +59,20 @@ def test_the_example_is_fine_when_the_person_said_it_too() -> None:
     assert result.grounded
 
 
+def test_a_name_only_the_instructions_hold_is_a_copy_of_them() -> None:
+    # heldout5's e12: the one word the example gave was its city, and the fact stood
+    instructions = 'Example: "my cousin Lena teaches piano in Graz, and I play the cello"'
+    said = ["fyi im a dispatcher for the fire service in Albany"]
+    fact = "The user is not a dispatcher for the fire service in Graz."
+    result = support(fact, said, [("instructions", instructions)])
+    assert not result.grounded
+    assert result.copied_from == "instructions"
+    # the example's numbers are not names: "2" here is the person's "two"
+    counted = 'Example: "I have 2 cats" -> ["The user has 2 cats."]'
+    kids = support("The user has 2 kids.", ["I have two kids"], [("instructions", counted)])
+    assert kids.grounded
+
+
 def test_the_assistants_words_put_in_the_users_mouth_are_a_copy() -> None:
     # One shared word ("premium") is not enough when the assistant's turn covers far more.
     result = support(

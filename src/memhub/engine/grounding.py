@@ -125,7 +125,9 @@ class Support:
         named_by: Another speaker (an assistant or system turn) whose turn alone gave the
             fact a name or a number ("The user's budgeting app is YNAB." after the assistant
             suggested YNAB): what the assistant named or counted is its answer, not the
-            person's fact, even when it is the only word taken ("" if none).
+            person's fact, even when it is the only word taken ("" if none); or the
+            instructions, whose examples alone gave it a name ("The user is not a dispatcher
+            in Graz.": Graz is the prompt example's city).
         invented: The fact's words nobody said (dates aside): the model's own.
         own: The fact's words the person said anywhere in the window (``by_person`` among
             them).
@@ -230,6 +232,9 @@ def support(
     for text in person_said:
         anywhere |= content_words(text, names)
     named = _names_and_numbers(fact, names) - anywhere
+    # a name only the instructions' examples hold ("Graz") is theirs; their numbers are not
+    # names ("2" of "The user has 2 kids" after "two kids")
+    named_only = _names_and_numbers(fact, names, numbers=False) - anywhere
     heard_elsewhere: set[str] = set()
     best: frozenset[str] = frozenset()
     best_name = named_by = ""
@@ -240,18 +245,20 @@ def support(
         covered = (words - by_person) & heard
         if len(covered) > len(best):
             best, best_name = covered, name
-        if spoken and not named_by and named & heard:
+        if not named_by and (named if spoken else named_only) & heard:
             named_by = name
     undated = {stem(w) for w in _WORD.findall(fold(fact)) if not dates_something(w)}
     invented = frozenset((words & undated) - anywhere - heard_elsewhere)
     return Support(words, by_person, best, best_name, named_by, invented, words & anywhere)
 
 
-def _names_and_numbers(fact: str, ignore: Iterable[str]) -> frozenset[str]:
+def _names_and_numbers(fact: str, ignore: Iterable[str], numbers: bool = True) -> frozenset[str]:
     """The stems of ``fact``'s words written as names (a capital letter past its first word)
-    or holding a digit: what a sentence names or counts."""
+    or holding a digit (unless not ``numbers``): what a sentence names or counts."""
     marked = [
-        w for n, w in enumerate(_WORD.findall(fact)) if (n and not w.islower()) or _DIGIT.search(w)
+        w
+        for n, w in enumerate(_WORD.findall(fact))
+        if (n and not w.islower() and not _DIGIT.search(w)) or (numbers and _DIGIT.search(w))
     ]
     return content_words(" ".join(marked), ignore)
 
