@@ -273,9 +273,8 @@ class Consolidator:
         the two facts, so it is asked first and a useless call saved) and close to the ADD by
         the embedder (``REPLACES_AT_LEAST``; a fact found by its words alone is not) and about
         the same named person (``grounding.named_subject``), is put to the model as one
-        yes-or-no question. A yes is then held to the guard and cap; a
-        mistake that passes is a closed fact, which ``restore`` reopens. An unusable answer
-        leaves the ADD as it was.
+        yes-or-no question. A yes is then held to the guard and cap; a mistake that passes is
+        a closed fact, which ``restore`` reopens. An unusable answer leaves the ADD as it was.
         """
         shown = {f.id for f in facts}
         removals = sum(op.kind in CHANGES for op in plan.ops)

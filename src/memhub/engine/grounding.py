@@ -493,7 +493,4 @@ def named_subject(fact: str) -> str:
     found = _NAMED_SUBJECT.match(fact)
     if found is None:
         return ""
-    if found["named"] or found["owned"]:
-        return fold(found["named"] or found["owned"])
-    subject = found.group(0).strip()
-    return fold(subject.removesuffix("'s")) if subject.endswith("'s") else fold(subject)
+    return fold(found["named"] or found["owned"] or found.group(0).strip())
