@@ -67,6 +67,10 @@ def test_a_name_only_the_instructions_hold_is_a_copy_of_them() -> None:
     result = support(fact, said, [("instructions", instructions)])
     assert not result.grounded
     assert result.copied_from == "instructions"
+    # the template's name opening the fact (heldout2's k11: "party was chaos but he loved it")
+    template = 'for someone they know, "The user\'s friend Ravi"'
+    party = support("Ravi loved the party.", ["party was chaos but he loved it"], [("i", template)])
+    assert party.copied_from == "i"
     # the example's numbers are not names: "2" here is the person's "two"
     counted = 'Example: "I have 2 cats" -> ["The user has 2 cats."]'
     kids = support("The user has 2 kids.", ["I have two kids"], [("instructions", counted)])

@@ -232,9 +232,10 @@ def support(
     for text in person_said:
         anywhere |= content_words(text, names)
     named = _names_and_numbers(fact, names) - anywhere
-    # a name only the instructions' examples hold ("Graz") is theirs; their numbers are not
-    # names ("2" of "The user has 2 kids" after "two kids")
-    named_only = _names_and_numbers(fact, names, numbers=False) - anywhere
+    # a name only the instructions' examples hold ("Graz", "Ravi loved the party.") is
+    # theirs, first word or not; their numbers are not names ("2" of "The user has 2 kids"
+    # after "two kids")
+    named_only = _names_and_numbers(fact, names, numbers=False, first=True) - anywhere
     heard_elsewhere: set[str] = set()
     best: frozenset[str] = frozenset()
     best_name = named_by = ""
@@ -252,13 +253,17 @@ def support(
     return Support(words, by_person, best, best_name, named_by, invented, words & anywhere)
 
 
-def _names_and_numbers(fact: str, ignore: Iterable[str], numbers: bool = True) -> frozenset[str]:
-    """The stems of ``fact``'s words written as names (a capital letter past its first word)
-    or holding a digit (unless not ``numbers``): what a sentence names or counts."""
+def _names_and_numbers(
+    fact: str, ignore: Iterable[str], numbers: bool = True, first: bool = False
+) -> frozenset[str]:
+    """The stems of ``fact``'s words written as names (a capital letter past its first word,
+    or on it too if ``first``) or holding a digit (unless not ``numbers``): what a sentence
+    names or counts."""
     marked = [
         w
         for n, w in enumerate(_WORD.findall(fact))
-        if (n and not w.islower() and not _DIGIT.search(w)) or (numbers and _DIGIT.search(w))
+        if ((n or first) and not w.islower() and not _DIGIT.search(w))
+        or (numbers and _DIGIT.search(w))
     ]
     return content_words(" ".join(marked), ignore)
 
