@@ -107,8 +107,9 @@ _FACTS_ONLY = parse_filters({KIND: FACT})
 # An ADD is put to the replacement question only beside a stored fact at least this close by
 # the embedder (cosine, default embedder): a 1.5B said yes to "The user's legs are dying."
 # closing "The user commutes 40 minutes each way to the warehouse." (0.138; heldout3,
-# 5 December 2026), where every replacement read right in the runs was 0.25 or more
-# ("now has a little terraced house in Shrewsbury" for "lives on a narrowboat").
+# 5 December 2026). In the logged runs of that day the wrong yeses below 0.2 were at
+# 0.09-0.17 and every right replacement at 0.28 or more ("is a junior web developer at
+# Shopify" for "is a barista at Blue Bottle").
 REPLACES_AT_LEAST = 0.2
 
 
