@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from memhub.engine.dates import absolute_dates, keep_the_date, resolve_relative_dates
+from memhub.engine.dates import absolute_dates, keep_the_date, names_the_day, resolve_relative_dates
 
 MONDAY = date(2023, 5, 15)
 
@@ -139,3 +139,18 @@ OTIS = "I need ideas for my son Otis's party, it's in two weeks. He's mad about 
 )
 def test_a_fact_gets_back_the_date_its_clause_said(fact: str, turn: str, kept: str | None) -> None:
     assert keep_the_date(fact, turn, MONDAY) == (kept or fact)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("The party took place on 2023-03-06.", True),
+        ("The party took place on March 6, 2023.", True),
+        ("on 6th March 2023", True),
+        ("on the 6 of March 2023", True),
+        ("on March 16, 2023", False),  # another day
+        ("on March 6", False),  # no year: not read as the day
+    ],
+)
+def test_the_day_said_on_is_read_in_iso_and_in_words(text: str, named: bool) -> None:
+    assert names_the_day(text, date(2023, 3, 6)) is named

@@ -68,6 +68,11 @@ def test_the_statements_no_fact_covers_are_the_uncovered_sentences() -> None:
     assert not gap.answered_by("The user said they started pottery.")
     # passing news of the day it was said on
     assert not gap.answered_by("The user started pottery on 2023-01-10.", (), date(2023, 1, 10))
+    # the same day in words (heldout2's k11: "The party took place on March 6, 2023.")
+    said_on = date(2023, 1, 10)
+    assert not gap.answered_by("The user started pottery on January 10, 2023.", (), said_on)
+    assert not gap.answered_by("The user started pottery on 10th January 2023.", (), said_on)
+    assert gap.answered_by("The user started pottery on January 3, 2023.", (), said_on)
     written.append("The user does pottery.")
     assert uncovered(THREE, written).sentences == ()
 

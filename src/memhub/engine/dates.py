@@ -20,7 +20,13 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 
-__all__ = ["absolute_dates", "keep_the_date", "resolve_relative_dates", "said_at_utc"]
+__all__ = [
+    "absolute_dates",
+    "keep_the_date",
+    "names_the_day",
+    "resolve_relative_dates",
+    "said_at_utc",
+]
 
 
 def said_at_utc(at: datetime | None) -> datetime:
@@ -301,3 +307,29 @@ def _ahead(match: re.Match[str]) -> bool:
     if part_of:  # "by the end of the month" is to come; "since the start of it" is gone by
         return match.group(0).casefold().split()[1] == "end"
     return simple == "tomorrow" or which in ("next", "this") or bool(ahead)
+
+
+_MONTH_NAMES = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+
+
+def names_the_day(text: str, day: date) -> bool:
+    """Whether ``text`` names ``day`` with its year, as ISO or in words ("2023-03-06", "March
+    6, 2023", "6th March 2023"): how a model writes the day a turn was said on."""
+    if day.isoformat() in text:
+        return True
+    month, number = _MONTH_NAMES[day.month - 1], rf"0?{day.day}(?:st|nd|rd|th)?"
+    in_words = rf"\b(?:{month}\s+{number},?|{number}\s+(?:of\s+)?{month},?)\s+{day.year}\b"
+    return re.search(in_words, text, re.IGNORECASE) is not None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from memhub.engine.consent import asks_to_forget, forgotten_words
+from memhub.engine.dates import names_the_day
 from memhub.engine.grounding import content_words, stated_sentences
 from memhub.engine.prompts import GAP_FACT_MAX_CHARS, GapReply, PromptTurn, gap_messages
 from memhub.errors import ProviderError
@@ -68,7 +69,7 @@ class Gap:
         rather than of the conversation ("The user said hello." reports a turn) or of the day
         it was said on ("The user's shift ended on 2023-01-10." said that evening: the
         second question's answers held such passing news, which no one labels a fact)."""
-        if said_on is not None and said_on.isoformat() in fact:
+        if said_on is not None and names_the_day(fact, said_on):
             return False
         return bool(content_words(fact, tuple(names)) & self.words) and not _REPORTS.match(fact)
 
