@@ -295,23 +295,25 @@ class Consolidator:
             # brother Halvard is staying with her" close all it knew of "the user's mum
             # Ingeborg": heldout5's e09)
             whom = named_subject(op.text)
-            closest = next(
+            candidate = next(
                 (
-                    c.record
+                    c
                     for c in sorted(found, key=_best_rank)
                     if c.record.id in shown
                     and c.record.id not in touched
-                    and (c.vector_similarity or 0.0) >= REPLACES_AT_LEAST
+                    and c.vector_similarity is not None
+                    and c.vector_similarity >= REPLACES_AT_LEAST
                     and named_subject(c.record.memory) == whom
                     and not refusal("SUPERSEDE", c.record, op.text, op.turns, ())
                 ),
                 None,
             )
-            if closest is None:
+            if candidate is None:
                 continue
+            closest = candidate.record
             messages = replacement_messages(closest.memory, op.text)
             # the pair and its cosine in the log: a person reviewing a run sees what a yes closed
-            about = f"{op.text} (for {closest.memory!r}, cosine {_cosine(found, closest)})"
+            about = f"{op.text} (for {closest.memory!r}, cosine {candidate.vector_similarity:.3f})"
             spent, answer = await self._asked(messages, ReplacementReply, "replacement", about)
             usage += spent
             if answer is None or not answer.replaces:  # unusable or failed: the ADD stands
@@ -742,12 +744,6 @@ def _ground(
 
 def _holds_json(text: str | None) -> bool:
     return text is not None and next(iter_json_values(text), None) is not None
-
-
-def _cosine(found: Sequence[Candidate], record: MemoryRecord) -> str:
-    """The vector similarity of ``record`` among ``found``, as logged ("-" if not a vector hit)."""
-    similarity = next((c.vector_similarity for c in found if c.record.id == record.id), None)
-    return "-" if similarity is None else f"{similarity:.3f}"
 
 
 def _best_rank(candidate: Candidate) -> int:

@@ -38,6 +38,20 @@ def said_at_utc(at: datetime | None) -> datetime:
 
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTH_NAMES = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _NUMBERS = {
     "a": 1,
     "an": 1,
@@ -211,8 +225,7 @@ def absolute_dates(text: str, said_on: date) -> str:
 
 # What already dates a fact: a year, a month's or a weekday's name, or a relative expression.
 _DATED = re.compile(
-    r"\b(?:\d{4}|january|february|march|april|may|june|july|august|september|october"
-    r"|november|december|" + "|".join(_WEEKDAYS) + r")\b",
+    r"\b(?:\d{4}|" + "|".join((*_MONTH_NAMES, *_WEEKDAYS)) + r")\b",
     re.IGNORECASE,
 )
 
@@ -307,22 +320,6 @@ def _ahead(match: re.Match[str]) -> bool:
     if part_of:  # "by the end of the month" is to come; "since the start of it" is gone by
         return match.group(0).casefold().split()[1] == "end"
     return simple == "tomorrow" or which in ("next", "this") or bool(ahead)
-
-
-_MONTH_NAMES = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
 
 
 def names_the_day(text: str, day: date) -> bool:
