@@ -10,6 +10,7 @@ answers the replacement question as each test needs. Real PostgreSQL, real embed
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import psycopg
@@ -204,3 +205,16 @@ async def test_a_fact_about_another_named_person_is_not_put_to_the_question(
     await memory.wait_idle()
     (question,) = replacement_questions(llm)
     assert json.dumps(mum) in question
+
+
+async def test_the_questions_log_line_names_both_facts_and_their_cosine(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/consolidation.md: a person reading a run sees what each yes would close."""
+    llm.default = model(MOVE, replaces=False)
+    await store_facts(memory, "eli", "Eli lives in Paris.")
+    with caplog.at_level(logging.INFO, logger="memhub.consolidation"):
+        await memory.add("I moved to Berlin last week.", user_id="eli", timestamp=SAID)
+        await memory.wait_idle()
+    (line,) = [r.getMessage() for r in caplog.records if "replacement check" in r.getMessage()]
+    assert BERLIN in line and "for 'Eli lives in Paris.', cosine 0." in line
