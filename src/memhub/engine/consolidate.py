@@ -288,26 +288,7 @@ class Consolidator:
             found = await retrieve.candidates(
                 store, plan.scope, op.text, vector, 5, _FACTS_ONLY, False
             )
-            # the closest shown fact a yes could replace: one the guard below would refuse
-            # ("visited Berlin" for "lives in Berlin") is not worth a question, and would hide
-            # the one it could ("lives in Paris"); one far in meaning is about something else,
-            # and one about another named person is not this news's (a 1.5B let "The user's
-            # brother Halvard is staying with her" close all it knew of "the user's mum
-            # Ingeborg": heldout5's e09)
-            whom = named_subject(op.text)
-            candidate = next(
-                (
-                    c
-                    for c in sorted(found, key=_best_rank)
-                    if c.record.id in shown
-                    and c.record.id not in touched
-                    and c.vector_similarity is not None
-                    and c.vector_similarity >= REPLACES_AT_LEAST
-                    and named_subject(c.record.memory) == whom
-                    and not refusal("SUPERSEDE", c.record, op.text, op.turns, ())
-                ),
-                None,
-            )
+            candidate = _replaceable(found, op, shown, touched)
             if candidate is None:
                 continue
             closest = candidate.record
@@ -744,6 +725,31 @@ def _ground(
 
 def _holds_json(text: str | None) -> bool:
     return text is not None and next(iter_json_values(text), None) is not None
+
+
+def _replaceable(
+    found: Sequence[Candidate], op: PlannedOp, shown: set[UUID], touched: set[UUID]
+) -> Candidate | None:
+    """The closest shown fact a yes could replace. One the guard would refuse ("visited
+    Berlin" for "lives in Berlin") is not worth a question, and would hide the one it could
+    ("lives in Paris"); one far in meaning is about something else, and one about another
+    named person is not this news's (a 1.5B let "The user's brother Halvard is staying with
+    her" close all it knew of "the user's mum Ingeborg": heldout5's e09)."""
+    assert op.text is not None
+    whom = named_subject(op.text)
+    return next(
+        (
+            c
+            for c in sorted(found, key=_best_rank)
+            if c.record.id in shown
+            and c.record.id not in touched
+            and c.vector_similarity is not None
+            and c.vector_similarity >= REPLACES_AT_LEAST
+            and named_subject(c.record.memory) == whom
+            and not refusal("SUPERSEDE", c.record, op.text, op.turns, ())
+        ),
+        None,
+    )
 
 
 def _best_rank(candidate: Candidate) -> int:
