@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memhub.engine.consent import (
+    facts_clearly_asked,
     forget_request,
     forget_requests_naming_no_fact,
     supports_change,
@@ -546,3 +547,41 @@ def test_a_heading_is_the_persons_and_a_speakers_label_is_not() -> None:
     assert not forget_request("Tom Berg: please forget that I like olives.", olives)
     assert not forget_request("My sister: please forget that I like olives.", olives)
     assert not forget_request("The boss: please forget that I like olives.", olives)
+
+
+def test_a_request_naming_nothing_means_the_nearest_earlier_part_of_the_turn_naming_a_fact() -> (
+    None
+):
+    """heldout6's q06 and q09 (read after its run): a PIN said and taken back in one turn; a
+    raise "scratched", then "kinda gutted. don't keep that"."""
+    pin = (
+        "oh and my pin for the banking app is 4471, can you remember that for me? actually no "
+        "wait, forget that, terrible idea, don't keep it"
+    )
+    facts = ["The user uses Strava on morning runs.", "The user's PIN for the banking app is 4471."]
+    assert facts_clearly_asked(pin, facts) == [1]
+    assert forget_request(pin, facts[1]) and not forget_request(pin, facts[0])
+    raised = (
+        "ok scratch what I said about the raise, there's a budget freeze and it's not "
+        "happening. kinda gutted. don't keep that"
+    )
+    money = ["The user is a data analyst at the council.", "The user is getting a raise to 48k."]
+    assert facts_clearly_asked(raised, money) == [1]
+    # the nearest part that names a fact, not all the turn said before
+    home_pin = ["Ada lives in Oslo.", "Ada's PIN is 4471."]
+    assert facts_clearly_asked("I live in Oslo. My PIN is 4471. Don't keep that.", home_pin) == [1]
+    assert facts_clearly_asked("I live in Oslo. Please don't keep that.", home_pin) == [0]
+
+
+def test_a_bare_forget_it_still_points_nowhere() -> None:
+    """Only a negated keep or a polite request reaches back: "forget it" alone is "never
+    mind"; and a request whose earlier words no fact holds names nothing, not even by
+    meaning (it is not handed to the embedder)."""
+    assert not forget_request("I live in Oslo. Forget it.", "Ada lives in Oslo.")
+    assert not forget_request(
+        "I live in Oslo. Forget that, let's talk about figs.", "Lives in Oslo."
+    )
+    assert forget_request("I live in Oslo. Can you not keep that?", "Ada lives in Oslo.")
+    facts = ["Ada lives in Oslo."]
+    assert facts_clearly_asked("kinda gutted. don't keep that", facts) == []
+    assert forget_requests_naming_no_fact("kinda gutted. don't keep that", facts) == []

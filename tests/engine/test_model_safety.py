@@ -347,3 +347,30 @@ async def test_an_update_passes_the_supersede_guard_and_undo_keeps_its_id(
         events = [e["event"] for e in await memory.history(fact_id, user_id="reworded")]
         assert events == ["ADD", "UPDATE", "RESTORE"]
         assert (await memory.retired(user_id="reworded"))["results"] == []
+
+
+async def test_dont_keep_that_means_what_the_turn_said_before_it(
+    llm_settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    """heldout6's q06 and q09: "don't keep that" after a PIN or a raise. The scripted model
+    plays the 1.5B's two mistakes, an ADD of the PIN it was asked not to keep and no DELETE
+    of the raise; memhub refuses the first and retires the second (restorable) itself."""
+    pin = "my PIN for the banking app is 4471. actually no wait, terrible idea, don't keep it"
+    scratched = (
+        "scratch what I said about the raise, it's not happening. kinda gutted. don't keep that"
+    )
+    adds = ops({"op": "ADD", "text": "Ada's PIN for the banking app is 4471.", "turns": [1]})
+    llm.default = obeying({pin: lambda req: adds, scratched: lambda req: ops({"op": "NONE"})})
+    async with AsyncMemory(settings=llm_settings) as memory:
+        await store_facts(memory, "pin", "Ada runs on Sundays.")
+        await store_facts(memory, "raise", "Ada is getting a raise to 48k.", "Ada rents in Exeter.")
+        await memory.add(pin, user_id="pin")
+        await memory.add(scratched, user_id="raise")
+        await _settle(memory, "pin")
+        await _settle(memory, "raise")
+        assert await _facts(memory, "pin") == ["Ada runs on Sundays."]
+        assert await _facts(memory, "raise") == ["Ada rents in Exeter."]
+        listed = (await memory.retired(user_id="raise"))["results"]
+        listed = [r for r in listed if r["kind"] == "fact"]
+        assert [r["memory"] for r in listed] == ["Ada is getting a raise to 48k."]
+        assert listed[0]["reason"].startswith("the user asked to forget it (turn ")

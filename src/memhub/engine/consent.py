@@ -22,8 +22,10 @@ summarise or rewrite asks nothing itself.
   forgetting or keeping, and new statements ("..., I live in Oslo"); the request is tied to
   the fact only by words of its own part ("forget my job, but don't forget that I live in
   Oslo" asks to forget the job, not Oslo), or, when it names nothing itself ("..., please
-  forget it"), by the part just before it. A request taken back later in the turn
-  ("Actually no, don't.") asks nothing. The broader verbs (delete, remove, erase, scrap;
+  forget it"), by the part just before it; a negated keep or a polite request naming nothing
+  ("my PIN is 4471. actually no, don't keep it") means the nearest earlier part of its turn
+  that names a fact. A request taken back later in the turn ("Actually no, don't.") asks
+  nothing. The broader verbs (delete, remove, erase, scrap;
   borrar, supprimer, löschen ...) count only beside a memory word ("from your memory", "from
   whatever you keep", "I'd rather that wasn't stored"). A part names the content words of
   its own, not its verb ("kept") nor a polite condition ("if that's ok"). A request
@@ -408,6 +410,7 @@ class _Part:
     polite: bool
     plain: bool  # neither a request, a negation nor a verb of forgetting or keeping
     end: int  # the index of its last clause
+    verb: str  # its first clause's verb ("forget", "keep", "erase" or "")
 
 
 def _parts(clauses: list[_Clause]) -> list[_Part]:
@@ -429,7 +432,9 @@ def _parts(clauses: list[_Clause]) -> list[_Part]:
             parts[-1].words |= words
             parts[-1].end = index
             continue
-        parts.append(_Part(clause.text, words, clause.asks, clause.polite, plain, index))
+        parts.append(
+            _Part(clause.text, words, clause.asks, clause.polite, plain, index, clause.verb)
+        )
     return parts
 
 
@@ -476,21 +481,23 @@ def forget_request(turn: str, fact: str) -> bool:
     """Does ``turn`` (a user's words) ask to forget ``fact``?
 
     A clause of the person's own words must ask the assistant to forget, and its part of
-    the sentence (or, for "..., please forget it", the part just before) share a content
-    word with the fact, and nothing later in the turn take it back ("actually no, don't").
-    See the module.
+    the sentence (or, for "..., please forget it", the part just before; for "don't keep
+    that", an earlier part of the turn) share a content word with the fact, and nothing later
+    in the turn take it back ("actually no, don't"). See the module.
     """
     facts = _words(fact)
-    return bool(facts) and any(words & facts for words, _ in _requests(turn))
+    return bool(facts) and any(_object_words(r, [facts]) & facts for r in _requests(turn))
 
 
 def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]:
     """The requests to forget in ``turn`` whose words none of the ``shown`` facts holds ("please
     forget the salary figure I gave you" beside "The user is on 48k"), as their text. Which
     fact such a request means is left to meaning (consolidation compares them with the
-    embedder); one that names nothing at all ("forget it") is not among them."""
-    named = frozenset().union(*(_words(fact) for fact in shown))
-    return [text for words, text in _requests(turn) if words and not words & named]
+    embedder); one that names nothing at all ("forget it", or "don't keep that" after words
+    no fact holds) is not among them."""
+    held = [_words(fact) for fact in shown]
+    named = frozenset().union(*held)
+    return [r.text for r in _requests(turn) if r.words and not r.words & named]
 
 
 def asks_to_forget(text: str) -> bool:
@@ -501,8 +508,11 @@ def asks_to_forget(text: str) -> bool:
 
 def forgotten_words(turns: Iterable[str]) -> frozenset[str]:
     """The words the requests to forget in ``turns`` name ("that bit about what I owe on my
-    cards" names "owe" and "cards"): what no new fact of their window is to be asked for."""
-    return frozenset().union(*(words for turn in turns for words, _ in _requests(turn)))
+    cards" names "owe" and "cards"; "don't keep that" all the turn said before it): what no
+    new fact of their window is to be asked for."""
+    return frozenset().union(
+        *(r.words.union(*(w for w, _ in r.earlier)) for turn in turns for r in _requests(turn))
+    )
 
 
 def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
@@ -514,7 +524,8 @@ def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
     without a model's DELETE (:mod:`memhub.engine.forgetting`)."""
     found: list[int] = []
     held = [_words(fact) for fact in facts]
-    for words, _ in _requests(turn):
+    for request in _requests(turn):
+        words = _object_words(request, held)
         shared = [len(words & fact) for fact in held]
         best = max(shared, default=0)
         if best and (best >= 2 or shared.count(best) == 1):
@@ -527,27 +538,55 @@ def mentions(turn: str, fact: str) -> bool:
     return bool(_words(own_words(turn)) & _words(fact))
 
 
-def _requests(turn: str) -> Iterator[tuple[frozenset[str], str]]:
-    """The words and text each request to forget in ``turn`` names (its part of the sentence,
-    or the part before a bare "please forget it"), for requests not taken back later."""
+@dataclass(frozen=True)
+class _Request:
+    """A request to forget: the words and text of what it names. One naming nothing that
+    points back ("actually no wait, don't keep it") holds the turn's earlier parts instead,
+    nearest first, as (words, text); :func:`_object_words` picks the one it means."""
+
+    words: frozenset[str]
+    text: str
+    earlier: tuple[tuple[frozenset[str], str], ...] = ()
+
+
+def _object_words(request: _Request, held: Iterable[frozenset[str]]) -> frozenset[str]:
+    """What ``request`` names: its own words, or, for one pointing back, the words of the
+    nearest earlier part of its turn that shares a word with one of ``held`` (facts' words).
+    "My PIN is 4471. kinda silly. don't keep that" means the PIN, not the silliness."""
+    if request.words or not request.earlier:
+        return request.words
+    held = list(held)
+    return next((w for w, _ in request.earlier if any(w & fact for fact in held)), frozenset())
+
+
+def _requests(turn: str) -> Iterator[_Request]:
+    """The requests to forget in ``turn`` not taken back later, each with what it names: its
+    part of the sentence, or the part before a bare "please forget it"; a negated keep or a
+    polite request naming nothing ("don't keep that") points back at the turn's earlier
+    parts."""
     sentences = [
         _clauses(sentence, question)
         for sentence, question in _sentences(own_words(turn))
         if not _reports(sentence)
     ]
+    earlier: list[tuple[frozenset[str], str]] = []  # the turn's statements so far
     for position, clauses in enumerate(sentences):
         parts = _parts(clauses)
         for index, part in enumerate(parts):
             if not part.asks:
+                if part.words:
+                    earlier.append((frozenset(part.words), part.text))
                 continue
             words, text = part.words, part.text
             if not words and part.polite and index and parts[index - 1].plain:
                 # "that thing about Paris, please forget it"
                 words, text = parts[index - 1].words, parts[index - 1].text
+            points_back = not words and (part.polite or part.verb == "keep")
             later = [c.text for c in clauses[part.end + 1 :]]
             later += [c.text for rest in sentences[position + 1 :] for c in rest]
             if not _taken_back(clauses[part.end].text, later):
-                yield frozenset(words), text
+                back = tuple(reversed(earlier)) if points_back else ()
+                yield _Request(frozenset(words), text, back)
 
 
 _FIRST_PERSON = re.compile(
