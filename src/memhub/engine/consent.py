@@ -25,11 +25,11 @@ summarise or rewrite asks nothing itself.
   forget it"), by the part just before it; a negated keep or a polite request naming nothing
   ("my PIN is 4471. actually no, don't keep it") means the nearest earlier part of its turn
   that names a fact. A request taken back later in the turn ("Actually no, don't.") asks
-  nothing. The broader verbs (delete, remove, erase, scrap;
-  borrar, supprimer, löschen ...) count only beside a memory word ("from your memory", "from
-  whatever you keep", "I'd rather that wasn't stored"). A part names the content words of
-  its own, not its verb ("kept") nor a polite condition ("if that's ok"). A request
-  whose words no shown fact holds ("the salary figure I gave you") is handed to consolidation
+  nothing. The broader verbs (delete, remove, erase, scrap; borrar, supprimer, löschen ...)
+  count only beside a memory word ("from your memory", "from whatever you keep", "I'd
+  rather that wasn't stored"). A part names the content words of its own, not its verb
+  ("kept") nor a polite condition ("if that's ok"). A request whose words no shown fact
+  holds ("the salary figure I gave you") is handed to consolidation
   (:func:`forget_requests_naming_no_fact`), which ties it by meaning with the embedder.
 * **supersede** (:func:`supports_change`): a statement of the person's own words (not a
   question) carries the new fact's news (a content word the old one lacks, or its negation)
