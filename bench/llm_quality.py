@@ -60,6 +60,7 @@ SETS = {
     "heldout4": Path(__file__).parent / "llm_set" / "heldout4.json",
     "heldout5": Path(__file__).parent / "llm_set" / "heldout5.json",
     "heldout6": Path(__file__).parent / "llm_set" / "heldout6.json",
+    "heldout7": Path(__file__).parent / "llm_set" / "heldout7.json",
 }
 CATEGORIES = (
     "supported",
