@@ -77,6 +77,23 @@ def test_the_statements_no_fact_covers_are_the_uncovered_sentences() -> None:
     assert uncovered(THREE, written).sentences == ()
 
 
+def test_a_clause_mostly_unwritten_is_asked_and_an_answer_may_add_to_a_written_one() -> None:
+    """heldout6's q02 and q01 (read after its run): "fintech" in a written fact covered "the
+    fintech lets me work fully remote", and "The user has been doing nights on the cardiac
+    ward ... since 2019" was refused for holding no word of the unwritten clauses."""
+    remote = "I'm keeping my job, the fintech lets me work fully remote"
+    written = ["The user is keeping their job.", "The user is a UX designer at a fintech."]
+    gap = uncovered(remote, written)
+    assert gap.sentences == (remote,)
+    assert gap.answered_by("The user works fully remotely.")
+    assert not gap.answered_by("The user is keeping their job at the fintech.")
+    assert uncovered(remote, [*written, "The user works fully remote."]).sentences == ()
+    nights = "been doing nights on the cardiac ward at the Royal Infirmary since 2019, eating is all over"
+    gap = uncovered(nights, ["The user works nights at the Royal Infirmary."])
+    assert gap.answered_by("The user has been on the cardiac ward since 2019.")
+    assert not gap.answered_by("The user works nights at the infirmary.")
+
+
 def test_a_line_without_a_stop_does_not_run_into_the_next() -> None:
     # a turn written as lines: the written line must not cover the unwritten one with it
     turn = "My sister Mira is a vet in Leeds\nWe adopted a puppy called Rex"

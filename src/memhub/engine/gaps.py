@@ -3,8 +3,8 @@
 A 1.5B model writes one or two facts for a turn that states three or four ("my sister is a
 vet, we got a puppy, and we're moving to Leeds": it keeps one), and now and then none that
 survive the guards. After the consolidation call, each user turn is read clause by clause
-(:func:`uncovered`); a clause of two or more content words that shares none with any
-accepted fact citing that turn is a statement still unwritten. The model is then asked one
+(:func:`uncovered`); a clause of two or more content words, most of which no accepted fact
+citing that turn holds, is a statement still unwritten. The model is then asked one
 short question about just the sentences holding such clauses (:func:`ask`), and every fact it
 gives goes through exactly the guards an ADD of the first call goes through (the caller,
 :mod:`memhub.engine.consolidate`, does that). A turn with nothing uncovered costs nothing.
@@ -57,7 +57,8 @@ def _clauses(sentence: str) -> list[str]:
 @dataclass(frozen=True)
 class Gap:
     """What of a user turn no fact covers: the sentences to ask about, and the content words
-    of their uncovered clauses (a fact of the answer must hold one of them)."""
+    of their statements no fact holds (a fact of the answer must hold one of them: "has been
+    on the cardiac ward since 2019" beside a written "works nights at the Royal Infirmary")."""
 
     sentences: tuple[str, ...]
     words: frozenset[str]
@@ -89,8 +90,9 @@ def uncovered(
     forgotten: frozenset[str] = frozenset(),
 ) -> Gap:
     """The sentences of ``turn`` (a user's, its questions about the world left out) with a
-    clause of at least ``MIN_CONTENT_WORDS`` content words, chatter aside, none of which any
-    of ``facts`` (the accepted facts citing the turn) holds. No sentence holding a word of
+    clause of at least ``MIN_CONTENT_WORDS`` content words, chatter aside, most of which none
+    of ``facts`` (the accepted facts citing the turn) holds; an answer must hold a word of
+    their statements that none of ``facts`` holds. No sentence holding a word of
     ``forgotten`` (what the window's requests to forget name: ``consent.forgotten_words``) is
     asked about; of a sentence that itself asks to forget, only its clauses naming none of
     what a request names, shown alone ("forget what I said about Kofi and the gambling, and
@@ -106,17 +108,23 @@ def uncovered(
         asks = asks_to_forget(sentence)
         if not asks and content_words(sentence, names) & forgotten:
             continue
-        statements = []
+        statements, unwritten = [], set[str]()
         for clause in _clauses(sentence):
             said = content_words(clause, names) - _CHATTER_STEMS
             if said & forgotten or (asks and asks_to_forget(clause)):
                 continue  # what a request names, or the request itself
-            if len(said) >= MIN_CONTENT_WORDS and not said & written:
-                words |= said
+            if len(said) < MIN_CONTENT_WORDS:
+                continue  # no statement ("and the gambling")
+            fresh = said - written
+            unwritten |= fresh
+            # mostly unwritten: "I'm keeping my job, the fintech lets me work fully remote"
+            # beside "is a UX designer at a fintech" still states the remote work
+            if len(fresh) >= MIN_CONTENT_WORDS and 2 * len(fresh) > len(said):
                 statements.append(clause.strip())
         shown = ", ".join(statements) if asks else sentence.strip()
         if statements and shown not in found:
             found.append(shown)
+            words |= unwritten
     return Gap(tuple(found), frozenset(words))
 
 
