@@ -16,7 +16,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from memhub import AsyncMemory, MemhubSettings
+from memhub.engine.prompts import TRANSLATION_SYSTEM
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import store_facts
 from tests.engine.test_model_safety import (
@@ -330,3 +333,48 @@ async def test_no_question_is_put_without_a_request_or_a_close_fact(
             await _settle(memory, who)
             assert await _facts(memory, who) == sorted([OLIVES, JOB])
     assert not [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+
+
+INTERVIEW = "The user has an interview at Brightline Logistics on Thursday."
+
+
+def _translating(english: str | None) -> Any:
+    """A model that proposes no DELETE, renders a request in English as ``english`` (None: an
+    answer with no English), and says yes to the one question about a fact."""
+
+    def answer(request: dict[str, Any]) -> str:
+        if request["messages"][0]["content"].startswith(TRANSLATION_SYSTEM[:40]):
+            return json.dumps({"english": english} if english else {})
+        if "<request>" in str(request["messages"][-1]["content"]):
+            return json.dumps({"forget": True})
+        return ops({"op": "NONE"})
+
+    return answer
+
+
+@pytest.mark.parametrize("english", ["hey, forget the interview thing, ok?", None])
+async def test_a_request_in_another_language_is_read_in_english_to_find_the_fact_it_means(
+    llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
+    llm: ScriptedOpenAIServer,
+    english: str | None,
+) -> None:
+    """heldout6's q03 (read after its run): "olvida lo de la entrevista" names no English fact
+    by a word, and the embedder, English only, finds none close enough. The model's English
+    points the one question at the interview; with no English, nothing is asked or retired."""
+    llm.default = _translating(english)
+    said = "didn't get it, oh well. oye, olvida lo de la entrevista, ¿vale?"
+    async with AsyncMemory(settings=llm_settings) as memory:
+        await store_facts(memory, "es", INTERVIEW, OLIVES, JOB)
+        await memory.add([{"role": "user", "content": said}], user_id="es")
+        await _settle(memory, "es")
+        kept = await _facts(memory, "es")
+    translations = [r for r in llm.chat_requests if "Translate the request" in json.dumps(r.json)]
+    # one question (an unusable answer gets the model layer's one repair)
+    assert len(translations) == (1 if english else 2)
+    assert all("entrevista" in json.dumps(r.json) for r in translations)
+    asked = [r for r in llm.chat_requests if "<stored_fact>" in json.dumps(r.json)]
+    if english:
+        assert kept == sorted([OLIVES, JOB])
+        assert len(asked) == 1 and INTERVIEW in json.dumps(asked[0].json)
+    else:
+        assert kept == sorted([INTERVIEW, OLIVES, JOB]) and not asked

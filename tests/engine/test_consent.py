@@ -8,6 +8,7 @@ from memhub.engine.consent import (
     facts_clearly_asked,
     forget_request,
     forget_requests_naming_no_fact,
+    in_another_language,
     supports_change,
 )
 
@@ -585,3 +586,39 @@ def test_a_bare_forget_it_still_points_nowhere() -> None:
     facts = ["Ada lives in Oslo."]
     assert facts_clearly_asked("kinda gutted. don't keep that", facts) == []
     assert forget_requests_naming_no_fact("kinda gutted. don't keep that", facts) == []
+
+
+def test_a_request_in_spanish_french_or_german_is_told_from_one_in_english() -> None:
+    """Which requests naming no fact are first put into English (engine/forgetting.in_english):
+    the embedder that ties them to a fact by meaning knows English only."""
+    facts = ["The user has an interview at Brightline Logistics."]
+    foreign = [
+        "oye, olvida lo de la entrevista, ¿vale?",
+        "Oublie ce que je t'ai dit sur mon régime, s'il te plaît.",
+        "kannst du bitte vergessen, dass ich ADHS habe?",
+        "vergiss bitte, was ich dir über meine Diät gesagt habe",
+    ]
+    english = [
+        "Please forget the health thing I mentioned.",
+        "I'd prefer you didn't hang on to the medication thing from before.",
+        "Don't keep the money stuff.",
+    ]
+    for said, other in [(s, True) for s in foreign] + [(s, False) for s in english]:
+        (request,) = forget_requests_naming_no_fact(said, facts)
+        assert in_another_language(request) is other, said
+
+
+def test_what_the_person_told_the_assistant_in_french_or_german_is_their_own_request() -> None:
+    """ "ce que je t'ai dit" and "was ich dir ... gesagt habe" report the person's own telling,
+    as "what I told you" does: the request stands and names its object, not the telling."""
+    diet = "Ada's diet: she avoids gluten."
+    for said in [
+        "Oublie ce que je t'ai dit sur mon régime, s'il te plaît.",
+        "Oubliez ce que je vous ai dit sur mon régime.",
+        "Vergiss bitte, was ich dir über meine Diät gesagt habe.",
+    ]:
+        (request,) = forget_requests_naming_no_fact(said, [diet])
+        assert "regim" in request or "diat" in request, said
+    # someone else's telling is still reported speech
+    assert not forget_requests_naming_no_fact("Ma soeur m'a dit: oublie mon régime.", [diet])
+    assert not forget_requests_naming_no_fact("Mein Chef hat gesagt, vergiss die Diät.", [diet])

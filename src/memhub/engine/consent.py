@@ -61,6 +61,7 @@ __all__ = [
     "facts_clearly_asked",
     "forget_request",
     "forget_requests_naming_no_fact",
+    "in_another_language",
     "mentions",
     "own_words",
     "supports_change",
@@ -80,6 +81,7 @@ _OTHER_WORDS = frozenset(
     der die das den dem des ein eine einen einem einer und oder aber mit ohne für von zu zur
     zum in im ist sind war bin bist mein meine meinen meiner dein deine deinen ich du er sie
     es wir ihr sich dass nicht nur auch sehr alles bitte mehr jetzt dir mir
+    sobre dije dicho contado ai avais sur dit raconté über gesagt erzählt
     forget forgets forgot forgotten forgetting delete deleted remove removed erase erased wipe
     drop purge unlearn remember remembering memory memories know knows knew keep keeping store
     stored storing save retain anymore longer rather prefer need needs want wish hope please
@@ -356,7 +358,7 @@ _CLAUSE_BREAK = re.compile(
     r"|cependant|pourtant|aber|sondern|jedoch|ausser)\b)"
 )
 # A subordinate clause ("..., that I ...") belongs to the clause before it.
-_SUBORDINATE = re.compile(r",\s*(?=(?:that|que|dass|qu'|where|donde|ou|wo)\b)")
+_SUBORDINATE = re.compile(r",\s*(?=(?:that|que|dass|qu'|where|donde|ou|wo|was)\b)")
 # "Forget this: I like olives": what follows the colon is the request's object.
 _OBJECT_COLON = re.compile(
     r"\b(?:this|that|the following|esto|eso|lo siguiente|ceci|cela|ca|das|dies|folgendes)\s*:"
@@ -367,6 +369,9 @@ _REPORTING = re.compile(rf"\b(?:{_REPORT_VERBS})\b")
 _SELF = re.compile(
     r"\b(?:i|i've|i have|i had|je|j'ai|yo|ich|ich habe)\s+"
     r"(?:(?!(?:was|were|been|got|get|am|wurde|ete)\b)\w+\s+)?$"
+    # told to the assistant, the verb after its object or at the end: "ce que je t'ai dit",
+    # "je vous ai dit", "was ich dir über meine Diät gesagt habe"
+    r"|\b(?:je|ich)\s+(?:t'\w+|vous|dir|ihnen|euch)(?:\s+[\w']+){0,4}\s+$"
 )
 
 
@@ -498,6 +503,21 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
     held = [_words(fact) for fact in shown]
     named = frozenset().union(*held)
     return [r.text for r in _requests(turn) if r.words and not r.words & named]
+
+
+# The verbs of a request in English; any other that _VERB finds is Spanish, French or German.
+_ENGLISH_VERB = re.compile(
+    r"forget|forgets|forgot|forgotten|unlearn|remember\w*|keep\w*|kept|stor\w*|sav\w*"
+    r"|retain\w*|hold\w*|hang\w*|track\w*|delete|remove|erase|wipe|drop|purge|clear|scrap"
+    r"|scratch|ditch"
+)
+
+
+def in_another_language(request: str) -> bool:
+    """Is ``request`` (a request's text, as :func:`forget_requests_naming_no_fact` gives it)
+    asked with a Spanish, French or German verb ("olvida lo de la entrevista")?"""
+    verb = _VERB.search(request)
+    return verb is not None and _ENGLISH_VERB.fullmatch(verb.group(0).split()[0]) is None
 
 
 def asks_to_forget(text: str) -> bool:

@@ -338,8 +338,10 @@ class Consolidator:
             log.warning("consolidation answer refused: %s", exc)
             self._refuse(plan, "REFUSED_UNPARSABLE")
             return exc.usage, []
-        # no request to forget naming no fact by a word: nothing embedded
-        meant = await forgetting.meant(self.embedder, shown_turns, texts, facts)
+        # no request to forget naming no fact by a word: nothing embedded nor translated
+        asks = forgetting.requests_naming_no_fact(shown_turns, texts, facts)
+        translated, english = await forgetting.in_english(self.llm, [r for _, r in asks])
+        meant = await forgetting.meant(self.embedder, shown_turns, texts, facts, english)
         try:
             ops = plan_operations(
                 result.value, facts, shown_turns, self.max_removals, plan.refused, meant
@@ -350,7 +352,7 @@ class Consolidator:
         checked = await self._with_meant_requests(ops, facts, shown_turns, texts, meant)
         ops = self._grounded(plan, ops, shown_turns, texts, custom, [f.memory for f in facts])
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
-        spent += checked
+        spent += checked + translated
         ops += filled
         away = forgetting.asked_away(shown_turns, texts, facts, ops)  # refused, with why
         for index in sorted(away):

@@ -16,6 +16,7 @@ and "will ask for a raise") need no margin between them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 from uuid import UUID
@@ -27,13 +28,28 @@ from memhub.engine.consent import (
     facts_clearly_asked,
     forget_request,
     forget_requests_naming_no_fact,
+    in_another_language,
     mentions,
 )
 from memhub.engine.grounding import says_again
+from memhub.engine.prompts import TranslationReply, translation_messages
 from memhub.engine.text import turn_text
+from memhub.errors import ProviderError
+from memhub.llm import LLM
+from memhub.llm.base import UnusableAnswerError, Usage
 from memhub.store.records import MemoryRecord, Turn
 
-__all__ = ["Proposed", "asked_away", "asked_to_forget", "asking", "meant"]
+__all__ = [
+    "Proposed",
+    "asked_away",
+    "asked_to_forget",
+    "asking",
+    "in_english",
+    "meant",
+    "requests_naming_no_fact",
+]
+
+log = logging.getLogger("memhub.consolidation")
 
 # A request naming no fact by a word means the closest shown fact when its cosine (default
 # embedder) is at least this: set on the five such requests of bench/llm_set/heldout2.json
@@ -45,26 +61,59 @@ __all__ = ["Proposed", "asked_away", "asked_to_forget", "asking", "meant"]
 MEANT_AT_LEAST = 0.15
 
 
-async def meant(
-    embedder: Embedder,
-    turns: Sequence[Turn],
-    texts: Mapping[int, str],
-    facts: Sequence[MemoryRecord],
-) -> dict[int, UUID]:
-    """For each user turn asking to forget something no shown fact names by a word ("the
-    salary figure I gave you"), the shown fact it means: the closest by the embedder, if at
-    least ``MEANT_AT_LEAST``, among the facts the turn does not name itself ("forget my old
-    job, but don't forget that I live in Oslo" never means Oslo). No request, no embedding."""
+def requests_naming_no_fact(
+    turns: Sequence[Turn], texts: Mapping[int, str], facts: Sequence[MemoryRecord]
+) -> list[tuple[int, str]]:
+    """Each user turn's requests to forget that no shown fact names by a word, as (turn id,
+    the request's text)."""
     shown = [f.memory for f in facts]
-    asks = [
+    return [
         (turn.id, request)
         for turn in turns
         if turn.role == "user"
         for request in forget_requests_naming_no_fact(texts.get(turn.id, ""), shown)
     ]
+
+
+async def in_english(llm: LLM, requests: Sequence[str]) -> tuple[Usage, dict[str, str]]:
+    """The English of each of ``requests`` asked in Spanish, French or German, by one short
+    question each (logged), and what they cost. The embedder knows English only: "olvida lo de
+    la entrevista" is 0.145 from "has an interview at Brightline", under ``MEANT_AT_LEAST``.
+    A failed or unusable answer leaves the request as it was said."""
+    usage, found = Usage(), dict[str, str]()
+    for request in dict.fromkeys(r for r in requests if in_another_language(r)):
+        try:
+            answer = await llm.generate_structured(translation_messages(request), TranslationReply)
+        except ProviderError as exc:
+            log.info("translation of %r skipped: %s", request, exc)
+            usage += exc.usage if isinstance(exc, UnusableAnswerError) else Usage()
+            continue
+        usage += answer.usage
+        if answer.value.english.strip():
+            found[request] = answer.value.english.strip()
+            log.info("request %r read in English as %r", request, found[request])
+    return usage, found
+
+
+async def meant(
+    embedder: Embedder,
+    turns: Sequence[Turn],
+    texts: Mapping[int, str],
+    facts: Sequence[MemoryRecord],
+    english: Mapping[str, str] | None = None,
+) -> dict[int, UUID]:
+    """For each user turn asking to forget something no shown fact names by a word ("the
+    salary figure I gave you"), the shown fact it means: the closest by the embedder to the
+    request (in ``english``, where it was asked in another language: :func:`in_english`), if
+    at least ``MEANT_AT_LEAST``, among the facts the turn does not name itself ("forget my old
+    job, but don't forget that I live in Oslo" never means Oslo). No request, no embedding."""
+    shown = [f.memory for f in facts]
+    asks = requests_naming_no_fact(turns, texts, facts)
     if not asks or not facts:
         return {}
-    vectors = np.asarray(await embedder.embed([r for _, r in asks] + shown), np.float32)
+    english = english or {}
+    worded = [english.get(r, r) for _, r in asks]
+    vectors = np.asarray(await embedder.embed(worded + shown), np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     requests, candidates = vectors[: len(asks)], vectors[len(asks) :]
     found: dict[int, UUID] = {}
