@@ -94,6 +94,17 @@ def test_a_clause_mostly_unwritten_is_asked_and_an_answer_may_add_to_a_written_o
     assert not gap.answered_by("The user works nights at the infirmary.")
 
 
+def test_the_log_says_why_an_answer_is_refused() -> None:
+    gap = uncovered(THREE, ["The user's sister Mira is a vet in Leeds."])
+    said_on = date(2023, 1, 10)
+    assert gap.refusal("The user started pottery on January 10, 2023.", (), said_on) == (
+        "names the day it was said on"
+    )
+    assert gap.refusal("The user said they started pottery.") == "reports the conversation"
+    assert gap.refusal("The user's sister is a vet.") == "not of the unwritten statements"
+    assert gap.refusal("The user does pottery.", (), said_on) is None
+
+
 def test_a_line_without_a_stop_does_not_run_into_the_next() -> None:
     # a turn written as lines: the written line must not cover the unwritten one with it
     turn = "My sister Mira is a vet in Leeds\nWe adopted a puppy called Rex"

@@ -473,10 +473,9 @@ class Consolidator:
                 fresh = [PlannedOp("ADD", None, a, (turn,)) for a in answers]
                 for op in self._grounded(plan, fresh, turns, texts, custom, known, GAP_SYSTEM):
                     text = op.text or ""
-                    fits = gap.answered_by(text, names, said.said_at.date())
-                    if not fits or says_again(text, written, names):
-                        why = "already known" if fits else "not of the unwritten statements"
-                        log.info("the question's fact %r refused: %s", text, why)
+                    why = gap.refusal(text, names, said.said_at.date())
+                    if why or says_again(text, written, names):
+                        log.info("the question's fact %r refused: %s", text, why or "already known")
                         self._refuse(plan, "REFUSED_ALREADY_KNOWN")
                         continue
                     added.append(op)

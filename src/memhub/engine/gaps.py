@@ -70,9 +70,19 @@ class Gap:
         rather than of the conversation ("The user said hello." reports a turn) or of the day
         it was said on ("The user's shift ended on 2023-01-10." said that evening: the
         second question's answers held such passing news, which no one labels a fact)."""
+        return self.refusal(fact, names, said_on) is None
+
+    def refusal(
+        self, fact: str, names: Iterable[str] = (), said_on: date | None = None
+    ) -> str | None:
+        """Why ``fact`` does not answer the question (:meth:`answered_by`), for the log."""
         if said_on is not None and names_the_day(fact, said_on):
-            return False
-        return bool(content_words(fact, tuple(names)) & self.words) and not _REPORTS.match(fact)
+            return "names the day it was said on"
+        if _REPORTS.match(fact):
+            return "reports the conversation"
+        if not content_words(fact, tuple(names)) & self.words:
+            return "not of the unwritten statements"
+        return None
 
 
 # A "fact" that reports the conversation rather than the person.
