@@ -362,7 +362,8 @@ async def test_a_request_in_another_language_is_read_in_english_to_find_the_fact
     by a word, and the embedder, English only, finds none close enough. The model's English
     points the one question at the interview; with no English, nothing is asked or retired."""
     llm.default = _translating(english)
-    said = "didn't get it, oh well. oye, olvida lo de la entrevista, ¿vale?"
+    # the turn names the interview's company in a statement, which does not keep the fact
+    said = "didn't get the Brightline one, oh well. oye, olvida lo de la entrevista, ¿vale?"
     async with AsyncMemory(settings=llm_settings) as memory:
         await store_facts(memory, "es", INTERVIEW, OLIVES, JOB)
         await memory.add([{"role": "user", "content": said}], user_id="es")

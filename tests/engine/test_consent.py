@@ -9,6 +9,7 @@ from memhub.engine.consent import (
     forget_request,
     forget_requests_naming_no_fact,
     in_another_language,
+    keeps,
     supports_change,
 )
 
@@ -622,3 +623,12 @@ def test_what_the_person_told_the_assistant_in_french_or_german_is_their_own_req
     # someone else's telling is still reported speech
     assert not forget_requests_naming_no_fact("Ma soeur m'a dit: oublie mon régime.", [diet])
     assert not forget_requests_naming_no_fact("Mein Chef hat gesagt, vergiss die Diät.", [diet])
+
+
+def test_what_a_turn_keeps_is_what_a_verb_of_keeping_or_a_negated_forget_names() -> None:
+    """A request by meaning never means a fact the same turn asks to keep; a fact the turn
+    only states something about may be the one it means (heldout6's q03)."""
+    assert keeps("Forget my old job, but don't forget that I live in Oslo.", "Ada lives in Oslo.")
+    assert keeps("Please remember my birthday is in May, and forget the rest.", "Birthday: May.")
+    said = "didn't get the Brightline one, oh well. oye, olvida lo de la entrevista, ¿vale?"
+    assert not keeps(said, "The user has an interview at Brightline Logistics.")

