@@ -338,12 +338,18 @@ async def test_no_question_is_put_without_a_request_or_a_close_fact(
 INTERVIEW = "The user has an interview at Brightline Logistics on Thursday."
 
 
+STORED_ANYWHERE = "no quiero que quede guardado en ningún sitio"
+
+
 def _translating(english: str | None) -> Any:
-    """A model that proposes no DELETE, renders a request in English as ``english`` (None: an
-    answer with no English), and says yes to the one question about a fact."""
+    """A model that proposes no DELETE, renders the interview request in English as
+    ``english`` (None: an answer with no English) and the other as "I don't want my job
+    stored anywhere", and says yes to the one question about a fact."""
 
     def answer(request: dict[str, Any]) -> str:
         if request["messages"][0]["content"].startswith(TRANSLATION_SYSTEM[:40]):
+            if "entrevista" not in json.dumps(request["messages"], ensure_ascii=False):
+                return json.dumps({"english": "I don't want my job stored anywhere"})
             return json.dumps({"english": english} if english else {})
         if "<request>" in str(request["messages"][-1]["content"]):
             return json.dumps({"forget": True})
@@ -362,20 +368,25 @@ async def test_a_request_in_another_language_is_read_in_english_to_find_the_fact
     by a word, and the embedder, English only, finds none close enough. The model's English
     points the one question at the interview; with no English, nothing is asked or retired."""
     llm.default = _translating(english)
-    # the turn names the interview's company in a statement, which does not keep the fact
-    said = "didn't get the Brightline one, oh well. oye, olvida lo de la entrevista, ¿vale?"
+    # the turn names the interview's company in a statement, which does not keep the fact;
+    # its second request, closest to the job, does not outvote the first's closer interview
+    said = (
+        "didn't get the Brightline one, oh well. oye, olvida lo de la entrevista, ¿vale? "
+        f"{STORED_ANYWHERE}"
+    )
     async with AsyncMemory(settings=llm_settings) as memory:
         await store_facts(memory, "es", INTERVIEW, OLIVES, JOB)
         await memory.add([{"role": "user", "content": said}], user_id="es")
         await _settle(memory, "es")
         kept = await _facts(memory, "es")
     translations = [r for r in llm.chat_requests if "Translate the request" in json.dumps(r.json)]
-    # one question (an unusable answer gets the model layer's one repair)
-    assert len(translations) == (1 if english else 2)
-    assert all("entrevista" in json.dumps(r.json) for r in translations)
+    # one question each (an unusable answer gets the model layer's one repair)
+    assert len(translations) == (2 if english else 3)
+    assert sum("entrevista" in json.dumps(r.json) for r in translations) == len(translations) - 1
     asked = [r for r in llm.chat_requests if "<stored_fact>" in json.dumps(r.json)]
     if english:
         assert kept == sorted([OLIVES, JOB])
         assert len(asked) == 1 and INTERVIEW in json.dumps(asked[0].json)
-    else:
-        assert kept == sorted([INTERVIEW, OLIVES, JOB]) and not asked
+    else:  # the job is closest to "stored anywhere": asked, and the scripted yes retires it
+        assert kept == sorted([INTERVIEW, OLIVES])
+        assert len(asked) == 1 and JOB in json.dumps(asked[0].json)

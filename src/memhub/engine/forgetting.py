@@ -103,12 +103,16 @@ async def meant(
     english: Mapping[str, str] | None = None,
 ) -> dict[int, UUID]:
     """For each user turn asking to forget something no shown fact names by a word ("the
-    salary figure I gave you"), the shown fact it means: the closest by the embedder to the
-    request (in ``english``, where it was asked in another language: :func:`in_english`), if
-    at least ``MEANT_AT_LEAST``, among the facts the turn does not ask to keep ("forget my old
-    job, but don't forget that I live in Oslo" never means Oslo; "didn't get the Brightline
-    one. olvida lo de la entrevista" may mean the Brightline interview: heldout6's q03, read
-    after its run). No request, no embedding."""
+    salary figure I gave you"), the shown fact it means: the one closest by the embedder to
+    one of the turn's requests (in ``english`` where asked in another language:
+    :func:`in_english`), if at least ``MEANT_AT_LEAST``.
+
+    The closest pair of all the turn's requests decides: "olvida lo de la entrevista" (0.46 to
+    the interview) is not outvoted by the "no quiero que quede guardado en ningún sitio" after
+    it (0.20 to the job). A fact the turn asks to keep is never meant ("forget my old job, but
+    don't forget that I live in Oslo"); one it only states something about may be
+    ("didn't get the Brightline one. olvida lo de la entrevista": heldout6's q03, read after
+    its run). No request, no embedding."""
     shown = [f.memory for f in facts]
     asks = requests_naming_no_fact(turns, texts, facts)
     if not asks or not facts:
@@ -118,14 +122,15 @@ async def meant(
     vectors = np.asarray(await embedder.embed(worded + shown), np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     requests, candidates = vectors[: len(asks)], vectors[len(asks) :]
-    found: dict[int, UUID] = {}
+    found: dict[int, tuple[float, UUID]] = {}  # a turn's closest pair of all its requests
     for (turn_id, _), request in zip(asks, requests, strict=True):
         said = texts.get(turn_id, "")
         open_ = [i for i, f in enumerate(facts) if not keeps(said, f.memory)]
         closest = max(open_, key=lambda i: float(candidates[i] @ request), default=None)
-        if closest is not None and float(candidates[closest] @ request) >= MEANT_AT_LEAST:
-            found[turn_id] = facts[closest].id
-    return found
+        score = -1.0 if closest is None else float(candidates[closest] @ request)
+        if closest is not None and score >= max(MEANT_AT_LEAST, found.get(turn_id, (-1.0,))[0]):
+            found[turn_id] = (score, facts[closest].id)
+    return {turn_id: fact_id for turn_id, (_, fact_id) in found.items()}
 
 
 def asking(
