@@ -500,8 +500,7 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
     fact such a request means is left to meaning (consolidation compares them with the
     embedder); one that names nothing at all ("forget it", or "don't keep that" after words
     no fact holds) is not among them."""
-    held = [_words(fact) for fact in shown]
-    named = frozenset().union(*held)
+    named = frozenset().union(*(_words(fact) for fact in shown))
     return [r.text for r in _requests(turn) if r.words and not r.words & named]
 
 

@@ -341,7 +341,7 @@ class Consolidator:
         # no request to forget naming no fact by a word: nothing embedded nor translated
         asks = forgetting.requests_naming_no_fact(shown_turns, texts, facts)
         translated, english = await forgetting.in_english(self.llm, [r for _, r in asks])
-        meant = await forgetting.meant(self.embedder, shown_turns, texts, facts, english)
+        meant = await forgetting.meant(self.embedder, asks, texts, facts, english)
         try:
             ops = plan_operations(
                 result.value, facts, shown_turns, self.max_removals, plan.refused, meant

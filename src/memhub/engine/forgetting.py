@@ -97,15 +97,15 @@ async def in_english(llm: LLM, requests: Sequence[str]) -> tuple[Usage, dict[str
 
 async def meant(
     embedder: Embedder,
-    turns: Sequence[Turn],
+    asks: Sequence[tuple[int, str]],
     texts: Mapping[int, str],
     facts: Sequence[MemoryRecord],
     english: Mapping[str, str] | None = None,
 ) -> dict[int, UUID]:
     """For each user turn asking to forget something no shown fact names by a word ("the
-    salary figure I gave you"), the shown fact it means: the one closest by the embedder to
-    one of the turn's requests (in ``english`` where asked in another language:
-    :func:`in_english`), if at least ``MEANT_AT_LEAST``.
+    salary figure I gave you"; ``asks``: :func:`requests_naming_no_fact`), the shown fact it
+    means: the one closest by the embedder to one of the turn's requests (in ``english``
+    where asked in another language: :func:`in_english`), if at least ``MEANT_AT_LEAST``.
 
     The closest pair of all the turn's requests decides: "olvida lo de la entrevista" (0.46 to
     the interview) is not outvoted by the "no quiero que quede guardado en ningún sitio" after
@@ -114,7 +114,6 @@ async def meant(
     ("didn't get the Brightline one. olvida lo de la entrevista": heldout6's q03, read after
     its run). No request, no embedding."""
     shown = [f.memory for f in facts]
-    asks = requests_naming_no_fact(turns, texts, facts)
     if not asks or not facts:
         return {}
     english = english or {}
