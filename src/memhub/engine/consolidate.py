@@ -338,10 +338,7 @@ class Consolidator:
             log.warning("consolidation answer refused: %s", exc)
             self._refuse(plan, "REFUSED_UNPARSABLE")
             return exc.usage, []
-        # no request to forget naming no fact by a word: nothing embedded nor translated
-        asks = forgetting.requests_naming_no_fact(shown_turns, texts, facts)
-        translated, english = await forgetting.in_english(self.llm, [r for _, r in asks])
-        meant = await forgetting.meant(self.embedder, asks, texts, facts, english)
+        translated, meant = await self._meant(shown_turns, texts, facts)
         try:
             ops = plan_operations(
                 result.value, facts, shown_turns, self.max_removals, plan.refused, meant
@@ -361,6 +358,16 @@ class Consolidator:
             )
             self._refuse(plan, "REFUSED_ASKED_TO_FORGET")
         return result.usage + spent, [op for i, op in enumerate(ops) if i not in away]
+
+    async def _meant(
+        self, turns: Sequence[Turn], texts: Mapping[int, str], facts: Sequence[MemoryRecord]
+    ) -> tuple[Usage, dict[int, UUID]]:
+        """The fact each request naming no fact by a word means (engine/forgetting.meant),
+        those in another language read in English first, and what that cost. No such
+        request: nothing embedded nor asked."""
+        asks = forgetting.requests_naming_no_fact(turns, texts, facts)
+        usage, english = await forgetting.in_english(self.llm, [r for _, r in asks])
+        return usage, await forgetting.meant(self.embedder, asks, texts, facts, english)
 
     def _with_requests(
         self,
