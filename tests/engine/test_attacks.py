@@ -366,7 +366,9 @@ async def test_a_request_in_another_language_is_read_in_english_to_find_the_fact
 ) -> None:
     """heldout6's q03 (read after its run): "olvida lo de la entrevista" names no English fact
     by a word, and the embedder, English only, finds none close enough. The model's English
-    points the one question at the interview; with no English, nothing is asked or retired."""
+    points the one question at the interview; with no English the interview is never asked
+    about, and only the second request's English reaches a fact (the job, which the scripted
+    yes retires)."""
     llm.default = _translating(english)
     # the turn names the interview's company in a statement, which does not keep the fact;
     # its second request, closest to the job, does not outvote the first's closer interview
