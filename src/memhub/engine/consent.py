@@ -222,18 +222,25 @@ _CLITICS = r"me|te|le|la|l'|lo|se|dir|mir|dich|mich|es|das|du"
 _IMPERATIVE_PREFIX = re.compile(
     rf"\W*(?:(?:{_LEAD_WORDS}|{_NEGATOR_WORDS}|{_CLITICS})(?:\W+|(?<=')))*",
 )
-_FORGET = r"forget|forgets|forgot|forgotten|unlearn|olvid\w*|oubli\w*|vergiss\w*|vergess\w*"
-_KEEP = (
+# Each verb list in English, then in Spanish, French and German (in_another_language reads
+# which of the two a request used).
+_FORGET_EN = r"forget|forgets|forgot|forgotten|unlearn"
+_FORGET = rf"{_FORGET_EN}|olvid\w*|oubli\w*|vergiss\w*|vergess\w*"
+_KEEP_EN = (
     r"remember(?:ing|s|ed)?|keep(?:ing)?|kept|store[ds]?|storing|saved?|saving|retain(?:ing|ed)?"
-    r"|(?:hold|hang)(?:ing)? on ?to"
-    r"|track(?:ing)?|recuerd\w*|recordar|guard\w*|almacen\w*|retien\w*|retenir|retenez"
+    r"|(?:hold|hang)(?:ing)? on ?to|track(?:ing)?"
+)
+_KEEP = (
+    rf"{_KEEP_EN}|recuerd\w*|recordar|guard\w*|almacen\w*|retien\w*|retenir|retenez"
     r"|souvien\w*|souvenir|gard\w*|memoris\w*|enregistr\w*|rappell\w*|merk(?:e|en|st|t)?"
     r"|behalt\w*|speicher\w*|erinner\w*"
 )
+_ERASE_EN = r"delete|remove|erase|wipe|drop|purge|clear|scrap|scratch|ditch"
 _ERASE = (
-    r"delete|remove|erase|wipe|drop|purge|clear|scrap|scratch|ditch|borr\w*|elimin\w*"
+    rf"{_ERASE_EN}|borr\w*|elimin\w*"
     r"|quit(?:a|e|ar|es)\b|suprim\w*|effac\w*|supprim\w*|retir\w*|losch\w*|entfern\w*"
 )
+_ENGLISH_VERB = re.compile(rf"{_FORGET_EN}|{_KEEP_EN}|{_ERASE_EN}")
 _VERB = re.compile(rf"\b(?:(?P<forget>{_FORGET})|(?P<keep>{_KEEP})|(?P<erase>{_ERASE}))\b")
 _PAST = frozenset(
     ("forgot", "forgotten", "remembered", "kept", "stored", "saved", "deleted", "removed")
@@ -504,19 +511,11 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
     return [r.text for r in _requests(turn) if r.words and not r.words & named]
 
 
-# The verbs of a request in English; any other that _VERB finds is Spanish, French or German.
-_ENGLISH_VERB = re.compile(
-    r"forget|forgets|forgot|forgotten|unlearn|remember\w*|keep\w*|kept|stor\w*|sav\w*"
-    r"|retain\w*|hold\w*|hang\w*|track\w*|delete|remove|erase|wipe|drop|purge|clear|scrap"
-    r"|scratch|ditch"
-)
-
-
 def in_another_language(request: str) -> bool:
     """Is ``request`` (a request's text, as :func:`forget_requests_naming_no_fact` gives it)
     asked with a Spanish, French or German verb ("olvida lo de la entrevista")?"""
     verb = _VERB.search(request)
-    return verb is not None and _ENGLISH_VERB.fullmatch(verb.group(0).split()[0]) is None
+    return verb is not None and _ENGLISH_VERB.fullmatch(verb.group(0)) is None
 
 
 def asks_to_forget(text: str) -> bool:
