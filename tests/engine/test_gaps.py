@@ -63,16 +63,16 @@ def test_the_statements_no_fact_covers_are_the_uncovered_sentences() -> None:
     gap = uncovered(THREE, written)
     assert gap.sentences == rest
     # an answer must say something of the uncovered clause, of the person
-    assert gap.answered_by("The user does pottery.")
-    assert not gap.answered_by("The user's puppy is called Rex.")
-    assert not gap.answered_by("The user said they started pottery.")
+    assert gap.refusal("The user does pottery.") is None
+    assert gap.refusal("The user's puppy is called Rex.") is not None
+    assert gap.refusal("The user said they started pottery.") is not None
     # passing news of the day it was said on
-    assert not gap.answered_by("The user started pottery on 2023-01-10.", (), date(2023, 1, 10))
+    assert gap.refusal("The user started pottery on 2023-01-10.", (), date(2023, 1, 10))
     # the same day in words (heldout2's k11: "The party took place on March 6, 2023.")
     said_on = date(2023, 1, 10)
-    assert not gap.answered_by("The user started pottery on January 10, 2023.", (), said_on)
-    assert not gap.answered_by("The user started pottery on 10th January 2023.", (), said_on)
-    assert gap.answered_by("The user started pottery on January 3, 2023.", (), said_on)
+    assert gap.refusal("The user started pottery on January 10, 2023.", (), said_on) is not None
+    assert gap.refusal("The user started pottery on 10th January 2023.", (), said_on) is not None
+    assert gap.refusal("The user started pottery on January 3, 2023.", (), said_on) is None
     written.append("The user does pottery.")
     assert uncovered(THREE, written).sentences == ()
 
@@ -85,13 +85,13 @@ def test_a_clause_mostly_unwritten_is_asked_and_an_answer_may_add_to_a_written_o
     written = ["The user is keeping their job.", "The user is a UX designer at a fintech."]
     gap = uncovered(remote, written)
     assert gap.sentences == (remote,)
-    assert gap.answered_by("The user works fully remotely.")
-    assert not gap.answered_by("The user is keeping their job at the fintech.")
+    assert gap.refusal("The user works fully remotely.") is None
+    assert gap.refusal("The user is keeping their job at the fintech.") is not None
     assert uncovered(remote, [*written, "The user works fully remote."]).sentences == ()
     nights = "been doing nights on the cardiac ward at the Royal Infirmary since 2019, eating is all over"
     gap = uncovered(nights, ["The user works nights at the Royal Infirmary."])
-    assert gap.answered_by("The user has been on the cardiac ward since 2019.")
-    assert not gap.answered_by("The user works nights at the infirmary.")
+    assert gap.refusal("The user has been on the cardiac ward since 2019.") is None
+    assert gap.refusal("The user works nights at the infirmary.") is not None
 
 
 def test_the_log_says_why_an_answer_is_refused() -> None:
@@ -150,8 +150,8 @@ def test_a_turn_asking_to_forget_is_asked_only_about_its_other_statements() -> N
     assert gap.sentences == (
         "that's his business not mine, and fyi im a dispatcher for the fire service in Albany",
     )
-    assert gap.answered_by("The user is a dispatcher for the fire service in Albany.")
-    assert not gap.answered_by("Kofi has been gambling a lot.")
+    assert gap.refusal("The user is a dispatcher for the fire service in Albany.") is None
+    assert gap.refusal("Kofi has been gambling a lot.") is not None
     # the request's own clause is never shown, in a sentence of its own or not
     assert uncovered("Please forget my address. I moved to Oslo in May.", []).sentences == (
         "I moved to Oslo in May.",

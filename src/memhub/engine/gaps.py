@@ -63,19 +63,14 @@ class Gap:
     sentences: tuple[str, ...]
     words: frozenset[str]
 
-    def answered_by(
-        self, fact: str, names: Iterable[str] = (), said_on: date | None = None
-    ) -> bool:
-        """Whether ``fact`` says something of the uncovered clauses, and says it of the person
-        rather than of the conversation ("The user said hello." reports a turn) or of the day
-        it was said on ("The user's shift ended on 2023-01-10." said that evening: the
-        second question's answers held such passing news, which no one labels a fact)."""
-        return self.refusal(fact, names, said_on) is None
-
     def refusal(
         self, fact: str, names: Iterable[str] = (), said_on: date | None = None
     ) -> str | None:
-        """Why ``fact`` does not answer the question (:meth:`answered_by`), for the log."""
+        """Why ``fact`` does not answer the question, or None when it does: it must say
+        something of the uncovered clauses, and say it of the person rather than of the
+        conversation ("The user said hello." reports a turn) or of the day it was said on
+        ("The user's shift ended on 2023-01-10." said that evening: the second question's
+        answers held such passing news, which no one labels a fact)."""
         if said_on is not None and names_the_day(fact, said_on):
             return "names the day it was said on"
         if _REPORTS.match(fact):
