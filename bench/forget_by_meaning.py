@@ -28,7 +28,12 @@ from uuid import uuid4
 from bench.forget_question import llm_at
 from memhub.config import MemhubSettings
 from memhub.embed.base import Embedder
-from memhub.engine.forgetting import asked_to_forget, meant
+from memhub.engine.forgetting import (
+    asked_to_forget,
+    meant,
+    requests_naming_no_fact,
+    tied_by_a_word,
+)
 from memhub.engine.prompts import ForgetReply, forget_check_messages
 from memhub.llm import LLM
 from memhub.memory.services import embedder_from_settings
@@ -266,16 +271,24 @@ def _records(request: str, facts: list[str]) -> tuple[list[Turn], list[MemoryRec
     return [turn], shown
 
 
-async def _retired(embedder: Embedder, case: Case) -> tuple[set[int], set[int]]:
-    """The 1-based numbers of the facts consolidation retires for the case, the model having
-    proposed no DELETE: those the request names by their words (``asked_to_forget``), and the
-    one it clearly means by the embedder (``meant``)."""
+async def _retired(embedder: Embedder, case: Case) -> tuple[set[int], list[int], set[int]]:
+    """The 1-based numbers of the facts consolidation may retire for the case, the model
+    having proposed no DELETE: those the request names by their words (``asked_to_forget``),
+    those it may mean by the embedder, closest first (``meant``: asked in turn until a yes),
+    and those it names by one word they share (``tied_by_a_word``: each asked)."""
     request, facts, _ = case
     turns, shown = _records(request, facts)
-    words = {*asked_to_forget(turns, {1: request}, shown)}
-    meaning = {*(await meant(embedder, turns, {1: request}, shown)).values()} - words
     numbers = {record.id: n for n, record in enumerate(shown, start=1)}
-    return {numbers[i] for i in words}, {numbers[i] for i in meaning}
+    words = {numbers[i] for i in asked_to_forget(turns, {1: request}, shown)}
+    asks = requests_naming_no_fact(turns, {1: request}, shown)
+    meaning = [
+        numbers[i]
+        for candidates in (await meant(embedder, asks, {1: request}, shown)).values()
+        for i in candidates
+        if numbers[i] not in words
+    ]
+    tied = {numbers[i] for _, (i,) in tied_by_a_word(turns, {1: request}, shown)} - words
+    return words, meaning, tied
 
 
 async def _said_yes(llm: LLM, request: str, facts: list[str]) -> set[int]:
@@ -307,14 +320,15 @@ async def run(url: str | None, model: str) -> None:
         yes_right = yes_other = 0
         for case in cases:
             request, facts, want = case
-            words, meaning = await _retired(embedder, case)
-            alone.append(words | meaning)
+            words, meaning, tied = await _retired(embedder, case)
+            alone.append(words | set(meaning[:1]) | tied)
             line = f"{name:10} (right: {want}) without the question {sorted(alone[-1])}"
             if llm is not None:
                 said_yes = await _said_yes(llm, request, facts)
                 yes_right += want in said_yes
                 yes_other += len(said_yes - {want})
-                asked.append(words | (meaning & said_yes))
+                first_yes = [n for n in meaning if n in said_yes][:1]
+                asked.append(words | set(first_yes) | (tied & said_yes))
                 line += f", with it {sorted(asked[-1])}"
             print(f"{line} {request[:50]!r}")
         print(f"{name}, without the question: {_tally(alone, cases)}")

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub.engine.forgetting import MEANT_ASKED
 from memhub.engine.prompts import TRANSLATION_SYSTEM
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import store_facts
@@ -290,19 +291,29 @@ async def test_a_request_naming_no_fact_retires_nothing_when_the_model_says_no(
             await _settle(memory, f"kept{n}")
             assert await _facts(memory, f"kept{n}") == sorted([fact, OLIVES, JOB]), said
             assert (await memory.retired(user_id=f"kept{n}"))["results"] == []
-    assert len([r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]) == 3
+    asked = [json.dumps(r.json) for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    for said, _ in BY_MEANING:  # each request's closest facts, at most MEANT_ASKED, each a no
+        assert 1 <= sum(json.dumps(said)[1:-1] in a for a in asked) <= MEANT_ASKED, said
 
 
-async def test_two_facts_close_to_a_request_put_the_question_about_the_closest(
+async def test_the_facts_close_to_a_request_are_asked_closest_first_until_a_yes(
     llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
     llm: ScriptedOpenAIServer,
 ) -> None:
-    """ "The salary figure I gave you" lies about as close to "is currently on 48k" as to
-    "is gearing up to ask for a raise" (cosines 0.26 and 0.25 with the suite's embedder; a
-    margin between them was required until 5 December 2026 and left the request
-    unanswered): the one question is about the closest, and a yes retires that fact only."""
+    """ "The salary figure" lies closer to "is gearing up to ask for a raise" than to "is
+    currently on 48k" with the suite's embedder (cosines 0.36 and 0.29): the closest is not
+    always the one meant. The scripted model answers as a person would (yes for the salary
+    only): the raise is asked first and kept on its no, the salary asked next and retired on
+    its yes; nothing further is asked."""
     salary, raise_ = "The user is currently on 48k.", "The user is gearing up to ask for a raise."
-    llm.default = _checking(forget=True)
+
+    def answer(request: dict[str, Any]) -> str:
+        content = str(request["messages"][-1]["content"])
+        if "<request>" in content:
+            return json.dumps({"forget": "48k" in content})
+        return ops({"op": "NONE"})
+
+    llm.default = answer
     said = "Please forget the salary figure I gave you."
     async with AsyncMemory(settings=llm_settings) as memory:
         await store_facts(memory, "close", salary, raise_, OLIVES)
@@ -311,8 +322,44 @@ async def test_two_facts_close_to_a_request_put_the_question_about_the_closest(
         assert await _facts(memory, "close") == sorted([raise_, OLIVES])
         listed = (await memory.retired(user_id="close"))["results"]
         assert sorted(r["memory"] for r in listed) == sorted([salary, said])
-    (asked,) = [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
-    assert salary in json.dumps(asked.json) and raise_ not in json.dumps(asked.json)
+    asked = [json.dumps(r.json) for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    assert [raise_ in a for a in asked] == [True, False]
+    assert [salary in a for a in asked] == [False, True]
+
+
+@pytest.mark.parametrize("forget", [True, False])
+async def test_facts_a_request_names_by_one_shared_word_are_each_put_to_the_question(
+    llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
+    llm: ScriptedOpenAIServer,
+    forget: bool,
+) -> None:
+    """heldout7's r03: "forget my weight and the gym times" names three facts by one word
+    each, no fact more than another, so the words alone retire none. Each is put to the model
+    as one question (scripted: it answers every question alike): a yes retires the three and
+    only them, restorably; a no retires nothing."""
+    tied = [
+        "Ada weighs 84 kg.",
+        "Ada wants to weigh 78 kg by summer.",
+        "Ada is at the gym at 6:30.",
+    ]
+    llm.default = _checking(forget=forget)
+    said = "thx. and pls forget my weight and the gym times"
+    async with AsyncMemory(settings=llm_settings) as memory:
+        await store_facts(memory, "tied", *tied, OLIVES)
+        await memory.add([{"role": "user", "content": said}], user_id="tied")
+        await _settle(memory, "tied")
+        listed = sorted(r["memory"] for r in (await memory.retired(user_id="tied"))["results"])
+        if forget:
+            assert await _facts(memory, "tied") == [OLIVES]
+            assert listed == sorted([*tied, said])
+        else:
+            assert await _facts(memory, "tied") == sorted([*tied, OLIVES])
+            assert listed == []
+    asked = [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    assert sorted(fact for fact in tied for r in asked if fact in json.dumps(r.json)) == sorted(
+        tied
+    )
+    assert len(asked) == 3
 
 
 async def test_no_question_is_put_without_a_request_or_a_close_fact(

@@ -6,6 +6,7 @@ import pytest
 
 from memhub.engine.consent import (
     facts_clearly_asked,
+    facts_tied_by_a_word,
     forget_request,
     forget_requests_naming_no_fact,
     in_another_language,
@@ -290,6 +291,53 @@ def test_questions_that_are_not_asking_not_to_keep() -> None:
     assert not forget_request("Don't you remember my address?", address)
     assert not forget_request("Could you not keep my address? Just kidding.", address)
     assert not forget_request("Forget my address. On second thought, don't.", address)
+
+
+def test_a_negation_in_the_reason_before_a_keep_is_not_the_requests() -> None:
+    """heldout7's r11: "I am not very good with technology so please keep things simple" was
+    read as "please don't keep", and the turn's facts were refused as asked to be forgotten."""
+    tech = "Gerald is not very good with technology."
+    simple = "I am not very good with technology so please keep things simple."
+    assert not forget_request(simple, tech)
+    reminders = "Ada wants reminders in the evening."
+    assert not forget_request("I'm not a morning person, so keep my reminders late.", reminders)
+    # a negation after the reason is the request's, in each language the rules read
+    address = "Ada's address is 12 Elm Street."
+    assert forget_request("I'm not sure about it, so please don't keep my address.", address)
+    assert forget_request("ich bin nicht sicher, also merk dir meine Adresse bitte nicht", address)
+    direccion = "La dirección de Ada es Calle Olmo 12."
+    assert forget_request("no estoy segura, así que no guardes mi dirección", direccion)
+
+
+def test_a_broad_verbs_memory_word_may_stand_in_the_next_sentence() -> None:
+    """heldout7's r08: "can you drop the money stuff i told you before? feels weird having it
+    stored" asked nothing, its memory word being in the next sentence."""
+    income = "The user's money: a take-home of 2,300 a month."
+    asked = "can you drop the money stuff i told you before? feels weird having it stored."
+    assert forget_request(asked, income)
+    assert forget_request("Drop the money stuff. I'd rather it wasn't kept.", income)
+    # only a word that something is stored counts there, not any word of memory or keeping
+    kids = "Ada's kids are at Elm school."
+    assert not forget_request("can you drop the kids at school? you remember everything", kids)
+    assert not forget_request("can you drop the kids at school? I kept the receipt", kids)
+
+
+def test_facts_one_word_ties_are_left_to_the_model() -> None:
+    """heldout7's r03: "my weight and the gym times" names each of three facts by one word;
+    none is clearly asked, all three are tied (and put to the model one by one)."""
+    facts = [
+        "The user weighs 84 kg right now.",
+        "The user's goal is to weigh 78 kg by summer.",
+        "The user goes to the gym mon/wed/fri at 6:30am.",
+        "The user is running the Leiden half marathon in October.",
+    ]
+    said = "thx. and pls forget my weight and the gym times, but do keep that im running the Leiden"
+    assert facts_clearly_asked(said, facts) == []
+    assert facts_tied_by_a_word(said, facts) == [0, 1, 2]
+    likes = ["Ada likes figs.", "Ada likes olives.", "Ada likes dates.", "Ada likes plums."]
+    assert facts_tied_by_a_word("Please forget what I like.", likes) == []  # a word too common
+    assert facts_tied_by_a_word("Please forget what I like.", likes[:3]) == [0, 1, 2]
+    assert facts_tied_by_a_word("Please forget that I like olives.", likes) == []  # clear
 
 
 def test_reproaches_rhetorical_questions_and_labels() -> None:

@@ -346,7 +346,9 @@ class Consolidator:
         except ProviderOutputError as exc:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
         ops = self._with_requests(plan, ops, facts, shown_turns, texts)
-        checked = await self._with_meant_requests(ops, facts, shown_turns, texts, meant)
+        tied = forgetting.tied_by_a_word(shown_turns, texts, facts)
+        to_ask: list[tuple[int, tuple[UUID, ...]]] = [*meant.items(), *tied]
+        checked = await self._with_meant_requests(ops, facts, shown_turns, texts, to_ask)
         ops = self._grounded(plan, ops, shown_turns, texts, custom, [f.memory for f in facts])
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
         spent += checked + translated
@@ -361,8 +363,8 @@ class Consolidator:
 
     async def _meant(
         self, turns: Sequence[Turn], texts: Mapping[int, str], facts: Sequence[MemoryRecord]
-    ) -> tuple[Usage, dict[int, UUID]]:
-        """The fact each request naming no fact by a word means (engine/forgetting.meant),
+    ) -> tuple[Usage, dict[int, tuple[UUID, ...]]]:
+        """The facts each request naming no fact by a word may mean (engine/forgetting.meant),
         those in another language read in English first, and what that cost. No such
         request: nothing embedded nor asked."""
         asks = forgetting.requests_naming_no_fact(turns, texts, facts)
@@ -413,32 +415,37 @@ class Consolidator:
         facts: Sequence[MemoryRecord],
         turns: Sequence[Turn],
         texts: Mapping[int, str],
-        meant: Mapping[int, UUID],
+        to_ask: Sequence[tuple[int, tuple[UUID, ...]]],
     ) -> Usage:
         """A request to forget naming no shown fact by a word ("the medication thing from
-        before") that the model answered with no DELETE: the fact the embedder finds clearly
-        closest (``meant``) is put to the model as one yes-or-no question, and a yes retires
-        it (appended to ``ops``) as a DELETE read from the request, under the same guard and
-        cap, within the user's budget, listed for review and restorable. Neither the
-        embedder's pick nor the model's yes alone retires anything."""
+        before") or several by one word they share ("my weight" beside "weighs 84 kg" and
+        "aims to weigh 78 kg") that the model answered with no DELETE. ``to_ask`` holds, for
+        a turn, the facts the embedder finds closest, closest first (asked in turn until a
+        yes), or one fact the word names (each asked): each is put to the model as one
+        yes-or-no question, and a yes retires it (appended to ``ops``) as a DELETE read from
+        the request, under the same guard and cap, within the user's budget, listed for
+        review and restorable. Neither the embedder's pick nor the words nor the model's yes
+        alone retires anything."""
         usage = Usage()
         by_id = {f.id: f for f in facts}
         planned = {op.target.id for op in ops if op.target is not None}
-        for turn_id, fact_id in meant.items():
-            if fact_id in planned:
-                continue
-            fact = by_id[fact_id]
-            messages = forget_check_messages(texts.get(turn_id, ""), fact.memory)
-            spent, answer = await self._asked(messages, ForgetReply, "forget", fact.memory)
-            usage += spent
-            if answer is None or not answer.forget:  # unusable or failed: nothing is retired
-                continue
-            cited = tuple(t for t in turns if t.id == turn_id)
-            delete = PlannedOp("DELETE", fact, None, cited, (turn_id,), unproposed=True)
-            removals = sum(op.kind in CHANGES for op in ops)
-            if not removal_refused(delete, cited, removals >= self.max_removals):
-                ops.append(delete)
-                planned.add(fact_id)
+        for turn_id, candidates in to_ask:
+            for fact_id in candidates:
+                if fact_id in planned:
+                    break  # the model's own DELETE, or an earlier yes, answered the request
+                fact = by_id[fact_id]
+                messages = forget_check_messages(texts.get(turn_id, ""), fact.memory)
+                spent, answer = await self._asked(messages, ForgetReply, "forget", fact.memory)
+                usage += spent
+                if answer is None or not answer.forget:  # unusable, failed or no: the next
+                    continue
+                cited = tuple(t for t in turns if t.id == turn_id)
+                delete = PlannedOp("DELETE", fact, None, cited, (turn_id,), unproposed=True)
+                removals = sum(op.kind in CHANGES for op in ops)
+                if not removal_refused(delete, cited, removals >= self.max_removals):
+                    ops.append(delete)
+                    planned.add(fact_id)
+                break
         return usage
 
     async def _filled(

@@ -105,7 +105,7 @@ def plan_operations(
     turns: Sequence[Turn],
     max_removals: int = MAX_REMOVALS,
     refused: Counter[str] | None = None,
-    meant: Mapping[int, UUID] | None = None,
+    meant: Mapping[int, Sequence[UUID]] | None = None,
 ) -> list[PlannedOp]:
     """Map the model's local numbers back to memories and turns, refusing what does not fit.
 
