@@ -61,6 +61,7 @@ SETS = {
     "heldout5": Path(__file__).parent / "llm_set" / "heldout5.json",
     "heldout6": Path(__file__).parent / "llm_set" / "heldout6.json",
     "heldout7": Path(__file__).parent / "llm_set" / "heldout7.json",
+    "heldout8": Path(__file__).parent / "llm_set" / "heldout8.json",
 }
 CATEGORIES = (
     "supported",
