@@ -283,11 +283,12 @@ async def _retired(embedder: Embedder, case: Case) -> tuple[set[int], list[int],
     asks = requests_naming_no_fact(turns, {1: request}, shown)
     meaning = [
         numbers[i]
-        for candidates in (await meant(embedder, asks, {1: request}, shown)).values()
-        for i in candidates
+        for ask in await meant(embedder, asks, {1: request}, shown)
+        for i in ask.facts
         if numbers[i] not in words
     ]
-    tied = {numbers[i] for _, (i,) in tied_by_a_word(turns, {1: request}, shown)} - words
+    tied = {numbers[i] for ask in tied_by_a_word(turns, {1: request}, shown) for i in ask.facts}
+    tied -= words
     return words, meaning, tied
 
 

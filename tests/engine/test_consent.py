@@ -333,10 +333,14 @@ def test_facts_one_word_ties_are_left_to_the_model() -> None:
     ]
     said = "thx. and pls forget my weight and the gym times, but do keep that im running the Leiden"
     assert facts_clearly_asked(said, facts) == []
-    assert facts_tied_by_a_word(said, facts) == [0, 1, 2]
+    # with the request's own words, which the model is asked about
+    assert facts_tied_by_a_word(said, facts) == [
+        ("and pls forget my weight, and the gym times", [0, 1, 2])
+    ]
     likes = ["Ada likes figs.", "Ada likes olives.", "Ada likes dates.", "Ada likes plums."]
-    assert facts_tied_by_a_word("Please forget what I like.", likes) == []  # a word too common
-    assert facts_tied_by_a_word("Please forget what I like.", likes[:3]) == [0, 1, 2]
+    what = "Please forget what I like."
+    assert facts_tied_by_a_word(what, likes) == []  # a word too common
+    assert facts_tied_by_a_word(what, likes[:3]) == [("please forget what i like", [0, 1, 2])]
     assert facts_tied_by_a_word("Please forget that I like olives.", likes) == []  # clear
 
 

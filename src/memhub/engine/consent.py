@@ -580,7 +580,7 @@ def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
     their credit card" and "wants to pay off their credit card"). What is asked of memhub
     without a model's DELETE (:mod:`memhub.engine.forgetting`)."""
     found: list[int] = []
-    for shared, best in _shares(turn, facts):
+    for _, shared, best in _shares(turn, facts):
         if best and (best >= 2 or shared.count(best) == 1):
             found += [n for n, count in enumerate(shared) if count == best and n not in found]
     return found
@@ -591,26 +591,27 @@ def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
 TIED_AT_MOST = 3
 
 
-def facts_tied_by_a_word(turn: str, facts: Sequence[str]) -> list[int]:
-    """The indexes of ``facts`` a request to forget in ``turn`` names by one word that two or
-    three of them share, and no fact more ("forget my weight and the gym times" beside "weighs
-    84 kg" and "aims to weigh 78 kg": heldout7's r03). Not clear enough to retire on the
-    words alone: consolidation puts each to the model as a yes-or-no question."""
-    found: list[int] = []
-    for shared, best in _shares(turn, facts):
+def facts_tied_by_a_word(turn: str, facts: Sequence[str]) -> list[tuple[str, list[int]]]:
+    """The requests to forget in ``turn`` (their own text) that name two or three of
+    ``facts`` by one word each and no fact more, with those facts' indexes ("forget my weight
+    and the gym times" beside "weighs 84 kg" and "aims to weigh 78 kg": heldout7's r03). Not
+    clear enough to retire on the words alone: consolidation puts each fact to the model as
+    a yes-or-no question about the request."""
+    found: list[tuple[str, list[int]]] = []
+    for text, shared, best in _shares(turn, facts):
         if best == 1 and 2 <= shared.count(best) <= TIED_AT_MOST:
-            found += [n for n, count in enumerate(shared) if count == best and n not in found]
+            found.append((text, [n for n, count in enumerate(shared) if count == best]))
     return found
 
 
-def _shares(turn: str, facts: Sequence[str]) -> Iterator[tuple[list[int], int]]:
-    """For each request to forget in ``turn``: how many of its words each fact holds, and the
-    most any holds."""
+def _shares(turn: str, facts: Sequence[str]) -> Iterator[tuple[str, list[int], int]]:
+    """For each request to forget in ``turn``: its text, how many of its words each fact
+    holds, and the most any holds."""
     held = [_words(fact) for fact in facts]
     for request in _requests(turn):
         words = _object_words(request, held)
         shared = [len(words & fact) for fact in held]
-        yield shared, max(shared, default=0)
+        yield request.text, shared, max(shared, default=0)
 
 
 def keeps(turn: str, fact: str) -> bool:

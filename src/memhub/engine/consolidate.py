@@ -346,9 +346,8 @@ class Consolidator:
         except ProviderOutputError as exc:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
         ops = self._with_requests(plan, ops, facts, shown_turns, texts)
-        tied = forgetting.tied_by_a_word(shown_turns, texts, facts)
-        to_ask: list[tuple[int, tuple[UUID, ...]]] = [*meant.items(), *tied]
-        checked = await self._with_meant_requests(ops, facts, shown_turns, texts, to_ask)
+        to_ask = [*meant, *forgetting.tied_by_a_word(shown_turns, texts, facts)]
+        checked = await self._with_meant_requests(ops, facts, shown_turns, to_ask)
         ops = self._grounded(plan, ops, shown_turns, texts, custom, [f.memory for f in facts])
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
         spent += checked + translated
@@ -363,7 +362,7 @@ class Consolidator:
 
     async def _meant(
         self, turns: Sequence[Turn], texts: Mapping[int, str], facts: Sequence[MemoryRecord]
-    ) -> tuple[Usage, dict[int, tuple[UUID, ...]]]:
+    ) -> tuple[Usage, list[forgetting.Ask]]:
         """The facts each request naming no fact by a word may mean (engine/forgetting.meant),
         those in another language read in English first, and what that cost. No such
         request: nothing embedded nor asked."""
@@ -414,38 +413,40 @@ class Consolidator:
         ops: list[PlannedOp],
         facts: Sequence[MemoryRecord],
         turns: Sequence[Turn],
-        texts: Mapping[int, str],
-        to_ask: Sequence[tuple[int, tuple[UUID, ...]]],
+        to_ask: Sequence[forgetting.Ask],
     ) -> Usage:
         """A request to forget naming no shown fact by a word ("the medication thing from
         before") or several by one word they share ("my weight" beside "weighs 84 kg" and
-        "aims to weigh 78 kg") that the model answered with no DELETE. ``to_ask`` holds, for
-        a turn, the facts the embedder finds closest, closest first (asked in turn until a
-        yes), or one fact the word names (each asked): each is put to the model as one
-        yes-or-no question, and a yes retires it (appended to ``ops``) as a DELETE read from
-        the request, under the same guard and cap, within the user's budget, listed for
-        review and restorable. Neither the embedder's pick nor the words nor the model's yes
-        alone retires anything."""
+        "aims to weigh 78 kg") that the model answered with no DELETE. Each fact of
+        ``to_ask`` (those the embedder finds closest, asked closest first until a yes; or
+        those the word names, each asked) is put to the model as one yes-or-no question
+        about the request's own words, and a yes retires it (appended to ``ops``) as a DELETE
+        read from the request, under the same guard and cap, within the user's budget,
+        listed for review and restorable. Neither the embedder's pick nor the words nor the
+        model's yes alone retires anything."""
         usage = Usage()
         by_id = {f.id: f for f in facts}
         planned = {op.target.id for op in ops if op.target is not None}
-        for turn_id, candidates in to_ask:
-            for fact_id in candidates:
+        for ask in to_ask:
+            for fact_id in ask.facts:
                 if fact_id in planned:
-                    break  # the model's own DELETE, or an earlier yes, answered the request
+                    if ask.until_a_yes:
+                        break  # the model's own DELETE, or an earlier yes, answered it
+                    continue
                 fact = by_id[fact_id]
-                messages = forget_check_messages(texts.get(turn_id, ""), fact.memory)
+                messages = forget_check_messages(ask.request, fact.memory)
                 spent, answer = await self._asked(messages, ForgetReply, "forget", fact.memory)
                 usage += spent
-                if answer is None or not answer.forget:  # unusable, failed or no: the next
+                if answer is None or not answer.forget:  # unusable, failed or no
                     continue
-                cited = tuple(t for t in turns if t.id == turn_id)
-                delete = PlannedOp("DELETE", fact, None, cited, (turn_id,), unproposed=True)
+                cited = tuple(t for t in turns if t.id == ask.turn_id)
+                delete = PlannedOp("DELETE", fact, None, cited, (ask.turn_id,), unproposed=True)
                 removals = sum(op.kind in CHANGES for op in ops)
                 if not removal_refused(delete, cited, removals >= self.max_removals):
                     ops.append(delete)
                     planned.add(fact_id)
-                break
+                if ask.until_a_yes:
+                    break
         return usage
 
     async def _filled(

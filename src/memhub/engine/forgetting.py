@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
 
@@ -42,6 +43,7 @@ from memhub.llm.base import UnusableAnswerError, Usage
 from memhub.store.records import MemoryRecord, Turn
 
 __all__ = [
+    "Ask",
     "Proposed",
     "asked_away",
     "asked_to_forget",
@@ -53,6 +55,21 @@ __all__ = [
 ]
 
 log = logging.getLogger("memhub.consolidation")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Facts one request to forget may mean, to put to the model's forget question about the
+    request's own words (not its whole turn: asked about "thx. and pls forget my weight and
+    the gym times, but do keep that im running the Leiden half marathon", the 1.5B said no
+    to both weight facts and yes to the marathon; about "and pls forget my weight, and the
+    gym times", yes, yes and no)."""
+
+    turn_id: int
+    request: str
+    facts: tuple[UUID, ...]
+    until_a_yes: bool  # candidates by meaning, closest first; False: each asked on its own
+
 
 # A request naming no fact by a word means the closest shown fact when its cosine (default
 # embedder) is at least this: set on the five such requests of bench/llm_set/heldout2.json
@@ -109,12 +126,13 @@ async def meant(
     texts: Mapping[int, str],
     facts: Sequence[MemoryRecord],
     english: Mapping[str, str] | None = None,
-) -> dict[int, tuple[UUID, ...]]:
+) -> list[Ask]:
     """For each user turn asking to forget something no shown fact names by a word ("the
     salary figure I gave you"; ``asks``: :func:`requests_naming_no_fact`), the shown facts it
     may mean, closest first: the ``MEANT_ASKED`` closest by the embedder to what one of the
     turn's requests asks (``consent.request_object``; in ``english`` where asked in another
-    language: :func:`in_english`), each at least ``MEANT_AT_LEAST``.
+    language: :func:`in_english`), each at least ``MEANT_AT_LEAST``, with the request closest
+    to the first.
 
     A fact's closeness is its best over the turn's requests: "olvida lo de la entrevista"
     (0.46 to the interview) is not outvoted by the "no quiero que quede guardado en ningún
@@ -124,39 +142,42 @@ async def meant(
     after its run). No request, no embedding."""
     shown = [f.memory for f in facts]
     if not asks or not facts:
-        return {}
+        return []
     english = english or {}
     worded = [request_object(english.get(r, r)) for _, r in asks]
     vectors = np.asarray(await embedder.embed(worded + shown), np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     requests, candidates = vectors[: len(asks)], vectors[len(asks) :]
-    closeness: dict[int, dict[int, float]] = {}  # turn id -> fact index -> best cosine
-    for (turn_id, _), request in zip(asks, requests, strict=True):
+    # turn id -> fact index -> (best cosine, the request it is closest to)
+    closeness: dict[int, dict[int, tuple[float, str]]] = {}
+    for (turn_id, request_text), request in zip(asks, requests, strict=True):
         said = texts.get(turn_id, "")
         best = closeness.setdefault(turn_id, {})
         for i, fact in enumerate(facts):
             score = float(candidates[i] @ request)
-            if score >= MEANT_AT_LEAST and not keeps(said, fact.memory):
-                best[i] = max(score, best.get(i, -1.0))
-    return {
-        turn_id: tuple(facts[i].id for i in sorted(best, key=best.__getitem__, reverse=True))[
-            :MEANT_ASKED
-        ]
-        for turn_id, best in closeness.items()
-        if best
-    }
+            closer = score > best.get(i, (-1.0, ""))[0]
+            if score >= MEANT_AT_LEAST and closer and not keeps(said, fact.memory):
+                best[i] = (score, request_text)
+    found = []
+    for turn_id, best in closeness.items():
+        order = sorted(best, key=lambda i: best[i][0], reverse=True)[:MEANT_ASKED]
+        if order:
+            ids = tuple(facts[i].id for i in order)
+            found.append(Ask(turn_id, best[order[0]][1], ids, until_a_yes=True))
+    return found
 
 
 def asking(
-    target: MemoryRecord, cited: Sequence[Turn], by_meaning: Mapping[int, Sequence[UUID]]
+    target: MemoryRecord, cited: Sequence[Turn], by_meaning: Sequence[Ask]
 ) -> tuple[int, ...]:
     """The ``cited`` user turns that ask to forget ``target``: by words of its own, or, naming
     no shown fact by a word, by meaning (``by_meaning``: :func:`meant`)."""
+    meant_by = {(a.turn_id, fact_id) for a in by_meaning for fact_id in a.facts}
     return tuple(
         t.id
         for t in cited
         if t.role == "user"
-        and (forget_request(turn_text(t), target.memory) or target.id in by_meaning.get(t.id, ()))
+        and (forget_request(turn_text(t), target.memory) or (t.id, target.id) in meant_by)
     )
 
 
@@ -180,17 +201,16 @@ def asked_to_forget(
 
 def tied_by_a_word(
     turns: Sequence[Turn], texts: Mapping[int, str], facts: Sequence[MemoryRecord]
-) -> list[tuple[int, tuple[UUID]]]:
-    """(turn id, (fact id,)) for each shown fact a user turn's request to forget names by one
-    word two or three facts share (``consent.facts_tied_by_a_word``): too unclear to retire
-    on the words alone, each is put to the model as the question a fact named by meaning
-    is, each on its own."""
+) -> list[Ask]:
+    """Each user turn's request to forget that names two or three shown facts by one word
+    each and none by more (``consent.facts_tied_by_a_word``): too unclear to retire on the
+    words alone, each of those facts is put to the model's question on its own."""
     shown = [f.memory for f in facts]
     return [
-        (turn.id, (facts[index].id,))
+        Ask(turn.id, request, tuple(facts[i].id for i in indexes), until_a_yes=False)
         for turn in turns
         if turn.role == "user"
-        for index in facts_tied_by_a_word(texts.get(turn.id, ""), shown)
+        for request, indexes in facts_tied_by_a_word(texts.get(turn.id, ""), shown)
     ]
 
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from uuid import UUID
 
 from memhub.engine import forgetting
 from memhub.engine.consent import supports_change
@@ -105,7 +104,7 @@ def plan_operations(
     turns: Sequence[Turn],
     max_removals: int = MAX_REMOVALS,
     refused: Counter[str] | None = None,
-    meant: Mapping[int, Sequence[UUID]] | None = None,
+    meant: Sequence[forgetting.Ask] = (),
 ) -> list[PlannedOp]:
     """Map the model's local numbers back to memories and turns, refusing what does not fit.
 
@@ -117,7 +116,6 @@ def plan_operations(
     and counted in ``refused``; the rest of the reply stands. Retrying would not help: the
     model answered valid JSON and would answer the same again.
     """
-    meant = meant or {}
     planned: list[PlannedOp] = []
     touched: set[int] = set()
     removals = 0
