@@ -129,10 +129,13 @@ async def meant(
 ) -> list[Ask]:
     """For each user turn asking to forget something no shown fact names by a word ("the
     salary figure I gave you"; ``asks``: :func:`requests_naming_no_fact`), the shown facts it
-    may mean, closest first: the ``MEANT_ASKED`` closest by the embedder to what one of the
-    turn's requests asks (``consent.request_object``; in ``english`` where asked in another
-    language: :func:`in_english`), each at least ``MEANT_AT_LEAST``, with the request closest
-    to the first.
+    may mean, closest first: the ``MEANT_ASKED`` closest by the embedder to one of the turn's
+    requests, as said or only what it asks (``consent.request_object``), in ``english``
+    where asked in another language (:func:`in_english`), each at least ``MEANT_AT_LEAST``,
+    with the request closest to the first. What it asks alone finds the job in "i'd rather
+    you didn't keep where i work, just in case" (0.27 against 0.16 for the window-seat fact,
+    as said: heldout7's r09); as said finds ADHD in "Can you please forget that I had an
+    adhs?" (0.17, and 0.06 for "that i had an adhs?": heldout6's q11).
 
     A fact's closeness is its best over the turn's requests: "olvida lo de la entrevista"
     (0.46 to the interview) is not outvoted by the "no quiero que quede guardado en ningún
@@ -144,13 +147,15 @@ async def meant(
     if not asks or not facts:
         return []
     english = english or {}
-    worded = [request_object(english.get(r, r)) for _, r in asks]
+    # each request as said and what it asks: each finds what the other misses
+    said_as = [english.get(r, r) for _, r in asks]
+    worded = [*said_as, *(request_object(r) for r in said_as)]
     vectors = np.asarray(await embedder.embed(worded + shown), np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    requests, candidates = vectors[: len(asks)], vectors[len(asks) :]
+    requests, candidates = vectors[: len(worded)], vectors[len(worded) :]
     # turn id -> fact index -> (best cosine, the request it is closest to)
     closeness: dict[int, dict[int, tuple[float, str]]] = {}
-    for (turn_id, request_text), request in zip(asks, requests, strict=True):
+    for (turn_id, request_text), request in zip([*asks, *asks], requests, strict=True):
         said = texts.get(turn_id, "")
         best = closeness.setdefault(turn_id, {})
         for i, fact in enumerate(facts):
