@@ -41,7 +41,8 @@ summarise or rewrite asks nothing itself.
   before ("It's from 2015.").
 
 Words are compared folded (case and accents: "végétarien" meets "vegetarian") and crudely
-stemmed (:mod:`memhub.engine.grounding`). Both checks are lexical: they refuse what an
+stemmed (:mod:`memhub.engine.grounding`); the vocabulary they read is
+:mod:`memhub.engine.consent_words`. Both checks are lexical: they refuse what an
 attacker writes into a model's mouth, and sometimes a real request worded otherwise. That is
 the cheaper mistake, because what they let through is retired, not erased, and ``restore``
 brings it back.
@@ -54,6 +55,20 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from memhub.engine.consent_words import (
+    CLITICS,
+    ERASE,
+    ERASE_EN,
+    FORGET,
+    FORGET_EN,
+    KEEP,
+    KEEP_EN,
+    LEAD_WORDS,
+    NEGATOR_WORDS,
+    OTHER_WORDS,
+    REPORT_VERBS,
+    TEXT_NOUNS,
+)
 from memhub.engine.grounding import content_words, fold, stem
 
 __all__ = [
@@ -69,35 +84,7 @@ __all__ = [
     "supports_change",
 ]
 
-# Function words of the other three languages (English's are grounding's), the vocabulary of
-# forgetting, memory and asking, and vague nouns ("that thing about ..."): a request and a
-# fact sharing "forget", "rather" or "thing" share nothing.
-_OTHER_WORDS = frozenset(
-    """
-    el la los las un una unos unas de del al que y o pero con sin por para en es son era fue
-    ser estar está están soy eres mi mis tu tus su sus me te se lo le les nos yo él ella ya muy
-    más todo todos esto eso esta este ese esa favor por ahora
-    le la les un une des du de et ou mais avec sans pour par dans en est sont était être suis
-    es mon ma mes ton ta tes son sa ses je tu il elle nous vous ils elles ce cet cette ces qui
-    que quoi ne pas plus tout tous très moi toi lui leur maintenant
-    der die das den dem des ein eine einen einem einer und oder aber mit ohne für von zu zur
-    zum in im ist sind war bin bist mein meine meinen meiner dein deine deinen ich du er sie
-    es wir ihr sich dass nicht nur auch sehr alles bitte mehr jetzt dir mir
-    sobre dije dicho contado ai avais sur dit raconté über gesagt erzählt
-    forget forgets forgot forgotten forgetting delete deleted remove removed erase erased wipe
-    drop purge unlearn remember remembering memory memories know knows knew keep keeping store
-    stored storing save retain anymore longer rather prefer need needs want wish hope please
-    kindly pls plz stop plaît thing things stuff part bit okay ok oh hmm lol haha tbh hey dont didnt
-    wasnt isnt wouldnt cant whatever around
-    olvida olvidar olvides olvídate olvide borra borrar elimina eliminar quita recuerdes
-    recordar memoria sabes necesitas hace falta prefiero cosa guardes
-    oublie oublier oubliez oublies efface effacer supprime supprimer retire mémoire souviens
-    souvenir retiens retenir besoin chose truc préfère
-    vergiss vergessen vergisst lösche löschen entferne entfernen gedächtnis speicher merk merke
-    merken weißt brauchst musst sache
-    """.split()  # noqa: SIM905 (a list literal of 280 strings reads worse)
-)
-_OTHER_STEMS = content_words(" ".join(_OTHER_WORDS))  # stemmed once, not per call
+_OTHER_STEMS = content_words(" ".join(OTHER_WORDS))  # stemmed once, not per call
 
 # --- Whose words: quotes, pasted, forwarded and chat text are someone else's ---------------
 
@@ -114,27 +101,16 @@ _CHAT_LINE = re.compile(
     r"(?:[ \t]+[\w.'-]+){0,2})[ \t]*:[ \t]+\S.*$",
     re.MULTILINE,
 )
-_REPORT_VERBS = (
-    r"said|says|say|told|tells|wrote|writes|written|asked|asks|ordered|instructed|according"
-    r"|reads|quote|quoting|repeat|dijo|dice|decia|escribio|escribe|pidio|pide|segun|repite|dit"
-    r"|disait|ecrit|ecrivait|demande|selon|repete|sagte|sagt|gesagt|schrieb|schreibt"
-    r"|geschrieben|bat|laut|wiederhole"
-)
-_TEXT_NOUNS = (
-    r"message|e-?mail|mail|text|sms|letter|note|post|tweet|comment|transcript|document|article"
-    r"|passage|paragraph|following|below|mensaje|correo|carta|texto|siguiente|courriel|lettre"
-    r"|texte|suivant|nachricht|brief|folgende\w*"
-)
 # From the sentence holding any of these on, the turn is pasted or forwarded (folded text).
 _PASTED_FROM = re.compile(
     r"-{2,}\s*(?:forwarded|original|weitergeleitete|ursprungliche|mensaje|message)\b"
     r"|\bbegin forwarded message\b"
     r"|^[ \t]*(?:fwd?|wg|from|subject|sent|von|betreff|gesendet|de|asunto|enviado|objet|envoye"
     r"|expediteur|remitente)[ \t]*:"
-    rf"|\b(?:{_REPORT_VERBS})\b[^.!?\n]{{0,60}}?(?::|$)"
+    rf"|\b(?:{REPORT_VERBS})\b[^.!?\n]{{0,60}}?(?::|$)"
     r"|\b(?:here(?:'s| is| are)|this is|these are|voici|voila|aqui (?:esta|tienes|va)|esto es"
-    rf"|hier (?:ist|sind))\b[^.!?\n]{{0,60}}?\b(?:{_REPORT_VERBS}|{_TEXT_NOUNS})\b"
-    rf"|\b(?:{_TEXT_NOUNS})\b[^.!?\n:]{{0,30}}:",
+    rf"|hier (?:ist|sind))\b[^.!?\n]{{0,60}}?\b(?:{REPORT_VERBS}|{TEXT_NOUNS})\b"
+    rf"|\b(?:{TEXT_NOUNS})\b[^.!?\n:]{{0,30}}:",
     re.MULTILINE,
 )
 # A letter: a salutation line opens someone's text, a closing line ends it.
@@ -209,42 +185,13 @@ def _unless_a_request(line: re.Match[str], headings: set[str]) -> str:
 
 # --- Clauses: which verb, addressed to whom, negated or not ---------------------------------
 
-_LEAD_WORDS = (
-    r"ok|okay|hey|hi|so|now|oh|well|actually|btw|please|kindly|just|pls|plz|and|also|then"
-    r"|por favor|vale|bueno|oye|y|tambien|s'il te plait|s'il vous plait|stp|svp|bon|alors|et"
-    r"|aussi|bitte|und|dann|auch|ach|na|therefore|asi que|por eso|entonces|donc|du coup|deshalb"
-    r"|daher|darum"
-)
-_NEGATOR_WORDS = (
-    r"don't|dont|do not|never|no|not|stop|no longer|no more|ya no|no|nunca|jamas|ne|n'|nicht"
-    r"|nie|niemals"
-)
-_CLITICS = r"me|te|le|la|l'|lo|se|dir|mir|dich|mich|es|das|du"
 # The start of a clause that is only lead words, negators and pronouns before the verb: the
 # verb is an imperative addressed to the assistant.
 _IMPERATIVE_PREFIX = re.compile(
-    rf"\W*(?:(?:{_LEAD_WORDS}|{_NEGATOR_WORDS}|{_CLITICS})(?:\W+|(?<=')))*",
+    rf"\W*(?:(?:{LEAD_WORDS}|{NEGATOR_WORDS}|{CLITICS})(?:\W+|(?<=')))*",
 )
-# Each verb list in English, then in Spanish, French and German (in_another_language reads
-# which of the two a request used).
-_FORGET_EN = r"forget|forgets|forgot|forgotten|unlearn"
-_FORGET = rf"{_FORGET_EN}|olvid\w*|oubli\w*|vergiss\w*|vergess\w*"
-_KEEP_EN = (
-    r"remember(?:ing|s|ed)?|keep(?:ing)?|kept|store[ds]?|storing|saved?|saving|retain(?:ing|ed)?"
-    r"|(?:hold|hang)(?:ing)? on ?to|track(?:ing)?"
-)
-_KEEP = (
-    rf"{_KEEP_EN}|recuerd\w*|recordar|guard\w*|almacen\w*|retien\w*|retenir|retenez"
-    r"|souvien\w*|souvenir|gard\w*|memoris\w*|enregistr\w*|rappell\w*|merk(?:e|en|st|t)?"
-    r"|behalt\w*|speicher\w*|erinner\w*"
-)
-_ERASE_EN = r"delete|remove|erase|wipe|drop|purge|clear|scrap|scratch|ditch"
-_ERASE = (
-    rf"{_ERASE_EN}|borr\w*|elimin\w*"
-    r"|quit(?:a|e|ar|es)\b|suprim\w*|effac\w*|supprim\w*|retir\w*|losch\w*|entfern\w*"
-)
-_ENGLISH_VERB = re.compile(rf"{_FORGET_EN}|{_KEEP_EN}|{_ERASE_EN}")
-_VERB = re.compile(rf"\b(?:(?P<forget>{_FORGET})|(?P<keep>{_KEEP})|(?P<erase>{_ERASE}))\b")
+_ENGLISH_VERB = re.compile(rf"{FORGET_EN}|{KEEP_EN}|{ERASE_EN}")
+_VERB = re.compile(rf"\b(?:(?P<forget>{FORGET})|(?P<keep>{KEEP})|(?P<erase>{ERASE}))\b")
 _PAST = frozenset(
     ("forgot", "forgotten", "remembered", "kept", "stored", "saved", "deleted", "removed")
 )
@@ -366,7 +313,7 @@ _SUBJECT = re.compile(
     r"|son|est|sont|reste|ist|sind|bleibt)\b|\bj'"
 )
 _STATEMENT_START = re.compile(
-    rf"\W*(?:(?:{_LEAD_WORDS})\W+)*(?:he|she|they|it's|there's|il|elle|on|nous|c'est|er)\b"
+    rf"\W*(?:(?:{LEAD_WORDS})\W+)*(?:he|she|they|it's|there's|il|elle|on|nous|c'est|er)\b"
 )
 
 
@@ -393,7 +340,7 @@ _OBJECT_COLON = re.compile(
     r"\b(?:this|that|the following|esto|eso|lo siguiente|ceci|cela|ca|das|dies|folgendes)\s*:"
 )
 _SENTENCE = re.compile(r"[^.!?;\n]+[.!?;\n]*")
-_REPORTING = re.compile(rf"\b(?:{_REPORT_VERBS})\b")
+_REPORTING = re.compile(rf"\b(?:{REPORT_VERBS})\b")
 # "As I said, ..." is the person's own report; "I was told ..." is someone else's.
 _SELF = re.compile(
     r"\b(?:i|i've|i have|i had|je|j'ai|yo|ich|ich habe)\s+"
@@ -496,7 +443,7 @@ _TAKEN_BACK = re.compile(
 )
 # A later clause of nothing but "no", "don't", "wait", "do it" with a negation among them.
 _BARE_REFUSAL = re.compile(
-    rf"\W*(?:(?:{_LEAD_WORDS}|{_NEGATOR_WORDS}|or|wait|nope|sorry|nein|non|do|it|that|forget it"
+    rf"\W*(?:(?:{LEAD_WORDS}|{NEGATOR_WORDS}|or|wait|nope|sorry|nein|non|do|it|that|forget it"
     r"|olvidalo|vergiss es)(?:\W+|(?<=')|$))+"
 )
 _REFUSING = re.compile(rf"{_NEGATION.pattern}|\b(?:nope|nein|non|forget it|olvidalo|vergiss es)\b")

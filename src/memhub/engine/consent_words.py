@@ -1,0 +1,101 @@
+"""The words :mod:`memhub.engine.consent` reads requests with, in English, Spanish, French and
+German: the verbs of forgetting, keeping and erasing, what opens an imperative, reporting
+verbs and the nouns of a forwarded text, and the function words a request and a fact may
+share without naming the same thing. Vocabulary only; the rules are consent's."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CLITICS",
+    "ERASE",
+    "ERASE_EN",
+    "FORGET",
+    "FORGET_EN",
+    "KEEP",
+    "KEEP_EN",
+    "LEAD_WORDS",
+    "NEGATOR_WORDS",
+    "OTHER_WORDS",
+    "REPORT_VERBS",
+    "TEXT_NOUNS",
+]
+
+# Function words of the other three languages (English's are grounding's), the vocabulary of
+# forgetting, memory and asking, and vague nouns ("that thing about ..."): a request and a
+# fact sharing "forget", "rather" or "thing" share nothing.
+OTHER_WORDS = frozenset(
+    """
+    el la los las un una unos unas de del al que y o pero con sin por para en es son era fue
+    ser estar está están soy eres mi mis tu tus su sus me te se lo le les nos yo él ella ya muy
+    más todo todos esto eso esta este ese esa favor por ahora
+    le la les un une des du de et ou mais avec sans pour par dans en est sont était être suis
+    es mon ma mes ton ta tes son sa ses je tu il elle nous vous ils elles ce cet cette ces qui
+    que quoi ne pas plus tout tous très moi toi lui leur maintenant
+    der die das den dem des ein eine einen einem einer und oder aber mit ohne für von zu zur
+    zum in im ist sind war bin bist mein meine meinen meiner dein deine deinen ich du er sie
+    es wir ihr sich dass nicht nur auch sehr alles bitte mehr jetzt dir mir
+    sobre dije dicho contado ai avais sur dit raconté über gesagt erzählt
+    forget forgets forgot forgotten forgetting delete deleted remove removed erase erased wipe
+    drop purge unlearn remember remembering memory memories know knows knew keep keeping store
+    stored storing save retain anymore longer rather prefer need needs want wish hope please
+    kindly pls plz stop plaît thing things stuff part bit okay ok oh hmm lol haha tbh hey dont didnt
+    wasnt isnt wouldnt cant whatever around
+    olvida olvidar olvides olvídate olvide borra borrar elimina eliminar quita recuerdes
+    recordar memoria sabes necesitas hace falta prefiero cosa guardes
+    oublie oublier oubliez oublies efface effacer supprime supprimer retire mémoire souviens
+    souvenir retiens retenir besoin chose truc préfère
+    vergiss vergessen vergisst lösche löschen entferne entfernen gedächtnis speicher merk merke
+    merken weißt brauchst musst sache
+    """.split()  # noqa: SIM905 (a list literal of 280 strings reads worse)
+)
+
+REPORT_VERBS = (
+    r"said|says|say|told|tells|wrote|writes|written|asked|asks|ordered|instructed|according"
+    r"|reads|quote|quoting|repeat|dijo|dice|decia|escribio|escribe|pidio|pide|segun|repite|dit"
+    r"|disait|ecrit|ecrivait|demande|selon|repete|sagte|sagt|gesagt|schrieb|schreibt"
+    r"|geschrieben|bat|laut|wiederhole"
+)
+
+TEXT_NOUNS = (
+    r"message|e-?mail|mail|text|sms|letter|note|post|tweet|comment|transcript|document|article"
+    r"|passage|paragraph|following|below|mensaje|correo|carta|texto|siguiente|courriel|lettre"
+    r"|texte|suivant|nachricht|brief|folgende\w*"
+)
+
+LEAD_WORDS = (
+    r"ok|okay|hey|hi|so|now|oh|well|actually|btw|please|kindly|just|pls|plz|and|also|then"
+    r"|por favor|vale|bueno|oye|y|tambien|s'il te plait|s'il vous plait|stp|svp|bon|alors|et"
+    r"|aussi|bitte|und|dann|auch|ach|na|therefore|asi que|por eso|entonces|donc|du coup|deshalb"
+    r"|daher|darum"
+)
+
+NEGATOR_WORDS = (
+    r"don't|dont|do not|never|no|not|stop|no longer|no more|ya no|no|nunca|jamas|ne|n'|nicht"
+    r"|nie|niemals"
+)
+
+CLITICS = r"me|te|le|la|l'|lo|se|dir|mir|dich|mich|es|das|du"
+
+# Each verb list in English, then in Spanish, French and German (in_another_language reads
+# which of the two a request used).
+FORGET_EN = r"forget|forgets|forgot|forgotten|unlearn"
+
+FORGET = rf"{FORGET_EN}|olvid\w*|oubli\w*|vergiss\w*|vergess\w*"
+
+KEEP_EN = (
+    r"remember(?:ing|s|ed)?|keep(?:ing)?|kept|store[ds]?|storing|saved?|saving|retain(?:ing|ed)?"
+    r"|(?:hold|hang)(?:ing)? on ?to|track(?:ing)?"
+)
+
+KEEP = (
+    rf"{KEEP_EN}|recuerd\w*|recordar|guard\w*|almacen\w*|retien\w*|retenir|retenez"
+    r"|souvien\w*|souvenir|gard\w*|memoris\w*|enregistr\w*|rappell\w*|merk(?:e|en|st|t)?"
+    r"|behalt\w*|speicher\w*|erinner\w*"
+)
+
+ERASE_EN = r"delete|remove|erase|wipe|drop|purge|clear|scrap|scratch|ditch"
+
+ERASE = (
+    rf"{ERASE_EN}|borr\w*|elimin\w*"
+    r"|quit(?:a|e|ar|es)\b|suprim\w*|effac\w*|supprim\w*|retir\w*|losch\w*|entfern\w*"
+)
