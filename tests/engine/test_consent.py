@@ -11,6 +11,7 @@ from memhub.engine.consent import (
     forget_requests_naming_no_fact,
     in_another_language,
     keeps,
+    request_object,
     supports_change,
 )
 
@@ -342,6 +343,19 @@ def test_facts_one_word_ties_are_left_to_the_model() -> None:
     assert facts_tied_by_a_word(what, likes) == []  # a word too common
     assert facts_tied_by_a_word(what, likes[:3]) == [("please forget what i like", [0, 1, 2])]
     assert facts_tied_by_a_word("Please forget that I like olives.", likes) == []  # clear
+
+
+def test_what_a_request_asks_is_the_words_after_its_verb() -> None:
+    """What the embedder compares beside the request as said (engine/forgetting.meant)."""
+    assert request_object("2) i'd rather you didn't keep where i work, just in case") == (
+        "where i work, just in case"
+    )
+    assert request_object("Please forget the salary figure I gave you.") == "the salary figure"
+    # nothing after the verb, or nothing but a telling: the request as it is
+    assert request_object("that thing about me living in Paris") == (
+        "that thing about me living in Paris"
+    )
+    assert request_object("I'd rather that wasn't stored.") == "I'd rather that wasn't stored."
 
 
 def test_reproaches_rhetorical_questions_and_labels() -> None:

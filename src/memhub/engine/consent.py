@@ -493,7 +493,7 @@ def request_object(request: str) -> str:
     folded = fold(request)
     verb = _VERB.search(folded)
     after = folded[verb.end() :] if verb else ""
-    after = " ".join(_POLITE_CONDITION.sub(" ", _TOLD_YOU.sub(" ", after)).split()).strip(",.;:!?")
+    after = " ".join(_POLITE_CONDITION.sub(" ", _TOLD_YOU.sub(" ", after)).split()).strip(" ,.;:!?")
     return after if _words(after) else request
 
 
