@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memhub.engine.consent import (
+    drawn_from_a_request,
     facts_clearly_asked,
     facts_tied_by_a_word,
     forget_request,
@@ -356,6 +357,38 @@ def test_what_a_request_asks_is_the_words_after_its_verb() -> None:
         "that thing about me living in Paris"
     )
     assert request_object("I'd rather that wasn't stored.") == "I'd rather that wasn't stored."
+
+
+def test_requests_as_people_text_them() -> None:
+    """heldout8's s10, s01, s04 and s11 (read after their blind run): "can u", an "eigentlich"
+    or a "wait" before the verb, and someone's view reported after the request ("wife says
+    ...") each hid a request; the report after it is still not the person's."""
+    school = "The user's kids go to Maple Grove school."
+    said = "also hey can u not remember the school name i gave u, wife says we shouldnt put it out"
+    assert forget_request(said, school)
+    speeding = "The user got a speeding ticket."
+    said = "also can u forget the speeding thing i told u about, its getting sorted"
+    assert forget_request(said, speeding)
+    assert not forget_request(said, "The user is getting a sorted drawer.")  # not its words
+    adresse = "Meine Adresse ist Karl-Heine-Straße 40."
+    assert forget_request("eigentlich vergiss bitte meine adresse wieder", adresse)
+    priya = "The user's friend Priya is pregnant."
+    assert forget_request("wait actually forget i said that about priya", priya)
+    # what a report after the request says is someone else's; a report ending it takes it all
+    olives = "Ada likes olives."
+    assert not forget_request("my boss says forget that I like olives", olives)
+    assert not forget_request("forget that I like olives, my boss said", olives)
+    assert forget_request("please forget that I like olives, my boss says it's risky", olives)
+
+
+def test_a_fact_drawn_from_a_request_alone() -> None:
+    said = "outside all day. also can u forget the speeding thing i told u about, its sorted"
+    assert drawn_from_a_request(said, "The user is the one who said the speeding thing.")
+    assert drawn_from_a_request(said, "The user got a speeding ticket.")  # the thing again
+    assert not drawn_from_a_request(said, "The user was outside all day.")
+    new_job = "forget my old job, I'm at Shopify now"
+    assert not drawn_from_a_request(new_job, "The user has a new job at Shopify.")
+    assert not drawn_from_a_request("I'm at Shopify now", "The user works at Shopify.")
 
 
 def test_reproaches_rhetorical_questions_and_labels() -> None:

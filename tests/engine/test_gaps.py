@@ -386,6 +386,23 @@ async def test_a_fact_stated_and_taken_back_in_one_conversation_is_not_stored(
         assert await facts(memory, "owed") == ["The user is lactose intolerant."]
 
 
+async def test_a_fact_drawn_from_a_request_alone_is_not_stored(
+    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    """heldout8's s01 (read after its blind run): from "can u forget the speeding thing i told
+    u about" the 1.5B wrote "The user is the one who said the speeding thing.", which kept
+    the forgotten thing in memory. A fact saying only what the turn's request names is
+    refused; one saying what the rest of the turn says stands."""
+    llm.default = ops(
+        {"op": "ADD", "text": "The user is the one who said the speeding thing.", "turns": [1]},
+        {"op": "ADD", "text": "The user was outside all day.", "turns": [1]},
+    )
+    said = "outside all day. also can u forget the speeding thing i told u about, its sorted"
+    async with AsyncMemory(settings=gap_settings) as memory:
+        await memory.add([{"role": "user", "content": said}], user_id="s01", wait=True)
+        assert await facts(memory, "s01") == ["The user was outside all day."]
+
+
 async def test_the_question_carries_the_applications_rules(
     settings: MemhubSettings, llm: ScriptedOpenAIServer
 ) -> None:

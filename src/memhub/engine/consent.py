@@ -73,6 +73,7 @@ from memhub.engine.grounding import content_words, fold, stem
 
 __all__ = [
     "asks_to_forget",
+    "drawn_from_a_request",
     "facts_clearly_asked",
     "facts_tied_by_a_word",
     "forget_request",
@@ -135,6 +136,10 @@ _TASK = re.compile(
 )
 
 
+# A reporting verb with what was said after it, in its own clause ("wife says we shouldnt ...").
+_SAID_AFTER = re.compile(r"\w+\W+\w+(?:\W+\w+)+")
+
+
 def own_words(turn: str) -> str:
     """What of ``turn`` (a user's message) the person says themselves, folded (lower case,
     no accents); "" when the turn hands over a text to work on."""
@@ -150,8 +155,15 @@ def own_words(turn: str) -> str:
     for marker in _PASTED_FROM.finditer(text):
         # "forget what I said about X" is the person's own; "I said to Tom: ..." quotes
         if marker.group(0).endswith(":") or not _SELF.search(text[: marker.start()]):
-            # From the start of the marker's sentence: "forget it, my boss said" is his.
-            text = text[: max(text.rfind(end, 0, marker.start()) for end in ".!?\n") + 1]
+            # From the start of the marker's sentence: "forget it, my boss said" is his; a
+            # report with its words after it is from its clause: in "can u not remember the
+            # school name, wife says we shouldnt put it out there" the request is the person's
+            ends = (
+                ".!?\n"
+                if marker.group(0).endswith(":") or not _SAID_AFTER.match(marker.group(0))
+                else ".!?\n,;"
+            )
+            text = text[: max(text.rfind(end, 0, marker.start()) for end in ends) + 1]
             break
     return _CHAT_LINE.sub(lambda line: _unless_a_request(line, headings), text)
 
@@ -198,11 +210,11 @@ _PAST = frozenset(
 # The verb addressed to the assistant when it is not an imperative: "can you ...", "I'd
 # rather you ...", "no need to ...", "puedes ...", "je voudrais que ...", "kannst du ...".
 _ADDRESSED = re.compile(
-    r"\b(?:(?:can|could|would|will|might|may)\s+you|you\s+(?:can|could|may|might|should|must"
+    r"\b(?:(?:can|could|would|will|might|may)\s+(?:you|u)|(?:you|u)\s+(?:can|could|may|might|should|must"
     r"|ought|need|have to|'d|had better|no longer|don't need|dont need|do not need|don't have"
     r"|do not have)|(?:want|need|like|love|wish|prefer|rather|hope|ask|asking|beg|request)"
-    r"\s+(?:that\s+)?you|(?:rather|prefer)\s+(?:that|it|this)\s+(?:was|were|is)(?:n't|nt"
-    r"|\s+not|\s+never)|if\s+you\s+(?:could|would|can)|no\s+need|not\s+necessary|please"
+    r"\s+(?:that\s+)?(?:you|u)|(?:rather|prefer)\s+(?:that|it|this)\s+(?:was|were|is)(?:n't|nt"
+    r"|\s+not|\s+never)|if\s+(?:you|u)\s+(?:could|would|can)|no\s+need|not\s+necessary|please"
     r"|kindly|stop|puedes|podrias|puede|podria|pueden|podrian|quiero que|queria que|quisiera que"
     r"|gustaria que|prefiero que|preferiria que|necesito que|pido que|ojala|hace falta|necesitas"
     r"|tienes que|deberias|debes|por favor|deja de|dejes de|peux-tu|peux tu|pouvez-vous"
@@ -215,7 +227,9 @@ _ADDRESSED = re.compile(
     r"|du solltest|sie konnen|sie mussen|sie brauchen|bitte|hor auf|horen sie auf)"
 )
 # A question that asks not to: "could you not keep ...?", "can you please not store ...?"
-_ASKED_NOT_TO = re.compile(r"\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:not|never)\s+$")
+_ASKED_NOT_TO = re.compile(
+    r"\b(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?(?:not|never)\s+$"
+)
 _WHY = re.compile(r"\W*(?:why|how come|por que|pourquoi|warum|wieso|weshalb)\b")
 # "I'd rather you forgot ...", "I'd rather that wasn't stored", "I wish it wasnt kept"
 _WISHED_PAST = re.compile(
@@ -313,7 +327,7 @@ _SUBJECT = re.compile(
     r"|son|est|sont|reste|ist|sind|bleibt)\b|\bj'"
 )
 _STATEMENT_START = re.compile(
-    rf"\W*(?:(?:{LEAD_WORDS})\W+)*(?:he|she|they|it's|there's|il|elle|on|nous|c'est|er)\b"
+    rf"\W*(?:(?:{LEAD_WORDS})\W+)*(?:he|she|they|it's|its|there's|il|elle|on|nous|c'est|er)\b"
 )
 
 
@@ -559,6 +573,17 @@ def _shares(turn: str, facts: Sequence[str]) -> Iterator[tuple[str, list[int], i
         words = _object_words(request, held)
         shared = [len(words & fact) for fact in held]
         yield request.text, shared, max(shared, default=0)
+
+
+def drawn_from_a_request(turn: str, fact: str) -> bool:
+    """Does ``fact`` say only what a request to forget in ``turn`` names: a word of the
+    request's and none of the rest of the turn? "The user is the one who said the speeding
+    thing." from "also can u forget the speeding thing i told u about, its getting sorted"
+    (heldout8's s01) is; "The user has a new job at Shopify" from "forget my old job, I'm at
+    Shopify now" is not."""
+    named = forgotten_words([turn])
+    words = _words(fact)
+    return bool(words & named) and not words & (_words(own_words(turn)) - named)
 
 
 def keeps(turn: str, fact: str) -> bool:

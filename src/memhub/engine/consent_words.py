@@ -39,13 +39,13 @@ OTHER_WORDS = frozenset(
     drop purge unlearn remember remembering memory memories know knows knew keep keeping store
     stored storing save retain anymore longer rather prefer need needs want wish hope please
     kindly pls plz stop plaît thing things stuff part bit okay ok oh hmm lol haha tbh hey dont didnt
-    wasnt isnt wouldnt cant whatever around
+    wasnt isnt wouldnt cant whatever around u ur ya wait anyway
     olvida olvidar olvides olvídate olvide borra borrar elimina eliminar quita recuerdes
     recordar memoria sabes necesitas hace falta prefiero cosa guardes
     oublie oublier oubliez oublies efface effacer supprime supprimer retire mémoire souviens
     souvenir retiens retenir besoin chose truc préfère
     vergiss vergessen vergisst lösche löschen entferne entfernen gedächtnis speicher merk merke
-    merken weißt brauchst musst sache
+    merken weißt brauchst musst sache eigentlich wieder übrigens
     """.split()  # noqa: SIM905 (a list literal of 280 strings reads worse)
 )
 
@@ -66,7 +66,8 @@ LEAD_WORDS = (
     r"ok|okay|hey|hi|so|now|oh|well|actually|btw|please|kindly|just|pls|plz|and|also|then"
     r"|por favor|vale|bueno|oye|y|tambien|s'il te plait|s'il vous plait|stp|svp|bon|alors|et"
     r"|aussi|bitte|und|dann|auch|ach|na|therefore|asi que|por eso|entonces|donc|du coup|deshalb"
-    r"|daher|darum"
+    r"|daher|darum|wait|anyway|anyways|by the way|en realidad|de hecho|por cierto|en fait"
+    r"|au fait|d'ailleurs|eigentlich|ubrigens|ach ja"
 )
 
 NEGATOR_WORDS = (

@@ -26,6 +26,7 @@ import numpy as np
 
 from memhub.embed.base import Embedder
 from memhub.engine.consent import (
+    drawn_from_a_request,
     facts_clearly_asked,
     facts_tied_by_a_word,
     forget_request,
@@ -228,6 +229,8 @@ class Proposed(Protocol):
     def text(self) -> str | None: ...
     @property
     def target(self) -> MemoryRecord | None: ...
+    @property
+    def turns(self) -> Sequence[Turn]: ...
 
 
 def asked_away(
@@ -238,10 +241,22 @@ def asked_away(
 ) -> set[int]:
     """The indexes of ``ops`` whose new fact a user turn asks to forget: it says again a fact
     a DELETE of ``ops`` retires, or a request names it more clearly than any shown fact and
-    any other new one (the fact was stated and taken back in one conversation)."""
+    any other new one (the fact was stated and taken back in one conversation), or it is
+    drawn from a turn's request alone (``consent.drawn_from_a_request``: "The user is the one
+    who said the speeding thing." from "can u forget the speeding thing i told u about")."""
     retired = [op.target.memory for op in ops if op.kind == "DELETE" and op.target]
     new = [(op.text or "") if op.kind != "DELETE" else "" for op in ops]
     away = {i for i, text in enumerate(new) if text and says_again(text, retired)}
+    away |= {
+        i
+        for i, (op, text) in enumerate(zip(ops, new, strict=True))
+        if text
+        and any(
+            drawn_from_a_request(texts.get(t.id, turn_text(t)), text)
+            for t in op.turns
+            if t.role == "user"
+        )
+    }
     shown = [f.memory for f in facts]
     for turn in turns:
         if turn.role != "user":
