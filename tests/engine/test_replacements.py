@@ -176,11 +176,34 @@ async def test_a_fact_far_in_meaning_from_the_add_is_not_put_to_the_question(
     assert await current(memory, "eli") == [commute, "The user's sister had a baby girl."]
 
     monkeypatch.setattr(consolidate, "REPLACES_AT_LEAST", -1.0)
+    monkeypatch.setattr(consolidate, "of_a_kind", lambda old, new: True)  # the floor alone
     await store_facts(memory, "ada", commute)
     await memory.add(said, user_id="ada")
     await memory.wait_idle()
     (question,) = replacement_questions(llm)
     assert json.dumps(commute) in question
+
+
+async def test_a_fact_of_another_kind_is_not_put_to_the_question(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    """heldout8's s01 (read after its blind run): "works days at the council" and a speeding
+    fine share no word and no relation; a yes-saying model closed the fine. It is not asked;
+    the night job, of the same kind, is."""
+    said = "started days at the council, no more nights at the depot"
+    fine = "The user got done for doing 42 in a 30, court in April."
+    nights = "The user works nights at the parcel depot."
+    llm.default = model({said: "The user works days at the council."}, replaces=True)
+    await store_facts(memory, "s01", fine)
+    await memory.add(said, user_id="s01")
+    await memory.wait_idle()
+    assert replacement_questions(llm) == []
+    assert await current(memory, "s01") == [fine, "The user works days at the council."]
+    await store_facts(memory, "s01b", fine, nights)
+    await memory.add(said, user_id="s01b")
+    await memory.wait_idle()
+    (question,) = replacement_questions(llm)
+    assert json.dumps(nights) in question and json.dumps(fine) not in question
 
 
 async def test_a_fact_about_another_named_person_is_not_put_to_the_question(

@@ -56,6 +56,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memhub.engine.consent_words import (
+    ADDRESSED,
     CLITICS,
     ERASE,
     ERASE_EN,
@@ -64,6 +65,7 @@ from memhub.engine.consent_words import (
     KEEP,
     KEEP_EN,
     LEAD_WORDS,
+    MEMORY_WORDS,
     NEGATOR_WORDS,
     OTHER_WORDS,
     REPORT_VERBS,
@@ -80,6 +82,7 @@ __all__ = [
     "forget_requests_naming_no_fact",
     "in_another_language",
     "keeps",
+    "of_a_kind",
     "own_words",
     "request_object",
     "supports_change",
@@ -207,25 +210,7 @@ _VERB = re.compile(rf"\b(?:(?P<forget>{FORGET})|(?P<keep>{KEEP})|(?P<erase>{ERAS
 _PAST = frozenset(
     ("forgot", "forgotten", "remembered", "kept", "stored", "saved", "deleted", "removed")
 )
-# The verb addressed to the assistant when it is not an imperative: "can you ...", "I'd
-# rather you ...", "no need to ...", "puedes ...", "je voudrais que ...", "kannst du ...".
-_ADDRESSED = re.compile(
-    r"\b(?:(?:can|could|would|will|might|may)\s+(?:you|u)|(?:you|u)\s+(?:can|could|may|might|should|must"
-    r"|ought|need|have to|'d|had better|no longer|don't need|dont need|do not need|don't have"
-    r"|do not have)|(?:want|need|like|love|wish|prefer|rather|hope|ask|asking|beg|request)"
-    r"\s+(?:that\s+)?(?:you|u)|(?:rather|prefer)\s+(?:that|it|this)\s+(?:was|were|is)(?:n't|nt"
-    r"|\s+not|\s+never)|if\s+(?:you|u)\s+(?:could|would|can)|no\s+need|not\s+necessary|please"
-    r"|kindly|stop|puedes|podrias|puede|podria|pueden|podrian|quiero que|queria que|quisiera que"
-    r"|gustaria que|prefiero que|preferiria que|necesito que|pido que|ojala|hace falta|necesitas"
-    r"|tienes que|deberias|debes|por favor|deja de|dejes de|peux-tu|peux tu|pouvez-vous"
-    r"|pourrais-tu|pourriez-vous|tu peux|vous pouvez|tu pourrais|vous pourriez|veux que"
-    r"|voudrais que|aimerais que|prefere que|prefererais que|il faut que|tu dois|vous devez"
-    r"|besoin de|(?:te|vous) demande d|s'il te plait|s'il vous plait|stp|svp|arrete de"
-    r"|arretez de|cesse de"
-    r"|kannst du|konntest du|wurdest du|konnen sie|konnten sie|wurden sie|mochte\w* dass"
-    r"|will dass|gerne? dass|ware \w+ wenn|du kannst|du musst|du brauchst|du sollst"
-    r"|du solltest|sie konnen|sie mussen|sie brauchen|bitte|hor auf|horen sie auf)"
-)
+_ADDRESSED = re.compile(ADDRESSED)
 # A question that asks not to: "could you not keep ...?", "can you please not store ...?"
 _ASKED_NOT_TO = re.compile(
     r"\b(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?(?:not|never)\s+$"
@@ -261,16 +246,7 @@ _CONSEQUENCE = re.compile(
     r"|daher|darum)\b"
 )
 # Broad verbs ("remove", "borrar", "löschen") are about memory only beside one of these.
-_MEMORY_WORD = re.compile(
-    r"\b(?:memory|memories|remember|notes|records?|profile|database|what you know|you know"
-    r" about|you have on me|about me|(?:what|whatever|anything|everything) you (?:keep|store"
-    r"|save|remember|know|have|hold)|(?:was|were|is|be|been|being)(?:n't|nt| not| never)?"
-    r" (?:kept|stored|saved|remembered)|that fact|this fact|that info|that information|memoria"
-    r"|recuerdas|lo que sabes|tus datos|tus notas|sobre mi|ese dato|esa informacion|memoire"
-    r"|souviens|ce que tu sais|ce que vous savez|tes donnees|tes notes|sur moi|cette information"
-    r"|gedachtnis|speicher|gespeichert|gemerkt|was du .* weisst|uber mich|deinen notizen"
-    r"|deinen daten|diese information)\b"
-)
+_MEMORY_WORD = re.compile(MEMORY_WORDS)
 
 
 @dataclass(frozen=True)
@@ -682,6 +658,14 @@ _THIRD_PERSON = re.compile(
 _ANAPHOR = re.compile(r"\W*(?:it|its|that|this|es|eso|esto|c'est|ce|ca|cela|das|dies)\b")
 
 
+def of_a_kind(old: str, new: str, names: Iterable[str] = ()) -> bool:
+    """Are two facts about one thing: a content word in common (the ``names`` aside) or the
+    same relation (:func:`_relation`: "is a barista" and "is a web developer")?"""
+    names = tuple(names)
+    shared = _words(old, names) & _words(new, names)
+    return bool(shared) or _relation(old, names) == _relation(new, names) != ""
+
+
 def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[str] = ()) -> bool:
     """Does one of the user's ``turns`` support replacing ``old`` by ``new``?
 
@@ -710,8 +694,7 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
     news = new_words - old_words
     negated_new = _negated_news(new, news, names)
     flips = bool(_NEGATION.search(fold(new))) != bool(_NEGATION.search(fold(old)))
-    relation = _relation(old, names)
-    same_kind = bool(old_words & new_words) or relation == _relation(new, names) != ""
+    same_kind = of_a_kind(old, new, names)
     # Whom the old fact is about: the person, or whom it names first ("Tom lives in Paris").
     # An article is not a name: "The user likes olives" is the person's (consolidation's
     # facts open with "The user"), and "the" in "Tom hates the olives" does not make it so.

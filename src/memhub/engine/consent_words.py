@@ -6,6 +6,7 @@ share without naming the same thing. Vocabulary only; the rules are consent's.""
 from __future__ import annotations
 
 __all__ = [
+    "ADDRESSED",
     "CLITICS",
     "ERASE",
     "ERASE_EN",
@@ -14,6 +15,7 @@ __all__ = [
     "KEEP",
     "KEEP_EN",
     "LEAD_WORDS",
+    "MEMORY_WORDS",
     "NEGATOR_WORDS",
     "OTHER_WORDS",
     "REPORT_VERBS",
@@ -99,4 +101,36 @@ ERASE_EN = r"delete|remove|erase|wipe|drop|purge|clear|scrap|scratch|ditch"
 ERASE = (
     rf"{ERASE_EN}|borr\w*|elimin\w*"
     r"|quit(?:a|e|ar|es)\b|suprim\w*|effac\w*|supprim\w*|retir\w*|losch\w*|entfern\w*"
+)
+
+# The verb addressed to the assistant when it is not an imperative: "can you ...", "I'd
+# rather you ...", "no need to ...", "puedes ...", "je voudrais que ...", "kannst du ...".
+ADDRESSED = (
+    r"\b(?:(?:can|could|would|will|might|may)\s+(?:you|u)|(?:you|u)\s+(?:can|could|may|might|should|must"
+    r"|ought|need|have to|'d|had better|no longer|don't need|dont need|do not need|don't have"
+    r"|do not have)|(?:want|need|like|love|wish|prefer|rather|hope|ask|asking|beg|request)"
+    r"\s+(?:that\s+)?(?:you|u)|(?:rather|prefer)\s+(?:that|it|this)\s+(?:was|were|is)(?:n't|nt"
+    r"|\s+not|\s+never)|if\s+(?:you|u)\s+(?:could|would|can)|no\s+need|not\s+necessary|please"
+    r"|kindly|stop|puedes|podrias|puede|podria|pueden|podrian|quiero que|queria que|quisiera que"
+    r"|gustaria que|prefiero que|preferiria que|necesito que|pido que|ojala|hace falta|necesitas"
+    r"|tienes que|deberias|debes|por favor|deja de|dejes de|peux-tu|peux tu|pouvez-vous"
+    r"|pourrais-tu|pourriez-vous|tu peux|vous pouvez|tu pourrais|vous pourriez|veux que"
+    r"|voudrais que|aimerais que|prefere que|prefererais que|il faut que|tu dois|vous devez"
+    r"|besoin de|(?:te|vous) demande d|s'il te plait|s'il vous plait|stp|svp|arrete de"
+    r"|arretez de|cesse de"
+    r"|kannst du|konntest du|wurdest du|konnen sie|konnten sie|wurden sie|mochte\w* dass"
+    r"|will dass|gerne? dass|ware \w+ wenn|du kannst|du musst|du brauchst|du sollst"
+    r"|du solltest|sie konnen|sie mussen|sie brauchen|bitte|hor auf|horen sie auf)"
+)
+
+# Words of memory, beside which the broad verbs ("remove", "borrar", "löschen") are about it.
+MEMORY_WORDS = (
+    r"\b(?:memory|memories|remember|notes|records?|profile|database|what you know|you know"
+    r" about|you have on me|about me|(?:what|whatever|anything|everything) you (?:keep|store"
+    r"|save|remember|know|have|hold)|(?:was|were|is|be|been|being)(?:n't|nt| not| never)?"
+    r" (?:kept|stored|saved|remembered)|that fact|this fact|that info|that information|memoria"
+    r"|recuerdas|lo que sabes|tus datos|tus notas|sobre mi|ese dato|esa informacion|memoire"
+    r"|souviens|ce que tu sais|ce que vous savez|tes donnees|tes notes|sur moi|cette information"
+    r"|gedachtnis|speicher|gespeichert|gemerkt|was du .* weisst|uber mich|deinen notizen"
+    r"|deinen daten|diese information)\b"
 )

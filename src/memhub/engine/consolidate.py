@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, retrieve
-from memhub.engine.consent import forgotten_words
+from memhub.engine.consent import forgotten_words, of_a_kind
 from memhub.engine.dates import absolute_dates, keep_the_date, said_at_utc
 from memhub.engine.grounding import (
     Support,
@@ -750,7 +750,8 @@ def _replaceable(
     Berlin" for "lives in Berlin") is not worth a question, and would hide the one it could
     ("lives in Paris"); one far in meaning is about something else, and one about another
     named person is not this news's (a 1.5B let "The user's brother Halvard is staying with
-    her" close all it knew of "the user's mum Ingeborg": heldout5's e09)."""
+    her" close all it knew of "the user's mum Ingeborg": heldout5's e09), nor one of another
+    kind (``consent.of_a_kind``; "works days at the council" closed a speeding fine: s01)."""
     assert op.text is not None
     whom = named_subject(op.text)
     return next(
@@ -762,6 +763,7 @@ def _replaceable(
             and c.vector_similarity is not None
             and c.vector_similarity >= REPLACES_AT_LEAST
             and named_subject(c.record.memory) == whom
+            and of_a_kind(c.record.memory, op.text)
             and not refusal("SUPERSEDE", c.record, op.text, op.turns, ())
         ),
         None,
