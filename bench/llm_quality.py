@@ -62,6 +62,7 @@ SETS = {
     "heldout6": Path(__file__).parent / "llm_set" / "heldout6.json",
     "heldout7": Path(__file__).parent / "llm_set" / "heldout7.json",
     "heldout8": Path(__file__).parent / "llm_set" / "heldout8.json",
+    "heldout9": Path(__file__).parent / "llm_set" / "heldout9.json",
 }
 CATEGORIES = (
     "supported",
