@@ -47,6 +47,17 @@ async def current(memory: AsyncMemory, user: str) -> list[str]:
     return sorted(r["memory"] for r in found["results"])
 
 
+async def told(
+    memory: AsyncMemory, user: str, said: str, *facts: str, timestamp: str | None = None
+) -> list[str]:
+    """Stores ``facts`` for ``user``, adds ``said`` as their turn and waits for its
+    consolidation: the stored facts' ids."""
+    ids = await store_facts(memory, user, *facts)
+    await memory.add(said, user_id=user, timestamp=timestamp)
+    await memory.wait_idle()
+    return ids
+
+
 def replacement_questions(llm: ScriptedOpenAIServer) -> list[str]:
     return [prompt_of(r.json) for r in llm.chat_requests if "<stored_fact>" in prompt_of(r.json)]
 
@@ -63,9 +74,9 @@ async def test_an_add_that_replaces_the_closest_fact_supersedes_it(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
     llm.default = model(MOVE, replaces=True)
-    (paris,) = await store_facts(memory, "eli", "Eli lives in Paris.")
-    await memory.add("I moved to Berlin last week.", user_id="eli", timestamp=SAID)
-    await memory.wait_idle()
+    (paris,) = await told(
+        memory, "eli", "I moved to Berlin last week.", "Eli lives in Paris.", timestamp=SAID
+    )
     assert await current(memory, "eli") == [BERLIN]
     (question,) = replacement_questions(llm)
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
@@ -86,9 +97,7 @@ async def test_a_no_or_an_unusable_answer_leaves_the_add(
     for user, replaces in (("no", False), ("garbled", "I think so, maybe")):
         llm.default = model({said: "Eli plays the viola."}, replaces=replaces)
         asked = len(replacement_questions(llm))
-        await store_facts(memory, user, "Eli plays the violin.")
-        await memory.add(said, user_id=user)
-        await memory.wait_idle()
+        await told(memory, user, said, "Eli plays the violin.")
         assert len(replacement_questions(llm)) > asked  # the question was put, and answered
         assert await current(memory, user) == ["Eli plays the viola.", "Eli plays the violin."]
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
@@ -106,9 +115,7 @@ async def test_a_yes_the_cited_turn_does_not_support_is_refused(
     refused, and the call is saved."""
     dog = {"We adopted a puppy called Rex.": "Eli has a dog named Rex."}
     llm.default = model(dog, replaces=True)
-    await store_facts(memory, "eli", "Eli lives in Paris.")
-    await memory.add("We adopted a puppy called Rex.", user_id="eli")
-    await memory.wait_idle()
+    await told(memory, "eli", "We adopted a puppy called Rex.", "Eli lives in Paris.")
     assert replacement_questions(llm) == []
     assert await current(memory, "eli") == ["Eli has a dog named Rex.", "Eli lives in Paris."]
 
@@ -120,9 +127,9 @@ async def test_the_question_is_about_the_closest_fact_a_yes_could_replace(
     not change (the guard would refuse a yes): the question is put about the closest fact a
     yes could replace, where Eli lived."""
     llm.default = model({"I moved to Berlin.": "Eli lives in Berlin."}, replaces=True)
-    await store_facts(memory, "eli", "Eli's sister lives in Berlin.", "Eli lives in Paris.")
-    await memory.add("I moved to Berlin.", user_id="eli")
-    await memory.wait_idle()
+    await told(
+        memory, "eli", "I moved to Berlin.", "Eli's sister lives in Berlin.", "Eli lives in Paris."
+    )
     (question,) = replacement_questions(llm)
     assert '"Eli lives in Paris."' in question
     assert await current(memory, "eli") == ["Eli lives in Berlin.", "Eli's sister lives in Berlin."]
@@ -134,9 +141,9 @@ async def test_the_check_can_be_turned_off(
     llm.default = model(MOVE, replaces=True)
     off = scripted(settings, llm, llm_check_replacements=False)
     async with AsyncMemory(settings=off) as memory:
-        await store_facts(memory, "eli", "Eli lives in Paris.")
-        await memory.add("I moved to Berlin last week.", user_id="eli", timestamp=SAID)
-        await memory.wait_idle()
+        await told(
+            memory, "eli", "I moved to Berlin last week.", "Eli lives in Paris.", timestamp=SAID
+        )
         assert await current(memory, "eli") == [BERLIN, "Eli lives in Paris."]
     assert replacement_questions(llm) == []
 
@@ -149,9 +156,7 @@ async def test_a_new_job_said_plainly_replaces_the_old_one_visibly_and_undoably(
     model's changes and one undo brings the old fact back under its id."""
     said = "Good news: I got hired as a web developer at Shopify, starting tomorrow."
     llm.default = model({said: "Eli is a web developer at Shopify."}, replaces=True)
-    (barista,) = await store_facts(memory, "eli", "Eli is a barista at Blue Bottle.")
-    await memory.add(said, user_id="eli", timestamp=SAID)
-    await memory.wait_idle()
+    (barista,) = await told(memory, "eli", said, "Eli is a barista at Blue Bottle.", timestamp=SAID)
     assert await current(memory, "eli") == [SHOPIFY]
     (change,) = (await memory.model_changes(user_id="eli"))["results"]
     assert (change["memory_id"], change["event"]) == (barista, "SUPERSEDE")
@@ -169,17 +174,13 @@ async def test_a_fact_far_in_meaning_from_the_add_is_not_put_to_the_question(
     said = "doing the commute by e-bike now, my sister had a baby girl"
     commute = "The user commutes 40 minutes each way to the warehouse."
     llm.default = model({said: "The user's sister had a baby girl."}, replaces=True)
-    await store_facts(memory, "eli", commute)
-    await memory.add(said, user_id="eli")
-    await memory.wait_idle()
+    await told(memory, "eli", said, commute)
     assert replacement_questions(llm) == []
     assert await current(memory, "eli") == [commute, "The user's sister had a baby girl."]
 
     monkeypatch.setattr(consolidate, "REPLACES_AT_LEAST", -1.0)
     monkeypatch.setattr(consolidate, "of_a_kind", lambda old, new: True)  # the floor alone
-    await store_facts(memory, "ada", commute)
-    await memory.add(said, user_id="ada")
-    await memory.wait_idle()
+    await told(memory, "ada", said, commute)
     (question,) = replacement_questions(llm)
     assert json.dumps(commute) in question
 
@@ -194,14 +195,10 @@ async def test_a_fact_of_another_kind_is_not_put_to_the_question(
     fine = "The user got done for doing 42 in a 30, court in April."
     nights = "The user works nights at the parcel depot."
     llm.default = model({said: "The user works days at the council."}, replaces=True)
-    await store_facts(memory, "s01", fine)
-    await memory.add(said, user_id="s01")
-    await memory.wait_idle()
+    await told(memory, "s01", said, fine)
     assert replacement_questions(llm) == []
     assert await current(memory, "s01") == [fine, "The user works days at the council."]
-    await store_facts(memory, "s01b", fine, nights)
-    await memory.add(said, user_id="s01b")
-    await memory.wait_idle()
+    await told(memory, "s01b", said, fine, nights)
     (question,) = replacement_questions(llm)
     assert json.dumps(nights) in question and json.dumps(fine) not in question
 
@@ -216,16 +213,12 @@ async def test_a_fact_about_another_named_person_is_not_put_to_the_question(
     mum = "The user's mum Ingeborg broke her wrist and lives on her own in Tromso."
     halvard = "The user's brother Halvard is staying with the user's mum."
     llm.default = model({said: halvard}, replaces=True)
-    await store_facts(memory, "eli", mum)
-    await memory.add(said, user_id="eli")
-    await memory.wait_idle()
+    await told(memory, "eli", said, mum)
     assert replacement_questions(llm) == []
     assert await current(memory, "eli") == [halvard, mum]
 
     monkeypatch.setattr(consolidate, "named_subject", lambda fact: "")
-    await store_facts(memory, "ada", mum)
-    await memory.add(said, user_id="ada")
-    await memory.wait_idle()
+    await told(memory, "ada", said, mum)
     (question,) = replacement_questions(llm)
     assert json.dumps(mum) in question
 

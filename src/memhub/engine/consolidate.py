@@ -428,13 +428,13 @@ class Consolidator:
         by_id = {f.id: f for f in facts}
         planned = {op.target.id for op in ops if op.target is not None}
         for ask in to_ask:
-            for fact_id in ask.facts:
+            for fact_id, request in ask.candidates:
                 if fact_id in planned:
                     if ask.until_a_yes:
                         break  # the model's own DELETE, or an earlier yes, answered it
                     continue
                 fact = by_id[fact_id]
-                messages = forget_check_messages(ask.request, fact.memory)
+                messages = forget_check_messages(request, fact.memory)
                 spent, answer = await self._asked(messages, ForgetReply, "forget", fact.memory)
                 usage += spent
                 if answer is None or not answer.forget:  # unusable, failed or no

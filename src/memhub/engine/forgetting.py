@@ -67,9 +67,14 @@ class Ask:
     gym times", yes, yes and no)."""
 
     turn_id: int
-    request: str
-    facts: tuple[UUID, ...]
+    # each fact with the request's words it is asked about (a turn's requests by meaning:
+    # the one closest to that fact)
+    candidates: tuple[tuple[UUID, str], ...]
     until_a_yes: bool  # candidates by meaning, closest first; False: each asked on its own
+
+    @property
+    def facts(self) -> tuple[UUID, ...]:
+        return tuple(fact_id for fact_id, _ in self.candidates)
 
 
 # A request naming no fact by a word means the closest shown fact when its cosine (default
@@ -133,7 +138,7 @@ async def meant(
     may mean, closest first: the ``MEANT_ASKED`` closest by the embedder to one of the turn's
     requests, as said or only what it asks (``consent.request_object``), in ``english``
     where asked in another language (:func:`in_english`), each at least ``MEANT_AT_LEAST``,
-    with the request closest to the first. What it asks alone finds the job in "i'd rather
+    each with the request it is closest to. What it asks alone finds the job in "i'd rather
     you didn't keep where i work, just in case" (0.27 against 0.16 for the window-seat fact,
     as said: heldout7's r09); as said finds ADHD in "Can you please forget that I had an
     adhs?" (0.17, and 0.06 for "that i had an adhs?": heldout6's q11).
@@ -156,20 +161,23 @@ async def meant(
     requests, candidates = vectors[: len(worded)], vectors[len(worded) :]
     # turn id -> fact index -> (best cosine, the request it is closest to)
     closeness: dict[int, dict[int, tuple[float, str]]] = {}
+    kept: dict[int, set[int]] = {}  # turn id -> the facts it asks to keep, read once
     for (turn_id, request_text), request in zip([*asks, *asks], requests, strict=True):
-        said = texts.get(turn_id, "")
+        if turn_id not in kept:
+            said = texts.get(turn_id, "")
+            kept[turn_id] = {i for i, fact in enumerate(facts) if keeps(said, fact.memory)}
         best = closeness.setdefault(turn_id, {})
-        for i, fact in enumerate(facts):
+        for i in range(len(facts)):
             score = float(candidates[i] @ request)
             closer = score > best.get(i, (-1.0, ""))[0]
-            if score >= MEANT_AT_LEAST and closer and not keeps(said, fact.memory):
+            if score >= MEANT_AT_LEAST and closer and i not in kept[turn_id]:
                 best[i] = (score, request_text)
     found = []
     for turn_id, best in closeness.items():
         order = sorted(best, key=lambda i: best[i][0], reverse=True)[:MEANT_ASKED]
         if order:
-            ids = tuple(facts[i].id for i in order)
-            found.append(Ask(turn_id, best[order[0]][1], ids, until_a_yes=True))
+            asked = tuple((facts[i].id, best[i][1]) for i in order)
+            found.append(Ask(turn_id, asked, until_a_yes=True))
     return found
 
 
@@ -213,7 +221,7 @@ def tied_by_a_word(
     words alone, each of those facts is put to the model's question on its own."""
     shown = [f.memory for f in facts]
     return [
-        Ask(turn.id, request, tuple(facts[i].id for i in indexes), until_a_yes=False)
+        Ask(turn.id, tuple((facts[i].id, request) for i in indexes), until_a_yes=False)
         for turn in turns
         if turn.role == "user"
         for request, indexes in facts_tied_by_a_word(texts.get(turn.id, ""), shown)
