@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
-from memhub.engine import consolidate
+from memhub.engine import replacing
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import scripted, store_facts
 
@@ -178,15 +178,15 @@ async def test_a_fact_far_in_meaning_from_the_add_is_not_put_to_the_question(
     assert replacement_questions(llm) == []
     assert await current(memory, "eli") == [commute, "The user's sister had a baby girl."]
 
-    monkeypatch.setattr(consolidate, "REPLACES_AT_LEAST", -1.0)
-    monkeypatch.setattr(consolidate, "of_a_kind", lambda old, new: True)  # the floor alone
+    monkeypatch.setattr(replacing, "REPLACES_AT_LEAST", -1.0)
+    monkeypatch.setattr(replacing, "of_a_kind", lambda old, new: True)  # the floor alone
     await told(memory, "ada", said, commute)
     (question,) = replacement_questions(llm)
     assert json.dumps(commute) in question
 
 
 async def test_a_fact_of_another_kind_is_not_put_to_the_question(
-    memory: AsyncMemory, llm: ScriptedOpenAIServer
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """heldout8's s01 (read after its blind run): "works days at the council" and a speeding
     fine share no word and no relation; a yes-saying model closed the fine. It is not asked;
@@ -195,8 +195,14 @@ async def test_a_fact_of_another_kind_is_not_put_to_the_question(
     fine = "The user got done for doing 42 in a 30, court in April."
     nights = "The user works nights at the parcel depot."
     llm.default = model({said: "The user works days at the council."}, replaces=True)
-    await told(memory, "s01", said, fine)
+    with caplog.at_level(logging.INFO, logger="memhub.consolidation"):
+        await told(memory, "s01", said, fine)
     assert replacement_questions(llm) == []
+    # the log says why no question was put (engine/replacing.passed_over)
+    (line,) = [
+        r.getMessage() for r in caplog.records if "no replacement question" in r.getMessage()
+    ]
+    assert f"{fine!r}: another kind" in line
     assert await current(memory, "s01") == [fine, "The user works days at the council."]
     await told(memory, "s01b", said, fine, nights)
     (question,) = replacement_questions(llm)
@@ -217,7 +223,7 @@ async def test_a_fact_about_another_named_person_is_not_put_to_the_question(
     assert replacement_questions(llm) == []
     assert await current(memory, "eli") == [halvard, mum]
 
-    monkeypatch.setattr(consolidate, "named_subject", lambda fact: "")
+    monkeypatch.setattr(replacing, "named_subject", lambda fact: "")
     await told(memory, "ada", said, mum)
     (question,) = replacement_questions(llm)
     assert json.dumps(mum) in question

@@ -24,13 +24,12 @@ import numpy as np
 from pydantic import BaseModel
 
 from memhub.embed.base import Embedder
-from memhub.engine import forgetting, gaps, retrieve
-from memhub.engine.consent import forgotten_words, of_a_kind
+from memhub.engine import forgetting, gaps, replacing, retrieve
+from memhub.engine.consent import forgotten_words
 from memhub.engine.dates import absolute_dates, keep_the_date, said_at_utc
 from memhub.engine.grounding import (
     Support,
     first_clause,
-    named_subject,
     restates,
     says_again,
     someone_elses,
@@ -44,7 +43,6 @@ from memhub.engine.operations import (
     MAX_REMOVALS,
     PlannedOp,
     plan_operations,
-    refusal,
     removal_refused,
 )
 from memhub.engine.prompts import (
@@ -75,7 +73,6 @@ from memhub.llm.parsing import iter_json_values
 from memhub.store.protocol import ConsolidationWrites, JobBatch, Store
 from memhub.store.records import (
     MODEL_BUDGET_WINDOW,
-    Candidate,
     Job,
     MemoryRecord,
     NewMemory,
@@ -104,13 +101,6 @@ CONSOLIDATE_JOB = "consolidate"
 PROCEDURAL = "procedural_memory"
 # The model is shown stored facts only: the episodes (what was said) are never its to change.
 _FACTS_ONLY = parse_filters({KIND: FACT})
-# An ADD is put to the replacement question only beside a stored fact at least this close by
-# the embedder (cosine, default embedder): a 1.5B said yes to "The user's legs are dying."
-# closing "The user commutes 40 minutes each way to the warehouse." (0.138; heldout3,
-# 5 December 2026). In the logged runs of that day the wrong yeses below 0.2 were at
-# 0.09-0.17 and every right replacement at 0.28 or more ("is a junior web developer at
-# Shopify" for "is a barista at Blue Bottle").
-REPLACES_AT_LEAST = 0.2
 
 
 def _speaker(turn: Turn) -> str:
@@ -217,7 +207,7 @@ class Consolidator:
             await retrieve.candidates(store, scope, text, vector, each, _FACTS_ONLY, False)
             for text, vector in zip(texts, vectors, strict=True)
         ]
-        ranked = [sorted(c, key=_best_rank) for c in lists]
+        ranked = [sorted(c, key=replacing.best_rank) for c in lists]
         # Every turn's closest fact is shown, whatever the others found; then the rest round
         # robin (each turn's second, then third, ...) up to related_k.
         facts: dict[UUID, MemoryRecord] = {c[0].record.id: c[0].record for c in ranked if c}
@@ -288,7 +278,7 @@ class Consolidator:
             found = await retrieve.candidates(
                 store, plan.scope, op.text, vector, 5, _FACTS_ONLY, False
             )
-            candidate = _replaceable(found, op, shown, touched)
+            candidate = replacing.replaceable(found, op.text, op.turns, shown, touched)
             if candidate is None:
                 continue
             closest = candidate.record
@@ -741,38 +731,6 @@ def _ground(
 
 def _holds_json(text: str | None) -> bool:
     return text is not None and next(iter_json_values(text), None) is not None
-
-
-def _replaceable(
-    found: Sequence[Candidate], op: PlannedOp, shown: set[UUID], touched: set[UUID]
-) -> Candidate | None:
-    """The closest shown fact a yes could replace. One the guard would refuse ("visited
-    Berlin" for "lives in Berlin") is not worth a question, and would hide the one it could
-    ("lives in Paris"); one far in meaning is about something else, and one about another
-    named person is not this news's (a 1.5B let "The user's brother Halvard is staying with
-    her" close all it knew of "the user's mum Ingeborg": heldout5's e09), nor one of another
-    kind (``consent.of_a_kind``; "works days at the council" closed a speeding fine: s01)."""
-    assert op.text is not None
-    whom = named_subject(op.text)
-    return next(
-        (
-            c
-            for c in sorted(found, key=_best_rank)
-            if c.record.id in shown
-            and c.record.id not in touched
-            and c.vector_similarity is not None
-            and c.vector_similarity >= REPLACES_AT_LEAST
-            and named_subject(c.record.memory) == whom
-            and of_a_kind(c.record.memory, op.text)
-            and not refusal("SUPERSEDE", c.record, op.text, op.turns, ())
-        ),
-        None,
-    )
-
-
-def _best_rank(candidate: Candidate) -> int:
-    ranks = [r for r in (candidate.vector_rank, candidate.text_rank) if r is not None]
-    return min(ranks, default=1_000_000)
 
 
 def _fact(plan: Plan, op: PlannedOp, vector: Any) -> NewMemory:
