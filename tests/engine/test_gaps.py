@@ -94,6 +94,25 @@ def test_a_clause_mostly_unwritten_is_asked_and_an_answer_may_add_to_a_written_o
     assert gap.refusal("The user works nights at the infirmary.") is not None
 
 
+def test_an_answer_may_say_a_one_word_clause_of_a_sentence_asked_about() -> None:
+    """heldout8's s10 and s05 (read after their runs): the sentence is asked about for its
+    longer clause, and the model's "The user is an electrician." (of "im an electrician")
+    was refused as of no unwritten statement. A one-word clause asks no question of its own,
+    and a word already written is still no answer."""
+    said = "im an electrician, wife dana works nights as a 911 dispatcher, and camp is a nightmare"
+    gap = uncovered(said, [])
+    assert gap.sentences == (said,)
+    assert gap.refusal("The user is an electrician.") is None
+    assert uncovered("im an electrician", []).sentences == ()  # no statement of two words
+    written = ["The user is an electrician."]
+    assert uncovered(said, written).refusal("The user is an electrician.") is not None
+    # of a sentence asking to forget, only the statements are shown, and only they answer
+    asks = "forget the gambling thing, im an electrician, and i work nights at the depot"
+    gap = uncovered(asks, [])
+    assert gap.sentences == ("and i work nights at the depot",)
+    assert gap.refusal("The user is an electrician.") is not None
+
+
 def test_the_log_says_why_an_answer_is_refused() -> None:
     gap = uncovered(THREE, ["The user's sister Mira is a vet in Leeds."])
     said_on = date(2023, 1, 10)

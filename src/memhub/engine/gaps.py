@@ -113,14 +113,19 @@ def uncovered(
         asks = asks_to_forget(sentence)
         if not asks and content_words(sentence, names) & forgotten:
             continue
-        statements, unwritten = [], set[str]()
+        statements, unwritten, aside = [], set[str](), set[str]()
         for clause in _clauses(sentence):
             said = content_words(clause, names) - _CHATTER_STEMS
             if said & forgotten or (asks and asks_to_forget(clause)):
                 continue  # what a request names, or the request itself
-            if len(said) < MIN_CONTENT_WORDS:
-                continue  # no statement ("and the gambling")
             fresh = said - written
+            if len(said) < MIN_CONTENT_WORDS:
+                # no statement to ask about ("and the gambling"), but shown with the sentence
+                # and answered: "im an electrician, wife dana works nights as a 911
+                # dispatcher" is asked about for the dispatcher, and "The user is an
+                # electrician." answers it (heldout8's s10, read after its runs)
+                aside |= fresh
+                continue
             unwritten |= fresh
             # mostly unwritten: "I'm keeping my job, the fintech lets me work fully remote"
             # beside "is a UX designer at a fintech" still states the remote work
@@ -129,7 +134,7 @@ def uncovered(
         shown = ", ".join(statements) if asks else sentence.strip()
         if statements and shown not in found:
             found.append(shown)
-            words |= unwritten
+            words |= unwritten if asks else unwritten | aside
     return Gap(tuple(found), frozenset(words))
 
 
