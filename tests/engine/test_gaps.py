@@ -95,22 +95,37 @@ def test_a_clause_mostly_unwritten_is_asked_and_an_answer_may_add_to_a_written_o
 
 
 def test_an_answer_may_say_a_one_word_clause_of_a_sentence_asked_about() -> None:
-    """heldout8's s10 and s05 (read after their runs): the sentence is asked about for its
-    longer clause, and the model's "The user is an electrician." (of "im an electrician")
-    was refused as of no unwritten statement. A one-word clause asks no question of its own,
-    and a word already written is still no answer."""
-    said = "im an electrician, wife dana works nights as a 911 dispatcher, and camp is a nightmare"
+    """heldout8's s05 and s10 (read after their runs): the sentence is asked about for its
+    longer clause, and the model's "The user's girlfriend Aoife is a midwife." (of "she's a
+    midwife") was refused as of no unwritten statement. A one-word clause about someone else
+    asks no question of its own, and a word already written is still no answer."""
+    said = "she's a midwife, so she'll probably be wrecked after a shift"
     gap = uncovered(said, [])
     assert gap.sentences == (said,)
-    assert gap.refusal("The user is an electrician.") is None
-    assert uncovered("im an electrician", []).sentences == ()  # no statement of two words
-    written = ["The user is an electrician."]
-    assert uncovered(said, written).refusal("The user is an electrician.") is not None
+    assert gap.refusal("The user's girlfriend Aoife is a midwife.", ("Aoife",)) is None
+    assert uncovered("she's a midwife", []).sentences == ()  # no statement of its own
+    written = ["The user's girlfriend is a midwife."]
+    assert uncovered(said, written).refusal("The user's girlfriend is a midwife.") is not None
     # of a sentence asking to forget, only the statements are shown, and only they answer
-    asks = "forget the gambling thing, im an electrician, and i work nights at the depot"
+    asks = "forget the gambling thing, she's a midwife, and i work nights at the depot"
     gap = uncovered(asks, [])
     assert gap.sentences == ("and i work nights at the depot",)
-    assert gap.refusal("The user is an electrician.") is not None
+    assert gap.refusal("The user's girlfriend is a midwife.") is not None
+
+
+def test_one_word_said_of_the_person_themselves_is_a_statement() -> None:
+    """heldout8's s05 (read after its runs): "I PASSED!!! first time, only 2 minors" never
+    became a fact, and no question was asked about its one-word news. Said of the person
+    themselves it is asked about; a word of thinking ("I know") or someone else's one word
+    is not."""
+    assert uncovered("I PASSED!!!", []).sentences == ("I PASSED!!!",)
+    assert uncovered("I PASSED!!!", []).refusal("The user passed their driving test.") is None
+    assert uncovered("we moved", []).sentences == ("we moved",)
+    assert uncovered("i'm vegan now", []).sentences == ("i'm vegan now",)
+    assert uncovered("I know.", []).sentences == ()
+    assert uncovered("ok, I guess", []).sentences == ()
+    assert uncovered("she hates it", []).sentences == ()  # one word, not of the person
+    assert uncovered("I passed", ["The user passed the test."]).sentences == ()
 
 
 def test_the_log_says_why_an_answer_is_refused() -> None:

@@ -23,7 +23,7 @@ from datetime import date
 
 from memhub.engine.consent import asks_to_forget, forgotten_words
 from memhub.engine.dates import names_the_day
-from memhub.engine.grounding import content_words, stated_sentences
+from memhub.engine.grounding import content_words, fold, stated_sentences
 from memhub.engine.prompts import GAP_FACT_MAX_CHARS, GapReply, PromptTurn, gap_messages
 from memhub.errors import ProviderError
 from memhub.llm import LLM
@@ -48,10 +48,22 @@ _CHATTER = frozenset(
 _CHATTER_STEMS = content_words(" ".join(_CHATTER))
 #: Content words a clause needs to count as a statement worth a question.
 MIN_CONTENT_WORDS = 2
+# ... or one, said of the person themselves: "I PASSED!!!", "we moved", "i'm vegan now", the
+# news a change is made of (heldout8's s05: "I PASSED!!! first time" was never written),
+# unless it is a word of thinking rather than news ("I know", "I guess").
+_OF_THEMSELVES = re.compile(r"\W*(?:i|i'm|im|i've|ive|we|we're|we've)\b")
+_NO_NEWS = content_words("know think guess mean see feel wonder agree bet suppose understand wish")
 
 
 def _clauses(sentence: str) -> list[str]:
     return [c for c in _CLAUSE_END.split(sentence) if c.strip()]
+
+
+def _states(clause: str, said: frozenset[str]) -> bool:
+    """Does ``clause`` (whose content words, chatter aside, are ``said``) state something?"""
+    if len(said) >= MIN_CONTENT_WORDS:
+        return True
+    return bool(said - _NO_NEWS) and _OF_THEMSELVES.match(fold(clause)) is not None
 
 
 @dataclass(frozen=True)
@@ -95,7 +107,8 @@ def uncovered(
     forgotten: frozenset[str] = frozenset(),
 ) -> Gap:
     """The sentences of ``turn`` (a user's, its questions about the world left out) with a
-    clause of at least ``MIN_CONTENT_WORDS`` content words, chatter aside, most of which none
+    clause of at least ``MIN_CONTENT_WORDS`` content words, chatter aside (or one, said of
+    the person themselves: "I PASSED!!!"), most of which none
     of ``facts`` (the accepted facts citing the turn) holds; an answer must hold a word of
     their statements that none of ``facts`` holds. No sentence holding a word of
     ``forgotten`` (what the window's requests to forget name: ``consent.forgotten_words``) is
@@ -119,7 +132,7 @@ def uncovered(
             if said & forgotten or (asks and asks_to_forget(clause)):
                 continue  # what a request names, or the request itself
             fresh = said - written
-            if len(said) < MIN_CONTENT_WORDS:
+            if not _states(clause, said):
                 # no statement to ask about ("and the gambling"), but shown with the sentence
                 # and answered: "im an electrician, wife dana works nights as a 911
                 # dispatcher" is asked about for the dispatcher, and "The user is an
@@ -129,7 +142,7 @@ def uncovered(
             unwritten |= fresh
             # mostly unwritten: "I'm keeping my job, the fintech lets me work fully remote"
             # beside "is a UX designer at a fintech" still states the remote work
-            if len(fresh) >= MIN_CONTENT_WORDS and 2 * len(fresh) > len(said):
+            if len(fresh) >= min(len(said), MIN_CONTENT_WORDS) and 2 * len(fresh) > len(said):
                 statements.append(clause.strip())
         shown = ", ".join(statements) if asks else sentence.strip()
         if statements and shown not in found:
