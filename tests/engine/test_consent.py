@@ -83,6 +83,24 @@ def test_a_change_needs_a_user_turn_that_says_it() -> None:
     )
 
 
+def test_a_change_texted_in_two_sentences_without_i() -> None:
+    """heldout8's s01 and s11 (read after their runs): the old fact said to end in one
+    sentence ("no more nights", "bye bye flatmates") and the news in another, with no "I";
+    the replacement question was never put. The two must be of a kind, the news the person's."""
+    council = "BIG news. got the job with the council!! parks team, days only. no more nights"
+    nights = "The user works nights at the parcel depot."
+    assert supports_change([council], nights, "The user works days at the council.")
+    moved = "moved in with my boyfriend sam last weekend!! bye bye flatmates."
+    flat = "The user lives with 2 flatmates in the northern quarter."
+    assert supports_change([moved], flat, "The user lives with their boyfriend Sam.")
+    # an end that is not the old fact's, news of another kind, or news someone else's
+    sister = "no more nights for my sister. she got a day job at the council."
+    assert not supports_change([sister], nights, "The user works days at the council.")
+    tea = "I work nights. No more coffee for me though, on tea now."
+    assert not supports_change([tea], nights, "The user drinks tea.")
+    assert not supports_change(["no more nights. I love my cat."], nights, "The user has a cat.")
+
+
 def test_the_persons_name_alone_does_not_tie_a_change_to_a_fact() -> None:
     """Every fact about Ada names her: the new fact sharing only "Ada" with the old one is not
     about it, whatever the turn says."""

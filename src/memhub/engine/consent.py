@@ -57,7 +57,9 @@ from dataclasses import dataclass
 
 from memhub.engine.consent_words import (
     ADDRESSED,
+    CHANGE,
     CLITICS,
+    ENDED,
     ERASE,
     ERASE_EN,
     FORGET,
@@ -636,16 +638,8 @@ _ACTOR = re.compile(
     r"\b(?:i|i'm|im|i've|i'd|i'll|me|we|we're|we've|us|yo|nosotros|je|moi|nous|ich|mich|mir|wir"
     r"|uns)\b|\bj'|\bm'"
 )
-# What says a change when the statement shares no word with the old fact ("I moved to
-# Berlin" for "lives in Paris"); "I love Berlin's museums" says none.
-_CHANGE = re.compile(
-    r"\b(?:now|new|no longer|any ?more|moved|move|moving|changed|switched|started|start"
-    r"|starting|became|joined|left|quit|hired|bought|sold|replaced|married|engaged|divorced"
-    r"|broke up|since|old|former|previous|used to|these days|nowadays|ahora|ya no|nuev[oa]s?"
-    r"|mude|mudamos|mudado|cambie|empece|empiezo|desde"
-    r"|maintenant|desormais|nouve\w*|demenage\w*|change|commence|depuis|jetzt|neu\w*"
-    r"|umgezogen|nicht mehr|seit|gewechselt|angefangen)\b"
-)
+_CHANGE = re.compile(CHANGE)
+_ENDED = re.compile(ENDED)
 
 
 # Someone else as the subject: "She hates olives" is not the person's change.
@@ -705,6 +699,7 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
     previous = False  # the person's statement just before was about the old fact
     for turn in turns:
         others = _named(turn) - old_words - new_words
+        ended = carried = False  # by the turn: the old fact said to end, the news said
         for sentence, question in _sentences(own_words(turn)):
             if question or _reports(sentence):
                 previous = False
@@ -725,6 +720,13 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
                 if stated or (not news and flips and _NEGATION.search(sentence)):
                     return True
             previous = shares
+            # as people text a change, in two sentences and no "I": "got the job with the
+            # council!! parks team, days only, started on monday. no more nights" (heldout8's
+            # s01, read after its runs)
+            ended = ended or (shares and _ENDED.search(sentence) is not None)
+            carried = carried or (not foreign and _states(sentence, news, names, negated_new))
+            if same_kind and ended and carried:
+                return True
     return False
 
 

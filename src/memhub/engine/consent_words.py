@@ -7,7 +7,9 @@ from __future__ import annotations
 
 __all__ = [
     "ADDRESSED",
+    "CHANGE",
     "CLITICS",
+    "ENDED",
     "ERASE",
     "ERASE_EN",
     "FORGET",
@@ -133,4 +135,24 @@ MEMORY_WORDS = (
     r"|souviens|ce que tu sais|ce que vous savez|tes donnees|tes notes|sur moi|cette information"
     r"|gedachtnis|speicher|gespeichert|gemerkt|was du .* weisst|uber mich|deinen notizen"
     r"|deinen daten|diese information)\b"
+)
+
+# What says a change when the statement shares no word with the old fact ("I moved to
+# Berlin" for "lives in Paris"); "I love Berlin's museums" says none.
+CHANGE = (
+    r"\b(?:now|new|no longer|any ?more|moved|move|moving|changed|switched|started|start"
+    r"|starting|became|joined|left|quit|hired|bought|sold|replaced|married|engaged|divorced"
+    r"|broke up|since|old|former|previous|used to|these days|nowadays|ahora|ya no|nuev[oa]s?"
+    r"|mude|mudamos|mudado|cambie|empece|empiezo|desde"
+    r"|maintenant|desormais|nouve\w*|demenage\w*|change|commence|depuis|jetzt|neu\w*"
+    r"|umgezogen|nicht mehr|seit|gewechselt|angefangen)\b"
+)
+
+
+# What says the old fact ended, in a sentence of its own ("no more nights", "bye bye
+# flatmates", "fini le CDI").
+ENDED = (
+    r"\b(?:no more|no longer|not any ?more|any ?more|bye bye|goodbye|bye|left|quit|(?:is|are|s) over|ended"
+    r"|finished|gone|ya no|se acabo|adios|fini|plus de|termine|vorbei|nicht mehr|kein\w* \w+ mehr"
+    r"|tschuss)\b"
 )
