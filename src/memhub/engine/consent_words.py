@@ -152,7 +152,8 @@ CHANGE = (
 # What says the old fact ended, in a sentence of its own ("no more nights", "bye bye
 # flatmates", "fini le CDI").
 ENDED = (
-    r"\b(?:no more|no longer|not any ?more|any ?more|bye bye|goodbye|bye|left|quit|(?:is|are|s) over|ended"
-    r"|finished|gone|ya no|se acabo|adios|fini|plus de|termine|vorbei|nicht mehr|kein\w* \w+ mehr"
+    r"\b(?:no more|no longer|not any ?more|any ?more|bye bye|goodbye|bye|left|quit"
+    r"|(?:is|are|s) over|ended|finished|gone|ya no|se acabo|adios|fini|plus de|termine|vorbei"
+    r"|nicht mehr|kein\w* \w+ mehr"
     r"|tschuss)\b"
 )

@@ -63,6 +63,7 @@ from memhub.engine.prompts import (
     reply_tokens,
     turn_windows,
 )
+from memhub.engine.relations import with_relation
 from memhub.engine.sensitive import secret_in
 from memhub.engine.text import memory_hash, turn_text
 from memhub.errors import ProviderError, ProviderOutputError
@@ -692,6 +693,10 @@ def _ground(
     if own != text:
         log.info("%r read as the user's own statement: %r", text, own)
         text = own
+    related = with_relation(text, [texts[t.id] for t in people])
+    if related != text:
+        log.info("%r named as the user's turns name the person: %r", text, related)
+        text = related
     if secret_in(text) is not None:  # a card number, a password: never a fact
         return None, "REFUSED_SECRET"
     names = sources.names
