@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memhub.engine.consent import (
+    asks_to_forget,
     drawn_from_a_request,
     facts_clearly_asked,
     facts_tied_by_a_word,
@@ -690,6 +691,62 @@ def test_a_request_naming_nothing_means_the_nearest_earlier_part_of_the_turn_nam
     home_pin = ["Ada lives in Oslo.", "Ada's PIN is 4471."]
     assert facts_clearly_asked("I live in Oslo. My PIN is 4471. Don't keep that.", home_pin) == [1]
     assert facts_clearly_asked("I live in Oslo. Please don't keep that.", home_pin) == [0]
+
+
+# heldout9's requests to forget (read after its blind runs), none of which was read as one:
+# broad verbs people use ("scrub", "bin", "leave ... out of"), a memory word as people say it
+# ("whatever you've got", "from before", "the thing about"), Pidgin's "abeg", Taglish.
+HELDOUT9 = [
+    (
+        "And leave Lorraine's wrist out of whatever you keep. She's a private person.",
+        "The user's wife Lorraine broke her wrist.",
+    ),
+    (
+        "hey can you scrub that Rakesh thing from before? we talked it out, it's fine now",
+        "The user's manager Rakesh presented their redesign as his own work.",
+    ),
+    (
+        "oh and that address from before, you can bin it, don't need it kept anywhere",
+        "The user's address is 14 Craigpark Drive, Dennistoun, Glasgow.",
+    ),
+    (
+        "omg please delete the thing about Salma and her test, if she ever found out",
+        "The user's sister Salma failed her driving test four times.",
+    ),
+    (
+        "Abeg clear everything about Tolu from your memory, I'm moving on",
+        "The user and his babe Tolu plan to move to Canada in 2025.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("said", "fact"), HELDOUT9)
+def test_requests_with_broad_verbs_as_people_say_them(said: str, fact: str) -> None:
+    assert forget_request(said, fact)
+
+
+def test_a_broad_verb_about_something_else_asks_nothing() -> None:
+    for said in (
+        "can you remove the onions from the recipe?",
+        "leave the door open please",
+        "please delete the email draft",
+        "I binned the old sofa",
+    ):
+        assert not asks_to_forget(said), said
+
+
+def test_requests_naming_no_fact_in_taglish_or_by_what_was_told() -> None:
+    """heldout9's q02 ("don't remember my salary", in Taglish) and q07 ("Please delete it"
+    after the company name told): handed to meaning, the Taglish put into English first."""
+    salary = ["The user is paid around 22,000 per month."]
+    taglish = "btw wag mo na tandaan yung sahod ko ha, medyo private yun"
+    assert forget_requests_naming_no_fact(taglish, salary) == [taglish]
+    assert in_another_language(taglish)
+    job = ["The user works as accountant at Tanaka Shoji."]
+    told = "Excuse me, about my company name I told you. Please delete it."
+    assert forget_requests_naming_no_fact(told, job) == [
+        "excuse me, about my company name i told you"
+    ]
 
 
 def test_a_bare_forget_it_still_points_nowhere() -> None:

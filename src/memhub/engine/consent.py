@@ -59,6 +59,7 @@ from memhub.engine.consent_words import (
     ADDRESSED,
     CHANGE,
     CLITICS,
+    CONSEQUENCE,
     ENDED,
     ERASE,
     ERASE_EN,
@@ -71,6 +72,7 @@ from memhub.engine.consent_words import (
     NEGATOR_WORDS,
     OTHER_WORDS,
     REPORT_VERBS,
+    TAKEN_BACK,
     TEXT_NOUNS,
 )
 from memhub.engine.grounding import content_words, fold, stem
@@ -225,7 +227,7 @@ _WISHED_PAST = re.compile(
 )
 _NEGATION = re.compile(
     r"\b(?:not|never|no|nothing|stop|nunca|jamas|tampoco|ni|ne|pas|jamais|rien|nicht|nie"
-    r"|niemals|kein\w*|keinesfalls)\b|n't\b|\bn'|\b(?:dont|cant|didnt|wasnt|isnt|wouldnt)\b"
+    r"|niemals|kein\w*|keinesfalls|wag|huwag)\b|n't\b|\bn'|\b(?:dont|cant|didnt|wasnt|isnt|wouldnt)\b"
     r"|\bdeja de|\bdejes de"
     r"|\barrete[sz]? de|\bcesse de|\bhor(?:en sie)? auf"
 )
@@ -241,12 +243,10 @@ _COMPLEMENT = re.compile(
 _STORED = re.compile(
     r"\b(?:it|that|this|them|those)(?:'s|s| is| was| being| are)?\s+(?:stored|kept|saved|on file"
     r"|recorded)\b|\bin (?:your|ur) (?:memory|notes)\b"
+    # the person's telling: "about my company name I told you. Please delete it." (q07)
+    r"|\b(?:i|i've|ive)\s+(?:told|gave|mentioned|shared|said)(?:\s+(?:to|with))?\s+(?:you|u|ya)\b"
 )
-# What comes of a reason given before it: "..., so please keep it short", "..., also bitte".
-_CONSEQUENCE = re.compile(
-    r"\b(?:so|therefore|hence|thus|asi que|por eso|entonces|donc|alors|du coup|also|deshalb"
-    r"|daher|darum)\b"
-)
+_CONSEQUENCE = re.compile(CONSEQUENCE)
 # Broad verbs ("remove", "borrar", "löschen") are about memory only beside one of these.
 _MEMORY_WORD = re.compile(MEMORY_WORDS)
 
@@ -399,7 +399,8 @@ def _parts(clauses: list[_Clause]) -> list[_Part]:
         # what a part names: not its verb of forgetting or keeping ("kept", "hang on to")
         # nor a polite condition ("if that's ok")
         # nor the telling itself ("the salary figure I gave you": the figure, not "gave")
-        said = _TOLD_YOU.sub(" ", _VERB.sub(" ", clause.text))
+        # nor its words of memory ("whatever you've got on that" names nothing: q10)
+        said = _MEMORY_WORD.sub(" ", _TOLD_YOU.sub(" ", _VERB.sub(" ", clause.text)))
         words = set(_words(_POLITE_CONDITION.sub(" ", said)))
         plain = not (clause.verb or clause.negated)
         continues = parts and (parts[-1].words or not parts[-1].asks)
@@ -427,12 +428,7 @@ def _words(text: str, names: Iterable[str] = ()) -> frozenset[str]:
     return content_words(text, names) - _OTHER_STEMS
 
 
-# Taking a request back later in the turn: "..., actually no, don't", "jk", "never mind".
-_TAKEN_BACK = re.compile(
-    r"\b(?:jk|just kidding|kidding|never ?mind|scratch that|changed my mind|on second thought"
-    r"|mejor no|no lo hagas|en fait non|ne le fais pas|laisse tomber|doch nicht|lieber nicht"
-    r"|mach das nicht)\b"
-)
+_TAKEN_BACK = re.compile(TAKEN_BACK)
 # A later clause of nothing but "no", "don't", "wait", "do it" with a negation among them.
 _BARE_REFUSAL = re.compile(
     rf"\W*(?:(?:{LEAD_WORDS}|{NEGATOR_WORDS}|or|wait|nope|sorry|nein|non|do|it|that|forget it"
@@ -472,7 +468,17 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
     embedder); one that names nothing at all ("forget it", or "don't keep that" after words
     no fact holds) is not among them."""
     named = frozenset().union(*(_words(fact) for fact in shown))
-    return [r.text for r in _requests(turn) if r.words and not r.words & named]
+    found = []
+    for request in _requests(turn):
+        words, text = request.words, request.text
+        if not words and request.earlier and _TOLD_YOU.search(request.earlier[0][1]):
+            # what it points back at, told to the assistant: "about my company name I told
+            # you. Please delete it." (heldout9's q07); "kinda gutted. don't keep that" names
+            # nothing
+            words, text = request.earlier[0]
+        if words and not words & named:
+            found.append(text)
+    return found
 
 
 def request_object(request: str) -> str:

@@ -9,6 +9,7 @@ __all__ = [
     "ADDRESSED",
     "CHANGE",
     "CLITICS",
+    "CONSEQUENCE",
     "ENDED",
     "ERASE",
     "ERASE_EN",
@@ -21,6 +22,7 @@ __all__ = [
     "NEGATOR_WORDS",
     "OTHER_WORDS",
     "REPORT_VERBS",
+    "TAKEN_BACK",
     "TEXT_NOUNS",
 ]
 
@@ -71,15 +73,15 @@ LEAD_WORDS = (
     r"|por favor|vale|bueno|oye|y|tambien|s'il te plait|s'il vous plait|stp|svp|bon|alors|et"
     r"|aussi|bitte|und|dann|auch|ach|na|therefore|asi que|por eso|entonces|donc|du coup|deshalb"
     r"|daher|darum|wait|anyway|anyways|by the way|en realidad|de hecho|por cierto|en fait"
-    r"|au fait|d'ailleurs|eigentlich|ubrigens|ach ja"
+    r"|au fait|d'ailleurs|eigentlich|ubrigens|ach ja|abeg|biko|omg|po|ha"
 )
 
 NEGATOR_WORDS = (
     r"don't|dont|do not|never|no|not|stop|no longer|no more|ya no|no|nunca|jamas|ne|n'|nicht"
-    r"|nie|niemals"
+    r"|nie|niemals|wag|huwag"
 )
 
-CLITICS = r"me|te|le|la|l'|lo|se|dir|mir|dich|mich|es|das|du"
+CLITICS = r"me|te|le|la|l'|lo|se|dir|mir|dich|mich|es|das|du|mo"
 
 # Each verb list in English, then in Spanish, French and German (in_another_language reads
 # which of the two a request used).
@@ -92,13 +94,20 @@ KEEP_EN = (
     r"|(?:hold|hang)(?:ing)? on ?to|track(?:ing)?"
 )
 
+# Tagalog, as Taglish is texted ("wag mo na tandaan yung sahod ko": heldout9's q02)
+KEEP_TL = r"tandaan|alalahanin|itago|i-save|isave"
+
 KEEP = (
     rf"{KEEP_EN}|recuerd\w*|recordar|guard\w*|almacen\w*|retien\w*|retenir|retenez"
     r"|souvien\w*|souvenir|gard\w*|memoris\w*|enregistr\w*|rappell\w*|merk(?:e|en|st|t)?"
-    r"|behalt\w*|speicher\w*|erinner\w*"
+    r"|behalt\w*|speicher\w*|erinner\w*|" + KEEP_TL
 )
 
-ERASE_EN = r"delete|remove|erase|wipe|drop|purge|clear|scrap|scratch|ditch"
+ERASE_EN = (
+    r"delete|remove|erase|wipe|drop|purge|clear|scrap|scratch|ditch|scrub|bin|nuke"
+    # "leave Lorraine's wrist out of whatever you keep" (heldout9's q01)
+    r"|leave(?=\s[^.!?,;]{0,40}\bout\b)"
+)
 
 ERASE = (
     rf"{ERASE_EN}|borr\w*|elimin\w*"
@@ -128,8 +137,10 @@ ADDRESSED = (
 # Words of memory, beside which the broad verbs ("remove", "borrar", "löschen") are about it.
 MEMORY_WORDS = (
     r"\b(?:memory|memories|remember|notes|records?|profile|database|what you know|you know"
-    r" about|you have on me|about me|(?:what|whatever|anything|everything) you (?:keep|store"
-    r"|save|remember|know|have|hold)|(?:was|were|is|be|been|being)(?:n't|nt| not| never)?"
+    r" about|you have on me|about me|(?:what|whatever|anything|everything) you(?: (?:keep|store"
+    r"|save|remember|know|have|hold|got)|'ve(?: got)?)|from (?:before|earlier)"
+    r"|(?:the|that|this) (?:thing|stuff) (?:about|with)"
+    r"|(?:was|were|is|be|been|being)(?:n't|nt| not| never)?"
     r" (?:kept|stored|saved|remembered)|that fact|this fact|that info|that information|memoria"
     r"|recuerdas|lo que sabes|tus datos|tus notas|sobre mi|ese dato|esa informacion|memoire"
     r"|souviens|ce que tu sais|ce que vous savez|tes donnees|tes notes|sur moi|cette information"
@@ -156,4 +167,19 @@ ENDED = (
     r"|(?:is|are|s) over|ended|finished|gone|ya no|se acabo|adios|fini|plus de|termine|vorbei"
     r"|nicht mehr|kein\w* \w+ mehr"
     r"|tschuss)\b"
+)
+
+
+# Taking a request back later in the turn: "..., actually no, don't", "jk", "never mind".
+TAKEN_BACK = (
+    r"\b(?:jk|just kidding|kidding|never ?mind|scratch that|changed my mind|on second thought"
+    r"|mejor no|no lo hagas|en fait non|ne le fais pas|laisse tomber|doch nicht|lieber nicht"
+    r"|mach das nicht)\b"
+)
+
+
+# What comes of a reason given before it: "..., so please keep it short", "..., also bitte".
+CONSEQUENCE = (
+    r"\b(?:so|therefore|hence|thus|asi que|por eso|entonces|donc|alors|du coup|also|deshalb"
+    r"|daher|darum)\b"
 )
