@@ -14,6 +14,7 @@ from memhub.engine.consent import (
     in_another_language,
     keeps,
     request_object,
+    said_to_end,
     supports_change,
 )
 
@@ -99,7 +100,26 @@ def test_a_change_texted_in_two_sentences_without_i() -> None:
     assert not supports_change([sister], nights, "The user works days at the council.")
     tea = "I work nights. No more coffee for me though, on tea now."
     assert not supports_change([tea], nights, "The user drinks tea.")
-    assert not supports_change(["no more nights. I love my cat."], nights, "The user has a cat.")
+    assert not supports_change(["still on nights. I love my cat."], nights, "The user has a cat.")
+
+
+def test_a_plan_said_to_be_off_is_replaced_by_news_of_any_kind() -> None:
+    """heldout9's q01 and q09 (read after their runs): "Tasmania's off ... the Barossa
+    instead", "the keto's done ... back to eating normal". The old fact is said to end, so
+    the news need not be of its kind; without the end said, it must."""
+    tour = "The user is booked on a walking tour of Tasmania in May."
+    off = "Tasmania's off. Lorraine's wrist isn't right yet. We'll do a few days in the Barossa."
+    assert said_to_end([off], tour)
+    assert supports_change([off], tour, "The user will spend a few days in the Barossa.")
+    keto = "The user started keto in the week of 2024-05-13."
+    done = "aye so the keto's done, lasted 6 weeks. back to eating normal, cooking most nights"
+    assert said_to_end([done], keto)
+    assert supports_change([done], keto, "The user is back to eating normal.")
+    # not said to end: another kind stays unasked
+    still = "Tasmania is booked! We'll do a few days in the Barossa too."
+    assert not said_to_end([still], tour)
+    assert not supports_change([still], tour, "The user will spend a few days in the Barossa.")
+    assert not said_to_end(["Her trip to Tasmania is off."], tour)  # someone else's
 
 
 def test_the_persons_name_alone_does_not_tie_a_change_to_a_fact() -> None:

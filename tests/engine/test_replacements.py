@@ -240,3 +240,21 @@ async def test_the_questions_log_line_names_both_facts_and_their_cosine(
         await memory.wait_idle()
     (line,) = [r.getMessage() for r in caplog.records if "replacement check" in r.getMessage()]
     assert BERLIN in line and "for 'Eli lives in Paris.', cosine 0." in line
+
+
+async def test_a_plan_said_to_be_off_is_put_to_the_question_beside_news_of_another_kind(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    """heldout9's q01 (read after its runs): "Tasmania's off ... the Barossa instead". The
+    two facts share no word or relation, but the turn says the old one ended, so the
+    question is put and a yes supersedes it, listed for review and undoable."""
+    said = "Tasmania's off. Lorraine's wrist isn't right yet. We'll do a few days in the Barossa."
+    tour = "The user is booked on a walking tour of Tasmania in May."
+    barossa = "The user will spend a few days in the Barossa."
+    llm.default = model({said: barossa}, replaces=True)
+    (old,) = await told(memory, "q01", said, tour)
+    (question,) = replacement_questions(llm)
+    assert json.dumps(tour) in question
+    assert await current(memory, "q01") == [barossa]
+    (change,) = (await memory.model_changes(user_id="q01"))["results"]
+    assert (change["memory_id"], change["event"]) == (old, "SUPERSEDE")

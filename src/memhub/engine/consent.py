@@ -56,13 +56,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memhub.engine.consent_words import (
+    ACTOR,
     ADDRESSED,
+    ANAPHOR,
     CHANGE,
     CLITICS,
     CONSEQUENCE,
     ENDED,
     ERASE,
     ERASE_EN,
+    FIRST_PERSON,
     FORGET,
     FORGET_EN,
     KEEP,
@@ -74,6 +77,7 @@ from memhub.engine.consent_words import (
     REPORT_VERBS,
     TAKEN_BACK,
     TEXT_NOUNS,
+    THIRD_PERSON,
 )
 from memhub.engine.grounding import content_words, fold, stem
 
@@ -89,6 +93,7 @@ __all__ = [
     "of_a_kind",
     "own_words",
     "request_object",
+    "said_to_end",
     "supports_change",
 ]
 
@@ -635,27 +640,8 @@ def _requests(turn: str) -> Iterator[_Request]:
                 yield _Request(frozenset(words), text, back)
 
 
-_FIRST_PERSON = re.compile(
-    r"\b(?:i|i'm|im|i've|i'd|i'll|me|my|mine|we|our|us|yo|mi|mis|nosotros|nuestr\w*|je|moi|mon"
-    r"|ma|mes|nous|notre|nos|ich|mich|mir|mein\w*|wir|uns|unser\w*)\b|\bj'|\bm'"
-)
-# The person as who acts, not only as an owner: "my sister" is someone else.
-_ACTOR = re.compile(
-    r"\b(?:i|i'm|im|i've|i'd|i'll|me|we|we're|we've|us|yo|nosotros|je|moi|nous|ich|mich|mir|wir"
-    r"|uns)\b|\bj'|\bm'"
-)
-_CHANGE = re.compile(CHANGE)
-_ENDED = re.compile(ENDED)
-
-
-# Someone else as the subject: "She hates olives" is not the person's change.
-_THIRD_PERSON = re.compile(
-    r"\b(?:he|she|they|his|her|their|him|them|il|elle|ils|elles|lui|leur|ella|ellos|ellas|er"
-    r"|ihm|ihn)\b"
-)
-# A statement opening with one of these goes on about what the one before it said ("I drive a
-# blue Corolla." "It's from 2015.").
-_ANAPHOR = re.compile(r"\W*(?:it|its|that|this|es|eso|esto|c'est|ce|ca|cela|das|dies)\b")
+_FIRST_PERSON, _ACTOR, _THIRD_PERSON = map(re.compile, (FIRST_PERSON, ACTOR, THIRD_PERSON))
+_CHANGE, _ENDED, _ANAPHOR = map(re.compile, (CHANGE, ENDED, ANAPHOR))
 
 
 def of_a_kind(old: str, new: str, names: Iterable[str] = ()) -> bool:
@@ -731,13 +717,25 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
             # s01, read after its runs)
             ended = ended or (shares and _ENDED.search(sentence) is not None)
             carried = carried or (not foreign and _states(sentence, news, names, negated_new))
-            if same_kind and ended and carried:
+            if ended and carried:  # "Tasmania's off. ... the Barossa instead": of any kind
                 return True
     return False
 
 
 # A line's heading before a colon ("Big change: ...") names nobody.
 _HEADING = re.compile(r"^[ \t]*[^\W\d_][\w' \t-]{0,30}:", re.MULTILINE)
+
+
+def said_to_end(turns: Iterable[str], old: str, names: Iterable[str] = ()) -> bool:
+    """Does a statement of the person's own words in ``turns`` say ``old`` ended, sharing a
+    word with it ("Tasmania's off.", "the keto's done", "no more nights")?"""
+    words = _words(old, tuple(names))
+    return any(
+        _words(sentence, tuple(names)) & words and _ENDED.search(sentence) is not None
+        for turn in turns
+        for sentence, question in _sentences(own_words(turn))
+        if not question and not _reports(sentence) and not _THIRD_PERSON.search(sentence)
+    )
 
 
 def _named(turn: str) -> frozenset[str]:

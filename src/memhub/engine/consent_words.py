@@ -6,13 +6,16 @@ share without naming the same thing. Vocabulary only; the rules are consent's.""
 from __future__ import annotations
 
 __all__ = [
+    "ACTOR",
     "ADDRESSED",
+    "ANAPHOR",
     "CHANGE",
     "CLITICS",
     "CONSEQUENCE",
     "ENDED",
     "ERASE",
     "ERASE_EN",
+    "FIRST_PERSON",
     "FORGET",
     "FORGET_EN",
     "KEEP",
@@ -24,6 +27,7 @@ __all__ = [
     "REPORT_VERBS",
     "TAKEN_BACK",
     "TEXT_NOUNS",
+    "THIRD_PERSON",
 ]
 
 # Function words of the other three languages (English's are grounding's), the vocabulary of
@@ -164,7 +168,8 @@ CHANGE = (
 # flatmates", "fini le CDI").
 ENDED = (
     r"\b(?:no more|no longer|not any ?more|any ?more|bye bye|goodbye|bye|left|quit"
-    r"|(?:is|are|s) over|ended|finished|gone|ya no|se acabo|adios|fini|plus de|termine|vorbei"
+    r"|(?:is|are|s) (?:over|off|done)|ended|finished|gone|ya no|se acabo|adios|fini|plus de"
+    r"|termine|vorbei|regres\w* de|volvi\w* de|se fue de|parti\w* de|rentre\w* de"
     r"|nicht mehr|kein\w* \w+ mehr"
     r"|tschuss)\b"
 )
@@ -183,3 +188,27 @@ CONSEQUENCE = (
     r"\b(?:so|therefore|hence|thus|asi que|por eso|entonces|donc|alors|du coup|also|deshalb"
     r"|daher|darum)\b"
 )
+
+
+FIRST_PERSON = (
+    r"\b(?:i|i'm|im|i've|i'd|i'll|me|my|mine|we|our|us|yo|mi|mis|nosotros|nuestr\w*|je|moi|mon"
+    r"|ma|mes|nous|notre|nos|ich|mich|mir|mein\w*|wir|uns|unser\w*)\b|\bj'|\bm'"
+)
+
+
+# The person as who acts, not only as an owner: "my sister" is someone else.
+ACTOR = (
+    r"\b(?:i|i'm|im|i've|i'd|i'll|me|we|we're|we've|us|yo|nosotros|je|moi|nous|ich|mich|mir|wir"
+    r"|uns)\b|\bj'|\bm'"
+)
+
+
+# Someone else as the subject: "She hates olives" is not the person's change.
+THIRD_PERSON = (
+    r"\b(?:he|she|they|his|her|their|him|them|il|elle|ils|elles|lui|leur|ella|ellos|ellas|er"
+    r"|ihm|ihn)\b"
+)
+
+# A statement opening with one of these goes on about what the one before it said ("I drive a
+# blue Corolla." "It's from 2015.").
+ANAPHOR = r"\W*(?:it|its|that|this|es|eso|esto|c'est|ce|ca|cela|das|dies)\b"

@@ -14,9 +14,10 @@ import logging
 from collections.abc import Sequence
 from uuid import UUID
 
-from memhub.engine.consent import of_a_kind
+from memhub.engine.consent import of_a_kind, said_to_end
 from memhub.engine.grounding import named_subject
 from memhub.engine.operations import refusal
+from memhub.engine.text import turn_text
 from memhub.store.records import Candidate, Turn
 
 __all__ = ["REPLACES_AT_LEAST", "best_rank", "passed_over", "replaceable"]
@@ -47,8 +48,10 @@ def passed_over(
     found by its words alone); about another named person (a 1.5B let "The user's brother
     Halvard is staying with her" close all it knew of "the user's mum Ingeborg": heldout5's
     e09); of another kind (``consent.of_a_kind``; "works days at the council" closed a
-    speeding fine: heldout8's s01); or a change the guard would refuse ("visited Berlin" for
-    "lives in Berlin"), not worth a question, and hiding the one it could ("lives in Paris")."""
+    speeding fine: heldout8's s01), unless the turn says it ended ("Tasmania's off. We'll do
+    a few days in the Barossa instead": heldout9's q01); or a change the guard would refuse
+    ("visited Berlin" for "lives in Berlin"), not worth a question, and hiding the one it
+    could ("lives in Paris")."""
     record, cosine = candidate.record, candidate.vector_similarity
     if record.id not in shown:
         return "not shown"
@@ -58,7 +61,8 @@ def passed_over(
         return "far in meaning"
     if named_subject(record.memory) != named_subject(new):
         return "another person"
-    if not of_a_kind(record.memory, new):
+    users = [turn_text(t) for t in cited if t.role == "user"]
+    if not of_a_kind(record.memory, new) and not said_to_end(users, record.memory):
         return "another kind"
     if refusal("SUPERSEDE", record, new, cited, ()):
         return "the turn says no change of it"
