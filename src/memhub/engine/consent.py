@@ -75,6 +75,7 @@ from memhub.engine.consent_words import (
     NEGATOR_WORDS,
     OTHER_WORDS,
     REPORT_VERBS,
+    STORED,
     TAKEN_BACK,
     TEXT_NOUNS,
     THIRD_PERSON,
@@ -242,15 +243,7 @@ _COMPLEMENT = re.compile(
     r"\b(?:that|about|where|what|how|when|which|who|whether|if|because|que|donde|cuando|como"
     r"|porque|lo de|ou|quand|comment|parce|dass|wo|was|wie|wann|weil|ob|uber)\b|\bqu'"
 )
-# A broad verb's memory word in a sentence beside it: "can you drop the money stuff? feels
-# weird having it stored" (only these: "I love that you remember everything" after "can you
-# drop the kids at school?" is not about the drop).
-_STORED = re.compile(
-    r"\b(?:it|that|this|them|those)(?:'s|s| is| was| being| are)?\s+(?:stored|kept|saved|on file"
-    r"|recorded)\b|\bin (?:your|ur) (?:memory|notes)\b"
-    # the person's telling: "about my company name I told you. Please delete it." (q07)
-    r"|\b(?:i|i've|ive)\s+(?:told|gave|mentioned|shared|said)(?:\s+(?:to|with))?\s+(?:you|u|ya)\b"
-)
+_STORED = re.compile(STORED)
 _CONSEQUENCE = re.compile(CONSEQUENCE)
 # Broad verbs ("remove", "borrar", "löschen") are about memory only beside one of these.
 _MEMORY_WORD = re.compile(MEMORY_WORDS)
@@ -670,7 +663,9 @@ def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[st
       love Berlin" do not, nor does "We have a new puppy" replace "lives in Paris" by "has a
       dog");
     * or go on, with "it"/"that"/"c'est"/"das" ..., from the person's statement just before
-      that was about the old fact ("I drive a blue Corolla." "It's from 2015.").
+      that was about the old fact ("I drive a blue Corolla." "It's from 2015.");
+    * or, in two sentences of one turn, say the old fact ended (:func:`said_to_end`: "no
+      more nights", "Tasmania's off") and the news, not someone else's, of any kind.
 
     The ``names`` do not count as shared words: every fact about Ada names her, so sharing
     "Ada" says nothing about which fact is meant.

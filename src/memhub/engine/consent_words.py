@@ -25,6 +25,7 @@ __all__ = [
     "NEGATOR_WORDS",
     "OTHER_WORDS",
     "REPORT_VERBS",
+    "STORED",
     "TAKEN_BACK",
     "TEXT_NOUNS",
     "THIRD_PERSON",
@@ -212,3 +213,13 @@ THIRD_PERSON = (
 # A statement opening with one of these goes on about what the one before it said ("I drive a
 # blue Corolla." "It's from 2015.").
 ANAPHOR = r"\W*(?:it|its|that|this|es|eso|esto|c'est|ce|ca|cela|das|dies)\b"
+
+# A broad verb's memory word in a sentence beside it: "can you drop the money stuff? feels
+# weird having it stored" (only these: "I love that you remember everything" after "can you
+# drop the kids at school?" is not about the drop).
+STORED = (
+    r"\b(?:it|that|this|them|those)(?:'s|s| is| was| being| are)?\s+(?:stored|kept|saved|on file"
+    r"|recorded)\b|\bin (?:your|ur) (?:memory|notes)\b"
+    # the person's telling: "about my company name I told you. Please delete it." (q07)
+    r"|\b(?:i|i've|ive)\s+(?:told|gave|mentioned|shared|said)(?:\s+(?:to|with))?\s+(?:you|u|ya)\b"
+)
