@@ -141,6 +141,13 @@ class MemhubSettings(EnvSettings):
         default=5.0, gt=0, description="Seconds to wait for a connection."
     )
     statement_timeout_ms: int = Field(default=30_000, ge=0, description="0 disables it.")
+    idle_in_transaction_timeout_ms: int = Field(
+        default=30_000,
+        ge=0,
+        description="A session idle inside a transaction this long is ended by PostgreSQL and"
+        " its locks released (a worker frozen mid-transaction must not block the queue);"
+        " 0 disables it.",
+    )
 
     # -- limits ------------------------------------------------------------------------
     max_id_length: int = Field(default=255, ge=1, description="ARKOS's VARCHAR(255) ids.")

@@ -197,14 +197,21 @@ class Database:
         }
         if self.settings.pgbouncer:
             # PgBouncer 1.18 forwards no protocol-level prepared statements and refuses the
-            # `options` startup parameter; statement_timeout then belongs to the role
-            # (ALTER ROLE ... SET statement_timeout), see docs/scaling.md.
+            # `options` startup parameter; statement_timeout and
+            # idle_in_transaction_session_timeout then belong to the role (ALTER ROLE ... SET
+            # ...), see docs/scaling.md.
             kwargs["prepare_threshold"] = None
             return kwargs
         # UTC sessions: ARKOS's TIMESTAMP column then holds UTC wall time whoever writes it.
         options = "-c timezone=UTC"
         if self.settings.statement_timeout_ms:
             options += f" -c statement_timeout={self.settings.statement_timeout_ms}"
+        if self.settings.idle_in_transaction_timeout_ms:
+            # memhub holds no transaction across slow work, so one idle this long belongs to a
+            # process that stopped mid-way (tests/ops/test_topology.py froze a worker there and
+            # its row locks kept the other workers from the queue)
+            timeout = self.settings.idle_in_transaction_timeout_ms
+            options += f" -c idle_in_transaction_session_timeout={timeout}"
         if self.space_schema is not None:
             options += f" -c search_path={self._search_path(self.space_schema)}"
         kwargs["options"] = options
