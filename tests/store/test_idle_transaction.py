@@ -41,7 +41,15 @@ async def test_a_frozen_transactions_locks_are_released(
         await release_database(database)
 
 
-def test_the_timeout_can_be_turned_off(settings: MemhubSettings) -> None:
+async def test_the_timeout_can_be_turned_off(settings: MemhubSettings) -> None:
     off = settings.model_copy(update={"idle_in_transaction_timeout_ms": 0})
     assert off.idle_in_transaction_timeout_ms == 0
     assert MemhubSettings().idle_in_transaction_timeout_ms == 30_000
+    # 0 sends no option: the session keeps the server's own setting (off by default)
+    database = await acquire_database(off)
+    try:
+        async with database.connection() as conn:
+            cur = await conn.execute("SHOW idle_in_transaction_session_timeout")
+            assert await cur.fetchone() == ("0",)
+    finally:
+        await release_database(database)
