@@ -63,6 +63,7 @@ SETS = {
     "heldout7": Path(__file__).parent / "llm_set" / "heldout7.json",
     "heldout8": Path(__file__).parent / "llm_set" / "heldout8.json",
     "heldout9": Path(__file__).parent / "llm_set" / "heldout9.json",
+    "heldout10": Path(__file__).parent / "llm_set" / "heldout10.json",
 }
 CATEGORIES = (
     "supported",
