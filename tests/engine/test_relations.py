@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from memhub import AsyncMemory
+from memhub.engine.prompts import TEMPLATE_PERSON
 from memhub.engine.relations import relation_of, with_relation
 from memhub.testing import ScriptedOpenAIServer
 
@@ -36,7 +37,7 @@ from memhub.testing import ScriptedOpenAIServer
 def test_a_fact_takes_the_relation_the_user_named_the_person_with(
     fact: str, said: str, named: str
 ) -> None:
-    related = with_relation(fact, [said])
+    related = with_relation(fact, TEMPLATE_PERSON, [said])
     assert related.startswith(f"The user's {named} ")
     assert related.endswith(fact.removeprefix("The user's friend "))
 
@@ -52,7 +53,7 @@ def test_a_fact_takes_the_relation_the_user_named_the_person_with(
     ],
 )
 def test_a_fact_stays_as_written_where_no_turn_names_a_relation(fact: str, said: str) -> None:
-    assert with_relation(fact, [said]) == fact
+    assert with_relation(fact, TEMPLATE_PERSON, [said]) == fact
 
 
 def test_the_latest_relation_counts() -> None:

@@ -31,14 +31,8 @@ summarise or rewrite asks nothing itself.
   ("kept") nor a polite condition ("if that's ok"). A request whose words no shown fact
   holds ("the salary figure I gave you") is handed to consolidation
   (:func:`forget_requests_naming_no_fact`), which ties it by meaning with the embedder.
-* **supersede** (:func:`supports_change`): a statement of the person's own words (not a
-  question) carries the new fact's news (a content word the old one lacks, or its negation)
-  and is about the old fact: shares a content word with it and is not about someone else,
-  or has the person acting ("I", "we"; "my sister" is someone else) and says a change when
-  the new fact shares a word with the old or states its relation ("I moved to Berlin" for
-  "lives in Paris" -> "lives in Berlin"; "I got hired at Shopify" for "is a barista" -> "is a
-  developer at Shopify"), or goes on with "it" from the person's statement about it just
-  before ("It's from 2015.").
+* **supersede**: :mod:`memhub.engine.change_support` reads the person's own words with the
+  same sentences and words (:func:`sentences_of`, :func:`words_of`).
 
 Words are compared folded (case and accents: "végétarien" meets "vegetarian") and crudely
 stemmed (:mod:`memhub.engine.grounding`); the vocabulary they read is
@@ -56,16 +50,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memhub.engine.consent_words import (
-    ACTOR,
     ADDRESSED,
-    ANAPHOR,
-    CHANGE,
     CLITICS,
     CONSEQUENCE,
-    ENDED,
     ERASE,
     ERASE_EN,
-    FIRST_PERSON,
     FORGET,
     FORGET_EN,
     KEEP,
@@ -78,11 +67,12 @@ from memhub.engine.consent_words import (
     STORED,
     TAKEN_BACK,
     TEXT_NOUNS,
-    THIRD_PERSON,
 )
-from memhub.engine.grounding import content_words, fold, stem
+from memhub.engine.grounding import content_words, fold
 
 __all__ = [
+    "CLAUSE_BREAK",
+    "NEGATION",
     "asks_to_forget",
     "drawn_from_a_request",
     "facts_clearly_asked",
@@ -91,11 +81,11 @@ __all__ = [
     "forget_requests_naming_no_fact",
     "in_another_language",
     "keeps",
-    "of_a_kind",
     "own_words",
+    "reports_speech",
     "request_object",
-    "said_to_end",
-    "supports_change",
+    "sentences_of",
+    "words_of",
 ]
 
 _OTHER_STEMS = content_words(" ".join(OTHER_WORDS))  # stemmed once, not per call
@@ -231,7 +221,7 @@ _WISHED_PAST = re.compile(
     r"\b(?:rather|wish|prefer)\s+(?:(?:that\s+)?you|(?:that|it|this)\s+(?:was|were|is)(?:n't|nt"
     r"|\s+not|\s+never))\s*$"
 )
-_NEGATION = re.compile(
+NEGATION = re.compile(
     r"\b(?:not|never|no|nothing|stop|nunca|jamas|tampoco|ni|ne|pas|jamais|rien|nicht|nie"
     r"|niemals|kein\w*|keinesfalls|wag|huwag)\b|n't\b|\bn'|\b(?:dont|cant|didnt|wasnt|isnt|wouldnt)\b"
     r"|\bdeja de|\bdejes de"
@@ -273,7 +263,7 @@ def _asks(
     consequence = list(_CONSEQUENCE.finditer(before))
     start = consequence[-1].end() if consequence else 0
     scope = text[start : complement.start()] if complement else text[start:]
-    negated = bool(_NEGATION.search(scope))
+    negated = bool(NEGATION.search(scope))
     word = verb.group(0)
     if re.match(r"\s+\w+ing\b", text[verb.end() :]) and word.startswith("keep"):
         return False, negated  # "don't keep asking" is not about keeping a memory
@@ -318,7 +308,7 @@ _CONTRAST = re.compile(
     r"(?:but|however|though|although|except|yet|pero|sino|aunque|excepto|salvo|mais|sauf"
     r"|cependant|pourtant|aber|sondern|jedoch|ausser)\b"
 )
-_CLAUSE_BREAK = re.compile(
+CLAUSE_BREAK = re.compile(
     r",|:|\s[-–—]+\s|[–—]|\b(?=(?:and|or|then|also|y|o|luego|et|ou|puis|und|oder|dann)\b)"
     r"|\b(?=(?:but|however|though|although|except|yet|pero|sino|aunque|excepto|salvo|mais|sauf"
     r"|cependant|pourtant|aber|sondern|jedoch|ausser)\b)"
@@ -341,7 +331,7 @@ _SELF = re.compile(
 )
 
 
-def _sentences(own: str) -> Iterator[tuple[str, bool]]:
+def sentences_of(own: str) -> Iterator[tuple[str, bool]]:
     """The sentences of someone's own words, each with whether it is a question."""
     for match in _SENTENCE.finditer(own):
         sentence = match.group(0)
@@ -349,7 +339,7 @@ def _sentences(own: str) -> Iterator[tuple[str, bool]]:
             yield sentence.strip(), "?" in sentence or "¿" in sentence
 
 
-def _reports(sentence: str) -> bool:
+def reports_speech(sentence: str) -> bool:
     """Does the sentence report someone else's words ("my boss said forget it")? The
     person's own ("as I said, forget it") are theirs."""
     return any(not _SELF.search(sentence[: m.start()]) for m in _REPORTING.finditer(sentence))
@@ -361,14 +351,14 @@ def _clauses(sentence: str, question: bool, around: str = "") -> list[_Clause]:
     stored": heldout7's r08)."""
     clauses = []
     joined = _OBJECT_COLON.sub(lambda m: m.group(0)[:-1], _SUBORDINATE.sub(" ", sentence))
-    texts = [t.strip(" \t\n.!?;¿¡") for t in _CLAUSE_BREAK.split(joined)]
+    texts = [t.strip(" \t\n.!?;¿¡") for t in CLAUSE_BREAK.split(joined)]
     texts = [t for t in texts if t]
     for index, text in enumerate(texts):
         verb = _VERB.search(text)
         # "Forget my address, will you?": the question is the tag's, not the request's
         asked = question and index == len(texts) - 1
         asks, negated = _asks(text, verb, asked, sentence, around) if verb else (False, False)
-        negated = negated or bool(_NEGATION.search(text) and not asks)
+        negated = negated or bool(NEGATION.search(text) and not asks)
         verb_kind = next((k for k, v in verb.groupdict().items() if v), "") if verb else ""
         opens = _new_statement(text)
         polite = bool(_ADDRESSED.search(text))
@@ -399,7 +389,7 @@ def _parts(clauses: list[_Clause]) -> list[_Part]:
         # nor the telling itself ("the salary figure I gave you": the figure, not "gave")
         # nor its words of memory ("whatever you've got on that" names nothing: q10)
         said = _MEMORY_WORD.sub(" ", _TOLD_YOU.sub(" ", _VERB.sub(" ", clause.text)))
-        words = set(_words(_POLITE_CONDITION.sub(" ", said)))
+        words = set(words_of(_POLITE_CONDITION.sub(" ", said)))
         plain = not (clause.verb or clause.negated)
         continues = parts and (parts[-1].words or not parts[-1].asks)
         if continues and plain and not clause.opens_part:
@@ -422,7 +412,7 @@ _POLITE_CONDITION = re.compile(
 )
 
 
-def _words(text: str, names: Iterable[str] = ()) -> frozenset[str]:
+def words_of(text: str, names: Iterable[str] = ()) -> frozenset[str]:
     return content_words(text, names) - _OTHER_STEMS
 
 
@@ -432,7 +422,7 @@ _BARE_REFUSAL = re.compile(
     rf"\W*(?:(?:{LEAD_WORDS}|{NEGATOR_WORDS}|or|wait|nope|sorry|nein|non|do|it|that|forget it"
     r"|olvidalo|vergiss es)(?:\W+|(?<=')|$))+"
 )
-_REFUSING = re.compile(rf"{_NEGATION.pattern}|\b(?:nope|nein|non|forget it|olvidalo|vergiss es)\b")
+_REFUSING = re.compile(rf"{NEGATION.pattern}|\b(?:nope|nein|non|forget it|olvidalo|vergiss es)\b")
 
 
 def _taken_back(request: str, later: Iterable[str]) -> bool:
@@ -455,7 +445,7 @@ def forget_request(turn: str, fact: str) -> bool:
     that", an earlier part of the turn) share a content word with the fact, and nothing later
     in the turn take it back ("actually no, don't"). See the module.
     """
-    facts = _words(fact)
+    facts = words_of(fact)
     return bool(facts) and any(_object_words(r, [facts]) & facts for r in _requests(turn))
 
 
@@ -465,7 +455,7 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
     fact such a request means is left to meaning (consolidation compares them with the
     embedder); one that names nothing at all ("forget it", or "don't keep that" after words
     no fact holds) is not among them."""
-    named = frozenset().union(*(_words(fact) for fact in shown))
+    named = frozenset().union(*(words_of(fact) for fact in shown))
     found = []
     for request in _requests(turn):
         words, text = request.words, request.text
@@ -490,7 +480,7 @@ def request_object(request: str) -> str:
     verb = _VERB.search(folded)
     after = folded[verb.end() :] if verb else ""
     after = " ".join(_POLITE_CONDITION.sub(" ", _TOLD_YOU.sub(" ", after)).split()).strip(" ,.;:!?")
-    return after if _words(after) else request
+    return after if words_of(after) else request
 
 
 def in_another_language(request: str) -> bool:
@@ -550,7 +540,7 @@ def facts_tied_by_a_word(turn: str, facts: Sequence[str]) -> list[tuple[str, lis
 def _shares(turn: str, facts: Sequence[str]) -> Iterator[tuple[str, list[int], int]]:
     """For each request to forget in ``turn``: its text, how many of its words each fact
     holds, and the most any holds."""
-    held = [_words(fact) for fact in facts]
+    held = [words_of(fact) for fact in facts]
     for request in _requests(turn):
         words = _object_words(request, held)
         shared = [len(words & fact) for fact in held]
@@ -564,8 +554,8 @@ def drawn_from_a_request(turn: str, fact: str) -> bool:
     (heldout8's s01) is; "The user has a new job at Shopify" from "forget my old job, I'm at
     Shopify now" is not."""
     named = forgotten_words([turn])
-    words = _words(fact)
-    return bool(words & named) and not words & (_words(own_words(turn)) - named)
+    words = words_of(fact)
+    return bool(words & named) and not words & (words_of(own_words(turn)) - named)
 
 
 def keeps(turn: str, fact: str) -> bool:
@@ -573,11 +563,11 @@ def keeps(turn: str, fact: str) -> bool:
     that asks no forgetting ("but don't forget that I live in Oslo", "remember my birthday")
     share a content word with ``fact``? What the turn only states ("didn't get the Brightline
     one, oh well. olvida lo de la entrevista") is not kept by it."""
-    facts = _words(fact)
+    facts = words_of(fact)
     return any(
         part.verb and not part.asks and part.words & facts
-        for sentence, question in _sentences(own_words(turn))
-        if not _reports(sentence)
+        for sentence, question in sentences_of(own_words(turn))
+        if not reports_speech(sentence)
         for part in _parts(_clauses(sentence, question))
     )
 
@@ -608,7 +598,7 @@ def _requests(turn: str) -> Iterator[_Request]:
     part of the sentence, or the part before a bare "please forget it"; a negated keep or a
     polite request naming nothing ("don't keep that") points back at the turn's earlier
     parts."""
-    said = [(s, q) for s, q in _sentences(own_words(turn)) if not _reports(s)]
+    said = [(s, q) for s, q in sentences_of(own_words(turn)) if not reports_speech(s)]
     sentences = [
         _clauses(sentence, question, " ".join(s for s, _ in said[max(i - 1, 0) : i + 2]))
         for i, (sentence, question) in enumerate(said)
@@ -631,163 +621,3 @@ def _requests(turn: str) -> Iterator[_Request]:
             if not _taken_back(clauses[part.end].text, later):
                 back = tuple(reversed(earlier)) if points_back else ()
                 yield _Request(frozenset(words), text, back)
-
-
-_FIRST_PERSON, _ACTOR, _THIRD_PERSON = map(re.compile, (FIRST_PERSON, ACTOR, THIRD_PERSON))
-_CHANGE, _ENDED, _ANAPHOR = map(re.compile, (CHANGE, ENDED, ANAPHOR))
-
-
-def of_a_kind(old: str, new: str, names: Iterable[str] = ()) -> bool:
-    """Are two facts about one thing: a content word in common (the ``names`` aside) or the
-    same relation (:func:`_relation`: "is a barista" and "is a web developer")?"""
-    names = tuple(names)
-    shared = _words(old, names) & _words(new, names)
-    return bool(shared) or _relation(old, names) == _relation(new, names) != ""
-
-
-def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[str] = ()) -> bool:
-    """Does one of the user's ``turns`` support replacing ``old`` by ``new``?
-
-    One statement (not a question, not reported speech) of the person's own words must carry
-    what is new (a content word of ``new`` that ``old`` lacks, in a clause negated only if
-    ``new`` is; when only a negation differs, a negation) and be about the old fact:
-
-    * share a content word with it, and be about the person ("I", "my", their ``names``, a
-      name the old fact opens with: "Tom moved") or at least not about someone else ("Tom hates
-      olives", "She hates olives" are not);
-    * or be the person's and say a change ("now", "moved", "no longer", "hired", "start")
-      when the new fact is of the old one's kind: shares a word with it, or states the same
-      relation (:func:`_relation`). "Good news: I got hired at Shopify" replaces "is a barista
-      at Blue Bottle" by "is a web developer at Shopify"; "I moved to Berlin" replaces "Ada
-      lives in Paris" by "Ada lives in Berlin"; "Is Berlin nice?", "Berlin is lovely" and "I
-      love Berlin" do not, nor does "We have a new puppy" replace "lives in Paris" by "has a
-      dog");
-    * or go on, with "it"/"that"/"c'est"/"das" ..., from the person's statement just before
-      that was about the old fact ("I drive a blue Corolla." "It's from 2015.");
-    * or, in two sentences of one turn, say the old fact ended (:func:`said_to_end`: "no
-      more nights", "Tasmania's off") and the news, not someone else's, of any kind.
-
-    The ``names`` do not count as shared words: every fact about Ada names her, so sharing
-    "Ada" says nothing about which fact is meant.
-    """
-    names = tuple(names)
-    old_words, new_words = _words(old, names), _words(new, names)
-    news = new_words - old_words
-    negated_new = _negated_news(new, news, names)
-    flips = bool(_NEGATION.search(fold(new))) != bool(_NEGATION.search(fold(old)))
-    same_kind = of_a_kind(old, new, names)
-    # Whom the old fact is about: the person, or whom it names first ("Tom lives in Paris").
-    # An article is not a name: "The user likes olives" is the person's (consolidation's
-    # facts open with "The user"), and "the" in "Tom hates the olives" does not make it so.
-    subject = re.match(r"\W*(?:(?:the|a|an)\s+)?([^\W\d_]+)", old, re.IGNORECASE)
-    whom = {fold(n) for n in names if n}
-    if subject and subject.group(1)[0].isupper():
-        whom.add(fold(subject.group(1)))
-    previous = False  # the person's statement just before was about the old fact
-    for turn in turns:
-        others = _named(turn) - old_words - new_words
-        ended = carried = False  # by the turn: the old fact said to end, the news said
-        for sentence, question in _sentences(own_words(turn)):
-            if question or _reports(sentence):
-                previous = False
-                continue
-            said = _words(sentence, names)
-            personal = bool(_FIRST_PERSON.search(sentence)) or any(
-                re.search(rf"\b{re.escape(w)}\b", sentence) for w in whom
-            )
-            # "My sister got hired" is the person's words, not the person's change.
-            acting = bool(_ACTOR.search(sentence)) or any(
-                re.search(rf"\b{re.escape(w)}\b", sentence) for w in whom
-            )
-            foreign = bool(_THIRD_PERSON.search(sentence) or said & others)
-            shares = bool(said & old_words) and (personal or not foreign)
-            about = shares or (same_kind and acting and _CHANGE.search(sentence))
-            if about or (previous and _ANAPHOR.match(sentence) and not foreign):
-                stated = _states(sentence, news, names, negated_new)
-                if stated or (not news and flips and _NEGATION.search(sentence)):
-                    return True
-            previous = shares
-            # as people text a change, in two sentences and no "I": "got the job with the
-            # council!! parks team, days only, started on monday. no more nights" (heldout8's
-            # s01, read after its runs)
-            ended = ended or (shares and _ENDED.search(sentence) is not None)
-            carried = carried or (not foreign and _states(sentence, news, names, negated_new))
-            if ended and carried:  # "Tasmania's off. ... the Barossa instead": of any kind
-                return True
-    return False
-
-
-# A line's heading before a colon ("Big change: ...") names nobody.
-_HEADING = re.compile(r"^[ \t]*[^\W\d_][\w' \t-]{0,30}:", re.MULTILINE)
-
-
-def said_to_end(turns: Iterable[str], old: str, names: Iterable[str] = ()) -> bool:
-    """Does a statement of the person's own words in ``turns`` say ``old`` ended, sharing a
-    word with it ("Tasmania's off.", "the keto's done", "no more nights")?"""
-    words = _words(old, tuple(names))
-    return any(
-        _words(sentence, tuple(names)) & words and _ENDED.search(sentence) is not None
-        for turn in turns
-        for sentence, question in _sentences(own_words(turn))
-        if not question and not _reports(sentence) and not _THIRD_PERSON.search(sentence)
-    )
-
-
-def _named(turn: str) -> frozenset[str]:
-    """The content words a turn writes with a capital letter ("Tom", "Berlin"), as stems."""
-    words = re.findall(r"[^\W\d_][\w'-]*", _HEADING.sub(" ", turn))
-    return _words(" ".join(w for w in words if w[0].isupper()))
-
-
-def _negated_news(new: str, news: frozenset[str], names: Iterable[str]) -> bool:
-    """Is what ``new`` says anew said negated? Only the clauses carrying it count: "is a
-    teacher, no longer a pharmacist" says "teacher" plainly."""
-    carrying = [c for c in _CLAUSE_BREAK.split(fold(new)) if _words(c, names) & news]
-    return all(_NEGATION.search(c) for c in carrying or [fold(new)])
-
-
-_BE = frozenset(("is", "am", "are", "was", "were", "es", "est", "ist", "esta"))
-_HAVE = frozenset(("has", "have", "had", "tiene", "hat"))
-_ADVERBS = frozenset(
-    ("now", "currently", "still", "also", "recently", "newly", "just", "no", "longer", "not")
-)
-
-
-def _relation(fact: str, names: Iterable[str]) -> str:
-    """The relation a fact states of its subject: its first verb, stemmed, and after "is" or
-    "has" the word that follows ("lives", "works", "is a", "has a"); "" when none is found.
-    "The user is a barista" and "The user is a web developer" state one relation; "lives in
-    Paris" and "has a dog" two. Where someone lives is one relation however it is said
-    ("lives in", "is based in", "has been based in", "is in ... now", "moved to")."""
-    skip = {"the", "user", "user's", "users"} | {fold(n) for n in names}
-    words = [w for w in re.findall(r"[^\W\d_][\w']*", fold(fact)) if w not in _ADVERBS]
-    if words and fact.lstrip()[:1].isupper() and words[0] != "the":
-        skip.add(words[0])  # the name the fact opens with
-    while words and words[0] in skip:
-        words = words[1:]
-    if not words:
-        return ""
-    if len(words) > 1 and words[0] in _HAVE and words[1] == "been":
-        words = ["is", *words[2:]]  # "has been based in" states what "is based in" does
-    verb = "be" if words[0] in _BE else "have" if words[0] in _HAVE else stem(words[0])
-    if verb not in ("be", "have"):
-        return _HOME if verb in _HOME_VERBS else verb
-    after = words[1] if len(words) > 1 else ""
-    relation = f"{verb} {'a' if after == 'an' else after}"
-    # "is in Bristol" is where one lives; "is in a band" is not, nor "is in a band in Leeds"
-    after_in = re.search(r"\bin\s+(\S)", fact)
-    in_a_place = relation == "be in" and after_in is not None and after_in[1].isupper()
-    return _HOME if relation == "be based" or in_a_place else relation
-
-
-_HOME = "live"
-_HOME_VERBS = frozenset((stem("lives"), stem("resides"), stem("moved")))
-
-
-def _states(sentence: str, news: frozenset[str], names: Iterable[str], negated: bool) -> bool:
-    """Does a clause of ``sentence`` say ``news`` as the new fact does ("I'd never move to
-    Berlin" does not say "lives in Berlin")?"""
-    return any(
-        _words(clause, names) & news and bool(_NEGATION.search(clause)) == negated
-        for clause in _CLAUSE_BREAK.split(sentence)
-    )

@@ -693,7 +693,7 @@ def _ground(
     if own != text:
         log.info("%r read as the user's own statement: %r", text, own)
         text = own
-    related = with_relation(text, [texts[t.id] for t in people])
+    related = with_relation(text, TEMPLATE_PERSON, [texts[t.id] for t in people])
     if related != text:
         log.info("%r named as the user's turns name the person: %r", text, related)
         text = related

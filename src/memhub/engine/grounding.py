@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memhub.engine.dates import dates_something
+from memhub.engine.people_words import OWNER, RELATION
 
 __all__ = [
     "Support",
@@ -356,11 +357,7 @@ def first_clause(fact: str) -> str | None:
 
 # Who else a clause may be about: "my sister", "our neighbour", "he", "their".
 _SOMEONE_ELSE = re.compile(
-    r"\b(?:he|she|they|him|her|them|his|hers|their|theirs|(?:my|our)\s+(?:\w+\s+)?(?:friend"
-    r"|sister|brother|mum|mom|mother|dad|father|parents?|partner|wife|husband|girlfriend"
-    r"|boyfriend|fianc\w*|son|daughter|kids?|child|children|boss|colleague|coworker|co-worker"
-    r"|cousin|aunt|uncle|niece|nephew|gran\w*|grandma|grandpa|neighbou?r|roommate|flatmate"
-    r"|housemate|team|family))\b"
+    rf"\b(?:he|she|they|him|her|them|his|hers|their|theirs|{OWNER}\s+(?:\w+\s+)?{RELATION})\b"
 )
 
 

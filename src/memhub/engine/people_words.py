@@ -1,0 +1,29 @@
+"""The words a person names the people in their life with, in the four languages memhub
+reads: the relation ("my girlfriend Anja", "mum Val", "meine freundin") and the owner
+("my", "mi", "mon", "mein"). Vocabulary only, patterns over folded text
+(:func:`memhub.engine.grounding.fold`); :mod:`memhub.engine.relations` and
+:mod:`memhub.engine.grounding` hold the rules."""
+
+from __future__ import annotations
+
+__all__ = ["OWNER", "RELATION"]
+
+# Relations a person is named with.
+RELATION = (
+    r"(?:best friend|friend|girlfriend|boyfriend|partner|wife|husband|fianc\w*|spouse|son"
+    r"|daughter|kids?|child|children|family|team|mum|mom|mother|mama|dad|father|papa"
+    r"|parents?|brother|sister|sibling|twin|grandson|granddaughter|grandchild|grandma|grandpa"
+    r"|grandmother|grandfather|gran\w*|nan|cousin|aunt|uncle|niece|nephew|stepson"
+    r"|stepdaughter|boss|manager|colleague|coworker|co-worker|flatmate|roommate|housemate"
+    r"|neighbou?r|mentor|coach|teacher|therapist|doctor|vet|dog|cat|puppy|kitten|esposa"
+    r"|esposo|marido|mujer|novia|novio|pareja|hij[oa]|madre|padre|herman[oa]|abuel[oa]"
+    r"|prim[oa]|ti[oa]|suegr[oa]|amig[oa]|jefe|jefa|femme|mari|copine|copain|fils|fille|mere"
+    r"|pere|frere|soeur|grand-mere|grand-pere|cousine?|tante|oncle|amie?|patron|chef|frau"
+    r"|mann|freundin|freund|sohn|tochter|mutter|vater|mutti|vati|bruder|schwester|oma|opa"
+    r"|kollegin|kollege|chefin)"
+)
+# The person as the owner: "my", "our" and their Spanish, French and German forms.
+OWNER = (
+    r"(?:my|our|mi|mis|nuestr[oa]s?|mon|ma|mes|notre|nos|mein|meine|meinen|meinem|meiner"
+    r"|unser|unsere|unseren|unserem)"
+)
