@@ -261,6 +261,17 @@ def test_the_templates_subject_on_the_persons_own_statement_is_the_user(
             "Tom sold the Honda last weekend!",
             "The user's friend Ravi sold the Honda last weekend.",
         ),
+        # the model's pronoun for the person it made up: "his knee" is the person's own
+        (
+            "The user's friend Ravi tore a ligament in his knee playing badminton.",
+            "also bad news, I tore a ligament in my knee playing badminton 😭",
+            "The user tore a ligament in their knee playing badminton.",
+        ),
+        (
+            "The user's friend Ravi joined the pool near his flat in Indiranagar.",
+            "she wants me swimming instead, so I joined the pool near my flat in Indiranagar",
+            "The user joined the pool near their flat in Indiranagar.",
+        ),
         # someone named before, spoken of again with no subject in the same clause: theirs
         (
             "The user's friend Ravi sold the Honda.",
@@ -282,6 +293,7 @@ def test_a_statement_typed_with_no_subject_is_the_speakers(fact: str, turn: str,
         ("The user's friend Ravi fixes bikes.", "Mira fixes bikes. Good for her."),
         ("The user's friend Ravi fixes bikes.", "Ravi fixes bikes, I ride."),
         ("The user's friend Ravi is wearing a red coat.", "I'm sewing a coat, red is her colour"),
+        ("The user's friend Ravi helped her move.", "helped her move house on sunday"),
         # the fact speaks of "he"; or no clause of the person's shares a word with it
         ("The user's friend Ravi left the bank, he needed his sleep.", "I left the bank, zzz"),
         ("The user's friend Ravi is 2023-09-18.", "I'm fine"),

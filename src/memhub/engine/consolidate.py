@@ -63,7 +63,7 @@ from memhub.engine.prompts import (
     reply_tokens,
     turn_windows,
 )
-from memhub.engine.relations import with_relation
+from memhub.engine.relations import the_person_meant, with_relation
 from memhub.engine.sensitive import secret_in
 from memhub.engine.text import memory_hash, turn_text
 from memhub.errors import ProviderError, ProviderOutputError
@@ -693,6 +693,10 @@ def _ground(
     if own != text:
         log.info("%r read as the user's own statement: %r", text, own)
         text = own
+    meant = the_person_meant(text, TEMPLATE_PERSON, [texts[t.id] for t in people])
+    if meant != text:
+        log.info("%r names the person the turns name: %r", text, meant)
+        text = meant
     related = with_relation(text, TEMPLATE_PERSON, [texts[t.id] for t in people])
     if related != text:
         log.info("%r named as the user's turns name the person: %r", text, related)
