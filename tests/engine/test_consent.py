@@ -429,6 +429,28 @@ def test_a_message_signed_by_someone_else_is_a_letter() -> None:
 # --- Issue 35: changes of fact said plainly, though not in the old fact's words --------------
 
 
+@pytest.mark.parametrize(
+    ("said", "fact"),
+    [
+        ("what I told you about my meds, forget it", "The user takes meds for blood pressure."),
+        ("lo que te conté de mis pastillas, olvídalo", "Toma pastillas para la tensión."),
+        (
+            "ce que je vous ai raconté sur mes médicaments, oubliez ça, ça ne regarde personne.",
+            "Bernard prend des médicaments pour la tension.",
+        ),
+        ("was ich dir über meine Tabletten erzählt habe, vergiss das", "Sie nimmt Tabletten."),
+    ],
+)
+def test_what_the_person_told_the_assistant_then_forget_it_names_what_was_told(
+    said: str, fact: str
+) -> None:
+    """heldout10's r05 (read after its runs): "oubliez ça" after what the person told the
+    assistant means what was told. A bare "forget it" after a thing alone may be "never
+    mind" ("the parking thing, forget it, I'll sort it myself") and asks nothing."""
+    assert forget_request(said, fact)
+    assert not forget_request("the parking thing, forget it, I'll sort it", "The user parks.")
+
+
 def test_a_heading_is_the_persons_and_a_speakers_label_is_not() -> None:
     """Several words, the later in lower case, head the person's own line; a name (one word,
     or capitalised throughout) or a label opening with "my"/"the" is a speaker's."""
@@ -437,6 +459,14 @@ def test_a_heading_is_the_persons_and_a_speakers_label_is_not() -> None:
     assert not forget_request("Tom Berg: please forget that I like olives.", olives)
     assert not forget_request("My sister: please forget that I like olives.", olives)
     assert not forget_request("The boss: please forget that I like olives.", olives)
+    # French puts a space before a colon; a chat's speaker label never has one
+    pills = "Bernard prend des médicaments pour la tension."
+    said = (
+        "Nouvelles de Lyon : on a adopté un chaton. Autre chose : ce que je vous ai raconté sur"
+        " mes médicaments, oubliez ça, ça ne regarde personne."
+    )
+    assert forget_request(said, pills)
+    assert not forget_request("Bernard: oubliez mes médicaments, ça ne regarde personne.", pills)
 
 
 def test_a_request_naming_nothing_means_the_nearest_earlier_part_of_the_turn_naming_a_fact() -> (

@@ -272,6 +272,12 @@ def test_the_templates_subject_on_the_persons_own_statement_is_the_user(
             "she wants me swimming instead, so I joined the pool near my flat in Indiranagar",
             "The user joined the pool near their flat in Indiranagar.",
         ),
+        # the person in German (heldout10's r03, read after its runs)
+        (
+            "The user's friend Ravi is vegan.",
+            "Kurzes Update: Seit Ostern esse ich komplett vegan, also auch keinen Käse mehr",
+            "The user is vegan.",
+        ),
         # someone named before, spoken of again with no subject in the same clause: theirs
         (
             "The user's friend Ravi sold the Honda.",

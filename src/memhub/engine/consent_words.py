@@ -41,11 +41,11 @@ OTHER_WORDS = frozenset(
     más todo todos esto eso esta este ese esa favor por ahora
     le la les un une des du de et ou mais avec sans pour par dans en est sont était être suis
     es mon ma mes ton ta tes son sa ses je tu il elle nous vous ils elles ce cet cette ces qui
-    que quoi ne pas plus tout tous très moi toi lui leur maintenant
+    que quoi ne pas plus tout tous très moi toi lui leur maintenant ça cela ceci
     der die das den dem des ein eine einen einem einer und oder aber mit ohne für von zu zur
     zum in im ist sind war bin bist mein meine meinen meiner dein deine deinen ich du er sie
     es wir ihr sich dass nicht nur auch sehr alles bitte mehr jetzt dir mir
-    sobre dije dicho contado ai avais sur dit raconté über gesagt erzählt
+    sobre dije dicho contado conté ai avais sur dit raconté über gesagt erzählt
     forget forgets forgot forgotten forgetting delete deleted remove removed erase erased wipe
     drop purge unlearn remember remembering memory memories know knows knew keep keeping store
     stored storing save retain anymore longer rather prefer need needs want wish hope please

@@ -30,6 +30,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from memhub.engine.consent_words import FIRST_PERSON
 from memhub.engine.dates import dates_something
 from memhub.engine.people_words import OWNER, RELATION
 
@@ -172,7 +173,7 @@ class Support:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_PERSON = re.compile(r"\b(?:i|i'm|im|i've|i'd|i'll|me|my|mine|we|we're|our|us)\b")
+_PERSON = re.compile(FIRST_PERSON)  # "I", "my", "we", and "ich", "je", "yo" ...
 
 
 def stated(turn: str) -> str:

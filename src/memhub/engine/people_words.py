@@ -12,6 +12,7 @@ __all__ = ["OWNER", "RELATION"]
 RELATION = (
     r"(?:best friend|friend|girlfriend|boyfriend|partner|wife|husband|fianc\w*|spouse|son"
     r"|daughter|kids?|child|children|family|team|mum|mom|mother|mama|dad|father|papa"
+    r"|petite?-fille|petit-fils|petits-enfants|nieta|nieto|enkelin|enkel"
     r"|parents?|brother|sister|sibling|twin|grandson|granddaughter|grandchild|grandma|grandpa"
     r"|grandmother|grandfather|gran\w*|nan|cousin|aunt|uncle|niece|nephew|stepson"
     r"|stepdaughter|boss|manager|colleague|coworker|co-worker|flatmate|roommate|housemate"
