@@ -284,6 +284,22 @@ def test_facts_one_word_ties_are_left_to_the_model() -> None:
     assert facts_tied_by_a_word("Please forget that I like olives.", likes) == []  # clear
 
 
+def test_the_other_facts_holding_a_person_a_request_names_are_left_to_the_model() -> None:
+    """heldout10's r08 (read after its runs): "the part about Mark and the money" names the
+    money lent by two words, and Mark's job loss by his name alone: the first is clearly
+    asked, the second is put to the model. A word shared that is no name asks nothing more."""
+    said = "One more thing. The part about Mark and the money, please don't keep that."
+    facts = [
+        "The user has been lending Mark money to cover his mortgage.",
+        "The user's son Mark lost his job at the tire plant in January.",
+        "The user booked ten days in Switzerland.",
+    ]
+    assert facts_clearly_asked(said, facts) == [0]
+    assert facts_tied_by_a_word(said, facts) == [("the part about mark, and the money", [1])]
+    money = ["The user lends money to their son.", "The user saves money for a trip."]
+    assert facts_tied_by_a_word("Please forget the money I lend to my son.", money) == []
+
+
 def test_what_a_request_asks_is_the_words_after_its_verb() -> None:
     """What the embedder compares beside the request as said (engine/forgetting.meant)."""
     assert request_object("2) i'd rather you didn't keep where i work, just in case") == (

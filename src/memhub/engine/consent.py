@@ -523,7 +523,7 @@ def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
     their credit card" and "wants to pay off their credit card"). What is asked of memhub
     without a model's DELETE (:mod:`memhub.engine.forgetting`)."""
     found: list[int] = []
-    for _, shared, best in _shares(turn, facts):
+    for _, _, shared, best in _shares(turn, facts):
         if best and (best >= 2 or shared.count(best) == 1):
             found += [n for n, count in enumerate(shared) if count == best and n not in found]
     return found
@@ -537,24 +537,44 @@ TIED_AT_MOST = 3
 def facts_tied_by_a_word(turn: str, facts: Sequence[str]) -> list[tuple[str, list[int]]]:
     """The requests to forget in ``turn`` (their own text) that name two or three of
     ``facts`` by one word each and no fact more, with those facts' indexes ("forget my weight
-    and the gym times" beside "weighs 84 kg" and "aims to weigh 78 kg": heldout7's r03). Not
-    clear enough to retire on the words alone: consolidation puts each fact to the model as
-    a yes-or-no question about the request."""
+    and the gym times" beside "weighs 84 kg" and "aims to weigh 78 kg": heldout7's r03); or
+    that name a person, with the two or three facts holding that name and fewer of the
+    request's words than the fact it names clearly ("The part about Mark and the money,
+    please don't keep that" beside "has been lending Mark money" and "The user's son Mark
+    lost his job": heldout10's r08, read after its runs). Not clear enough to retire on the
+    words alone: consolidation puts each fact to the model as a yes-or-no question about the
+    request."""
     found: list[tuple[str, list[int]]] = []
-    for text, shared, best in _shares(turn, facts):
+    named = _capitalised(turn)
+    held = [words_of(fact) for fact in facts]
+    for text, words, shared, best in _shares(turn, facts):
         if best == 1 and 2 <= shared.count(best) <= TIED_AT_MOST:
             found.append((text, [n for n, count in enumerate(shared) if count == best]))
+            continue
+        person = words & named
+        by_name = [n for n, count in enumerate(shared) if 0 < count < best and held[n] & person]
+        if 1 <= len(by_name) <= TIED_AT_MOST:
+            found.append((text, by_name))
     return found
 
 
-def _shares(turn: str, facts: Sequence[str]) -> Iterator[tuple[str, list[int], int]]:
-    """For each request to forget in ``turn``: its text, how many of its words each fact
-    holds, and the most any holds."""
+def _shares(
+    turn: str, facts: Sequence[str]
+) -> Iterator[tuple[str, frozenset[str], list[int], int]]:
+    """For each request to forget in ``turn``: its text, the words it names, how many of
+    them each fact holds, and the most any holds."""
     held = [words_of(fact) for fact in facts]
     for request in _requests(turn):
         words = _object_words(request, held)
         shared = [len(words & fact) for fact in held]
-        yield request.text, shared, max(shared, default=0)
+        yield request.text, words, shared, max(shared, default=0)
+
+
+def _capitalised(turn: str) -> frozenset[str]:
+    """The words ``turn`` writes with a capital letter where a sentence does not start (names:
+    "Mark", "Emeka"), as stems."""
+    inside = re.findall(r"(?<![.!?]\s)(?<![.!?])\b(?<!^)([A-Z][^\W\d_]+)", turn)
+    return words_of(" ".join(inside))
 
 
 def drawn_from_a_request(turn: str, fact: str) -> bool:
