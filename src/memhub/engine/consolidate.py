@@ -688,19 +688,7 @@ def _ground(
     None and the reason it is refused (see :meth:`Consolidator._grounded`)."""
     if op.kind == "DELETE" or op.text is None:  # its own guard decided; a text beside is noise
         return op, ""
-    text = third_person_head(op.text)
-    own = the_speakers_own(text, TEMPLATE_PERSON, [texts[t.id] for t in people])
-    if own != text:
-        log.info("%r read as the user's own statement: %r", text, own)
-        text = own
-    meant = the_person_meant(text, TEMPLATE_PERSON, [texts[t.id] for t in people])
-    if meant != text:
-        log.info("%r names the person the turns name: %r", text, meant)
-        text = meant
-    related = with_relation(text, TEMPLATE_PERSON, [texts[t.id] for t in people])
-    if related != text:
-        log.info("%r named as the user's turns name the person: %r", text, related)
-        text = related
+    text = _named_as_said(third_person_head(op.text), [texts[t.id] for t in people])
     if secret_in(text) is not None:  # a card number, a password: never a fact
         return None, "REFUSED_SECRET"
     names = sources.names
@@ -736,6 +724,23 @@ def _ground(
         log.info("%r copies the %s; its first clause is tried alone", text, result.copied_from)
         return _ground(replace(op, text=head), people, texts, sources)
     return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
+
+
+def _named_as_said(text: str, said: list[str]) -> str:
+    """``text`` with its person named as the user's turns (``said``) name them: the prompt's
+    template subject read as the user (``grounding.the_speakers_own``), its made-up person as
+    the one the user named (``relations.the_person_meant``), and the relation the user gave
+    them (``relations.with_relation``); each change logged."""
+    for rewrite, why in (
+        (the_speakers_own, "read as the user's own statement"),
+        (the_person_meant, "names the person the turns name"),
+        (with_relation, "named as the user's turns name the person"),
+    ):
+        rewritten = rewrite(text, TEMPLATE_PERSON, said)
+        if rewritten != text:
+            log.info("%r %s: %r", text, why, rewritten)
+            text = rewritten
+    return text
 
 
 def _holds_json(text: str | None) -> bool:
