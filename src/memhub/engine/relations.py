@@ -21,6 +21,9 @@ __all__ = ["people_named", "relation_of", "the_person_meant", "with_relation"]
 
 # A word that says which one: "my best friend Priya", "my little brother Tom".
 _KIND = r"(?:(?:best|closest|oldest|little|big|older|younger|elder|twin|ex-?|new|old)\s+)?"
+# A relation said before a name: "my girlfriend Anja", "mum Val" at the start of a clause;
+# group 1 is the relation.
+_INTRODUCED = rf"(?:\b{OWNER}\s+|(?:^|[.!?,;:]\s*))({_KIND}{RELATION})\s*,?\s+"
 # A fact opening with a name: "Val got diagnosed ...", "Leo only cares about dinosaurs."
 _OPENING_NAME = re.compile(r"([A-Z][^\W\d_]+(?:-[A-Z][^\W\d_]+)?)(?:'s)?\s")
 _NOT_NAMES = frozenset({"the", "a", "an", "this", "that", "it", "they", "he", "she", "we", "i"})
@@ -31,7 +34,7 @@ def relation_of(name: str, turns: Iterable[str]) -> str | None:
     girlfriend Anja", "our granddaughter Isla", "Anja, my girlfriend", "mum Val" at the
     start of a clause; None when no turn says one."""
     who = re.escape(fold(name))
-    before = re.compile(rf"(?:\b{OWNER}\s+|(?:^|[.!?,;:]\s*))({_KIND}{RELATION})\s*,?\s+{who}\b")
+    before = re.compile(rf"{_INTRODUCED}{who}\b")
     after = re.compile(rf"\b{who}\s*,\s*{OWNER}\s+({_KIND}{RELATION})\b")
     found: str | None = None
     for turn in turns:
@@ -51,13 +54,14 @@ def with_relation(fact: str, template: str, turns: Iterable[str]) -> str:
     after "my mum Val". ``fact`` as it is when no turn names a relation, or names the
     template's own ("friend")."""
     turns = list(turns)
-    owner, _, rest = template.rpartition(" ")[0].rpartition(" ")  # "The user's", "friend"
-    if fact.startswith(f"{owner} {rest} "):
-        name = _OPENING_NAME.match(fact, len(owner) + len(rest) + 2)
+    owner, _, word = template.rpartition(" ")[0].rpartition(" ")  # "The user's", "friend"
+    prefix = f"{owner} {word} "
+    if fact.startswith(prefix):
+        name = _OPENING_NAME.match(fact, len(prefix))
         relation = relation_of(name.group(1), turns) if name else None
-        if relation is None or relation == rest:
+        if relation is None or relation == word:
             return fact
-        return f"{owner} {relation} {fact[len(owner) + len(rest) + 2 :]}"
+        return f"{owner} {relation} {fact[len(prefix) :]}"
     name = _OPENING_NAME.match(fact)
     if name is None or fold(name.group(1)) in _NOT_NAMES:
         return fact
@@ -69,14 +73,11 @@ def people_named(turns: Iterable[str]) -> frozenset[str]:
     """The people the user's ``turns`` introduce by a relation, as typed with a capital ("my
     partner Svenja", "My daughter Wanjiru"): a lower-case word after a relation may be a verb
     ("my wife works")."""
-    introduced = re.compile(
-        rf"(?:\b{OWNER}\s+|(?:^|[.!?,;:]\s*)){_KIND}{RELATION}\s*,?\s+([A-Z][^\W\d_]+)",
-        re.IGNORECASE,
-    )
+    introduced = re.compile(rf"{_INTRODUCED}([A-Z][^\W\d_]+)", re.IGNORECASE)
     return frozenset(
         name
         for turn in turns
-        for name in introduced.findall(turn)
+        for _, name in introduced.findall(turn)
         if name[0].isupper() and fold(name) not in _NOT_NAMES
     )
 
