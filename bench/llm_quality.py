@@ -64,6 +64,7 @@ SETS = {
     "heldout8": Path(__file__).parent / "llm_set" / "heldout8.json",
     "heldout9": Path(__file__).parent / "llm_set" / "heldout9.json",
     "heldout10": Path(__file__).parent / "llm_set" / "heldout10.json",
+    "heldout11": Path(__file__).parent / "llm_set" / "heldout11.json",
 }
 CATEGORIES = (
     "supported",
