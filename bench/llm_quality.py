@@ -65,6 +65,7 @@ SETS = {
     "heldout9": Path(__file__).parent / "llm_set" / "heldout9.json",
     "heldout10": Path(__file__).parent / "llm_set" / "heldout10.json",
     "heldout11": Path(__file__).parent / "llm_set" / "heldout11.json",
+    "heldout12": Path(__file__).parent / "llm_set" / "heldout12.json",
 }
 CATEGORIES = (
     "supported",
