@@ -298,6 +298,9 @@ def test_the_other_facts_holding_a_person_a_request_names_are_left_to_the_model(
     assert facts_tied_by_a_word(said, facts) == [("the part about mark, and the money", [1])]
     money = ["The user lends money to their son.", "The user saves money for a trip."]
     assert facts_tied_by_a_word("Please forget the money I lend to my son.", money) == []
+    # a capital at the start of a line is no name ("Money" names no one)
+    lines = "hi\nMoney is tight this month\nplease forget the money I lend to my son"
+    assert facts_tied_by_a_word(lines, money) == []
 
 
 def test_what_a_request_asks_is_the_words_after_its_verb() -> None:

@@ -105,6 +105,8 @@ def test_the_templates_made_up_person_is_the_one_the_user_named(
         ("Ravi got a job at the port.", ["Svenja got a job at the port."]),
         # the user knows a Ravi
         ("Ravi got a job.", ["my brother Ravi got a job", "my wife Ana too, a job"]),
+        # ... typed in lower case
+        ("Ravi got a job.", ["my brother ravi got a job", "my wife Ana too, a job"]),
         # no sentence holds the fact's words
         ("Ravi likes jazz.", ["my wife Ana got a job"]),
     ],

@@ -571,9 +571,13 @@ def _shares(
 
 
 def _capitalised(turn: str) -> frozenset[str]:
-    """The words ``turn`` writes with a capital letter where a sentence does not start (names:
-    "Mark", "Emeka"), as stems."""
-    inside = re.findall(r"(?<![.!?]\s)(?<![.!?])\b(?<!^)([A-Z][^\W\d_]+)", turn)
+    """The words ``turn`` writes with a capital letter where neither a sentence nor a line
+    starts (names: "Mark", "Emeka"), as stems."""
+    inside = [
+        word
+        for line in turn.splitlines()  # a line starts a sentence too
+        for word in re.findall(r"(?<![.!?]\s)(?<![.!?])\b(?<!^)([A-Z][^\W\d_]+)", line.strip())
+    ]
     return words_of(" ".join(inside))
 
 

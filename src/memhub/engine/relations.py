@@ -92,7 +92,8 @@ def the_person_meant(fact: str, template: str, turns: Iterable[str]) -> str:
     turns = list(turns)
     name = template.split()[-1]
     made_up = re.compile(rf"\b{re.escape(name)}\b")
-    if not made_up.search(fact) or any(made_up.search(t) for t in turns):
+    said = re.compile(made_up.pattern, re.IGNORECASE)  # "ravi" typed in lower case is Ravi
+    if not made_up.search(fact) or any(said.search(t) for t in turns):
         return fact
     known = people_named(turns)
     words = content_words(made_up.sub(" ", fact))
