@@ -15,7 +15,13 @@ import pytest
 
 from memhub import AsyncMemory
 from memhub.engine.prompts import TEMPLATE_PERSON
-from memhub.engine.relations import people_named, relation_of, the_person_meant, with_relation
+from memhub.engine.relations import (
+    as_the_user,
+    people_named,
+    relation_of,
+    the_person_meant,
+    with_relation,
+)
 from memhub.testing import ScriptedOpenAIServer
 
 
@@ -117,6 +123,47 @@ def test_the_templates_person_stays_where_the_turns_name_no_one_person(
     assert the_person_meant(fact, TEMPLATE_PERSON, turns) == fact
 
 
+@pytest.mark.parametrize(
+    ("fact", "turns", "meant"),
+    [
+        (
+            "The user's friend Bernard is 67 years old.",
+            ["Bonjour ! Je m'appelle Bernard, 67 ans, conducteur SNCF à la retraite."],
+            "The user is 67 years old.",
+        ),
+        (
+            "Bernard's dog is called Filou.",
+            ["hi, I'm bernard and this is about my dog Filou"],
+            "The user's dog is called Filou.",
+        ),
+        (
+            "Mariana works nights at the hospital.",
+            ["The user is Mariana."],  # a stored fact names the user
+            "The user works nights at the hospital.",
+        ),
+    ],
+)
+def test_a_fact_naming_the_user_by_their_own_name_is_the_users(
+    fact: str, turns: list[str], meant: str
+) -> None:
+    assert as_the_user(fact, TEMPLATE_PERSON, turns) == meant
+
+
+@pytest.mark.parametrize(
+    ("fact", "turns"),
+    [
+        # the user never names themselves
+        ("The user's friend Bernard is 67 years old.", ["my friend Bernard turned 67"]),
+        # someone else's name
+        ("Anna is 30.", ["I'm Bernard", "my daughter Anna turned 30"]),
+        # "I'm tired" names no one a fact opens with
+        ("The user's friend Ravi is tired.", ["I'm tired today"]),
+    ],
+)
+def test_a_fact_about_someone_else_keeps_its_person(fact: str, turns: list[str]) -> None:
+    assert as_the_user(fact, TEMPLATE_PERSON, turns) == fact
+
+
 def _adds(turn: str, fact: str) -> Any:
     def answer(request: dict[str, Any]) -> str:
         prompt = "\n".join(str(m["content"]) for m in request["messages"])
@@ -147,6 +194,11 @@ def _adds(turn: str, fact: str) -> Any:
             "my mum Val got diagnosed with early alzheimer's back in march",
             "Val got diagnosed with early Alzheimer's in March.",
             "The user's mum Val got diagnosed with early Alzheimer's in March.",
+        ),
+        (
+            "je m'appelle Bernard, conducteur de train SNCF, a la retraite depuis 2019",
+            "The user's friend Bernard is a retired SNCF train conductor.",
+            "The user is a retired SNCF train conductor.",
         ),
     ],
 )

@@ -63,7 +63,7 @@ from memhub.engine.prompts import (
     reply_tokens,
     turn_windows,
 )
-from memhub.engine.relations import the_person_meant, with_relation
+from memhub.engine.relations import as_the_user, the_person_meant, with_relation
 from memhub.engine.sensitive import secret_in
 from memhub.engine.text import memory_hash, turn_text
 from memhub.errors import ProviderError, ProviderOutputError
@@ -688,7 +688,8 @@ def _ground(
     None and the reason it is refused (see :meth:`Consolidator._grounded`)."""
     if op.kind == "DELETE" or op.text is None:  # its own guard decided; a text beside is noise
         return op, ""
-    text = _named_as_said(third_person_head(op.text), [texts[t.id] for t in people])
+    own = [texts[t.id] for t in people]
+    text = _named_as_said(third_person_head(op.text), own, sources.user_said)
     if secret_in(text) is not None:  # a card number, a password: never a fact
         return None, "REFUSED_SECRET"
     names = sources.names
@@ -726,11 +727,17 @@ def _ground(
     return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
 
 
-def _named_as_said(text: str, said: list[str]) -> str:
-    """``text`` with its person named as the user's turns (``said``) name them: the prompt's
+def _named_as_said(text: str, said: list[str], known: Sequence[str] = ()) -> str:
+    """``text`` with its person named as the user's turns (``said``) name them: the user by
+    the name they gave themselves there or in the ``known`` facts (``relations.as_the_user``),
+    the prompt's
     template subject read as the user (``grounding.the_speakers_own``), its made-up person as
     the one the user named (``relations.the_person_meant``), and the relation the user gave
     them (``relations.with_relation``); each change logged."""
+    by_name = as_the_user(text, TEMPLATE_PERSON, [*said, *known])
+    if by_name != text:
+        log.info("%r names the user by their own name: %r", text, by_name)
+        text = by_name
     for rewrite, why in (
         (the_speakers_own, "read as the user's own statement"),
         (the_person_meant, "names the person the turns name"),

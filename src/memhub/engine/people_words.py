@@ -1,12 +1,13 @@
 """The words a person names the people in their life with, in the four languages memhub
-reads: the relation ("my girlfriend Anja", "mum Val", "meine freundin") and the owner
-("my", "mi", "mon", "mein"). Vocabulary only, patterns over folded text
+reads: the relation ("my girlfriend Anja", "mum Val", "meine freundin"), the owner ("my",
+"mi", "mon", "mein") and the person naming themselves ("I'm Bernard", "je m'appelle").
+Vocabulary only, patterns over folded text
 (:func:`memhub.engine.grounding.fold`); :mod:`memhub.engine.relations` and
 :mod:`memhub.engine.grounding` hold the rules."""
 
 from __future__ import annotations
 
-__all__ = ["OWNER", "RELATION"]
+__all__ = ["OWNER", "RELATION", "SELF_NAMED"]
 
 # Relations a person is named with.
 RELATION = (
@@ -27,4 +28,13 @@ RELATION = (
 OWNER = (
     r"(?:my|our|mi|mis|nuestr[oa]s?|mon|ma|mes|notre|nos|mein|meine|meinen|meinem|meiner"
     r"|unser|unsere|unseren|unserem)"
+)
+# The person saying their own name: the word after it is what they are called ("hi, I'm
+# Bernard", "me llamo Mariana", "ich heiße Jörg"; a stored "The user is Bernard."). "I'm
+# tired" gives "tired", which no fact opens with as a name, so a loose reading costs nothing.
+SELF_NAMED = (
+    r"(?:the user is|the user's name is|the user is named|the user is called|my name is"
+    r"|my name's|name's|i'm|i am|im|call me|me llamo|mi nombre es|soy"
+    r"|je m'appelle|je m appelle|m'appelle|moi c'est|mon nom est|je suis|ich bin|ich heisse"
+    r"|mein name ist)"
 )

@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterable
 
 from memhub.engine.grounding import content_words, fold, stated_sentences
-from memhub.engine.people_words import OWNER, RELATION
+from memhub.engine.people_words import OWNER, RELATION, SELF_NAMED
 
-__all__ = ["people_named", "relation_of", "the_person_meant", "with_relation"]
+__all__ = ["as_the_user", "people_named", "relation_of", "the_person_meant", "with_relation"]
 
 # A word that says which one: "my best friend Priya", "my little brother Tom".
 _KIND = r"(?:(?:best|closest|oldest|little|big|older|younger|elder|twin|ex-?|new|old)\s+)?"
@@ -106,3 +106,30 @@ def the_person_meant(fact: str, template: str, turns: Iterable[str]) -> str:
         if re.search(rf"\b{re.escape(person)}\b", sentence, re.IGNORECASE)
     }
     return made_up.sub(meant.pop(), fact) if len(meant) == 1 else fact
+
+
+def names_of_the_user(turns: Iterable[str]) -> frozenset[str]:
+    """The names the user gives themselves in their ``turns`` ("I'm Bernard", "me llamo
+    Mariana"), folded."""
+    said = re.compile(rf"(?:^|[^\w'])(?:{SELF_NAMED})\s+([^\W\d_]+)")
+    return frozenset(name for turn in turns for name in said.findall(fold(turn)))
+
+
+def as_the_user(fact: str, template: str, turns: Iterable[str]) -> str:
+    """``fact`` about the user when it names them by the name they gave themselves: "The
+    user's friend Bernard is 67 years old." -> "The user is 67 years old." after "je
+    m'appelle Bernard, 67 ans" (heldout10's r05, read after its runs: the model took the
+    user for the template's friend); "Bernard's dog is called Filou." -> "The user's dog is
+    called Filou.". Only where the user's ``turns`` (or a stored fact, "The user is
+    Bernard.") give the name so (:data:`~memhub.engine.people_words.SELF_NAMED`); ``fact`` as
+    it is otherwise."""
+    owner = template.rpartition(" ")[0].rpartition(" ")[0]  # "The user's"
+    prefix = template.rpartition(" ")[0] + " "  # "The user's friend "
+    start = len(prefix) if fact.startswith(prefix) else 0
+    name = _OPENING_NAME.match(fact, start)
+    if name is None or fold(name.group(1)) in _NOT_NAMES:
+        return fact
+    if fold(name.group(1)) not in names_of_the_user(turns):
+        return fact
+    user = owner if name.group(0).rstrip().endswith("'s") else owner.removesuffix("'s")
+    return f"{user} {fact[name.end() :]}"
