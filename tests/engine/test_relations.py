@@ -156,6 +156,8 @@ def test_a_fact_naming_the_user_by_their_own_name_is_the_users(
         ("The user's friend Bernard is 67 years old.", ["my friend Bernard turned 67"]),
         # someone else's name
         ("Anna is 30.", ["I'm Bernard", "my daughter Anna turned 30"]),
+        # the user is someone's mother, not that someone
+        ("Linda is 8 years old.", ["I'm Linda's mum and she just turned 8"]),
         # "I'm tired" names no one a fact opens with
         ("The user's friend Ravi is tired.", ["I'm tired today"]),
     ],

@@ -111,7 +111,8 @@ def the_person_meant(fact: str, template: str, turns: Iterable[str]) -> str:
 def names_of_the_user(turns: Iterable[str]) -> frozenset[str]:
     """The names the user gives themselves in their ``turns`` ("I'm Bernard", "me llamo
     Mariana"), folded."""
-    said = re.compile(rf"(?:^|[^\w'])(?:{SELF_NAMED})\s+([^\W\d_]+)")
+    # "I'm Linda's mum" names Linda's mother, not the user
+    said = re.compile(rf"(?:^|[^\w'])(?:{SELF_NAMED})\s+([^\W\d_]+)\b(?!['’]s\b)")
     return frozenset(name for turn in turns for name in said.findall(fold(turn)))
 
 
