@@ -398,3 +398,30 @@ async def test_the_templates_subject_on_the_users_own_statement_is_stored_as_the
         ("The user keeps three ferrets.", "fact"),
     ]
     assert (await refusals(db_url))["REFUSED_COPY_OF_INSTRUCTIONS"] == 1
+
+
+async def test_a_fact_running_two_facts_together_is_stored_as_two(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    """What the 1.5B wrote on heldout10's r03 (read after its runs): the user's name, age and
+    job and their diet in one fact, which the diet's change later made stale whole. Each
+    sentence is a fact of its own, its "she" the user."""
+    llm.enqueue(
+        ops(
+            {
+                "op": "ADD",
+                "text": "The user is Stefanie and teaches physics in Leipzig. She is a vegetarian.",
+                "turns": [1],
+            }
+        )
+    )
+    await memory.add(
+        "Ich bin Stefanie, ich unterrichte Physics in Leipzig und bin vegetarian.",
+        user_id="ada",
+        wait=True,
+    )
+    stored = [text for text, kind in await memories(memory) if kind == "fact"]
+    assert stored == [
+        "The user is Stefanie and teaches physics in Leipzig.",
+        "The user is a vegetarian.",
+    ]

@@ -8,6 +8,7 @@ from memhub.engine.grounding import (
     content_words,
     first_clause,
     named_subject,
+    one_sentence_each,
     restates,
     someone_elses,
     stated,
@@ -447,3 +448,36 @@ def test_a_relation_said_only_as_someone_elses_is_not_the_users(
 )
 def test_a_facts_named_subject(fact: str, whom: str) -> None:
     assert named_subject(fact) == whom
+
+
+@pytest.mark.parametrize(
+    ("fact", "facts"),
+    [
+        (
+            "The user is Stefanie, 41. She is a vegetarian, but her husband cooks.",
+            ["The user is Stefanie, 41.", "The user is a vegetarian, but her husband cooks."],
+        ),
+        (
+            "The user plays bass. They are in a band. Their band is Static Bloom.",
+            ["The user plays bass.", "The user is in a band.", "The user's band is Static Bloom."],
+        ),
+        (
+            "The user moved to Leeds. The user works at Arup.",
+            ["The user moved to Leeds.", "The user works at Arup."],
+        ),
+        # one sentence: an abbreviation's full stop is no sentence's end
+        (
+            "The user traded a Hilux for a Sat. Ranger XLT.",
+            ["The user traded a Hilux for a Sat. Ranger XLT."],
+        ),
+        # about someone else: whose "he" is left to the checks
+        (
+            "The user's son Mateo is 7. He loves dinosaurs.",
+            ["The user's son Mateo is 7. He loves dinosaurs."],
+        ),
+        # a sentence not starting over with a person stays with its fact
+        ("The user went hiking. This helped a lot.", ["The user went hiking. This helped a lot."]),
+    ],
+)
+def test_a_fact_about_the_user_is_one_sentence_each(fact: str, facts: list[str]) -> None:
+    assert one_sentence_each(fact) == facts

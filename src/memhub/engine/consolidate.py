@@ -42,6 +42,7 @@ from memhub.engine.operations import (
     CHANGES,
     MAX_REMOVALS,
     PlannedOp,
+    one_fact_each,
     plan_operations,
     removal_refused,
 )
@@ -531,7 +532,7 @@ class Consolidator:
             names=frozenset(t.user_id for t in shown if t.user_id),
         )
         kept: list[PlannedOp] = []
-        for op in ops:
+        for op in one_fact_each(ops):
             grounded, reason = _ground(op, people, texts, sources)
             if grounded is not None:
                 kept.append(grounded)

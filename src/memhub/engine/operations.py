@@ -18,6 +18,7 @@ from datetime import datetime
 from memhub.engine import forgetting
 from memhub.engine.change_support import supports_change
 from memhub.engine.dates import said_at_utc
+from memhub.engine.grounding import one_sentence_each
 from memhub.engine.prompts import ConsolidationReply
 from memhub.engine.text import turn_text
 from memhub.errors import ProviderOutputError
@@ -28,6 +29,7 @@ __all__ = [
     "CHANGES",
     "MAX_REMOVALS",
     "PlannedOp",
+    "one_fact_each",
     "plan_operations",
     "refusal",
     "removal_refused",
@@ -171,3 +173,20 @@ def _fact_number(raw: str | None, shown: int) -> int:
     if not 1 <= number <= shown:
         raise ProviderOutputError(f"operation refers to fact {number}, which was not shown")
     return number
+
+
+def one_fact_each(ops: Sequence[PlannedOp]) -> list[PlannedOp]:
+    """``ops`` with each fact that runs several sentences about the user together split into
+    one fact per sentence (:func:`memhub.engine.grounding.one_sentence_each`), each then
+    checked on its own: the first keeps the operation's kind and target, the others are ADDs
+    citing the same turns. A change then closes only the sentence it changes."""
+    split: list[PlannedOp] = []
+    for op in ops:
+        sentences = one_sentence_each(op.text) if op.text and op.kind != "DELETE" else []
+        if len(sentences) < 2:
+            split.append(op)
+            continue
+        log.info("%r split into %d facts: %r", op.text, len(sentences), sentences)
+        split.append(replace(op, text=sentences[0]))
+        split += [PlannedOp("ADD", None, sentence, op.turns) for sentence in sentences[1:]]
+    return split
