@@ -625,3 +625,39 @@ def test_what_a_turn_keeps_is_what_a_verb_of_keeping_or_a_negated_forget_names()
     assert keeps("Please remember my birthday is in May, and forget the rest.", "Birthday: May.")
     said = "didn't get the Brightline one, oh well. oye, olvida lo de la entrevista, ¿vale?"
     assert not keeps(said, "The user has an interview at Brightline Logistics.")
+
+
+def test_requests_as_heldout11_wrote_them_name_their_fact() -> None:
+    """heldout11 (read after its blind runs): "don't keep anything about ..." was read as
+    "don't keep asking" (a word ending in -ing); "I don't want my weight saved anywhere"
+    addressed no one; "don't save that anywhere" named "anywhere" and not the sertraline
+    just before it."""
+    facts = [
+        "The user's brother Rohan is moving to Toronto.",
+        "The user's weight is 68 kg.",
+        "The user is taking sertraline for anxiety.",
+        "The user's ex Darren has the kids every other weekend.",
+    ]
+    rohan = "also please don't keep anything about Rohan moving, he asked me to keep it quiet"
+    weight = "woh weight wali baat bhool jao please, I don't want my weight saved anywhere"
+    pills = (
+        "my ex Darren has the kids every other weekend. actually scratch the sertraline bit,"
+        " don't save that anywhere pls. the coffee stuff is fine to keep"
+    )
+    assert facts_clearly_asked(rohan, facts) == [0]
+    assert facts_clearly_asked(weight, facts) == [1]
+    assert facts_clearly_asked(pills, facts) == [2]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I don't want the kids kept indoors all summer",  # "kept": not only a memory's
+        "I want my weight saved",  # wanted, not refused
+        "don't keep asking me about the weather",
+        "I don't want to keep the Honda, I'm selling it",
+        "Nothing about the trip is decided yet",
+    ],
+)
+def test_wishes_about_other_things_ask_nothing(said: str) -> None:
+    assert not asks_to_forget(said)

@@ -217,6 +217,10 @@ _ADDRESSED = re.compile(ADDRESSED)
 _ASKED_NOT_TO = re.compile(
     r"\b(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?(?:not|never)\s+$"
 )
+# "I don't want my weight saved anywhere": what the person wants done with their words, of
+# a verb that only a memory does ("I don't want the kids kept indoors" is about the kids)
+_WANTED_SO = re.compile(r"\b(?:want|wanna|need)\s+(?!to\b)(?:[\w']+\s+){1,3}$")
+_KEPT_IN_MEMORY = frozenset(("saved", "stored", "remembered"))
 _WHY = re.compile(r"\W*(?:why|how come|por que|pourquoi|warum|wieso|weshalb)\b")
 # "I'd rather you forgot ...", "I'd rather that wasn't stored", "I wish it wasnt kept"
 _WISHED_PAST = re.compile(
@@ -267,12 +271,14 @@ def _asks(
     scope = text[start : complement.start()] if complement else text[start:]
     negated = bool(NEGATION.search(scope))
     word = verb.group(0)
-    if re.match(r"\s+\w+ing\b", text[verb.end() :]) and word.startswith("keep"):
+    going_on = re.match(r"\s+(?!(?:any|some|every|no)thing\b)\w+ing\b", text[verb.end() :])
+    if going_on and word.startswith("keep"):
         return False, negated  # "don't keep asking" is not about keeping a memory
     if _WHY.match(before):  # "why would you forget ...?" reproaches
         addressed = False
     elif word in _PAST:
-        addressed = bool(_WISHED_PAST.search(before))
+        wished = word in _KEPT_IN_MEMORY and _WANTED_SO.search(before)
+        addressed = bool(_WISHED_PAST.search(before) or wished)
     else:
         # "Forget I like olives? Never!" asks nothing: a question asks with "can you ...".
         imperative = _IMPERATIVE_PREFIX.fullmatch(before) is not None and not question

@@ -50,7 +50,8 @@ OTHER_WORDS = frozenset(
     drop purge unlearn remember remembering memory memories know knows knew keep keeping store
     stored storing save retain anymore longer rather prefer need needs want wish hope please
     kindly pls plz stop plaît thing things stuff part bit okay ok oh hmm lol haha tbh hey dont didnt
-    wasnt isnt wouldnt cant whatever around u ur ya wait anyway
+    wasnt isnt wouldnt cant whatever around u ur ya wait anyway anywhere somewhere everywhere
+    anything something everything saved sitting popping
     olvida olvidar olvides olvídate olvide borra borrar elimina eliminar quita recuerdes
     recordar memoria sabes necesitas hace falta prefiero cosa guardes
     oublie oublier oubliez oublies efface effacer supprime supprimer retire mémoire souviens
