@@ -425,3 +425,29 @@ async def test_a_fact_running_two_facts_together_is_stored_as_two(
         "The user is Stefanie and teaches physics in Leipzig.",
         "The user is a vegetarian.",
     ]
+
+
+async def test_a_request_takes_back_what_an_earlier_window_of_its_job_said(
+    llm_settings: MemhubSettings, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """heldout11's s01 (read after its runs): the knee said in one window and asked to be
+    forgotten in the next of the same job; the first window's ADD was never shown to the
+    request, so the fact stayed. A request now refuses the new facts of earlier windows too."""
+    knee = "my left knee's been clicking and the physio reckons it's patellofemoral pain"
+    long_turn = " ".join(f"On day {n} I walked along river number {n}." for n in range(300))
+    request = "can you not remember the knee thing? I don't want it popping up"
+
+    def answer(body: dict[str, Any]) -> str:
+        if json.dumps(knee) in body["messages"][-1]["content"]:
+            fact = (
+                "The user's left knee is clicking and the physio reckons it's patellofemoral pain."
+            )
+            return ops({"op": "ADD", "text": fact, "turns": [1]})
+        return ops()
+
+    llm.default = answer
+    small = llm_settings.model_copy(update={"llm_context_tokens": 2048})
+    async with AsyncMemory(settings=small) as memory:
+        await memory.add([knee, long_turn, request], user_id="ada", wait=True)
+        assert [text for text, kind in await memories(memory) if kind == "fact"] == []
+    assert (await refusals(db_url)).get("REFUSED_ASKED_TO_FORGET") == 1

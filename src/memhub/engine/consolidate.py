@@ -239,6 +239,10 @@ class Consolidator:
         for window in windows:
             spent, ops = await self._window(plan, shown, facts, turns, window, custom)
             usage += spent
+            # a request in this window takes back what an earlier window's turns said
+            said = {turns[i].id: text for i, text in window}
+            asking = [turns[i] for i, _ in window]
+            plan.ops = self._not_asked_away(plan, plan.ops, asking, said, facts)
             for op in ops:
                 if op.target is not None and op.target.id in touched:
                     self._refuse(plan, "REFUSED_INVALID")  # changed by an earlier window
@@ -344,13 +348,25 @@ class Consolidator:
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
         spent += checked + translated
         ops += filled
-        away = forgetting.asked_away(shown_turns, texts, facts, ops)  # refused, with why
+        return result.usage + spent, self._not_asked_away(plan, ops, shown_turns, texts, facts)
+
+    def _not_asked_away(
+        self,
+        plan: Plan,
+        ops: list[PlannedOp],
+        turns: Sequence[Turn],
+        texts: Mapping[int, str],
+        facts: Sequence[MemoryRecord],
+    ) -> list[PlannedOp]:
+        """``ops`` without the new facts a user turn of ``turns`` asks to forget
+        (``forgetting.asked_away``), each refused and logged."""
+        away = forgetting.asked_away(turns, texts, facts, ops)
         for index in sorted(away):
             log.warning(
                 "%s refused: %r was asked to be forgotten", ops[index].kind, ops[index].text
             )
             self._refuse(plan, "REFUSED_ASKED_TO_FORGET")
-        return result.usage + spent, [op for i, op in enumerate(ops) if i not in away]
+        return [op for i, op in enumerate(ops) if i not in away]
 
     async def _meant(
         self, turns: Sequence[Turn], texts: Mapping[int, str], facts: Sequence[MemoryRecord]
