@@ -451,3 +451,24 @@ async def test_a_request_takes_back_what_an_earlier_window_of_its_job_said(
         await memory.add([knee, long_turn, request], user_id="ada", wait=True)
         assert [text for text, kind in await memories(memory) if kind == "fact"] == []
     assert (await refusals(db_url)).get("REFUSED_ASKED_TO_FORGET") == 1
+
+
+async def test_a_fact_written_twice_is_taken_back_by_one_request(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """heldout11's s01 (read after its runs): the model wrote the knee fact twice in the
+    window that asks to forget it; the two tied with each other, so the request named
+    neither clearly and both were stored."""
+    fact = "The user's left knee is clicking and the physio reckons it's patellofemoral pain."
+    twice = {"op": "ADD", "text": fact, "turns": [1]}
+    llm.enqueue(ops(twice, twice))
+    await memory.add(
+        [
+            "my left knee's been clicking and the physio reckons it's patellofemoral pain",
+            "actually, can you not remember the knee thing?",
+        ],
+        user_id="ada",
+        wait=True,
+    )
+    assert [text for text, kind in await memories(memory) if kind == "fact"] == []
+    assert (await refusals(db_url)).get("REFUSED_ASKED_TO_FORGET") == 2

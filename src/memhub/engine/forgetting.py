@@ -17,7 +17,7 @@ and "will ask for a raise") need no margin between them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
@@ -204,13 +204,21 @@ def asked_to_forget(
     model (its DELETE, or a yes to one question): by meaning alone, "forget my old phone
     number" would take the address."""
     asked: dict[UUID, list[int]] = {}
-    shown = [f.memory for f in facts]
+    shown = _distinct(f.memory for f in facts)
     for turn in turns:
         if turn.role != "user":
             continue
         for index in facts_clearly_asked(texts.get(turn.id, ""), shown):
-            asked.setdefault(facts[index].id, []).append(turn.id)
+            for fact in facts:
+                if fact.memory == shown[index]:
+                    asked.setdefault(fact.id, []).append(turn.id)
     return {fact_id: tuple(turn_ids) for fact_id, turn_ids in asked.items()}
+
+
+def _distinct(texts: Iterable[str]) -> list[str]:
+    """``texts`` without repeats, in order: a fact written twice ties with itself, and a
+    request naming it clearly would name neither (heldout11's s01, read after its runs)."""
+    return list(dict.fromkeys(t for t in texts if t))
 
 
 def tied_by_a_word(
@@ -265,11 +273,11 @@ def asked_away(
             if t.role == "user"
         )
     }
-    shown = [f.memory for f in facts]
+    shown, written = _distinct(f.memory for f in facts), _distinct(new)
     for turn in turns:
         if turn.role != "user":
             continue
-        for index in facts_clearly_asked(texts.get(turn.id, ""), [*shown, *new]):
+        for index in facts_clearly_asked(texts.get(turn.id, ""), [*shown, *written]):
             if index >= len(shown):
-                away.add(index - len(shown))
+                away |= {i for i, text in enumerate(new) if text == written[index - len(shown)]}
     return away
