@@ -29,7 +29,7 @@ from memhub.engine.consent import (
 )
 from memhub.engine.consent_words import ACTOR, ANAPHOR, CHANGE, ENDED, FIRST_PERSON, THIRD_PERSON
 from memhub.engine.grounding import fold, named_subject, stem
-from memhub.engine.people_words import OWNER, RELATION
+from memhub.engine.people_words import SOMEONE_OWNED
 
 __all__ = ["of_a_kind", "said_to_end", "supports_change"]
 
@@ -122,7 +122,7 @@ def _someone_elses(sentence: str, said: frozenset[str], others: frozenset[str]) 
     )
 
 
-_OWNED = re.compile(rf"\b{OWNER}\s+(?:\w+\s+)?{RELATION}\b")
+_OWNED = re.compile(SOMEONE_OWNED)
 
 
 def _renumbered(old_words: frozenset[str], new_words: frozenset[str]) -> bool:

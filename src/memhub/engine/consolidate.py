@@ -747,20 +747,16 @@ def _ground(
 def _named_as_said(text: str, said: list[str], known: Sequence[str] = ()) -> str:
     """``text`` with its person named as the user's turns (``said``) name them: the user by
     the name they gave themselves there or in the ``known`` facts (``relations.as_the_user``),
-    the prompt's
-    template subject read as the user (``grounding.the_speakers_own``), its made-up person as
-    the one the user named (``relations.the_person_meant``), and the relation the user gave
-    them (``relations.with_relation``); each change logged."""
-    by_name = as_the_user(text, TEMPLATE_PERSON, [*said, *known])
-    if by_name != text:
-        log.info("%r names the user by their own name: %r", text, by_name)
-        text = by_name
-    for rewrite, why in (
-        (the_speakers_own, "read as the user's own statement"),
-        (the_person_meant, "names the person the turns name"),
-        (with_relation, "named as the user's turns name the person"),
+    the prompt's template subject read as the user (``grounding.the_speakers_own``), its
+    made-up person as the one the user named (``relations.the_person_meant``), and the
+    relation the user gave them (``relations.with_relation``); each change logged."""
+    for rewrite, why, turns in (
+        (as_the_user, "names the user by their own name", [*said, *known]),
+        (the_speakers_own, "read as the user's own statement", said),
+        (the_person_meant, "names the person the turns name", said),
+        (with_relation, "named as the user's turns name the person", said),
     ):
-        rewritten = rewrite(text, TEMPLATE_PERSON, said)
+        rewritten = rewrite(text, TEMPLATE_PERSON, turns)
         if rewritten != text:
             log.info("%r %s: %r", text, why, rewritten)
             text = rewritten

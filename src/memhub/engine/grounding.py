@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from memhub.engine.consent_words import FIRST_PERSON
 from memhub.engine.dates import dates_something
-from memhub.engine.people_words import OWNER, RELATION
+from memhub.engine.people_words import SOMEONE_OWNED
 
 __all__ = [
     "Support",
@@ -387,7 +387,7 @@ def first_clause(fact: str) -> str | None:
 
 
 # Who else a clause may be about: "my sister", "our neighbour", "he", "their".
-_SOMEONE_OWNED = re.compile(rf"\b{OWNER}\s+(?:\w+\s+)?{RELATION}\b")
+_SOMEONE_OWNED = re.compile(SOMEONE_OWNED)
 _SOMEONE_ELSE = re.compile(
     rf"\b(?:he|she|they|him|her|them|his|hers|their|theirs)\b|{_SOMEONE_OWNED.pattern}"
 )

@@ -7,7 +7,7 @@ Vocabulary only, patterns over folded text
 
 from __future__ import annotations
 
-__all__ = ["OWNER", "RELATION", "SELF_NAMED"]
+__all__ = ["OWNER", "RELATION", "SELF_NAMED", "SOMEONE_OWNED"]
 
 # Relations a person is named with.
 RELATION = (
@@ -29,6 +29,9 @@ OWNER = (
     r"(?:my|our|mi|mis|nuestr[oa]s?|mon|ma|mes|notre|nos|mein|meine|meinen|meinem|meiner"
     r"|unser|unsere|unseren|unserem)"
 )
+# Someone of the person's: "my sister", "our new neighbour", "mi hermana".
+SOMEONE_OWNED = rf"\b{OWNER}\s+(?:\w+\s+)?{RELATION}\b"
+
 # The person saying their own name: the word after it is what they are called ("hi, I'm
 # Bernard", "me llamo Mariana", "ich heiße Jörg"; a stored "The user is Bernard."). "I'm
 # tired" gives "tired", which no fact opens with as a name, so a loose reading costs nothing.

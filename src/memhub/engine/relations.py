@@ -24,6 +24,8 @@ _KIND = r"(?:(?:best|closest|oldest|little|big|older|younger|elder|twin|ex-?|new
 # A relation said before a name: "my girlfriend Anja", "mum Val" at the start of a clause;
 # group 1 is the relation.
 _INTRODUCED = rf"(?:\b{OWNER}\s+|(?:^|[.!?,;:]\s*))({_KIND}{RELATION})\s*,?\s+"
+# The name after the person's own introduction; "I'm Linda's mum" names Linda's mother.
+_SELF_NAMED = re.compile(rf"(?:^|[^\w'])(?:{SELF_NAMED})\s+([^\W\d_]+)\b(?!['’]s\b)")
 # A fact opening with a name: "Val got diagnosed ...", "Leo only cares about dinosaurs."
 _OPENING_NAME = re.compile(r"([A-Z][^\W\d_]+(?:-[A-Z][^\W\d_]+)?)(?:'s)?\s")
 _NOT_NAMES = frozenset({"the", "a", "an", "this", "that", "it", "they", "he", "she", "we", "i"})
@@ -111,9 +113,7 @@ def the_person_meant(fact: str, template: str, turns: Iterable[str]) -> str:
 def names_of_the_user(turns: Iterable[str]) -> frozenset[str]:
     """The names the user gives themselves in their ``turns`` ("I'm Bernard", "me llamo
     Mariana"), folded."""
-    # "I'm Linda's mum" names Linda's mother, not the user
-    said = re.compile(rf"(?:^|[^\w'])(?:{SELF_NAMED})\s+([^\W\d_]+)\b(?!['’]s\b)")
-    return frozenset(name for turn in turns for name in said.findall(fold(turn)))
+    return frozenset(name for turn in turns for name in _SELF_NAMED.findall(fold(turn)))
 
 
 def as_the_user(fact: str, template: str, turns: Iterable[str]) -> str:
