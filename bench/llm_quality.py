@@ -66,6 +66,7 @@ SETS = {
     "heldout10": Path(__file__).parent / "llm_set" / "heldout10.json",
     "heldout11": Path(__file__).parent / "llm_set" / "heldout11.json",
     "heldout12": Path(__file__).parent / "llm_set" / "heldout12.json",
+    "heldout13": Path(__file__).parent / "llm_set" / "heldout13.json",
 }
 CATEGORIES = (
     "supported",
