@@ -661,3 +661,24 @@ def test_requests_as_heldout11_wrote_them_name_their_fact() -> None:
 )
 def test_wishes_about_other_things_ask_nothing(said: str) -> None:
     assert not asks_to_forget(said)
+
+
+def test_texting_insisting_and_the_bit_about() -> None:
+    """heldout12's u01, u02 and u12 (read after its blind runs): "n" for "and" opens an
+    imperative; a bare "just forget it ok" after a request insists, while "no, forget it" or
+    "wait, forget it" take it back; "scrub the bit about my medication" is about memory as
+    "the thing about" is, and names no fact by a word (the embedder ties it)."""
+    loan = "The user's student loan is 4 grand short."
+    assert forget_request("ok. n forget the loan thing too, sorted it w my mum", loan)
+    house = "The user is saving for a down payment on a house."
+    insisting = "dont keep the down payment stuff. we broke up. just forget it ok"
+    assert forget_request(insisting, house)
+    assert not forget_request("Forget the down payment. No, forget it.", house)
+    assert not forget_request("Forget the down payment. Wait, forget it.", house)
+    meds = "The user takes sertraline."
+    scrub = "Could you scrub the bit about my medication? I'd rather it wasn't there."
+    assert forget_requests_naming_no_fact(scrub, [meds]) == [
+        "could you scrub the bit about my medication"
+    ]
+    # a broad verb with a thing of the world is a task, not a request about memory
+    assert forget_requests_naming_no_fact("Could you scrub the pan for me?", [meds]) == []

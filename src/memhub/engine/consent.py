@@ -438,7 +438,10 @@ _BARE_REFUSAL = re.compile(
     rf"\W*(?:(?:{LEAD_WORDS}|{NEGATOR_WORDS}|or|wait|nope|sorry|nein|non|do|it|that|forget it"
     r"|olvidalo|vergiss es)(?:\W+|(?<=')|$))+"
 )
-_REFUSING = re.compile(rf"{NEGATION.pattern}|\b(?:nope|nein|non|forget it|olvidalo|vergiss es)\b")
+# What in such a clause refuses: a negation, "nope", "wait". A bare "forget it" after a
+# request insists ("dont keep the down payment stuff. ... just forget it ok": heldout12's u02,
+# read after its blind runs); "no, forget it" and "wait, forget it" take the request back.
+_REFUSING = re.compile(rf"{NEGATION.pattern}|\b(?:nope|nein|non|wait|never ?mind)\b")
 
 
 def _taken_back(request: str, later: Iterable[str]) -> bool:

@@ -75,7 +75,7 @@ TEXT_NOUNS = (
 )
 
 LEAD_WORDS = (
-    r"ok|okay|hey|hi|so|now|oh|well|actually|btw|please|kindly|just|pls|plz|and|also|then"
+    r"ok|okay|hey|hi|so|now|oh|well|actually|btw|please|kindly|just|pls|plz|and|n|also|then"
     r"|por favor|vale|bueno|oye|y|tambien|s'il te plait|s'il vous plait|stp|svp|bon|alors|et"
     r"|aussi|bitte|und|dann|auch|ach|na|therefore|asi que|por eso|entonces|donc|du coup|deshalb"
     r"|daher|darum|wait|anyway|anyways|by the way|en realidad|de hecho|por cierto|en fait"
@@ -145,7 +145,7 @@ MEMORY_WORDS = (
     r"\b(?:memory|memories|remember|notes|records?|profile|database|what you know|you know"
     r" about|you have on me|about me|(?:what|whatever|anything|everything) you(?: (?:keep|store"
     r"|save|remember|know|have|hold|got)|'ve(?: got)?)|from (?:before|earlier)"
-    r"|(?:the|that|this) (?:thing|stuff) (?:about|with)"
+    r"|(?:the|that|this) (?:thing|stuff|bit|part) (?:about|with)"
     r"|(?:was|were|is|be|been|being)(?:n't|nt| not| never)?"
     r" (?:kept|stored|saved|remembered)|that fact|this fact|that info|that information|memoria"
     r"|recuerdas|lo que sabes|tus datos|tus notas|sobre mi|ese dato|esa informacion|memoire"
