@@ -150,6 +150,8 @@ def test_a_fact_gets_back_the_date_its_clause_said(fact: str, turn: str, kept: s
         ("on the 6 of March 2023", True),
         ("on March 16, 2023", False),  # another day
         ("on March 6", False),  # no year: not read as the day
+        ("Sipho starts Grade 1 in the week of 2023-03-06.", False),  # a week, not the day
+        ("in the week of 2023-03-06, on 2023-03-06", True),
     ],
 )
 def test_the_day_said_on_is_read_in_iso_and_in_words(text: str, named: bool) -> None:
