@@ -94,6 +94,21 @@ def test_the_people_a_user_introduces_by_a_relation() -> None:
             ["My daughter Wanjiru sits KCSE.", "Wanjiru has been admitted to Moi University!"],
             "The user's friend Wanjiru got into Moi University.",
         ),
+        # heldout11's s09 and s04 (read after their blind runs): "he", "ella" go on about the
+        # person the turn named before
+        (
+            "The user's friend Ravi is a structural engineer.",
+            [
+                "look what my brother Rohan just sent me. he's been after that job for years. "
+                "he's a structural engineer, mostly bridges"
+            ],
+            "The user's friend Rohan is a structural engineer.",
+        ),
+        (
+            "The user's friend Ravi is a vegan.",
+            ["Voy a Japón con mi mejor amiga Marta. Ella es vegana y yo soy alérgica."],
+            "The user's friend Marta is a vegan.",
+        ),
     ],
 )
 def test_the_templates_made_up_person_is_the_one_the_user_named(
@@ -113,6 +128,10 @@ def test_the_templates_made_up_person_is_the_one_the_user_named(
         ("Ravi got a job.", ["my brother Ravi got a job", "my wife Ana too, a job"]),
         # ... typed in lower case
         ("Ravi got a job.", ["my brother ravi got a job", "my wife Ana too, a job"]),
+        # "he" after two people named: which one is not guessed
+        ("Ravi is a vegan.", ["my wife Ana and my son Tom came. He is vegan."]),
+        # "she" with no one named before it in the turn
+        ("Ravi is a vegan.", ["my wife Ana came.", "She is vegan."]),
         # no sentence holds the fact's words
         ("Ravi likes jazz.", ["my wife Ana got a job"]),
     ],

