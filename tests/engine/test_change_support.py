@@ -184,6 +184,22 @@ def test_a_plan_said_to_be_off_is_replaced_by_news_of_any_kind() -> None:
     assert not said_to_end(["Her trip to Tasmania is off."], tour, barossa)  # someone else's
 
 
+@pytest.mark.parametrize(
+    "ended",
+    [
+        # heldout12's u06 (read after its blind runs)
+        "Petit changement : Lisbonne, c'est annulé. On part plutôt à Annecy en juillet.",
+        "Lisbon got cancelled. We're doing Annecy in July instead.",
+        "the Lisbon trip is called off, so we'll do Annecy in July",
+    ],
+)
+def test_a_plan_called_off_is_said_to_end(ended: str) -> None:
+    lisbon = "The user is planning a trip to Lisbon with their sister."
+    annecy = "The user is going to Annecy in July."
+    assert said_to_end([ended], lisbon, annecy)
+    assert supports_change([ended], lisbon, annecy)
+
+
 def test_the_persons_name_alone_does_not_tie_a_change_to_a_fact() -> None:
     """Every fact about Ada names her: the new fact sharing only "Ada" with the old one is not
     about it, whatever the turn says."""

