@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.engine.change_support import said_to_end, supports_change
+from memhub.engine.change_support import read_here, said_to_end, supports_change
 
 SUPERSEDE_ATTACKS = [  # (user turn, old, new): a model's SUPERSEDE each must not support
     ("Is it cold in Berlin this week?", "Ada lives in Paris.", "Ada lives in Berlin."),
@@ -302,3 +302,25 @@ def test_a_change_of_someone_the_user_knows_is_said_by_their_name() -> None:
     # someone else's plan, said of them
     other = ["Thandi's changed her mind, now it's law at UCT, not medicine anymore."]
     assert not supports_change(other, old, new)
+
+
+@pytest.mark.parametrize(
+    ("turn", "read"),
+    [
+        ("Update: we moved! Since June 1st we live in Zwolle, Lotte got a job there.", True),
+        ("Cambio de planes: me he lesionado la rodilla y ya no voy a correr.", True),
+        ("Petit changement : Lisbonne, c'est annulé, on part plutôt à Annecy.", True),
+        ("Update: seit fünf Wochen rauchfrei!! Dafür gehe ich jetzt abends joggen.", True),
+        ("ok", True),  # too short to tell: read, the strict way
+        (
+            "Update: we zijn verhuisd! Sinds 1 juni wonen we in Zwolle. Mijn vriendin Lotte"
+            " heeft daar een baan gekregen bij het waterschap",
+            False,
+        ),
+        ("Zmiana planów! Od czerwca pracuję jako inspektor spawalniczy w firmie.", False),
+        ("Kerem'le ayrıldık. Kapadokya planı da iptal tabii.", False),
+        ("hisashiburi! houkoku desu. ginkou wa yamemashita. Kyoto ni hikkoshimashita", False),
+    ],
+)
+def test_which_turns_the_change_rules_read(turn: str, read: bool) -> None:
+    assert read_here(turn) is read

@@ -258,3 +258,33 @@ async def test_a_plan_said_to_be_off_is_put_to_the_question_beside_news_of_anoth
     assert await current(memory, "q01") == [barossa]
     (change,) = (await memory.model_changes(user_id="q01"))["results"]
     assert (change["memory_id"], change["event"]) == (old, "SUPERSEDE")
+
+
+async def test_a_change_said_in_a_language_the_rules_do_not_read_stands_on_the_models_yes(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    """heldout11's s03 and s06 (read after their blind runs): "we zijn verhuisd! Sinds 1 juni
+    wonen we in Zwolle" holds no word the change rules read, so they refused every change said
+    in Dutch or Polish. There the model's yes to the one pair decides (the scripted server
+    plays it: the real models do not answer deterministically), and the closed fact is in the
+    review list, reopened in one step. A turn the rules read still needs their support."""
+    dutch = (
+        "Update: we zijn verhuisd! Sinds 1 juni wonen we in Zwolle. Mijn vriendin Lotte heeft"
+        " daar een baan gekregen bij het waterschap"
+    )
+    llm.default = model({dutch: "Eli lives in Zwolle."}, replaces=True)
+    (utrecht,) = await told(memory, "eli", dutch, "Eli lives in Utrecht.")
+    assert len(replacement_questions(llm)) == 1
+    assert await current(memory, "eli") == ["Eli lives in Zwolle."]
+    (change,) = (await memory.model_changes(user_id="eli"))["results"]
+    assert (change["event"], change["memory_id"]) == ("SUPERSEDE", utrecht)
+    await memory.undo_change(change["id"], user_id="eli")
+    assert "Eli lives in Utrecht." in await current(memory, "eli")
+    # the same pair from a turn in English that says no move: the rules read it and refuse
+    # the yes, so the question is not put
+    asked = len(replacement_questions(llm))
+    dreaming = "We visited Zwolle for the weekend, lovely town."
+    llm.default = model({dreaming: "Ada lives in Zwolle."}, replaces=True)
+    await told(memory, "ada", dreaming, "Ada lives in Utrecht.")
+    assert len(replacement_questions(llm)) == asked
+    assert await current(memory, "ada") == ["Ada lives in Utrecht.", "Ada lives in Zwolle."]

@@ -296,7 +296,7 @@ class Consolidator:
             if answer is None or not answer.replaces:  # unusable or failed: the ADD stands
                 continue
             cap_spent = removals >= self.max_removals
-            superseding = replace(op, kind="SUPERSEDE", target=closest)
+            superseding = replace(op, kind="SUPERSEDE", target=closest, paired=True)
             if removal_refused(superseding, op.turns, cap_spent):
                 continue
             plan.ops[i] = superseding

@@ -35,6 +35,7 @@ from memhub.engine.dates import dates_something
 from memhub.engine.people_words import SOMEONE_OWNED
 
 __all__ = [
+    "STOP_WORDS",
     "Support",
     "content_words",
     "first_clause",
@@ -57,7 +58,7 @@ _DIGIT = re.compile(r"\d")
 
 # Function words, and words every fact about a person uses whatever was said ("the user",
 # "mentioned", "currently"): sharing them proves nothing.
-_STOP = frozenset(
+STOP_WORDS = frozenset(
     """
     a about above after again against all also am an and any are aren as at be because been
     before being below between both but by can cannot could did didn do does doesn doing don
@@ -111,7 +112,7 @@ def stem(word: str) -> str:
 def content_words(text: str, ignore: Iterable[str] = ()) -> frozenset[str]:
     """The stems of ``text``'s content words, without those of ``ignore`` (e.g. names)."""
     ignored = {stem(w) for name in ignore for w in _WORD.findall(fold(name))}
-    words = (w for w in _WORD.findall(fold(text)) if w not in _STOP)
+    words = (w for w in _WORD.findall(fold(text)) if w not in STOP_WORDS)
     return frozenset(s for s in map(stem, words) if s and s not in ignored)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memhub.engine import forgetting
-from memhub.engine.change_support import supports_change
+from memhub.engine.change_support import read_here, supports_change
 from memhub.engine.dates import said_at_utc
 from memhub.engine.grounding import one_sentence_each
 from memhub.engine.prompts import ConsolidationReply
@@ -54,6 +54,9 @@ class PlannedOp:
     asked: tuple[int, ...] = ()
     # a DELETE memhub read from the user's request itself, the model having proposed none
     unproposed: bool = False
+    # a SUPERSEDE the model chose as one pair, asked whether the new fact replaces the old
+    # (consolidation's replacement question), not one it proposed among all it was shown
+    paired: bool = False
 
     @property
     def said_at(self) -> datetime:
@@ -62,12 +65,21 @@ class PlannedOp:
 
 
 def refusal(
-    kind: str, target: MemoryRecord, text: str, cited: Sequence[Turn], asking: Sequence[int]
+    kind: str,
+    target: MemoryRecord,
+    text: str,
+    cited: Sequence[Turn],
+    asking: Sequence[int],
+    paired: bool = False,
 ) -> str | None:
     """Why a DELETE, SUPERSEDE or UPDATE may not stand; None when a user turn supports it.
 
     An UPDATE rewords a fact: it is held to the SUPERSEDE rule, since a rewording can change
-    what the fact says as much as a replacement can.
+    what the fact says as much as a replacement can. Where no cited user turn is in a
+    language the change rules read (``change_support.read_here``: "we zijn verhuisd! Sinds 1
+    juni wonen we in Zwolle"), a ``paired`` SUPERSEDE stands on the model's answer about that
+    one pair: the rules could not tell a change from none, and a wrong one is a closed fact in
+    the person's review list, reopened in one step, within the budget of model changes.
 
     Only the person may change what is known about them, in a turn shown in this prompt:
     the stored role decides, so an assistant or tool turn, or metadata naming a speaker, is
@@ -81,6 +93,8 @@ def refusal(
     names = {t.user_id for t in cited if t.user_id}
     if supports_change(users, target.memory, text, names):
         return None
+    if paired and kind == "SUPERSEDE" and not any(map(read_here, users)):
+        return None
     return "no cited user turn is about this fact and says what replaces it"
 
 
@@ -88,7 +102,7 @@ def removal_refused(op: PlannedOp, cited: Sequence[Turn], cap_spent: bool) -> bo
     """Whether a DELETE, SUPERSEDE or UPDATE is refused (or capped); logged, counted if so."""
     kind, target = op.kind, op.target
     assert target is not None
-    reason = refusal(kind, target, op.text or "", cited, op.asked)
+    reason = refusal(kind, target, op.text or "", cited, op.asked, op.paired)
     outcome = "refused"
     if reason is None and cap_spent:
         reason, outcome = "the cap of removals per call is spent", "capped"

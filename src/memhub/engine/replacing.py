@@ -68,7 +68,7 @@ def passed_over(
         return "another person"
     if not of_a_kind(record.memory, new) and not said_to_end(users, record.memory, new):
         return "another kind"
-    if refusal("SUPERSEDE", record, new, cited, ()):
+    if refusal("SUPERSEDE", record, new, cited, (), paired=True):
         return "the turn says no change of it"
     return None
 
