@@ -682,3 +682,18 @@ def test_texting_insisting_and_the_bit_about() -> None:
     ]
     # a broad verb with a thing of the world is a task, not a request about memory
     assert forget_requests_naming_no_fact("Could you scrub the pan for me?", [meds]) == []
+
+
+def test_the_thing_about_in_spanish_french_and_german() -> None:
+    """heldout12's u03 (read after its blind runs): "borra lo de mi peso" is "delete the
+    thing about my weight", about memory as "the thing about" is; "lo de siempre" ("the
+    usual") is not."""
+    weight = ["The user weighs 72 kilograms."]
+    for turn in [
+        "Ah, y borra lo de mi peso, por favor, no quiero que quede apuntado.",
+        "efface le truc sur mon salaire stp",
+        "lösch bitte das mit meinem Gewicht",
+    ]:
+        assert forget_requests_naming_no_fact(turn, weight), turn
+    assert forget_requests_naming_no_fact("lo de siempre: borra los correos viejos", weight) == []
+    assert forget_requests_naming_no_fact("borra la pizarra", weight) == []

@@ -151,7 +151,11 @@ MEMORY_WORDS = (
     r"|recuerdas|lo que sabes|tus datos|tus notas|sobre mi|ese dato|esa informacion|memoire"
     r"|souviens|ce que tu sais|ce que vous savez|tes donnees|tes notes|sur moi|cette information"
     r"|gedachtnis|speicher|gespeichert|gemerkt|was du .* weisst|uber mich|deinen notizen"
-    r"|deinen daten|diese information)\b"
+    r"|deinen daten|diese information"
+    # "the thing about" in the other three: "borra lo de mi peso" (heldout12's u03, read
+    # after its blind runs), "efface le truc sur mon salaire", "lösch das mit meinem Gewicht"
+    r"|(?:lo|eso|aquello) de(?: (?:mi|mis|la|el|los|las|lo|que)\b|l)|(?:le|ce) truc (?:sur|de|avec)"
+    r"|das mit|die sache mit)\b"
 )
 
 # What says a change when the statement shares no word with the old fact ("I moved to
