@@ -24,19 +24,11 @@ import numpy as np
 from pydantic import BaseModel
 
 from memhub.embed.base import Embedder
-from memhub.engine import forgetting, gaps, replacing, retrieve
+from memhub.engine import forgetting, gaps, ownership, replacing, retrieve
 from memhub.engine.consent import forgotten_words
-from memhub.engine.dates import absolute_dates, keep_the_date, said_at_utc
+from memhub.engine.dates import said_at_utc
 from memhub.engine.grounding import (
-    Support,
-    first_clause,
-    restates,
     says_again,
-    someone_elses,
-    stated,
-    support,
-    the_speakers_own,
-    third_person_head,
 )
 from memhub.engine.operations import (
     CHANGES,
@@ -49,7 +41,6 @@ from memhub.engine.operations import (
 from memhub.engine.prompts import (
     CONSOLIDATION_SYSTEM,
     GAP_SYSTEM,
-    TEMPLATE_PERSON,
     ConsolidationReply,
     ExistingFact,
     ForgetReply,
@@ -64,8 +55,6 @@ from memhub.engine.prompts import (
     reply_tokens,
     turn_windows,
 )
-from memhub.engine.relations import as_the_user, the_person_meant, with_relation
-from memhub.engine.sensitive import secret_in
 from memhub.engine.text import memory_hash, turn_text
 from memhub.errors import ProviderError, ProviderOutputError
 from memhub.filters import EPISODE, FACT, KIND, parse_filters
@@ -539,7 +528,7 @@ class Consolidator:
         facts shown beside it are theirs: no word of those counts as the model's invention.
         """
         people = [t for t in shown if t.role == "user"]
-        sources = Sources(
+        sources = ownership.Sources(
             instructions=(("instructions", f"{instructions}\n{custom or ''}"),),
             speakers=tuple(
                 (f"{t.role} turn {t.id}", texts[t.id]) for t in shown if t.role != "user"
@@ -549,7 +538,7 @@ class Consolidator:
         )
         kept: list[PlannedOp] = []
         for op in one_fact_each(ops):
-            grounded, reason = _ground(op, people, texts, sources)
+            grounded, reason = ownership.ground(op, people, texts, sources)
             if grounded is not None:
                 kept.append(grounded)
                 continue
@@ -678,89 +667,6 @@ async def _episodes(store: Store, jobs: Sequence[Job]) -> dict[int, UUID]:
             if record.kind == EPISODE and len(record.source_turn_ids) == 1:
                 found[record.source_turn_ids[0]] = record.id
     return found
-
-
-@dataclass(frozen=True)
-class Sources:
-    """What a fact is checked against besides the user's turns (:func:`grounding.support`):
-    the prompt's instructions, the other speakers' turns, everything the user said in the
-    window and the facts already known of them (a name said there is theirs), and the names
-    that never count."""
-
-    instructions: tuple[tuple[str, str], ...]
-    speakers: tuple[tuple[str, str], ...]
-    user_said: tuple[str, ...]
-    names: frozenset[str]
-
-    def support(self, fact: str, person_turns: Sequence[str]) -> Support:
-        return support(
-            fact, person_turns, self.instructions, self.names, self.speakers, self.user_said
-        )
-
-
-def _ground(
-    op: PlannedOp, people: Sequence[Turn], texts: dict[int, str], sources: Sources
-) -> tuple[PlannedOp | None, str]:
-    """``op`` as it may stand (its citations corrected, its relative dates made absolute), or
-    None and the reason it is refused (see :meth:`Consolidator._grounded`)."""
-    if op.kind == "DELETE" or op.text is None:  # its own guard decided; a text beside is noise
-        return op, ""
-    own = [texts[t.id] for t in people]
-    text = _named_as_said(third_person_head(op.text), own, sources.user_said)
-    if secret_in(text) is not None:  # a card number, a password: never a fact
-        return None, "REFUSED_SECRET"
-    names = sources.names
-    if any(restates(text, texts[t.id], names) for t in people):
-        return None, "REFUSED_COPY_OF_TURN"
-    if someone_elses(text, sources.user_said):  # "The user's husband" from "her husband"
-        return None, "REFUSED_SOMEONE_ELSES"
-    # a fact stands on what the user stated, never on a question about the world
-    said = {t.id: stated(texts.get(t.id, turn_text(t))) for t in (*op.turns, *people)}
-    cited = [said[t.id] for t in op.turns if t.role == "user"]
-    result = sources.support(text, cited)
-    if not result.grounded:
-        backing = tuple(t for t in people if support(text, [said[t.id]], (), names).by_person)
-        result = sources.support(text, [said[t.id] for t in backing])
-        if result.grounded:
-            op = replace(op, turns=backing)
-    if result.grounded:
-        # "yesterday" in a stored fact means nothing a week later: the date it meant on the
-        # day of the turn replaces it, whether or not the model used the prompt's note; a
-        # date the model left out comes back from its one cited turn
-        text = absolute_dates(text, op.said_at.date())
-        told = [t for t in op.turns if t.role == "user"]
-        if len(told) == 1:
-            whole = texts.get(told[0].id, turn_text(told[0]))
-            text = keep_the_date(text, whole, said_at_utc(told[0].created_at).date())
-        return replace(op, text=text), ""
-    if result.copied_from is None:
-        return None, "REFUSED_UNGROUNDED"
-    head = first_clause(text)
-    if head is not None:
-        # "The user commutes 40 minutes to the warehouse, which is a long drive in winter":
-        # the model tied the assistant's words to the user's fact; the fact alone may stand
-        log.info("%r copies the %s; its first clause is tried alone", text, result.copied_from)
-        return _ground(replace(op, text=head), people, texts, sources)
-    return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
-
-
-def _named_as_said(text: str, said: list[str], known: Sequence[str] = ()) -> str:
-    """``text`` with its person named as the user's turns (``said``) name them: the user by
-    the name they gave themselves there or in the ``known`` facts (``relations.as_the_user``),
-    the prompt's template subject read as the user (``grounding.the_speakers_own``), its
-    made-up person as the one the user named (``relations.the_person_meant``), and the
-    relation the user gave them (``relations.with_relation``); each change logged."""
-    for rewrite, why, turns in (
-        (as_the_user, "names the user by their own name", [*said, *known]),
-        (the_speakers_own, "read as the user's own statement", said),
-        (the_person_meant, "names the person the turns name", said),
-        (with_relation, "named as the user's turns name the person", said),
-    ):
-        rewritten = rewrite(text, TEMPLATE_PERSON, turns)
-        if rewritten != text:
-            log.info("%r %s: %r", text, why, rewritten)
-            text = rewritten
-    return text
 
 
 def _holds_json(text: str | None) -> bool:
