@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memhub.engine.change_support import read_here, said_to_end, supports_change
+from memhub.engine.change_support import said_to_end, supports_change
+from memhub.engine.consent import read_here
 
 SUPERSEDE_ATTACKS = [  # (user turn, old, new): a model's SUPERSEDE each must not support
     ("Is it cold in Berlin this week?", "Ada lives in Paris.", "Ada lives in Berlin."),

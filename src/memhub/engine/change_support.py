@@ -33,42 +33,15 @@ from memhub.engine.consent_words import (
     CHANGE,
     ENDED,
     FIRST_PERSON,
-    OTHER_WORDS,
     THIRD_PERSON,
 )
-from memhub.engine.grounding import STOP_WORDS, fold, named_subject, stem
+from memhub.engine.grounding import fold, named_subject, stem
 from memhub.engine.people_words import SOMEONE_OWNED
 
-__all__ = ["READ_SHARE", "of_a_kind", "read_here", "said_to_end", "supports_change"]
+__all__ = ["of_a_kind", "said_to_end", "supports_change"]
 
 _FIRST_PERSON, _ACTOR, _THIRD_PERSON = map(re.compile, (FIRST_PERSON, ACTOR, THIRD_PERSON))
 _CHANGE, _ENDED, _ANAPHOR = map(re.compile, (CHANGE, ENDED, ANAPHOR))
-
-
-#: The share of a turn's words that are function words of English, Spanish, French or German
-#: (grounding's and consent's) at which these rules read it. Over the labelled sets' user
-#: turns those languages score 0.2-0.86; Italian, Dutch, Turkish, Polish, Swahili, Japanese in
-#: romaji, Hindi in Latin script, Portuguese and Indonesian 0.0-0.22 (one Dutch turn with an
-#: English sentence 0.35).
-READ_SHARE = 0.2
-_FUNCTION_WORDS = STOP_WORDS | {fold(w) for w in OTHER_WORDS}
-_LETTERS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
-# A word the rules themselves look for ("seit", "jetzt", "ich", "ya"): German has few in the
-# function-word lists.
-_RULE_WORD = re.compile(f"{CHANGE}|{ENDED}|{FIRST_PERSON}|{THIRD_PERSON}")
-# Fewer words than this tell no language: such a turn counts as read, the strict reading.
-_TOO_SHORT_TO_TELL = 4
-
-
-def read_here(turn: str) -> bool:
-    """Is ``turn`` in a language these rules read (or too short to tell)? A change said in
-    Dutch ("we zijn verhuisd! Sinds 1 juni wonen we in Zwolle") holds none of the words the
-    rules look for, so they cannot say it supports a change, nor that it does not."""
-    words = _LETTERS.findall(fold(turn))
-    if len(words) < _TOO_SHORT_TO_TELL:
-        return True
-    known = sum(w in _FUNCTION_WORDS or _RULE_WORD.fullmatch(w) is not None for w in words)
-    return known >= READ_SHARE * len(words)
 
 
 def of_a_kind(old: str, new: str, names: Iterable[str] = ()) -> bool:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memhub.engine import forgetting
-from memhub.engine.change_support import read_here, supports_change
+from memhub.engine.change_support import supports_change
+from memhub.engine.consent import read_here
 from memhub.engine.dates import said_at_utc
 from memhub.engine.grounding import one_sentence_each
 from memhub.engine.prompts import ConsolidationReply
@@ -76,7 +77,7 @@ def refusal(
 
     An UPDATE rewords a fact: it is held to the SUPERSEDE rule, since a rewording can change
     what the fact says as much as a replacement can. Where no cited user turn is in a
-    language the change rules read (``change_support.read_here``: "we zijn verhuisd! Sinds 1
+    language the change rules read (``consent.read_here``: "we zijn verhuisd! Sinds 1
     juni wonen we in Zwolle"), a ``paired`` SUPERSEDE stands on the model's answer about that
     one pair: the rules could not tell a change from none, and a wrong one is a closed fact in
     the person's review list, reopened in one step, within the budget of model changes.
