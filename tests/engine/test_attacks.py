@@ -20,7 +20,7 @@ import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.forgetting import MEANT_ASKED
-from memhub.engine.prompts import TRANSLATION_SYSTEM
+from memhub.engine.prompts import TRANSLATION_SYSTEM, TURN_TRANSLATION_SYSTEM
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import store_facts
 from tests.engine.test_model_safety import (
@@ -441,3 +441,69 @@ async def test_a_request_in_another_language_is_read_in_english_to_find_the_fact
     else:  # the job is closest to "stored anywhere": asked, and the scripted yes retires it
         assert kept == sorted([INTERVIEW, OLIVES])
         assert len(asked) == 1 and JOB in json.dumps(asked[0].json)
+
+
+DEBT = "Ada has a debt of R$ 8,000 on her overdraft."
+PORTUGUESE = "Esquece aquela história da dívida, tá? Já quitei tudo e não quero isso registrado."
+
+
+def _reading(english: str | None) -> Any:
+    """A model that proposes no DELETE and renders a turn it is asked to put into English as
+    ``english`` (None: an answer with no English)."""
+
+    def answer(request: dict[str, Any]) -> str:
+        if request["messages"][0]["content"].startswith(TURN_TRANSLATION_SYSTEM[:60]):
+            return json.dumps({"english": english} if english else {})
+        return ops({"op": "NONE"})
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "english", ["Forget that story about the debt, okay? I paid it all off.", None]
+)
+async def test_a_request_in_a_language_the_rules_do_not_read_is_read_in_its_english(
+    llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
+    llm: ScriptedOpenAIServer,
+    english: str | None,
+) -> None:
+    """heldout12's u08 (read after its blind runs): "Esquece aquela história da dívida" holds
+    no word the request rules know. A user turn in a language they do not read
+    (consent.read_here) is put into English by one question (the scripted server plays the
+    model: the real ones do not answer deterministically), and the rules read the English:
+    the debt is retired, listed for review. The consolidation prompt still shows what was
+    said, not the English. With no usable English nothing is retired. A turn in a language
+    the rules read is never put into English."""
+    llm.default = _reading(english)
+    async with AsyncMemory(settings=llm_settings) as memory:
+        await store_facts(memory, "pt", DEBT, OLIVES, JOB)
+        await memory.add([{"role": "user", "content": PORTUGUESE}], user_id="pt")
+        await _settle(memory, "pt")
+        kept = await _facts(memory, "pt")
+        changes = (await memory.model_changes(user_id="pt"))["results"]
+        await memory.add(
+            [
+                {
+                    "role": "user",
+                    "content": "Oye, olvida lo de mis olivas, ya no me gustan nada de nada.",
+                }
+            ],
+            user_id="es",
+        )
+        await _settle(memory, "es")
+    sent = [json.dumps(r.json, ensure_ascii=False) for r in llm.chat_requests]
+    translations = [s for s in sent if "Translate it into English" in s]
+    assert len(translations) == (1 if english else 2)  # an unusable answer: one repair
+    assert all("dívida" in s for s in translations)
+    extraction = [s for s in sent if "Translate it into English" not in s]
+    assert any("dívida" in s for s in extraction)
+    assert english is None or not any("story about the debt" in s for s in extraction)
+    if english:
+        assert kept == sorted([OLIVES, JOB])
+        # the fact, and the request's own episode, which says it too
+        assert sorted((c["event"], c["before"]) for c in changes) == [
+            ("RETIRE", DEBT),
+            ("RETIRE", PORTUGUESE),
+        ]
+    else:
+        assert kept == sorted([DEBT, OLIVES, JOB]) and changes == []

@@ -313,13 +313,14 @@ def test_a_change_of_someone_the_user_knows_is_said_by_their_name() -> None:
         ("Petit changement : Lisbonne, c'est annulé, on part plutôt à Annecy.", True),
         ("Update: seit fünf Wochen rauchfrei!! Dafür gehe ich jetzt abends joggen.", True),
         ("ok", True),  # too short to tell: read, the strict way
+        ("We ate grilled sardines every single night.", True),  # too short to tell
         (
             "Update: we zijn verhuisd! Sinds 1 juni wonen we in Zwolle. Mijn vriendin Lotte"
             " heeft daar een baan gekregen bij het waterschap",
             False,
         ),
         ("Zmiana planów! Od czerwca pracuję jako inspektor spawalniczy w firmie.", False),
-        ("Kerem'le ayrıldık. Kapadokya planı da iptal tabii.", False),
+        ("Kerem'le ayrıldık. Kapadokya planı da iptal tabii, görmek istemiyorum artık.", False),
         ("hisashiburi! houkoku desu. ginkou wa yamemashita. Kyoto ni hikkoshimashita", False),
     ],
 )

@@ -110,7 +110,7 @@ _LETTERS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 # function-word lists.
 _RULE_WORD = re.compile(f"{CHANGE}|{ENDED}|{FIRST_PERSON}|{THIRD_PERSON}")
 # Fewer words than this tell no language: such a turn counts as read, the strict reading.
-_TOO_SHORT_TO_TELL = 4
+_TOO_SHORT_TO_TELL = 8
 
 
 def read_here(turn: str) -> bool:

@@ -226,12 +226,15 @@ class Consolidator:
         usage = Usage()
         touched: set[UUID] = set()
         for window in windows:
-            spent, ops = await self._window(plan, shown, facts, turns, window, custom)
+            asking = [turns[i] for i, _ in window]
+            said = {turns[i].id: text for i, text in window}
+            # the request rules read a turn in a language they do not know in English
+            spent, read = await forgetting.read_in_english(self.llm, asking, said)
+            usage += spent
+            spent, ops = await self._window(plan, shown, facts, turns, window, custom, read)
             usage += spent
             # a request in this window takes back what an earlier window's turns said
-            said = {turns[i].id: text for i, text in window}
-            asking = [turns[i] for i, _ in window]
-            plan.ops = self._not_asked_away(plan, plan.ops, asking, said, facts)
+            plan.ops = self._not_asked_away(plan, plan.ops, asking, read, facts)
             for op in ops:
                 if op.target is not None and op.target.id in touched:
                     self._refuse(plan, "REFUSED_INVALID")  # changed by an earlier window
@@ -301,8 +304,10 @@ class Consolidator:
         turns: Sequence[Turn],
         window: Sequence[tuple[int, str]],
         custom: str | None,
+        read: Mapping[int, str],
     ) -> tuple[Usage, list[PlannedOp]]:
-        """One call over one window of turns: what it cost and the grounded operations."""
+        """One call over one window of turns: what it cost and the grounded operations.
+        ``read``: the turns as the request rules read them (forgetting.read_in_english)."""
         shown_turns = [turns[i] for i, _ in window]
         texts = {turns[i].id: text for i, text in window}
         messages = consolidation_messages(
@@ -323,21 +328,21 @@ class Consolidator:
             log.warning("consolidation answer refused: %s", exc)
             self._refuse(plan, "REFUSED_UNPARSABLE")
             return exc.usage, []
-        translated, meant = await self._meant(shown_turns, texts, facts)
+        translated, meant = await self._meant(shown_turns, read, facts)
         try:
             ops = plan_operations(
                 result.value, facts, shown_turns, self.max_removals, plan.refused, meant
             )
         except ProviderOutputError as exc:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
-        ops = self._with_requests(plan, ops, facts, shown_turns, texts)
-        to_ask = [*meant, *forgetting.tied_by_a_word(shown_turns, texts, facts)]
+        ops = self._with_requests(plan, ops, facts, shown_turns, read)
+        to_ask = [*meant, *forgetting.tied_by_a_word(shown_turns, read, facts)]
         checked = await self._with_meant_requests(ops, facts, shown_turns, to_ask)
         ops = self._grounded(plan, ops, shown_turns, texts, custom, [f.memory for f in facts])
-        spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom)
+        spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom, read)
         spent += checked + translated
         ops += filled
-        return result.usage + spent, self._not_asked_away(plan, ops, shown_turns, texts, facts)
+        return result.usage + spent, self._not_asked_away(plan, ops, shown_turns, read, facts)
 
     def _not_asked_away(
         self,
@@ -454,12 +459,14 @@ class Consolidator:
         turns: Sequence[Turn],
         texts: dict[int, str],
         custom: str | None,
+        read: Mapping[int, str],
     ) -> tuple[Usage, list[PlannedOp]]:
         """For each user turn with a statement no grounded fact of ``ops`` citing it covers,
         the facts of one short question about it (engine/gaps.py), grounded exactly as an
         ADD is (against the question's own instructions); one that holds nothing a fact
         already written or shown does not, or nothing of the uncovered clauses, is dropped,
-        logged and counted (REFUSED_ALREADY_KNOWN)."""
+        logged and counted (REFUSED_ALREADY_KNOWN). ``read``: the turns as the request rules
+        read them, for what their requests name."""
         usage, added = Usage(), list[PlannedOp]()
         if not self.fill_gaps:
             return usage, added
@@ -469,7 +476,7 @@ class Consolidator:
         # the window's system turns may forbid storing something: the question is told so
         policy = [f"A system turn says: {texts[t.id]}" for t in turns if t.role == "system"]
         rules = "\n".join(r for r in (custom, *policy) if r) or None
-        forgotten = forgotten_words(texts[t.id] for t in turns if t.role == "user")
+        forgotten = forgotten_words(read[t.id] for t in turns if t.role == "user")
         before: str | None = None
         for number, turn in enumerate(turns, start=1):
             if turn.role != "user":

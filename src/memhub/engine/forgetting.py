@@ -33,10 +33,16 @@ from memhub.engine.consent import (
     forget_requests_naming_no_fact,
     in_another_language,
     keeps,
+    read_here,
     request_object,
 )
 from memhub.engine.grounding import says_again
-from memhub.engine.prompts import TranslationReply, translation_messages
+from memhub.engine.prompts import (
+    TranslationReply,
+    TurnTranslationReply,
+    translation_messages,
+    turn_translation_messages,
+)
 from memhub.engine.text import turn_text
 from memhub.errors import ProviderError
 from memhub.llm import LLM
@@ -51,6 +57,7 @@ __all__ = [
     "asking",
     "in_english",
     "meant",
+    "read_in_english",
     "requests_naming_no_fact",
     "tied_by_a_word",
 ]
@@ -124,6 +131,35 @@ async def in_english(llm: LLM, requests: Sequence[str]) -> tuple[Usage, dict[str
             found[request] = answer.value.english.strip()
             log.info("request %r read in English as %r", request, found[request])
     return usage, found
+
+
+async def read_in_english(
+    llm: LLM, turns: Sequence[Turn], texts: Mapping[int, str]
+) -> tuple[Usage, dict[int, str]]:
+    """``texts`` as the request rules read them, and what that cost: each user turn in a
+    language they do not read (``consent.read_here``) in English, by one short question each
+    (logged). "Esquece aquela história da dívida, tá?" holds no word they know; "Forget that
+    story about the debt, okay?" is a request naming the debt. Only requests are read from
+    the English: facts stand on what was said. A failed or unusable answer leaves the turn as
+    it was said."""
+    usage, read = Usage(), dict(texts)
+    for turn in turns:
+        said = texts.get(turn.id, "")
+        if turn.role != "user" or read_here(said):
+            continue
+        try:
+            answer = await llm.generate_structured(
+                turn_translation_messages(said), TurnTranslationReply
+            )
+        except ProviderError as exc:
+            log.info("translation of turn %d skipped: %s", turn.id, exc)
+            usage += exc.usage if isinstance(exc, UnusableAnswerError) else Usage()
+            continue
+        usage += answer.usage
+        if answer.value.english.strip():
+            read[turn.id] = answer.value.english.strip()
+            log.info("turn %d read in English as %r", turn.id, read[turn.id])
+    return usage, read
 
 
 async def meant(
