@@ -99,10 +99,11 @@ _OTHER_STEMS = content_words(" ".join(OTHER_WORDS))  # stemmed once, not per cal
 # --- Which turns these rules read -------------------------------------------------------
 
 #: The share of a turn's words that are function words of English, Spanish, French or German
-#: (grounding's and consent's) at which these rules read it. Over the labelled sets' user
-#: turns those languages score 0.2-0.86; Italian, Dutch, Turkish, Polish, Swahili, Japanese in
-#: romaji, Hindi in Latin script, Portuguese and Indonesian 0.0-0.22 (one Dutch turn with an
-#: English sentence 0.35).
+#: (grounding's and consent's) or words these rules look for, at which they read it. Over the
+#: 13 labelled sets' user turns of eight words or more, every English, Spanish, French and
+#: German one scores 0.22 or more; of the Italian, Dutch, Turkish, Polish, Swahili, Japanese
+#: (romaji), Hindi, Indonesian, Portuguese and Taglish conversations' turns, 53 of 73 score
+#: under 0.2 and the rest hold English sentences.
 READ_SHARE = 0.2
 _FUNCTION_WORDS = STOP_WORDS | {fold(w) for w in OTHER_WORDS}
 _LETTERS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")

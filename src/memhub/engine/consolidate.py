@@ -27,9 +27,7 @@ from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, ownership, replacing, retrieve
 from memhub.engine.consent import forgotten_words
 from memhub.engine.dates import said_at_utc
-from memhub.engine.grounding import (
-    says_again,
-)
+from memhub.engine.grounding import says_again
 from memhub.engine.operations import (
     CHANGES,
     MAX_REMOVALS,
