@@ -288,3 +288,31 @@ async def test_a_change_said_in_a_language_the_rules_do_not_read_stands_on_the_m
     await told(memory, "ada", dreaming, "Ada lives in Utrecht.")
     assert len(replacement_questions(llm)) == asked
     assert await current(memory, "ada") == ["Ada lives in Utrecht.", "Ada lives in Zwolle."]
+
+
+async def test_a_fact_the_job_changed_is_not_written_again_nor_asked_about_itself(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """heldout13's v06 (read after its blind runs): the model wrote the old fact again beside
+    the new one; it was put to the replacement question against itself (cosine 1.0, six
+    calls in that run), and once the new fact had closed it, the copy made it current again.
+    A fact and itself are never a question, and an ADD that writes again a fact the job's
+    SUPERSEDE closes is refused and counted."""
+
+    def answer(request: dict[str, Any]) -> str:
+        if "<stored_fact>" in prompt_of(request):
+            return json.dumps({"replaces": True})
+        adds = ["Eli lives in Paris.", "Eli lives in Berlin."]
+        return json.dumps({"operations": [{"op": "ADD", "text": t, "turns": [1]} for t in adds]})
+
+    llm.default = answer
+    await told(memory, "eli", "I moved from Paris to Berlin.", "Eli lives in Paris.")
+    assert await current(memory, "eli") == ["Eli lives in Berlin."]
+    (question,) = replacement_questions(llm)
+    assert '"Eli lives in Berlin."' in question
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute(
+            "SELECT operations FROM memory_llm_usage WHERE user_id = 'eli' ORDER BY id DESC LIMIT 1"
+        )
+        (operations,) = await cur.fetchone() or (None,)
+    assert operations["REFUSED_ALREADY_CHANGED"] == 1

@@ -27,7 +27,7 @@ from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, ownership, replacing, retrieve
 from memhub.engine.consent import forgotten_words
 from memhub.engine.dates import said_at_utc
-from memhub.engine.grounding import says_again
+from memhub.engine.grounding import fold, says_again
 from memhub.engine.operations import (
     CHANGES,
     MAX_REMOVALS,
@@ -244,6 +244,7 @@ class Consolidator:
         plan.vectors = list(await self.embedder.embed(texts_to_embed)) if texts_to_embed else []
         if self.check_replacements and facts:
             usage += await self._replacements(store, plan, facts, touched)
+            self._not_written_again(plan)
         for reason, count in plan.refused.items():
             for _ in range(count):
                 record_refused_operation(self.llm.model_name, reason)
@@ -293,6 +294,28 @@ class Consolidator:
             touched.add(closest.id)
             removals += 1
         return usage
+
+    def _not_written_again(self, plan: Plan) -> None:
+        """``plan`` without the ADDs that write again, word for word, a fact one of its
+        SUPERSEDEs closes: the 1.5B wrote "The user's wife Sari is a bidan at the puskesmas."
+        in a later window after the yes that closed it (heldout13's v06, read after its blind
+        runs), and the closed fact was current again. Refused, logged and counted."""
+        closed = {
+            fold(op.target.memory).strip()
+            for op in plan.ops
+            if op.kind == "SUPERSEDE" and op.target
+        }
+        kept, vectors, texts = [], [], iter(plan.vectors)
+        for op in plan.ops:
+            vector = next(texts) if op.text else None
+            if op.kind == "ADD" and op.text and fold(op.text).strip() in closed:
+                log.warning("ADD refused: %r is a fact this job changed", op.text)
+                self._refuse(plan, "REFUSED_ALREADY_CHANGED")
+                continue
+            kept.append(op)
+            if op.text:
+                vectors.append(vector)
+        plan.ops, plan.vectors = kept, vectors
 
     async def _window(
         self,

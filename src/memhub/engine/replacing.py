@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from uuid import UUID
 
 from memhub.engine.change_support import of_a_kind, said_to_end
-from memhub.engine.grounding import named_subject
+from memhub.engine.grounding import fold, named_subject
 from memhub.engine.operations import refusal
 from memhub.engine.text import turn_text
 from memhub.store.records import Candidate, Turn
@@ -62,6 +62,8 @@ def passed_over(
         return "not shown"
     if record.id in touched:
         return "already changed"
+    if fold(record.memory).strip() == fold(new).strip():
+        return "the same fact"  # a question about a fact and itself is a call spent
     if cosine is None or cosine < REPLACES_AT_LEAST:
         return "far in meaning"
     if named_subject(record.memory) != named_subject(new):
