@@ -27,7 +27,7 @@ from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, ownership, replacing, retrieve
 from memhub.engine.consent import forgotten_words
 from memhub.engine.dates import said_at_utc
-from memhub.engine.grounding import fold, says_again
+from memhub.engine.grounding import says_again
 from memhub.engine.operations import (
     CHANGES,
     MAX_REMOVALS,
@@ -300,15 +300,11 @@ class Consolidator:
         SUPERSEDEs closes: the 1.5B wrote "The user's wife Sari is a bidan at the puskesmas."
         in a later window after the yes that closed it (heldout13's v06, read after its blind
         runs), and the closed fact was current again. Refused, logged and counted."""
-        closed = {
-            fold(op.target.memory).strip()
-            for op in plan.ops
-            if op.kind == "SUPERSEDE" and op.target
-        }
-        kept, vectors, texts = [], [], iter(plan.vectors)
+        closed = {op.target.hash for op in plan.ops if op.kind == "SUPERSEDE" and op.target}
+        kept, vectors, embedded = [], [], iter(plan.vectors)  # one vector per op with a text
         for op in plan.ops:
-            vector = next(texts) if op.text else None
-            if op.kind == "ADD" and op.text and fold(op.text).strip() in closed:
+            vector = next(embedded) if op.text else None
+            if op.kind == "ADD" and op.text and memory_hash(op.text) in closed:
                 log.warning("ADD refused: %r is a fact this job changed", op.text)
                 self._refuse(plan, "REFUSED_ALREADY_CHANGED")
                 continue

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from uuid import UUID
 
 from memhub.engine.change_support import of_a_kind, said_to_end
-from memhub.engine.grounding import fold, named_subject
+from memhub.engine.grounding import named_subject
 from memhub.engine.operations import refusal
-from memhub.engine.text import turn_text
+from memhub.engine.text import memory_hash, turn_text
 from memhub.store.records import Candidate, Turn
 
 __all__ = ["REPLACES_AT_LEAST", "best_rank", "passed_over", "replaceable"]
@@ -62,7 +62,7 @@ def passed_over(
         return "not shown"
     if record.id in touched:
         return "already changed"
-    if fold(record.memory).strip() == fold(new).strip():
+    if record.hash == memory_hash(new):  # the store's own test of one memory
         return "the same fact"  # a question about a fact and itself is a call spent
     if cosine is None or cosine < REPLACES_AT_LEAST:
         return "far in meaning"
