@@ -46,7 +46,7 @@ from memhub.engine.prompts import (
 from memhub.engine.text import turn_text
 from memhub.errors import ProviderError
 from memhub.llm import LLM
-from memhub.llm.base import UnusableAnswerError, Usage
+from memhub.llm.base import ChatMessage, UnusableAnswerError, Usage
 from memhub.store.records import MemoryRecord, Turn
 
 __all__ = [
@@ -120,16 +120,11 @@ async def in_english(llm: LLM, requests: Sequence[str]) -> tuple[Usage, dict[str
     A failed or unusable answer leaves the request as it was said."""
     usage, found = Usage(), dict[str, str]()
     for request in dict.fromkeys(r for r in requests if in_another_language(r)):
-        try:
-            answer = await llm.generate_structured(translation_messages(request), TranslationReply)
-        except ProviderError as exc:
-            log.info("translation of %r skipped: %s", request, exc)
-            usage += exc.usage if isinstance(exc, UnusableAnswerError) else Usage()
-            continue
-        usage += answer.usage
-        if answer.value.english.strip():
-            found[request] = answer.value.english.strip()
-            log.info("request %r read in English as %r", request, found[request])
+        messages = translation_messages(request)
+        spent, english = await _english(llm, messages, TranslationReply, f"request {request!r}")
+        usage += spent
+        if english:
+            found[request] = english
     return usage, found
 
 
@@ -147,19 +142,31 @@ async def read_in_english(
         said = texts.get(turn.id, "")
         if turn.role != "user" or read_here(said):
             continue
-        try:
-            answer = await llm.generate_structured(
-                turn_translation_messages(said), TurnTranslationReply
-            )
-        except ProviderError as exc:
-            log.info("translation of turn %d skipped: %s", turn.id, exc)
-            usage += exc.usage if isinstance(exc, UnusableAnswerError) else Usage()
-            continue
-        usage += answer.usage
-        if answer.value.english.strip():
-            read[turn.id] = answer.value.english.strip()
-            log.info("turn %d read in English as %r", turn.id, read[turn.id])
+        messages = turn_translation_messages(said)
+        spent, english = await _english(llm, messages, TurnTranslationReply, f"turn {turn.id}")
+        usage += spent
+        if english:
+            read[turn.id] = english
     return usage, read
+
+
+async def _english(
+    llm: LLM,
+    messages: list[ChatMessage],
+    reply: type[TranslationReply] | type[TurnTranslationReply],
+    what: str,
+) -> tuple[Usage, str]:
+    """One translation question about ``what``: its cost and the English ("" when the answer
+    failed, was unusable or empty), logged."""
+    try:
+        answer = await llm.generate_structured(messages, reply)
+    except ProviderError as exc:
+        log.info("translation of %s skipped: %s", what, exc)
+        return (exc.usage if isinstance(exc, UnusableAnswerError) else Usage()), ""
+    english = answer.value.english.strip()
+    if english:
+        log.info("%s read in English as %r", what, english)
+    return answer.usage, english
 
 
 async def meant(
