@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 from memhub.engine.change_support import said_to_end, supports_change
@@ -326,3 +330,34 @@ def test_a_change_of_someone_the_user_knows_is_said_by_their_name() -> None:
 )
 def test_which_turns_the_change_rules_read(turn: str, read: bool) -> None:
     assert read_here(turn) is read
+
+
+def test_the_labelled_sets_english_spanish_french_and_german_turns_are_read() -> None:
+    """What docs/consolidation.md says of ``consent.read_here`` over bench/llm_set: every
+    user turn of a conversation in English, Spanish, French or German is read but one Glasgow
+    turn (a wrong "not read" costs a translation call and lets the model's yes decide a
+    change), and most turns of the conversations in other languages are not."""
+    other = re.compile(
+        r"italian|dutch|turkish|polish|swahili|japanese|hindi|indonesian|portuguese|taglish"
+        r"|arabic",
+        re.IGNORECASE,
+    )
+    unread: list[str] = []
+    others = others_read = 0
+    for path in sorted((Path(__file__).parents[2] / "bench" / "llm_set").glob("*.json")):
+        for conversation in json.loads(path.read_text())["conversations"]:
+            said = [
+                m["content"]
+                for s in conversation["sessions"]
+                for m in s["messages"]
+                if m["role"] == "user"
+            ]
+            if other.search(conversation.get("kind", "")):
+                others += len(said)
+                others_read += sum(map(read_here, said))
+            else:
+                unread += [t for t in said if not read_here(t)]
+    assert unread == [
+        "cheers pal. ah play five-a-side every Tuesday wi the boys fae work, keeps me sane"
+    ]
+    assert others_read < others / 2
