@@ -319,6 +319,9 @@ def render(results: dict[str, Any], *, docs: Path, img_dir: Path) -> str:
         f"Versions: {versions}.",
         "",
     ]
+    if results.get("embedders"):
+        named = "; ".join(f"{system}: {model}" for system, model in results["embedders"].items())
+        lines += [f"Embedders: {named}.", ""]
     lines += _targets_section(runs, scales) + _recall_section(runs) + _hotpath_section(runs)
     lines += _cli_section(results.get("cli"))
     lines += report_scale.ingest_lines(runs) + report_scale.scale_lines(scales)

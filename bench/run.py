@@ -23,7 +23,7 @@ from typing import Any
 
 from bench import machine
 from bench.locomo import default_data_path
-from bench.systems import SYSTEM_NAMES
+from bench.systems import SYSTEM_NAMES, embedders
 
 log = logging.getLogger("bench")
 
@@ -248,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         "started": started.isoformat(timespec="seconds"),
         "machine": described | {"load_after": os.getloadavg()},
         "versions": _versions(),
+        "embedders": {k: v for k, v in embedders().items() if k in {t["system"] for t in tasks}},
         "runs": runs,
     }
     if "cli" in workloads:  # memhub import / search as a user runs them (bench/cli_import.py)

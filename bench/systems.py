@@ -245,6 +245,28 @@ def _hit(result: Mapping[str, Any]) -> Hit:
 
 SYSTEM_NAMES: tuple[str, ...] = ("memhub", "memhub-st", "mem0", "bm25", "vector")
 
+# memhub's in-process embedders by their MEMHUB_EMBEDDER name (docs/embedders.md).
+_MEMHUB_EMBEDDERS = {
+    "default": "all-mpnet-base-v2 int8 on onnxruntime (the default)",
+    "minilm": "all-MiniLM-L6-v2 int8 on onnxruntime (`MEMHUB_EMBEDDER=minilm`)",
+}
+_MINILM_ON_TORCH = "all-MiniLM-L6-v2 fp32 on sentence-transformers and torch"
+
+
+def embedders() -> dict[str, str]:
+    """What each system embeds with when run from this environment, for the report: memhub
+    as its settings choose, the others as this module builds them."""
+    from memhub.config import MemhubSettings
+
+    chosen = MemhubSettings.from_env().embedder
+    return {
+        "memhub": _MEMHUB_EMBEDDERS.get(chosen, f"`MEMHUB_EMBEDDER={chosen}`"),
+        "memhub-st": _MINILM_ON_TORCH,
+        "mem0": f"{_MINILM_ON_TORCH}, through Mem0's `huggingface` embedder",
+        "bm25": "none (BM25 over words)",
+        "vector": f"{_MINILM_ON_TORCH}, exact cosine in numpy",
+    }
+
 
 def open_system(name: str, *, db_url: str | None) -> MemorySystem:
     """Build a system by name; ``db_url`` is a fresh database for the systems that need one."""
