@@ -188,7 +188,8 @@ def _cli_section(cli: dict[str, Any] | None) -> list[str]:
     return [
         "## Command line",
         "",
-        "From process start to exit, on a fresh database (`python -m bench.cli_import`).",
+        "From process start to exit, on a fresh database"
+        " (`.venv-bench/bin/python -m bench.cli_import`).",
         "",
         *_table(["what", "figure", "target"], rows),
     ]

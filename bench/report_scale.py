@@ -59,7 +59,7 @@ def ingest_lines(runs: list[dict[str, Any]]) -> list[str]:
         f"defaults draining {worker['turns']:,} queued turns into an empty database (turns/s "
         "from its first stored memory to the last, so the model load is left out), then the "
         "embedder's best configuration again: the bar is the mean of the two. Same run, "
-        "same cores (`python -m bench.ingest`).",
+        "same cores (`.venv-bench/bin/python -m bench.ingest`).",
         "",
         *_table(["embedder alone", "texts/s before", "after the drain"], rows),
         f"Worker: **{worker['turns_per_s']:,.0f} turns/s = {result['ratio']:.0%} of the "
