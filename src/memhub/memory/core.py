@@ -110,10 +110,14 @@ class MemoryCore:
         """Open the store, the embedder and the worker now instead of on the first call.
 
         A server calls this at startup: the worker then drains jobs queued before a restart,
-        and a broken database or embedder configuration fails the start, not a request.
-        Calling it again does nothing.
+        a broken database or embedder configuration fails the start, not a request, and an
+        in-process embedding model is loaded and run once, so the first search does not
+        wait for it. Calling it again does nothing.
         """
-        await self._services()
+        services = await self._services()
+        warm = getattr(services.embedder, "warm", None)  # in-process models have it
+        if callable(warm):
+            await warm()
 
     async def aclose(self) -> None:
         """Release this object's share of the pool, the embedder and the worker."""

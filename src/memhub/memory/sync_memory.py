@@ -588,7 +588,8 @@ class Memory:
         """Open the store, the embedder and the worker now instead of on the first call.
 
         A server calls this at startup: the worker then drains jobs queued before a restart,
-        and a broken database or embedder configuration fails the start, not a request.
-        Calling it again does nothing.
+        a broken database or embedder configuration fails the start, not a request, and an
+        in-process embedding model is loaded and run once, so the first search does not
+        wait for it. Calling it again does nothing.
         """
         return run_sync(self._async.open())
