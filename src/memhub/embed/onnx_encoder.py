@@ -145,9 +145,9 @@ class OnnxEncoder:
 
     async def warm(self) -> None:
         """Load the model and run it once, off the event loop, so the first query waits for
-        neither: a process's first search took 0.8-0.9 s with the default model, the next under
-        25 ms (docs/embedders.md, "Warm at start"). Servers call it at start, through ``AsyncMemory.open()``; once
-        the model is loaded it does nothing."""
+        neither: a process's first search took 0.8-0.9 s with the default model, the next
+        under 25 ms (docs/embedders.md, "Warm at start"). Servers call it at start, through
+        ``AsyncMemory.open()``; once the model is loaded it does nothing."""
         if self._runtime is None:
             await run_cpu(self.embed_sync, ["warm"])
 
