@@ -36,8 +36,8 @@ MILESTONES = {
     "venv": "memhub: creating .venv",
     "install": "memhub: installing memhub",
     "serve": "memhub serve",
-    "model build": "building all-mpnet-base-v2",
-    "model built": "built all-mpnet-base-v2",
+    "model build": "memhub.embed.model_cache: building",
+    "model built": "memhub.embed.model_cache: built",
     "ready": "memhub is ready",
 }
 
@@ -56,6 +56,10 @@ def _status(url: str) -> int | None:
         return refused.code
     except OSError:
         return None
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)
 
 
 def first_run(repo: Path, timeout: float) -> dict[str, Any]:
@@ -108,10 +112,10 @@ def first_run(repo: Path, timeout: float) -> dict[str, Any]:
         silence = max(b - a for a, b in itertools.pairwise(times)) if lines else None
         return {
             "machine": describe(),
-            "seconds_to_first_healthz_answer": first_answer and round(first_answer, 1),
-            "seconds_to_healthz_200": healthy and round(healthy, 1),
+            "seconds_to_first_healthz_answer": _rounded(first_answer),
+            "seconds_to_healthz_200": _rounded(healthy),
             "steps": steps,
-            "longest_silence_seconds": silence and round(silence, 1),
+            "longest_silence_seconds": _rounded(silence),
             "output_lines": len(lines),
         }
 

@@ -15,6 +15,7 @@ import asyncio
 import json
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from bench.machine import describe
@@ -23,7 +24,10 @@ from memhub import AsyncMemory, MemhubSettings
 
 async def first_searches(searches: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="memhub-first-search-") as home:
-        settings = MemhubSettings.from_env(data_dir=home, database_url=None)
+        # the embedded database in a fresh directory, whatever MEMHUB_DATABASE_URL says
+        settings = MemhubSettings.from_env().model_copy(
+            update={"data_dir": Path(home), "database_url": None}
+        )
         memory = AsyncMemory(settings=settings)
         try:
             began = time.perf_counter()

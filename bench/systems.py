@@ -245,26 +245,20 @@ def _hit(result: Mapping[str, Any]) -> Hit:
 
 SYSTEM_NAMES: tuple[str, ...] = ("memhub", "memhub-st", "mem0", "bm25", "vector")
 
-# memhub's in-process embedders by their MEMHUB_EMBEDDER name (docs/embedders.md).
-_MEMHUB_EMBEDDERS = {
-    "default": "all-mpnet-base-v2 int8 on onnxruntime (the default)",
-    "minilm": "all-MiniLM-L6-v2 int8 on onnxruntime (`MEMHUB_EMBEDDER=minilm`)",
-}
-_MINILM_ON_TORCH = "all-MiniLM-L6-v2 fp32 on sentence-transformers and torch"
-
 
 def embedders() -> dict[str, str]:
-    """What each system embeds with when run from this environment, for the report: memhub
-    as its settings choose, the others as this module builds them."""
+    """What each system embeds with when run from this environment, for the report: memhub's
+    model as its settings build it (nothing is loaded), the others' as this module does."""
     from memhub.config import MemhubSettings
+    from memhub.memory.services import embedder_from_settings
 
-    chosen = MemhubSettings.from_env().embedder
+    on_torch = f"{SentenceTransformerEmbedder.model_name} on sentence-transformers and torch"
     return {
-        "memhub": _MEMHUB_EMBEDDERS.get(chosen, f"`MEMHUB_EMBEDDER={chosen}`"),
-        "memhub-st": _MINILM_ON_TORCH,
-        "mem0": f"{_MINILM_ON_TORCH}, through Mem0's `huggingface` embedder",
+        "memhub": embedder_from_settings(MemhubSettings.from_env()).model_name,
+        "memhub-st": on_torch,
+        "mem0": f"{on_torch}, through Mem0's `huggingface` embedder",
         "bm25": "none (BM25 over words)",
-        "vector": f"{_MINILM_ON_TORCH}, exact cosine in numpy",
+        "vector": f"{on_torch}, exact cosine in numpy",
     }
 
 
