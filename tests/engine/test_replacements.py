@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 import psycopg
@@ -310,6 +311,39 @@ async def test_a_fact_the_job_changed_is_not_written_again_nor_asked_about_itsel
     assert await current(memory, "eli") == ["Eli lives in Berlin."]
     (question,) = replacement_questions(llm)
     assert '"Eli lives in Berlin."' in question
+    async with await psycopg.AsyncConnection.connect(db_url) as conn:
+        cur = await conn.execute(
+            "SELECT operations FROM memory_llm_usage WHERE user_id = 'eli' ORDER BY id DESC LIMIT 1"
+        )
+        (operations,) = await cur.fetchone() or (None,)
+    assert operations["REFUSED_ALREADY_CHANGED"] == 1
+
+
+async def test_a_fact_the_model_itself_changed_is_not_written_again_with_the_check_off(
+    settings: MemhubSettings, llm: ScriptedOpenAIServer, db_url: str
+) -> None:
+    """The refusal above does not depend on the replacement question: here the model itself
+    SUPERSEDEs the stored fact and, in the same answer, ADDs it again word for word; with
+    the check turned off (no question is put) the copy is still refused and counted, and the
+    stored fact stays closed."""
+
+    def answer(request: dict[str, Any]) -> str:
+        prompt = prompt_of(request)
+        shown = re.search(r"\[(\d+)\] \(since [^)]*\) \"Eli lives in Paris.\"", prompt)
+        if shown is None:
+            return json.dumps({"operations": [{"op": "NONE"}]})
+        operations = [
+            {"op": "SUPERSEDE", "id": shown.group(1), "text": "Eli lives in Berlin.", "turns": [1]},
+            {"op": "ADD", "text": "Eli lives in Paris.", "turns": [1]},
+        ]
+        return json.dumps({"operations": operations})
+
+    llm.default = answer
+    off = scripted(settings, llm, llm_check_replacements=False)
+    async with AsyncMemory(settings=off) as memory:
+        await told(memory, "eli", "I moved from Paris to Berlin.", "Eli lives in Paris.")
+        assert await current(memory, "eli") == ["Eli lives in Berlin."]
+    assert replacement_questions(llm) == []
     async with await psycopg.AsyncConnection.connect(db_url) as conn:
         cur = await conn.execute(
             "SELECT operations FROM memory_llm_usage WHERE user_id = 'eli' ORDER BY id DESC LIMIT 1"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -135,6 +135,18 @@ class Plan:
     # conversation, by session id), read when applying
     changes_left: dict[str | None, int] = field(default_factory=dict)
 
+    def with_vectors(self) -> list[tuple[int, PlannedOp, Any]]:
+        """Each operation with its place in ``ops`` and its text's vector (None for an
+        operation without a text): ``vectors`` holds one per operation with a text, in order."""
+        embedded = iter(self.vectors)
+        return [(i, op, next(embedded) if op.text else None) for i, op in enumerate(self.ops)]
+
+    def drop(self, refused: Callable[[PlannedOp], bool]) -> None:
+        """Leave out the operations ``refused`` says, with their vectors."""
+        kept = [(op, vector) for _, op, vector in self.with_vectors() if not refused(op)]
+        self.ops = [op for op, _ in kept]
+        self.vectors = [vector for op, vector in kept if op.text]
+
 
 class Consolidator:
     """Runs one owner's consolidation jobs through one LLM call: work, then apply."""
@@ -244,7 +256,8 @@ class Consolidator:
         plan.vectors = list(await self.embedder.embed(texts_to_embed)) if texts_to_embed else []
         if self.check_replacements and facts:
             usage += await self._replacements(store, plan, facts, touched)
-            self._not_written_again(plan)
+        # after the replacements, which add SUPERSEDEs of their own
+        self._not_written_again(plan)
         for reason, count in plan.refused.items():
             for _ in range(count):
                 record_refused_operation(self.llm.model_name, reason)
@@ -267,9 +280,7 @@ class Consolidator:
         shown = {f.id for f in facts}
         removals = sum(op.kind in CHANGES for op in plan.ops)
         usage = Usage()
-        with_text = [i for i, op in enumerate(plan.ops) if op.text]
-        for i, vector in zip(with_text, plan.vectors, strict=True):
-            op = plan.ops[i]
+        for i, op, vector in plan.with_vectors():
             if op.kind != "ADD" or op.text is None:
                 continue
             found = await retrieve.candidates(
@@ -301,17 +312,15 @@ class Consolidator:
         in a later window after the yes that closed it (heldout13's v06, read after its blind
         runs), and the closed fact was current again. Refused, logged and counted."""
         closed = {op.target.hash for op in plan.ops if op.kind == "SUPERSEDE" and op.target}
-        kept, vectors, embedded = [], [], iter(plan.vectors)  # one vector per op with a text
-        for op in plan.ops:
-            vector = next(embedded) if op.text else None
+
+        def written_again(op: PlannedOp) -> bool:
             if op.kind == "ADD" and op.text and memory_hash(op.text) in closed:
                 log.warning("ADD refused: %r is a fact this job changed", op.text)
                 self._refuse(plan, "REFUSED_ALREADY_CHANGED")
-                continue
-            kept.append(op)
-            if op.text:
-                vectors.append(vector)
-        plan.ops, plan.vectors = kept, vectors
+                return True
+            return False
+
+        plan.drop(written_again)
 
     async def _window(
         self,
@@ -593,9 +602,8 @@ class Consolidator:
 
     async def apply(self, batch: JobBatch, plan: Plan) -> None:
         """The apply phase: write the plan's operations, usage and job completion."""
-        vectors = iter(plan.vectors)
-        for op in plan.ops:
-            await self._apply_op(batch, plan, op, next(vectors) if op.text else None)
+        for _, op, vector in plan.with_vectors():
+            await self._apply_op(batch, plan, op, vector)
         if plan.usage is not None:
             await batch.record_usage(
                 plan.scope,
