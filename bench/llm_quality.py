@@ -67,6 +67,7 @@ SETS = {
     "heldout11": Path(__file__).parent / "llm_set" / "heldout11.json",
     "heldout12": Path(__file__).parent / "llm_set" / "heldout12.json",
     "heldout13": Path(__file__).parent / "llm_set" / "heldout13.json",
+    "heldout14": Path(__file__).parent / "llm_set" / "heldout14.json",
 }
 CATEGORIES = (
     "supported",
