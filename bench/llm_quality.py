@@ -68,6 +68,7 @@ SETS = {
     "heldout12": Path(__file__).parent / "llm_set" / "heldout12.json",
     "heldout13": Path(__file__).parent / "llm_set" / "heldout13.json",
     "heldout14": Path(__file__).parent / "llm_set" / "heldout14.json",
+    "heldout15": Path(__file__).parent / "llm_set" / "heldout15.json",
 }
 CATEGORIES = (
     "supported",
