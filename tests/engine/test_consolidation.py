@@ -291,3 +291,29 @@ async def test_procedural_memory_summarises_an_agent_run(
         ("assistant", "procedural_memory"),
     }
     assert "procedural memory" in llm.chat_requests[0].json["messages"][0]["content"]
+
+
+def test_a_plan_pairs_each_operation_with_a_text_with_its_vector_strictly() -> None:
+    """Operations without a text (NONE, DELETE) take no vector; one vector too few or too
+    many is an error, not a silent shift of every later fact onto another's vector."""
+    from memhub.engine.consolidate import Plan
+    from memhub.engine.operations import PlannedOp
+    from memhub.store.records import Scope
+
+    ops = [
+        PlannedOp(kind="ADD", target=None, text="Eli lives in Berlin.", turns=()),
+        PlannedOp(kind="NONE", target=None, text=None, turns=()),
+        PlannedOp(kind="ADD", target=None, text="Eli plays the viola.", turns=()),
+    ]
+    plan = Plan(jobs=[], scope=Scope(user_id="eli"), turn_ids=[], ops=ops, vectors=["v1", "v2"])
+    assert [(i, v) for i, _, v in plan.with_vectors()] == [(0, "v1"), (1, None), (2, "v2")]
+    plan.drop(lambda op: op.text == "Eli lives in Berlin.")
+    assert (len(plan.ops), plan.vectors) == (2, ["v2"])
+    with pytest.raises(ValueError):
+        Plan(
+            jobs=[], scope=Scope(user_id="eli"), turn_ids=[], ops=ops, vectors=["v"] * 3
+        ).with_vectors()
+    with pytest.raises(ValueError):
+        Plan(
+            jobs=[], scope=Scope(user_id="eli"), turn_ids=[], ops=ops, vectors=["v"]
+        ).with_vectors()

@@ -138,6 +138,8 @@ class Plan:
     def with_vectors(self) -> list[tuple[int, PlannedOp, Any]]:
         """Each operation with its place in ``ops`` and its text's vector (None for an
         operation without a text): ``vectors`` holds one per operation with a text, in order."""
+        if sum(1 for op in self.ops if op.text) != len(self.vectors):
+            raise ValueError("a plan holds one vector per operation with a text")
         embedded = iter(self.vectors)
         return [(i, op, next(embedded) if op.text else None) for i, op in enumerate(self.ops)]
 
