@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from memhub import AsyncMemory, MemhubSettings
+from memhub.engine.prompts import CONSOLIDATION_SYSTEM, TURN_TRANSLATION_SYSTEM
 from memhub.testing import ScriptedOpenAIServer
 
 
@@ -97,6 +98,44 @@ async def test_the_assistants_words_are_not_the_users_facts(
     stored = [text for text, kind in await memories(memory) if kind != "episode"]
     assert stored == [kept]
     assert await refusals(db_url) == {"ADD": 1, "REFUSED_COPY_OF_ASSISTANT": 1}
+
+
+SWAHILI = "Habari! Mimi ni muuguzi, nafanya zamu za usiku wiki hii."
+NURSE = "The user is a nurse working night shifts."
+
+
+@pytest.mark.parametrize("english", ["Hi! I am a nurse, I'm doing night shifts this week.", None])
+async def test_a_fact_said_in_a_language_the_rules_do_not_read_stands_on_its_english_reading(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str, english: str | None
+) -> None:
+    """What the 1.5B did on heldout14 (read after its blind run): right facts from Swahili,
+    Polish or Turkish turns refused as ungrounded, since the English fact shares no word with
+    the turn as said. A user turn in a language the rules do not read is already put into
+    English once (forgetting.read_in_english); the fact may stand on that reading. With no
+    usable English the fact is refused as before. (The scripted server plays the model: a
+    real one does not answer deterministically.)"""
+
+    def answer(request: dict[str, Any]) -> str:
+        if request["messages"][0]["content"].startswith(TURN_TRANSLATION_SYSTEM[:60]):
+            return json.dumps({"english": english} if english else {})
+        return ops({"op": "ADD", "text": NURSE, "turns": [1]})
+
+    llm.default = answer
+    await memory.add(SWAHILI, user_id="ada", wait=True)
+    stored = [text for text, kind in await memories(memory) if kind != "episode"]
+    if english:
+        assert stored == [NURSE]
+        assert await refusals(db_url) == {"ADD": 1}
+    else:
+        assert stored == []
+        assert await refusals(db_url) == {"REFUSED_UNGROUNDED": 1}
+    # the consolidation prompt shows what was said, never the English
+    asked = [
+        json.dumps(r.json, ensure_ascii=False)
+        for r in llm.chat_requests
+        if r.json["messages"][0]["content"].startswith(CONSOLIDATION_SYSTEM[:60])
+    ]
+    assert len(asked) == 1 and "muuguzi" in asked[0] and "night shifts this" not in asked[0]
 
 
 async def test_a_users_fact_tied_to_the_assistants_words_is_kept_without_them(

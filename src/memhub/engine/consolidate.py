@@ -366,7 +366,8 @@ class Consolidator:
         ops = self._with_requests(plan, ops, facts, shown_turns, read)
         to_ask = [*meant, *forgetting.tied_by_a_word(shown_turns, read, facts)]
         checked = await self._with_meant_requests(ops, facts, shown_turns, to_ask)
-        ops = self._grounded(plan, ops, shown_turns, texts, custom, [f.memory for f in facts])
+        known = [f.memory for f in facts]
+        ops = self._grounded(plan, ops, shown_turns, texts, custom, known, read)
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom, read)
         spent += checked + translated
         ops += filled
@@ -518,7 +519,9 @@ class Consolidator:
                 spent, answers = await gaps.ask(self.llm, said, before, rules)
                 usage += spent
                 fresh = [PlannedOp("ADD", None, a, (turn,)) for a in answers]
-                for op in self._grounded(plan, fresh, turns, texts, custom, known, GAP_SYSTEM):
+                for op in self._grounded(
+                    plan, fresh, turns, texts, custom, known, read, GAP_SYSTEM
+                ):
                     text = op.text or ""
                     why = gap.refusal(text, names, said.said_at.date())
                     if why or says_again(text, written, names):
@@ -549,6 +552,7 @@ class Consolidator:
         texts: dict[int, str],
         custom: str | None,
         known: Sequence[str],
+        read: Mapping[int, str],
         instructions: str = CONSOLIDATION_SYSTEM,
     ) -> list[PlannedOp]:
         """The operations whose fact the person's own turns say; the rest refused, counted.
@@ -561,8 +565,11 @@ class Consolidator:
         turn: a fact the cited turns do not carry is checked against every user turn shown
         and cites those that carry it. What the user said in the window and the ``known``
         facts shown beside it are theirs: no word of those counts as the model's invention.
+        ``read``: the turns as the request rules read them; a user turn put into English there
+        (a language they do not read) may carry a fact its own words do not (ownership.ground).
         """
         people = [t for t in shown if t.role == "user"]
+        english = {t.id: read[t.id] for t in people if read.get(t.id, texts[t.id]) != texts[t.id]}
         sources = ownership.Sources(
             instructions=(("instructions", f"{instructions}\n{custom or ''}"),),
             speakers=tuple(
@@ -573,7 +580,7 @@ class Consolidator:
         )
         kept: list[PlannedOp] = []
         for op in one_fact_each(ops):
-            grounded, reason = ownership.ground(op, people, texts, sources)
+            grounded, reason = ownership.ground(op, people, texts, sources, english)
             if grounded is not None:
                 kept.append(grounded)
                 continue

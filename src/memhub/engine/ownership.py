@@ -9,7 +9,7 @@ kept with its citations corrected and its relative dates made absolute. The cons
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from memhub.engine.dates import absolute_dates, keep_the_date, said_at_utc
@@ -54,11 +54,18 @@ class Sources:
 
 
 def ground(
-    op: PlannedOp, people: Sequence[Turn], texts: dict[int, str], sources: Sources
+    op: PlannedOp,
+    people: Sequence[Turn],
+    texts: dict[int, str],
+    sources: Sources,
+    english: Mapping[int, str] | None = None,
 ) -> tuple[PlannedOp | None, str]:
     """``op`` as it may stand (its citations corrected, its relative dates made absolute), or
     None and the reason it is refused (see
-    :meth:`memhub.engine.consolidate.Consolidator._grounded`)."""
+    :meth:`memhub.engine.consolidate.Consolidator._grounded`). ``english``: the English
+    reading of the person's turns said in a language the rules do not read
+    (``forgetting.read_in_english``), which a fact the turns as said do not carry may stand
+    on instead."""
     if op.kind == "DELETE" or op.text is None:  # its own guard decided; a text beside is noise
         return op, ""
     own = [texts[t.id] for t in people]
@@ -72,13 +79,18 @@ def ground(
         return None, "REFUSED_SOMEONE_ELSES"
     # a fact stands on what the user stated, never on a question about the world
     said = {t.id: stated(texts.get(t.id, turn_text(t))) for t in (*op.turns, *people)}
-    cited = [said[t.id] for t in op.turns if t.role == "user"]
-    result = sources.support(text, cited)
-    if not result.grounded:
-        backing = tuple(t for t in people if support(text, [said[t.id]], (), names).by_person)
-        result = sources.support(text, [said[t.id] for t in backing])
-        if result.grounded:
-            op = replace(op, turns=backing)
+    op, result = _supported(op, text, people, said, sources)
+    read = {t.id: english[t.id] for t in people if english and english.get(t.id)}
+    if not result.grounded and read:
+        # "The user moved to Zwolle in June." shares no word with "we zijn verhuisd! Sinds 1
+        # juni wonen we in Zwolle" but one; its English reading ("we moved ... in Zwolle")
+        # carries it. Copies are still judged against the turn as said, above.
+        in_english = {**said, **{i: stated(r) for i, r in read.items()}}
+        sources_in_english = replace(sources, user_said=(*sources.user_said, *read.values()))
+        found, english_result = _supported(op, text, people, in_english, sources_in_english)
+        if english_result.grounded:
+            log.info("%r stands on the English reading of turns %s", text, sorted(read))
+            op, result = found, english_result
     if result.grounded:
         # "yesterday" in a stored fact means nothing a week later: the date it meant on the
         # day of the turn replaces it, whether or not the model used the prompt's note; a
@@ -96,8 +108,25 @@ def ground(
         # "The user commutes 40 minutes to the warehouse, which is a long drive in winter":
         # the model tied the assistant's words to the user's fact; the fact alone may stand
         log.info("%r copies the %s; its first clause is tried alone", text, result.copied_from)
-        return ground(replace(op, text=head), people, texts, sources)
+        return ground(replace(op, text=head), people, texts, sources, english)
     return None, "REFUSED_COPY_OF_" + result.copied_from.split()[0].upper()
+
+
+def _supported(
+    op: PlannedOp, text: str, people: Sequence[Turn], said: Mapping[int, str], sources: Sources
+) -> tuple[PlannedOp, Support]:
+    """How the turns ``op`` cites (``said``: what each stated) support ``text``; when they do
+    not, the user turns that do, cited instead (small models cite the wrong turn)."""
+    cited = [said[t.id] for t in op.turns if t.role == "user"]
+    result = sources.support(text, cited)
+    if result.grounded:
+        return op, result
+    names = sources.names
+    backing = tuple(t for t in people if support(text, [said[t.id]], (), names).by_person)
+    backed = sources.support(text, [said[t.id] for t in backing])
+    if backed.grounded:
+        return replace(op, turns=backing), backed
+    return op, backed
 
 
 def named_as_said(text: str, said: list[str], known: Sequence[str] = ()) -> str:
