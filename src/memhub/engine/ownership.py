@@ -80,17 +80,8 @@ def ground(
     # a fact stands on what the user stated, never on a question about the world
     said = {t.id: stated(texts.get(t.id, turn_text(t))) for t in (*op.turns, *people)}
     op, result = _supported(op, text, people, said, sources)
-    read = {t.id: english[t.id] for t in people if english and english.get(t.id)}
-    if not result.grounded and read:
-        # "The user moved to Zwolle in June." shares no word with "we zijn verhuisd! Sinds 1
-        # juni wonen we in Zwolle" but one; its English reading ("we moved ... in Zwolle")
-        # carries it. Copies are still judged against the turn as said, above.
-        in_english = {**said, **{i: stated(r) for i, r in read.items()}}
-        sources_in_english = replace(sources, user_said=(*sources.user_said, *read.values()))
-        found, english_result = _supported(op, text, people, in_english, sources_in_english)
-        if english_result.grounded:
-            log.info("%r stands on the English reading of turns %s", text, sorted(read))
-            op, result = found, english_result
+    if not result.grounded and english:
+        op, result = _supported_in_english(op, text, people, said, sources, english, result)
     if result.grounded:
         # "yesterday" in a stored fact means nothing a week later: the date it meant on the
         # day of the turn replaces it, whether or not the model used the prompt's note; a
@@ -127,6 +118,32 @@ def _supported(
     if backed.grounded:
         return replace(op, turns=backing), backed
     return op, backed
+
+
+def _supported_in_english(
+    op: PlannedOp,
+    text: str,
+    people: Sequence[Turn],
+    said: Mapping[int, str],
+    sources: Sources,
+    english: Mapping[int, str],
+    as_said: Support,
+) -> tuple[PlannedOp, Support]:
+    """:func:`_supported` with the person's turns read in ``english`` where they have an
+    English reading, if that grounds ``text``; else ``op`` and its support ``as_said``.
+    "The user is a nurse working night shifts." shares no word with "Mimi ni muuguzi, nafanya
+    zamu za usiku"; its English reading carries it. Copies are judged against the turn as
+    said, before this."""
+    read = {t.id: english[t.id] for t in people if english.get(t.id)}
+    if not read:
+        return op, as_said
+    in_english = {**said, **{i: stated(r) for i, r in read.items()}}
+    sources_in_english = replace(sources, user_said=(*sources.user_said, *read.values()))
+    found, result = _supported(op, text, people, in_english, sources_in_english)
+    if not result.grounded:
+        return op, as_said
+    log.info("%r stands on the English reading of turns %s", text, sorted(read))
+    return found, result
 
 
 def named_as_said(text: str, said: list[str], known: Sequence[str] = ()) -> str:
