@@ -19,6 +19,7 @@ import pytest
 
 from memhub import AsyncMemory, MemhubSettings
 from memhub.engine import replacing
+from memhub.engine.prompts import TURN_TRANSLATION_SYSTEM
 from memhub.testing import ScriptedOpenAIServer
 from tests.engine.conftest import scripted, store_facts
 
@@ -289,6 +290,40 @@ async def test_a_change_said_in_a_language_the_rules_do_not_read_stands_on_the_m
     await told(memory, "ada", dreaming, "Ada lives in Utrecht.")
     assert len(replacement_questions(llm)) == asked
     assert await current(memory, "ada") == ["Ada lives in Utrecht.", "Ada lives in Zwolle."]
+
+
+POLISH = "Dobra wiadomość: rzuciłem palenie dwa miesiące temu i nie wracam do tego."
+
+
+@pytest.mark.parametrize(
+    "english", ["Good news: I quit smoking two months ago and I'm not going back to it.", None]
+)
+async def test_a_change_in_a_language_the_rules_do_not_read_is_judged_on_its_english(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, english: str | None
+) -> None:
+    """A user turn in a language the change rules do not read (consent.read_here) is put into
+    English once (forgetting.read_in_english); the rules read that English as they read a
+    turn in English. Before, the model's own SUPERSEDE from "rzuciłem palenie" was refused,
+    whatever it said, for holding no word the rules read. With no usable English it still
+    is. (The scripted server plays the model: a real one does not answer deterministically.)"""
+
+    def answer(request: dict[str, Any]) -> str:
+        if request["messages"][0]["content"].startswith(TURN_TRANSLATION_SYSTEM[:60]):
+            return json.dumps({"english": english} if english else {})
+        if "rzuci" in prompt_of(request):
+            change = {"op": "SUPERSEDE", "id": "1", "text": "Eli quit smoking.", "turns": [1]}
+            return json.dumps({"operations": [change]})
+        return json.dumps({"operations": [{"op": "NONE"}]})
+
+    llm.default = answer
+    (smokes,) = await told(memory, "eli", POLISH, "Eli smokes.")
+    changes = (await memory.model_changes(user_id="eli"))["results"]
+    if english:
+        assert await current(memory, "eli") == ["Eli quit smoking."]
+        assert [(c["event"], c["memory_id"]) for c in changes] == [("SUPERSEDE", smokes)]
+    else:
+        assert await current(memory, "eli") == ["Eli smokes."]
+        assert changes == []
 
 
 async def test_a_fact_the_job_changed_is_not_written_again_nor_asked_about_itself(

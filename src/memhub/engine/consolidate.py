@@ -131,6 +131,9 @@ class Plan:
     turns: int = 0
     refused: Counter[str] = field(default_factory=Counter)  # refused operations, by reason
     episodes: dict[int, UUID] = field(default_factory=dict)  # turn id -> its episode's id
+    # user turn id -> its English, for a turn in a language the rules do not read
+    # (forgetting.read_in_english): facts may stand on it, changes are judged on it
+    english: dict[int, str] = field(default_factory=dict)
     # what is left of the user's budgets of model changes (None: per day; else per
     # conversation, by session id), read when applying
     changes_left: dict[str | None, int] = field(default_factory=dict)
@@ -243,6 +246,7 @@ class Consolidator:
             # the request rules read a turn in a language they do not know in English
             spent, read = await forgetting.read_in_english(self.llm, asking, said)
             usage += spent
+            plan.english.update((i, english) for i, english in read.items() if english != said[i])
             spent, ops = await self._window(plan, shown, facts, turns, window, custom, read)
             usage += spent
             # a request in this window takes back what an earlier window's turns said
@@ -288,7 +292,9 @@ class Consolidator:
             found = await retrieve.candidates(
                 store, plan.scope, op.text, vector, 5, _FACTS_ONLY, False
             )
-            candidate = replacing.replaceable(found, op.text, op.turns, shown, touched)
+            candidate = replacing.replaceable(
+                found, op.text, op.turns, shown, touched, plan.english
+            )
             if candidate is None:
                 continue
             closest = candidate.record
@@ -301,7 +307,7 @@ class Consolidator:
                 continue
             cap_spent = removals >= self.max_removals
             superseding = replace(op, kind="SUPERSEDE", target=closest, paired=True)
-            if removal_refused(superseding, op.turns, cap_spent):
+            if removal_refused(superseding, op.turns, cap_spent, plan.english):
                 continue
             plan.ops[i] = superseding
             touched.add(closest.id)
@@ -338,14 +344,11 @@ class Consolidator:
         ``read``: the turns as the request rules read them (forgetting.read_in_english)."""
         shown_turns = [turns[i] for i, _ in window]
         texts = {turns[i].id: text for i, text in window}
-        messages = consolidation_messages(
-            shown,
-            [
-                PromptTurn(n, _speaker(turns[i]), said_at_utc(turns[i].created_at), text)
-                for n, (i, text) in enumerate(window, start=1)
-            ],
-            custom,
-        )
+        prompt_turns = [
+            PromptTurn(n, _speaker(turns[i]), said_at_utc(turns[i].created_at), text)
+            for n, (i, text) in enumerate(window, start=1)
+        ]
+        messages = consolidation_messages(shown, prompt_turns, custom)
         try:
             result = await self.llm.generate_structured(messages, ConsolidationReply)
         except UnusableAnswerError as exc:
@@ -359,15 +362,20 @@ class Consolidator:
         translated, meant = await self._meant(shown_turns, read, facts)
         try:
             ops = plan_operations(
-                result.value, facts, shown_turns, self.max_removals, plan.refused, meant
+                result.value,
+                facts,
+                shown_turns,
+                self.max_removals,
+                plan.refused,
+                meant,
+                plan.english,
             )
         except ProviderOutputError as exc:
             raise ProviderOutputError(str(exc), raw=result.raw) from exc
         ops = self._with_requests(plan, ops, facts, shown_turns, read)
         to_ask = [*meant, *forgetting.tied_by_a_word(shown_turns, read, facts)]
         checked = await self._with_meant_requests(ops, facts, shown_turns, to_ask)
-        known = [f.memory for f in facts]
-        ops = self._grounded(plan, ops, shown_turns, texts, custom, known, read)
+        ops = self._grounded(plan, ops, shown_turns, texts, custom, [f.memory for f in facts])
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom, read)
         spent += checked + translated
         ops += filled
@@ -519,9 +527,7 @@ class Consolidator:
                 spent, answers = await gaps.ask(self.llm, said, before, rules)
                 usage += spent
                 fresh = [PlannedOp("ADD", None, a, (turn,)) for a in answers]
-                for op in self._grounded(
-                    plan, fresh, turns, texts, custom, known, read, GAP_SYSTEM
-                ):
+                for op in self._grounded(plan, fresh, turns, texts, custom, known, GAP_SYSTEM):
                     text = op.text or ""
                     why = gap.refusal(text, names, said.said_at.date())
                     if why or says_again(text, written, names):
@@ -552,7 +558,6 @@ class Consolidator:
         texts: dict[int, str],
         custom: str | None,
         known: Sequence[str],
-        read: Mapping[int, str],
         instructions: str = CONSOLIDATION_SYSTEM,
     ) -> list[PlannedOp]:
         """The operations whose fact the person's own turns say; the rest refused, counted.
@@ -565,11 +570,10 @@ class Consolidator:
         turn: a fact the cited turns do not carry is checked against every user turn shown
         and cites those that carry it. What the user said in the window and the ``known``
         facts shown beside it are theirs: no word of those counts as the model's invention.
-        ``read``: the turns as the request rules read them; a user turn put into English there
-        (a language they do not read) may carry a fact its own words do not (ownership.ground).
+        A user turn put into English (``plan.english``: a language the rules do not read) may
+        carry a fact its own words do not (ownership.ground).
         """
         people = [t for t in shown if t.role == "user"]
-        english = {t.id: read[t.id] for t in people if read.get(t.id, texts[t.id]) != texts[t.id]}
         sources = ownership.Sources(
             instructions=(("instructions", f"{instructions}\n{custom or ''}"),),
             speakers=tuple(
@@ -580,7 +584,7 @@ class Consolidator:
         )
         kept: list[PlannedOp] = []
         for op in one_fact_each(ops):
-            grounded, reason = ownership.ground(op, people, texts, sources, english)
+            grounded, reason = ownership.ground(op, people, texts, sources, plan.english)
             if grounded is not None:
                 kept.append(grounded)
                 continue

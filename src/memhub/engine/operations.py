@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -72,6 +72,7 @@ def refusal(
     cited: Sequence[Turn],
     asking: Sequence[int],
     paired: bool = False,
+    english: Mapping[int, str] | None = None,
 ) -> str | None:
     """Why a DELETE, SUPERSEDE or UPDATE may not stand; None when a user turn supports it.
 
@@ -85,8 +86,13 @@ def refusal(
     Only the person may change what is known about them, in a turn shown in this prompt:
     the stored role decides, so an assistant or tool turn, or metadata naming a speaker, is
     data whatever the model made of it (:mod:`memhub.engine.consent`).
+
+    A cited turn with an ``english`` reading (``forgetting.read_in_english``: a language the
+    rules do not read) is read in that English, as a turn said in English is: "rzuciłem
+    palenie" holds no word they read, "I quit smoking" does. Without one, the model's own
+    SUPERSEDE from such a turn is refused and a ``paired`` one stands on the yes, as above.
     """
-    users = [turn_text(t) for t in cited if t.role == "user"]
+    users = [(english or {}).get(t.id) or turn_text(t) for t in cited if t.role == "user"]
     if not users:
         return "it cites no user turn of this prompt"
     if kind == "DELETE":
@@ -99,11 +105,17 @@ def refusal(
     return "no cited user turn is about this fact and says what replaces it"
 
 
-def removal_refused(op: PlannedOp, cited: Sequence[Turn], cap_spent: bool) -> bool:
-    """Whether a DELETE, SUPERSEDE or UPDATE is refused (or capped); logged, counted if so."""
+def removal_refused(
+    op: PlannedOp,
+    cited: Sequence[Turn],
+    cap_spent: bool,
+    english: Mapping[int, str] | None = None,
+) -> bool:
+    """Whether a DELETE, SUPERSEDE or UPDATE is refused (or capped); logged, counted if so.
+    ``english``: the cited turns' English readings, as :func:`refusal` reads them."""
     kind, target = op.kind, op.target
     assert target is not None
-    reason = refusal(kind, target, op.text or "", cited, op.asked, op.paired)
+    reason = refusal(kind, target, op.text or "", cited, op.asked, op.paired, english)
     outcome = "refused"
     if reason is None and cap_spent:
         reason, outcome = "the cap of removals per call is spent", "capped"
@@ -122,6 +134,7 @@ def plan_operations(
     max_removals: int = MAX_REMOVALS,
     refused: Counter[str] | None = None,
     meant: Sequence[forgetting.Ask] = (),
+    english: Mapping[int, str] | None = None,
 ) -> list[PlannedOp]:
     """Map the model's local numbers back to memories and turns, refusing what does not fit.
 
@@ -166,7 +179,7 @@ def plan_operations(
             assert target is not None
             if kind == "DELETE":
                 planned_op = replace(planned_op, asked=forgetting.asking(target, cited, meant))
-            if removal_refused(planned_op, cited, removals >= max_removals):
+            if removal_refused(planned_op, cited, removals >= max_removals, english):
                 continue
             removals += 1
         planned.append(planned_op)

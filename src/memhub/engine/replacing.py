@@ -11,7 +11,7 @@ reading a run sees why a change was not asked about.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from uuid import UUID
 
 from memhub.engine.change_support import of_a_kind, said_to_end
@@ -46,6 +46,7 @@ def passed_over(
     shown: set[UUID],
     touched: set[UUID],
     users: Sequence[str] = (),
+    english: Mapping[int, str] | None = None,
 ) -> str | None:
     """Why ``candidate`` is not the fact ``new`` may replace, or None when it may be.
 
@@ -56,7 +57,8 @@ def passed_over(
     speeding fine: heldout8's s01), unless the turn says it ended ("Tasmania's off. We'll do
     a few days in the Barossa instead": heldout9's q01); or a change the guard would refuse
     ("visited Berlin" for "lives in Berlin"), not worth a question, and hiding the one it
-    could ("lives in Paris"). ``users`` are the user's turns among ``cited``, as text."""
+    could ("lives in Paris"). ``users`` are the user's turns among ``cited``, as text;
+    ``english`` their English readings, as the guard reads them (operations.refusal)."""
     record, cosine = candidate.record, candidate.vector_similarity
     if record.id not in shown:
         return "not shown"
@@ -70,7 +72,7 @@ def passed_over(
         return "another person"
     if not of_a_kind(record.memory, new) and not said_to_end(users, record.memory, new):
         return "another kind"
-    if refusal("SUPERSEDE", record, new, cited, (), paired=True):
+    if refusal("SUPERSEDE", record, new, cited, (), paired=True, english=english):
         return "the turn says no change of it"
     return None
 
@@ -81,14 +83,17 @@ def replaceable(
     cited: Sequence[Turn],
     shown: set[UUID],
     touched: set[UUID],
+    english: Mapping[int, str] | None = None,
 ) -> Candidate | None:
     """The closest of ``found`` (stored facts near ``new``, best rank first) that ``new``, drawn
-    from the ``cited`` turns, may replace; its closest facts passed over are logged with why."""
+    from the ``cited`` turns (``english``: their English readings), may replace; its closest
+    facts passed over are logged with why."""
     ranked = sorted(found, key=best_rank)
-    users = [turn_text(t) for t in cited if t.role == "user"]
+    read = english or {}
+    users = [read.get(t.id) or turn_text(t) for t in cited if t.role == "user"]
     reasons = []
     for candidate in ranked:
-        reason = passed_over(candidate, new, cited, shown, touched, users)
+        reason = passed_over(candidate, new, cited, shown, touched, users, english)
         if reason is None:
             return candidate
         reasons.append(f"{candidate.record.memory!r}: {reason}")
