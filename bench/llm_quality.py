@@ -69,6 +69,7 @@ SETS = {
     "heldout13": Path(__file__).parent / "llm_set" / "heldout13.json",
     "heldout14": Path(__file__).parent / "llm_set" / "heldout14.json",
     "heldout15": Path(__file__).parent / "llm_set" / "heldout15.json",
+    "heldout16": Path(__file__).parent / "llm_set" / "heldout16.json",
 }
 CATEGORIES = (
     "supported",

@@ -339,7 +339,8 @@ def test_the_labelled_sets_english_spanish_french_and_german_turns_are_read() ->
     change), and most turns of the conversations in other languages are not."""
     other = re.compile(
         r"italian|dutch|turkish|polish|swahili|japanese|hindi|indonesian|portuguese|taglish"
-        r"|arabic|swedish|romanian|vietnamese|greek",
+        r"|arabic|swedish|romanian|vietnamese|greek|czech|finnish|hungarian|danish|afrikaans"
+        r"|catalan",
         re.IGNORECASE,
     )
     unread: list[str] = []
