@@ -34,6 +34,7 @@ __all__ = [
     "plan_operations",
     "refusal",
     "removal_refused",
+    "users_as_read",
 ]
 
 log = logging.getLogger("memhub.consolidation")
@@ -92,7 +93,7 @@ def refusal(
     palenie" holds no word they read, "I quit smoking" does. Without one, the model's own
     SUPERSEDE from such a turn is refused and a ``paired`` one stands on the yes, as above.
     """
-    users = [(english or {}).get(t.id) or turn_text(t) for t in cited if t.role == "user"]
+    users = users_as_read(cited, english)
     if not users:
         return "it cites no user turn of this prompt"
     if kind == "DELETE":
@@ -103,6 +104,13 @@ def refusal(
     if paired and kind == "SUPERSEDE" and not any(map(read_here, users)):
         return None
     return "no cited user turn is about this fact and says what replaces it"
+
+
+def users_as_read(cited: Sequence[Turn], english: Mapping[int, str] | None) -> list[str]:
+    """The user turns among ``cited`` as the change rules read them: a turn's ``english``
+    reading where it has one (a language they do not read), else what was said."""
+    read = english or {}
+    return [read.get(t.id) or turn_text(t) for t in cited if t.role == "user"]
 
 
 def removal_refused(

@@ -81,7 +81,8 @@ def ground(
     said = {t.id: stated(texts.get(t.id, turn_text(t))) for t in (*op.turns, *people)}
     op, result = _supported(op, text, people, said, sources)
     if not result.grounded and english:
-        op, result = _supported_in_english(op, text, people, said, sources, english, result)
+        in_english = _supported_in_english(op, text, people, said, sources, english)
+        op, result = in_english or (op, result)
     if result.grounded:
         # "yesterday" in a stored fact means nothing a week later: the date it meant on the
         # day of the turn replaces it, whether or not the model used the prompt's note; a
@@ -127,21 +128,20 @@ def _supported_in_english(
     said: Mapping[int, str],
     sources: Sources,
     english: Mapping[int, str],
-    as_said: Support,
-) -> tuple[PlannedOp, Support]:
+) -> tuple[PlannedOp, Support] | None:
     """:func:`_supported` with the person's turns read in ``english`` where they have an
-    English reading, if that grounds ``text``; else ``op`` and its support ``as_said``.
+    English reading, if that grounds ``text``; else None.
     "The user is a nurse working night shifts." shares no word with "Mimi ni muuguzi, nafanya
     zamu za usiku"; its English reading carries it. Copies are judged against the turn as
     said, before this."""
     read = {t.id: english[t.id] for t in people if english.get(t.id)}
     if not read:
-        return op, as_said
+        return None
     in_english = {**said, **{i: stated(r) for i, r in read.items()}}
     sources_in_english = replace(sources, user_said=(*sources.user_said, *read.values()))
     found, result = _supported(op, text, people, in_english, sources_in_english)
     if not result.grounded:
-        return op, as_said
+        return None
     log.info("%r stands on the English reading of turns %s", text, sorted(read))
     return found, result
 

@@ -16,8 +16,8 @@ from uuid import UUID
 
 from memhub.engine.change_support import of_a_kind, said_to_end
 from memhub.engine.grounding import named_subject
-from memhub.engine.operations import refusal
-from memhub.engine.text import memory_hash, turn_text
+from memhub.engine.operations import refusal, users_as_read
+from memhub.engine.text import memory_hash
 from memhub.store.records import Candidate, Turn
 
 __all__ = ["REPLACES_AT_LEAST", "best_rank", "passed_over", "replaceable"]
@@ -89,8 +89,7 @@ def replaceable(
     from the ``cited`` turns (``english``: their English readings), may replace; its closest
     facts passed over are logged with why."""
     ranked = sorted(found, key=best_rank)
-    read = english or {}
-    users = [read.get(t.id) or turn_text(t) for t in cited if t.role == "user"]
+    users = users_as_read(cited, english)
     reasons = []
     for candidate in ranked:
         reason = passed_over(candidate, new, cited, shown, touched, users, english)
