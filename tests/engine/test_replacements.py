@@ -326,6 +326,34 @@ async def test_a_change_in_a_language_the_rules_do_not_read_is_judged_on_its_eng
         assert changes == []
 
 
+DUTCH_VISIT = "We waren het hele weekend in Zwolle, echt een leuke stad met mooie grachten."
+
+
+@pytest.mark.parametrize("english", ["We spent the whole weekend in Zwolle, a lovely town.", None])
+async def test_the_replacement_question_in_a_language_the_rules_do_not_read_needs_its_english(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, english: str | None
+) -> None:
+    """The replacement question's path: a Dutch turn about a weekend visit, an ADD "Eli lives
+    in Zwolle." and a yes. With the turn's English the rules read it as they read "We
+    visited Zwolle for the weekend" and put no question; without a usable English the yes
+    alone decides, as before (the scripted server plays the model)."""
+    adding = model({DUTCH_VISIT: "Eli lives in Zwolle."}, replaces=True)
+
+    def answer(request: dict[str, Any]) -> str:
+        if request["messages"][0]["content"].startswith(TURN_TRANSLATION_SYSTEM[:60]):
+            return json.dumps({"english": english} if english else {})
+        return str(adding(request))
+
+    llm.default = answer
+    await told(memory, "eli", DUTCH_VISIT, "Eli lives in Utrecht.")
+    if english:
+        assert replacement_questions(llm) == []
+        assert await current(memory, "eli") == ["Eli lives in Utrecht.", "Eli lives in Zwolle."]
+    else:
+        assert len(replacement_questions(llm)) == 1
+        assert await current(memory, "eli") == ["Eli lives in Zwolle."]
+
+
 async def test_a_fact_the_job_changed_is_not_written_again_nor_asked_about_itself(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
