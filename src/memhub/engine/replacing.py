@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from uuid import UUID
 
-from memhub.engine.change_support import of_a_kind, said_to_end
+from memhub.engine.change_support import one_matter, said_to_end
 from memhub.engine.grounding import named_subject
 from memhub.engine.operations import refusal, users_as_read
 from memhub.engine.text import memory_hash
@@ -53,8 +53,10 @@ def passed_over(
     Not shown in the prompt, or already changed by it; far in meaning (``REPLACES_AT_LEAST``;
     found by its words alone); about another named person (a 1.5B let "The user's brother
     Halvard is staying with her" close all it knew of "the user's mum Ingeborg": heldout5's
-    e09); of another kind (``change_support.of_a_kind``; "works days at the council" closed a
-    speeding fine: heldout8's s01), unless the turn says it ended ("Tasmania's off. We'll do
+    e09); of another kind (``change_support.one_matter``: neither the same relation nor two
+    words in common, the person's name aside; "works days at the council" closed a speeding
+    fine: heldout8's s01, "looking for an apartment in Utrecht" a job in Utrecht: heldout14),
+    unless the turn says it ended ("Tasmania's off. We'll do
     a few days in the Barossa instead": heldout9's q01); or a change the guard would refuse
     ("visited Berlin" for "lives in Berlin"), not worth a question, and hiding the one it
     could ("lives in Paris"). ``users`` are the user's turns among ``cited``, as text;
@@ -68,9 +70,10 @@ def passed_over(
         return "the same fact"  # a question about a fact and itself is a call spent
     if cosine is None or cosine < REPLACES_AT_LEAST:
         return "far in meaning"
-    if named_subject(record.memory) != named_subject(new):
+    subject = named_subject(record.memory)
+    if subject != named_subject(new):
         return "another person"
-    if not of_a_kind(record.memory, new) and not said_to_end(users, record.memory, new):
+    if not one_matter(record.memory, new, [subject]) and not said_to_end(users, record.memory, new):
         return "another kind"
     if refusal("SUPERSEDE", record, new, cited, (), paired=True, english=english):
         return "the turn says no change of it"
