@@ -138,6 +138,40 @@ async def test_a_fact_said_in_a_language_the_rules_do_not_read_stands_on_its_eng
     assert len(asked) == 1 and "muuguzi" in asked[0] and "night shifts this" not in asked[0]
 
 
+FLAT_HUNT = (
+    "Mimi natafuta nyumba ya kupanga huko Utrecht, treni kutoka Amersfoort inanichosha sana."
+)
+
+
+@pytest.mark.parametrize(
+    "english",
+    ["I'm looking for a flat to rent in Utrecht, the train from Amersfoort wears me out.", None],
+)
+async def test_the_prompts_made_up_person_is_read_as_the_user_in_the_turns_english(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str, english: str | None
+) -> None:
+    """What the 1.5B did on heldout14 (read after its runs): a user's own statement in a
+    language the rules do not read written as the prompt's template person ("The user's
+    friend Ravi ..."), and refused as a copy of the instructions: nothing in the turn as said
+    says "I". Its English reading does, so the fact is read as the user's, as it is for a turn
+    said in English; without one it stays refused. (The scripted server plays the model.)"""
+    made_up = "The user's friend Ravi is looking for a flat to rent in Utrecht."
+
+    def answer(request: dict[str, Any]) -> str:
+        if request["messages"][0]["content"].startswith(TURN_TRANSLATION_SYSTEM[:60]):
+            return json.dumps({"english": english} if english else {})
+        return ops({"op": "ADD", "text": made_up, "turns": [1]})
+
+    llm.default = answer
+    await memory.add(FLAT_HUNT, user_id="ada", wait=True)
+    stored = [text for text, kind in await memories(memory) if kind != "episode"]
+    if english:
+        assert stored == ["The user is looking for a flat to rent in Utrecht."]
+    else:
+        assert stored == []
+        assert await refusals(db_url) == {"REFUSED_COPY_OF_INSTRUCTIONS": 1}
+
+
 async def test_a_users_fact_tied_to_the_assistants_words_is_kept_without_them(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, db_url: str
 ) -> None:
