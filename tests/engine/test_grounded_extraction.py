@@ -111,9 +111,10 @@ async def test_a_fact_said_in_a_language_the_rules_do_not_read_stands_on_its_eng
     """What the 1.5B did on heldout14 (read after its blind run): right facts from Swahili,
     Polish or Turkish turns refused as ungrounded, since the English fact shares no word with
     the turn as said. A user turn in a language the rules do not read is already put into
-    English once (forgetting.read_in_english); the fact may stand on that reading. With no
-    usable English the fact is refused as before. (The scripted server plays the model: a
-    real one does not answer deterministically.)"""
+    English once (forgetting.read_in_english); the prompt shows that reading beside what was
+    said, and the fact may stand on it. With no usable English the turn is shown as said and
+    the fact refused as before. (The scripted server plays the model: a real one does not
+    answer deterministically.)"""
 
     def answer(request: dict[str, Any]) -> str:
         if request["messages"][0]["content"].startswith(TURN_TRANSLATION_SYSTEM[:60]):
@@ -129,13 +130,14 @@ async def test_a_fact_said_in_a_language_the_rules_do_not_read_stands_on_its_eng
     else:
         assert stored == []
         assert await refusals(db_url) == {"REFUSED_UNGROUNDED": 1}
-    # the consolidation prompt shows what was said, never the English
-    asked = [
-        json.dumps(r.json, ensure_ascii=False)
+    # the consolidation prompt shows what was said, and its English beside it
+    (asked,) = [
+        r.json["messages"][-1]["content"]
         for r in llm.chat_requests
         if r.json["messages"][0]["content"].startswith(CONSOLIDATION_SYSTEM[:60])
     ]
-    assert len(asked) == 1 and "muuguzi" in asked[0] and "night shifts this" not in asked[0]
+    line = f'"user": {json.dumps(SWAHILI)}'
+    assert line + (f" [in English: {json.dumps(english)}]" if english else "\n") in asked
 
 
 FLAT_HUNT = (
@@ -298,6 +300,43 @@ async def test_turns_that_do_not_fit_the_window_are_split_never_cut(
     ]
     assert lines[0] == "I live in Lyon." and lines[-1] == "I have a cat named Miso."
     assert " ".join(lines[1:-1]) == long_turn  # every piece, in order, nothing cut off
+
+
+async def test_turns_shown_with_their_english_leave_room_for_it(
+    llm_settings: MemhubSettings, llm: ScriptedOpenAIServer
+) -> None:
+    """A turn shown with its English reading beside it takes about twice its room: the
+    windows count it so, and a reading that comes out longer than its room is left out (the
+    turn shown as said) rather than the prompt overflowing the model's context."""
+    small = llm_settings.model_copy(update={"llm_context_tokens": 2048})
+    swahili = [
+        f"Siku {n} nilitembea kando ya mto mrefu pamoja na mbwa wangu mdogo, halafu tukanywa chai."
+        for n in range(40)
+    ]
+    wordy = {swahili[7]: "I walked the river with my dog. " * 40}
+
+    def answer(request: dict[str, Any]) -> str:
+        if request["messages"][0]["content"].startswith(TURN_TRANSLATION_SYSTEM[:60]):
+            tagged = re.search(r"<said>(.*)</said>", request["messages"][-1]["content"])
+            said = json.loads(tagged[1]) if tagged else ""
+            return json.dumps({"english": wordy.get(said, f"In English: {said}")})
+        return ops()
+
+    llm.default = answer
+    async with AsyncMemory(settings=small) as memory:
+        await memory.add(swahili, user_id="ada", wait=True)
+    asked = [
+        r.json
+        for r in llm.chat_requests
+        if r.json["messages"][0]["content"].startswith(CONSOLIDATION_SYSTEM[:60])
+    ]
+    assert len(asked) > 1
+    for request in asked:
+        sent = sum(len(m["content"]) for m in request["messages"])
+        assert sent / 3 + request["max_tokens"] <= 2048
+    shown = "\n".join(r["messages"][-1]["content"] for r in asked)
+    assert shown.count("[in English:") >= len(swahili) - 10  # all but the one window
+    assert all(turn in shown for turn in swahili)
 
 
 async def test_a_fact_that_restates_the_turn_is_refused_and_counted(

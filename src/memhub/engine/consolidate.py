@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, ownership, replacing, retrieve
-from memhub.engine.consent import forgotten_words
+from memhub.engine.consent import forgotten_words, read_here
 from memhub.engine.dates import said_at_utc
 from memhub.engine.grounding import says_again
 from memhub.engine.operations import (
@@ -235,7 +235,12 @@ class Consolidator:
             room = self._room_for_turns(shown, custom)
         facts = facts[: len(shown)]
         plan.read_set = {f.id: f.hash for f in facts}
-        windows = turn_windows([turn_text(t) for t in turns], room)
+        said_texts = [turn_text(t) for t in turns]
+        # a user turn the rules do not read is shown with its English reading beside it
+        in_english = [
+            t.role == "user" and not read_here(x) for t, x in zip(turns, said_texts, strict=True)
+        ]
+        windows = turn_windows(said_texts, room, in_english)
         if len(windows) > 1:
             log.info("%d turns do not fit one prompt: %d calls", len(turns), len(windows))
         usage = Usage()
@@ -345,10 +350,21 @@ class Consolidator:
         shown_turns = [turns[i] for i, _ in window]
         texts = {turns[i].id: text for i, text in window}
         prompt_turns = [
-            PromptTurn(n, _speaker(turns[i]), said_at_utc(turns[i].created_at), text)
+            PromptTurn(
+                n,
+                _speaker(turns[i]),
+                said_at_utc(turns[i].created_at),
+                text,
+                english=read[turns[i].id] if read.get(turns[i].id, text) != text else None,
+            )
             for n, (i, text) in enumerate(window, start=1)
         ]
         messages = consolidation_messages(shown, prompt_turns, custom)
+        if prompt_tokens(messages, ConsolidationReply) > self._prompt_budget:
+            # the English readings came out longer than their room: shown as said alone
+            log.info("the turns' English readings do not fit the prompt; shown as said")
+            prompt_turns = [replace(t, english=None) for t in prompt_turns]
+            messages = consolidation_messages(shown, prompt_turns, custom)
         try:
             result = await self.llm.generate_structured(messages, ConsolidationReply)
         except UnusableAnswerError as exc:
