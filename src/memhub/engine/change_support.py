@@ -54,13 +54,18 @@ def of_a_kind(old: str, new: str, names: Iterable[str] = ()) -> bool:
 
 def one_matter(old: str, new: str, names: Iterable[str] = ()) -> bool:
     """Are two facts close enough to ask whether one replaced the other: the same relation
-    (:func:`_relation`), or two content words in common, the ``names`` aside? One word alone
-    is a place or a thing two facts of different matters share: a 1.5B said yes to "is
-    looking for an apartment in Utrecht" over "is a fysiotherapeut in Utrecht", to "is
-    entering a brisket cookoff" over "is smoking brisket" (heldout14, read after its runs)."""
+    (:func:`_relation`), two content words in common (the ``names`` aside), or one where the
+    new fact says a change or an end ("quit smoking" beside "smokes", "broke up with Thandi"
+    beside "has a girlfriend Thandi")? One word alone is otherwise a place or a thing two
+    facts of different matters share: a 1.5B said yes to "is looking for an apartment in
+    Utrecht" over "is a fysiotherapeut in Utrecht", to "is entering a brisket cookoff" over
+    "is smoking brisket" (heldout14, read after its runs)."""
     names = tuple(names)
     shared = words_of(old, names) & words_of(new, names)
-    return len(shared) > 1 or _relation(old, names) == _relation(new, names) != ""
+    if len(shared) > 1 or _relation(old, names) == _relation(new, names) != "":
+        return True
+    said = fold(new)
+    return bool(shared) and bool(_CHANGE.search(said) or _ENDED.search(said))
 
 
 def supports_change(turns: Iterable[str], old: str, new: str, names: Iterable[str] = ()) -> bool:
