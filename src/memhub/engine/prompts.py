@@ -329,7 +329,7 @@ string."""
 
 # Asked for a user turn in a language the request rules do not read (consent.read_here:
 # Italian, Portuguese, Turkish ...): the rules read its English for a request to forget
-# (:mod:`memhub.engine.forgetting`). Only they read it: the facts stand on what was said.
+# (:mod:`memhub.engine.forgetting`), and the consolidation prompt shows it beside the turn.
 TURN_TRANSLATION_SYSTEM = """\
 You translate for an assistant's memory. You receive what a person said to the assistant,
 in another language. Reply with it in plain English, as they said it ("I", "my"), keeping
