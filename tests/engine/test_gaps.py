@@ -21,13 +21,7 @@ from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.consent import facts_clearly_asked, forgotten_words
 from memhub.engine.gaps import ask, uncovered
 from memhub.engine.grounding import says_again
-from memhub.engine.prompts import (
-    GAP_FACT_MAX_CHARS,
-    GAP_SYSTEM,
-    TURN_TRANSLATION_SYSTEM,
-    GapReply,
-    PromptTurn,
-)
+from memhub.engine.prompts import GAP_FACT_MAX_CHARS, GAP_SYSTEM, GapReply, PromptTurn
 from memhub.llm import LLM
 from memhub.llm.base import StructuredResult, Usage
 from memhub.testing import ScriptedOpenAIServer
@@ -322,38 +316,6 @@ async def test_a_turn_stating_more_than_its_facts_gets_one_question_about_the_re
     # each refusal is logged with why, the written fact's too (it says nothing unwritten)
     said = [r.getMessage() for r in caplog.records if r.name == "memhub.consolidation"]
     assert any(f"{answers[-1]!r} refused: not of the unwritten" in m for m in said), said
-
-
-SWAHILI_TWO = "Dada yangu Mira ni daktari wa wanyama huko Leeds. Mimi nimeanza kufinyanga vyungu."
-SWAHILI_TWO_IN_ENGLISH = "My sister Mira is a vet in Leeds. I have started making pottery."
-
-
-async def test_a_turn_in_a_language_the_rules_do_not_read_is_asked_about_in_its_english(
-    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer
-) -> None:
-    """A turn in a language the rules do not read holds no word of the English facts written
-    from it: every sentence of it looked unwritten, and the question was put about the
-    sentences as said, which a 1.5B reads worst. Its English reading (already asked for the
-    request rules) is what is compared with the facts and shown: only the pottery is asked
-    about, in English, and the answer stands on that English."""
-
-    def model(request: dict[str, Any]) -> str:
-        if request["messages"][0]["content"].startswith(TURN_TRANSLATION_SYSTEM[:60]):
-            return json.dumps({"english": SWAHILI_TWO_IN_ENGLISH})
-        if is_question(request):
-            return json.dumps({"facts": ["The user has started making pottery."]})
-        return ops({"op": "ADD", "text": "The user's sister Mira is a vet in Leeds.", "turns": [1]})
-
-    llm.default = model
-    async with AsyncMemory(settings=gap_settings) as memory:
-        await memory.add(SWAHILI_TWO, user_id="sw", wait=True)
-        assert await facts(memory, "sw") == [
-            "The user has started making pottery.",
-            "The user's sister Mira is a vet in Leeds.",
-        ]
-    (question,) = [prompt_of(r.json) for r in llm.chat_requests if is_question(r.json)]
-    assert "I have started making pottery." in question
-    assert "Leeds" not in question and "vyungu" not in question
 
 
 async def test_a_turn_its_facts_cover_asks_no_question(

@@ -519,8 +519,7 @@ class Consolidator:
         ADD is (against the question's own instructions); one that holds nothing a fact
         already written or shown does not, or nothing of the uncovered clauses, is dropped,
         logged and counted (REFUSED_ALREADY_KNOWN). ``read``: the turns as the request rules
-        read them (a language they do not read in English), for what their requests name and
-        what the question is about."""
+        read them, for what their requests name."""
         usage, added = Usage(), list[PlannedOp]()
         if not self.fill_gaps:
             return usage, added
@@ -537,9 +536,7 @@ class Consolidator:
                 continue
             cite = [o for o in (*ops, *added) if any(t.id == turn.id for t in o.turns)]
             citing = [o.text for o in cite if o.text]
-            # a turn in a language the rules do not read is asked about in its English: its
-            # sentences hold no word of the facts written in English
-            gap = gaps.uncovered(read.get(turn.id) or texts[turn.id], citing, names, forgotten)
+            gap = gaps.uncovered(texts[turn.id], citing, names, forgotten)
             if gap.sentences:
                 shown = " ".join(gap.sentences)
                 said = PromptTurn(number, "user", said_at_utc(turn.created_at), shown)
@@ -555,7 +552,7 @@ class Consolidator:
                         continue
                     added.append(op)
                     written.append(text)
-            before = read.get(turn.id) or texts[turn.id]
+            before = texts[turn.id]
         return usage, added
 
     @property
