@@ -136,8 +136,9 @@ async def read_in_english(
     (logged). "Esquece aquela história da dívida, tá?" holds no word they know; "Forget that
     story about the debt, okay?" is a request naming the debt. The change rules read the
     English too, a fact the turn as said does not carry may stand on it
-    (``ownership.ground``), and the consolidation prompt and the gap question show it beside
-    (or for) what was said. A failed or unusable answer leaves the turn as it was said."""
+    (``ownership.ground``), and the consolidation prompt shows it beside what was said (the
+    gap question sees what was said). A failed or unusable answer leaves the turn as it was
+    said."""
     usage, read = Usage(), dict(texts)
     for turn in turns:
         said = texts.get(turn.id, "")
