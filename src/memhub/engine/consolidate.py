@@ -335,6 +335,35 @@ class Consolidator:
 
         plan.drop(written_again)
 
+    def _messages(
+        self,
+        shown: Sequence[ExistingFact],
+        turns: Sequence[Turn],
+        window: Sequence[tuple[int, str]],
+        custom: str | None,
+        read: Mapping[int, str],
+    ) -> list[ChatMessage]:
+        """One window's consolidation prompt: a user turn ``read`` in English (a language the
+        rules do not read) with that English beside what was said, where it fits."""
+        prompt_turns = [
+            PromptTurn(
+                n,
+                _speaker(turns[i]),
+                said_at_utc(turns[i].created_at),
+                text,
+                english=read[turns[i].id] if read.get(turns[i].id, text) != text else None,
+            )
+            for n, (i, text) in enumerate(window, start=1)
+        ]
+        messages = consolidation_messages(shown, prompt_turns, custom)
+        if prompt_tokens(messages, ConsolidationReply) <= self._prompt_budget:
+            return messages
+        # the English readings came out longer than the room the windows left them
+        log.info("the turns' English readings do not fit the prompt; shown as said")
+        return consolidation_messages(
+            shown, [replace(t, english=None) for t in prompt_turns], custom
+        )
+
     async def _window(
         self,
         plan: Plan,
@@ -349,22 +378,7 @@ class Consolidator:
         ``read``: the turns as the request rules read them (forgetting.read_in_english)."""
         shown_turns = [turns[i] for i, _ in window]
         texts = {turns[i].id: text for i, text in window}
-        prompt_turns = [
-            PromptTurn(
-                n,
-                _speaker(turns[i]),
-                said_at_utc(turns[i].created_at),
-                text,
-                english=read[turns[i].id] if read.get(turns[i].id, text) != text else None,
-            )
-            for n, (i, text) in enumerate(window, start=1)
-        ]
-        messages = consolidation_messages(shown, prompt_turns, custom)
-        if prompt_tokens(messages, ConsolidationReply) > self._prompt_budget:
-            # the English readings came out longer than their room: shown as said alone
-            log.info("the turns' English readings do not fit the prompt; shown as said")
-            prompt_turns = [replace(t, english=None) for t in prompt_turns]
-            messages = consolidation_messages(shown, prompt_turns, custom)
+        messages = self._messages(shown, turns, window, custom, read)
         try:
             result = await self.llm.generate_structured(messages, ConsolidationReply)
         except UnusableAnswerError as exc:

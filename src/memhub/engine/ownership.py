@@ -109,10 +109,10 @@ def ground(
 def _named(text: str, own: list[str], read: list[str], known: Sequence[str]) -> str:
     """``text`` named as the person's turns (``own``) name them (:func:`named_as_said`); where
     the prompt's made-up person is still its subject and some turns have an English reading
-    (``read``), named as that reading names them. "The user's friend Ravi is looking for an
-    apartment in Utrecht." is the person's own statement in "I'm looking for an apartment in
-    Utrecht", which "Ik zoek een appartement in Utrecht" says to no rule (heldout14: 57 facts
-    refused as copies of the instructions, some the user's own in Dutch, Turkish, Swahili)."""
+    (``read``), named as that reading names them. "The user's friend Ravi has two cats, Pamuk
+    and Duman." is the person's own statement in "I have two cats, Pamuk and Duman", which
+    "Iki kedim var, Pamuk ve Duman" says to no rule (heldout14, read: 81 facts refused as
+    copies of the instructions, some the user's own in Turkish or Swahili)."""
     named = named_as_said(text, own, known)
     if read == own or not _MADE_UP.search(named):
         return named

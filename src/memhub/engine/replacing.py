@@ -54,9 +54,9 @@ def passed_over(
     found by its words alone); about another named person (a 1.5B let "The user's brother
     Halvard is staying with her" close all it knew of "the user's mum Ingeborg": heldout5's
     e09); of another kind (``change_support.one_matter``: neither the same relation nor two
-    words in common, the person's name aside; "works days at the council" closed a speeding
-    fine: heldout8's s01, "looking for an apartment in Utrecht" a job in Utrecht: heldout14),
-    unless the turn says it ended ("Tasmania's off. We'll do
+    words in common, the person's name aside, nor one beside a change said; "works days at
+    the council" closed a speeding fine: heldout8's s01, "looking for an apartment in
+    Utrecht" a job in Utrecht: heldout14), unless the turn says it ended ("Tasmania's off. We'll do
     a few days in the Barossa instead": heldout9's q01); or a change the guard would refuse
     ("visited Berlin" for "lives in Berlin"), not worth a question, and hiding the one it
     could ("lives in Paris"). ``users`` are the user's turns among ``cited``, as text;
