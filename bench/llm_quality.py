@@ -70,6 +70,7 @@ SETS = {
     "heldout14": Path(__file__).parent / "llm_set" / "heldout14.json",
     "heldout15": Path(__file__).parent / "llm_set" / "heldout15.json",
     "heldout16": Path(__file__).parent / "llm_set" / "heldout16.json",
+    "heldout17": Path(__file__).parent / "llm_set" / "heldout17.json",
 }
 CATEGORIES = (
     "supported",
