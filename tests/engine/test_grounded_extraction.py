@@ -313,7 +313,7 @@ async def test_turns_shown_with_their_english_leave_room_for_it(
         f"Siku {n} nilitembea kando ya mto mrefu pamoja na mbwa wangu mdogo, halafu tukanywa chai."
         for n in range(40)
     ]
-    wordy = {swahili[7]: "I walked the river with my dog. " * 40}
+    wordy = {swahili[7]: "I walked the river with my dog. " * 30}  # under the reply's cap
 
     def answer(request: dict[str, Any]) -> str:
         if request["messages"][0]["content"].startswith(TURN_TRANSLATION_SYSTEM[:60]):
@@ -337,6 +337,8 @@ async def test_turns_shown_with_their_english_leave_room_for_it(
     shown = "\n".join(r["messages"][-1]["content"] for r in asked)
     assert shown.count("[in English:") >= len(swahili) - 10  # all but the one window
     assert all(turn in shown for turn in swahili)
+    # the reading too long for its room is left out: its turn is shown as said alone
+    assert wordy[swahili[7]].strip() not in shown
 
 
 async def test_a_fact_that_restates_the_turn_is_refused_and_counted(
