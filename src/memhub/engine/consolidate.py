@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from memhub.embed.base import Embedder
 from memhub.engine import forgetting, gaps, ownership, replacing, retrieve
-from memhub.engine.consent import forgotten_words, read_here
+from memhub.engine.consent import forgotten_words
 from memhub.engine.dates import said_at_utc
 from memhub.engine.grounding import says_again
 from memhub.engine.operations import (
@@ -236,9 +236,9 @@ class Consolidator:
         facts = facts[: len(shown)]
         plan.read_set = {f.id: f.hash for f in facts}
         said_texts = [turn_text(t) for t in turns]
-        # a user turn the rules do not read is shown with its English reading beside it
+        # a turn put into English is shown with its English reading beside it
         in_english = [
-            t.role == "user" and not read_here(x) for t, x in zip(turns, said_texts, strict=True)
+            forgetting.needs_english(t, x) for t, x in zip(turns, said_texts, strict=True)
         ]
         windows = turn_windows(said_texts, room, in_english)
         if len(windows) > 1:

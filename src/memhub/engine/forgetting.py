@@ -57,6 +57,7 @@ __all__ = [
     "asking",
     "in_english",
     "meant",
+    "needs_english",
     "read_in_english",
     "requests_naming_no_fact",
     "tied_by_a_word",
@@ -128,6 +129,12 @@ async def in_english(llm: LLM, requests: Sequence[str]) -> tuple[Usage, dict[str
     return usage, found
 
 
+def needs_english(turn: Turn, said: str) -> bool:
+    """Is ``turn`` (``said``: its text) one :func:`read_in_english` puts into English: the
+    user's, in a language the rules do not read (``consent.read_here``)?"""
+    return turn.role == "user" and not read_here(said)
+
+
 async def read_in_english(
     llm: LLM, turns: Sequence[Turn], texts: Mapping[int, str]
 ) -> tuple[Usage, dict[int, str]]:
@@ -142,7 +149,7 @@ async def read_in_english(
     usage, read = Usage(), dict(texts)
     for turn in turns:
         said = texts.get(turn.id, "")
-        if turn.role != "user" or read_here(said):
+        if not needs_english(turn, said):
             continue
         messages = turn_translation_messages(said)
         spent, english = await _english(llm, messages, TurnTranslationReply, f"turn {turn.id}")

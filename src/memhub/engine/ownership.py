@@ -75,7 +75,7 @@ def ground(
     if secret_in(text) is not None:  # a card number, a password: never a fact
         return None, "REFUSED_SECRET"
     names = sources.names
-    if any(restates(text, turn, names) for turn in (*own, *read)):
+    if any(restates(text, turn, names) for turn in {*own, *read}):  # as said, and in English
         return None, "REFUSED_COPY_OF_TURN"
     if someone_elses(text, sources.user_said):  # "The user's husband" from "her husband"
         return None, "REFUSED_SOMEONE_ELSES"
