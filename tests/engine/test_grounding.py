@@ -23,6 +23,10 @@ def test_inflections_of_one_word_share_a_stem() -> None:
     assert stem("lives") == stem("live") == stem("living")
     assert stem("moved") == stem("moving") == stem("move")
     assert stem("peanuts") == stem("peanut")
+    # a word ending in "eed" is no past tense ("speed"), but "agreed" is one
+    assert stem("speed") == stem("speeding") == stem("speeds")
+    assert stem("agreed") == stem("agree") == stem("agreeing")
+    assert stem("needed") == stem("need")
 
 
 def test_function_words_names_and_reporting_verbs_are_not_content() -> None:

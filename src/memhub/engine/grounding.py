@@ -101,11 +101,17 @@ def fold(text: str) -> str:
 @functools.lru_cache(maxsize=1 << 16)  # words repeat: a search stems every returned sentence
 def stem(word: str) -> str:
     """A crude stem: one inflection off, doubled letters single, then the first five letters
-    ("moving" -> "mov"; "address" and French "adresse" -> "adres")."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
+    ("moving" -> "mov"; "address" and French "adresse" -> "adres"). A word ending in "eed"
+    loses its "d" alone, before or after the inflection: "speed" is no past tense, and
+    "speeding" must meet it (both "spe"), as "agreed" meets "agree" (heldout15's x03: "forget
+    the speeding thing" named no stored "speed" fact, "spe" against "sped")."""
+    if not word.endswith("eed"):
+        for suffix in _SUFFIXES:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                word = word[: -len(suffix)]
+                break
+    if word.endswith("eed"):
+        word = word[:-1]
     return _DOUBLED.sub(r"\1", word)[:_STEM_LENGTH]
 
 
