@@ -221,6 +221,25 @@ def test_a_plan_said_to_be_off_is_replaced_by_news_of_any_kind() -> None:
             True,
         ),
         ("Eli lives in Paris.", "Eli lives in Berlin.", ("Eli",), True),
+        # the relation names the person, not the matter (heldout15's x01, read after its runs)
+        (
+            "The user's boyfriend Gethin is an electrician.",
+            "The user's boyfriend Gethin is roped into doing the lights for St David's Day.",
+            ("Gethin",),
+            False,
+        ),
+        (
+            "The user's boyfriend Gethin is an electrician.",
+            "The user's boyfriend Gethin is a plumber now.",
+            ("Gethin",),
+            True,
+        ),
+        (
+            "The user's best friend Ana lives in Porto.",
+            "The user's friend Ana lives in Faro.",
+            ("Ana",),
+            True,
+        ),
         ("The user drives a silver Honda Civic.", "The user sold the Honda Civic.", (), True),
     ],
 )
