@@ -152,6 +152,14 @@ INDIRECT = [  # requests as people word them, and words compared without accents
         "Oh, and ditch the part about where I live, I'd rather that wasn't stored.",
         "Ada lives in Leeds.",
     ),
+    # a thing said before, named by a pronoun, not wanted kept or had saved (heldout15's x07
+    # and x10, read after their runs)
+    (
+        "Eh the salary number I told you last time, can delete or not? Don't want it kept"
+        " anywhere. Shy lah.",
+        "Ada's current salary is RM6,800.",
+    ),
+    ("The therapy thing I mentioned. I'd rather not have that saved anywhere.", "Ada has therapy."),
 ]
 
 
@@ -709,3 +717,18 @@ def test_a_request_names_a_fact_in_another_inflection_of_its_word() -> None:
     ]
     assert facts_clearly_asked(said, facts) == [1]
 
+
+@pytest.mark.parametrize(
+    ("turn", "fact"),
+    [
+        # "kept" and "have ... saved" ask only of a thing named by a pronoun, and wanting it so
+        ("I don't want the kids kept up late on school nights.", "Ada's kids go to bed at 8."),
+        ("I'd rather not have the party at home this year.", "Ada is planning a party at home."),
+        ("The receipts, I want them kept for the taxes.", "Ada keeps receipts for the taxes."),
+        ("My notes from the course, I want that saved.", "Ada took notes at the course."),
+    ],
+)
+def test_wanting_a_thing_kept_or_not_had_is_no_request_unless_it_is_memory(
+    turn: str, fact: str
+) -> None:
+    assert not forget_request(turn, fact)
