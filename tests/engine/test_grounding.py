@@ -178,6 +178,14 @@ def test_two_words_of_the_assistants_offer_are_not_the_users_taste() -> None:
             "I'm a nursing student at Cardiff uni",
         ),
         ("I need ideas for my son's party, any suggestions?", "I need ideas for my son's party"),
+        # the statements a question opens with, before it asks (heldout15's x03, read)
+        (
+            "so first proper winter down in Dunedin and this flat is FREEZING, is a"
+            " dehumidifier worth it or should i just get a heat pump?",
+            "so first proper winter down in Dunedin, and this flat is FREEZING, is a"
+            " dehumidifier worth it or should i just get a heat pump?",
+        ),
+        ("tofu is high in protein, right?", ""),
     ],
 )
 def test_a_question_about_the_world_states_nothing(turn: str, kept: str) -> None:
@@ -425,6 +433,9 @@ def test_a_fact_already_known_said_again_on_a_later_turn_is_not_invented() -> No
         ("The user's husband is a chef.", ["my husband is a chef"], False),
         ("The user's husband is a chef.", ["her husband", "The user's husband Tom"], False),
         ("The user's husband is a chef.", ["my husband and her husband are chefs"], False),
+        # "their" in a shown fact about the user is the user's; in a turn, someone else's
+        ("The user's friend Aroha teaches.", ["The user hikes with their friend Aroha."], False),
+        ("The user's friend Aroha teaches.", ["Tom hikes with their friend Aroha."], True),
         # nothing said of the relation, an "'s" that owns nothing, no relation in the fact
         ("The user's husband is a chef.", ["we love cooking"], False),
         ("The user's mum is 60.", ["it's mum's birthday on Friday"], False),

@@ -196,16 +196,33 @@ def stated(turn: str) -> str:
 def stated_sentences(turn: str) -> list[str]:
     """The sentences of ``turn`` that :func:`stated` keeps, each on its own (a line without a
     stop is a sentence: it does not run into the next), a question cut to its clauses about
-    the person."""
+    the person and the statements it opens with before it starts asking ("so first proper
+    winter down in Dunedin and this flat is FREEZING, is a dehumidifier worth it ...?": the
+    move to Dunedin is said; heldout15's x03, read after its runs, lost it so)."""
     kept: list[str] = []
     for sentence in _SENTENCE_END.split(turn):
         if not sentence.rstrip().endswith("?"):
             kept.append(sentence)
             continue
-        own = [c for c in _CLAUSE_END.split(sentence) if c and _PERSON.search(fold(c))]
+        clauses = [c for c in _CLAUSE_END.split(sentence) if c]
+        asking = next((n for n, c in enumerate(clauses) if _ASKING.match(fold(c))), 0)
+        own = [
+            clause
+            for n, clause in enumerate(clauses)
+            if _PERSON.search(fold(clause)) or (n < asking and len(content_words(clause)) > 1)
+        ]
         if own:
             kept.append(", ".join(own))
     return kept
+
+
+# A clause that asks: it opens with a verb before its subject or a question word.
+_ASKING = re.compile(
+    r"\W*(?:(?:so|and|but|also|ok|okay|well|anyway|oh|just)\W+)?(?:is|are|was|were|do|does|did"
+    r"|can|could|should|would|will|shall|may|might|must|what|what's|who|which|where|when|why"
+    r"|how|any|anyone|anybody|isn't|aren't|don't|doesn't|didn't|won't|wouldn't|shouldn't"
+    r"|can't)\b"
+)
 
 
 def support(
@@ -489,8 +506,12 @@ def someone_elses(fact: str, said: Iterable[str]) -> bool:
     owners: set[bool] = set()
     for text in said:
         words = [w.replace("’", "'") for w in _OWNED.findall(fold(text))]
+        # in a shown fact about the user, "their" is the user's: "The user plans to go with
+        # their friend Aroha" (heldout15's x03, read after its runs, refused every fact of
+        # "The user's friend Aroha" so)
+        of_the_user = words[:2] == ["the", "user"]
         for at, word in enumerate(words):
-            mine = _owner(word)
+            mine = True if of_the_user and word == "their" else _owner(word)
             if mine is not None and relation in {stem(w) for w in words[at + 1 : at + 3]}:
                 owners.add(mine)  # "her husband", "her new husband"
     return owners == {False}
