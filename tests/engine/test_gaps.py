@@ -21,7 +21,13 @@ from memhub import AsyncMemory, MemhubSettings
 from memhub.engine.consent import facts_clearly_asked, forgotten_words
 from memhub.engine.gaps import ask, uncovered
 from memhub.engine.grounding import says_again
-from memhub.engine.prompts import GAP_FACT_MAX_CHARS, GAP_SYSTEM, GapReply, PromptTurn
+from memhub.engine.prompts import (
+    GAP_FACT_MAX_CHARS,
+    GAP_SYSTEM,
+    TURN_TRANSLATION_SYSTEM,
+    GapReply,
+    PromptTurn,
+)
 from memhub.llm import LLM
 from memhub.llm.base import StructuredResult, Usage
 from memhub.testing import ScriptedOpenAIServer
@@ -451,3 +457,30 @@ async def test_the_question_carries_the_applications_rules(
         await memory.add("My sister Mira is a vet in Leeds.", user_id="ruled", wait=True)
     (question,) = [prompt_of(r.json) for r in llm.chat_requests if is_question(r.json)]
     assert "Never store addresses." in question
+
+
+SWEDISH = "Okej, nyhet: jag har börjat äta fisk igen. Läkaren tyckte att jag behövde mer B12."
+FISH = "The user has started eating fish again."
+
+
+@pytest.mark.parametrize("english", ["Okay, news: I have started eating fish again.", None])
+async def test_an_answer_in_english_about_a_turn_read_in_english_may_stand(
+    gap_settings: MemhubSettings, llm: ScriptedOpenAIServer, english: str | None
+) -> None:
+    """heldout15's x04 (read after its runs): the first call wrote nothing of the change to
+    fish, the question's answer "The user has started eating fish again." stood on the turn's
+    English reading and was then refused as of no unwritten statement, which were read in
+    Swedish only. The answer may hold a word of the reading's uncovered statements; with no
+    English reading it is refused as before (ungrounded). (The scripted server plays the
+    model: a real one does not answer deterministically.)"""
+
+    def answer(request: dict[str, Any]) -> str:
+        if request["messages"][0]["content"].startswith(TURN_TRANSLATION_SYSTEM[:60]):
+            return json.dumps({"english": english} if english else {})
+        return json.dumps({"facts": [FISH]}) if is_question(request) else ops({"op": "NONE"})
+
+    llm.default = answer
+    async with AsyncMemory(settings=gap_settings) as memory:
+        await memory.add(SWEDISH, user_id="sv", wait=True)
+        assert await facts(memory, "sv") == ([FISH] if english else [])
+    assert len([r for r in llm.chat_requests if is_question(r.json)]) == 1

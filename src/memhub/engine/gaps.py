@@ -75,6 +75,14 @@ class Gap:
     sentences: tuple[str, ...]
     words: frozenset[str]
 
+    def read_also_as(self, english: Gap) -> Gap:
+        """This gap, answered also by a word of ``english``'s: the same turn's uncovered
+        statements in its English reading. The question shows the turn as said, and the
+        1.5B answers in English: "The user has started eating fish again." holds no word of
+        "Jag har börjat äta fisk igen" (heldout15's x04, read after its runs: the change
+        to fish was refused so, as of no unwritten statement)."""
+        return Gap(self.sentences, self.words | english.words)
+
     def refusal(
         self, fact: str, names: Iterable[str] = (), said_on: date | None = None
     ) -> str | None:
