@@ -151,6 +151,7 @@ def test_a_fact_gets_back_the_date_its_clause_said(fact: str, turn: str, kept: s
         ("on March 16, 2023", False),  # another day
         ("on March 6", False),  # no year: not read as the day
         ("Sipho starts Grade 1 in the week of 2023-03-06.", False),  # a week, not the day
+        ("The user goes ice fishing in the weekend of 2023-03-06.", False),  # a weekend
         ("in the week of 2023-03-06, on 2023-03-06", True),
     ],
 )

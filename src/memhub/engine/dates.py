@@ -327,8 +327,9 @@ def names_the_day(text: str, day: date) -> bool:
     6, 2023", "6th March 2023"): how a model writes the day a turn was said on. "The week of
     2024-01-29" (``absolute_dates``' reading of "this week" said on that Monday) names a week,
     not the day: "My laaitie Sipho starts Grade 1 this week" is news of the person (heldout12's
-    u09, read after its blind runs)."""
-    if re.search(rf"(?<!week of ){day.isoformat()}", text):
+    u09, read after its blind runs); so does "the weekend of 2024-01-13", this weekend said
+    on that Saturday ("going ice fishing on Lake Wissota this weekend": heldout15's x09)."""
+    if re.search(rf"(?<!week of )(?<!weekend of ){day.isoformat()}", text):
         return True
     month, number = _MONTH_NAMES[day.month - 1], rf"0?{day.day}(?:st|nd|rd|th)?"
     in_words = rf"\b(?:{month}\s+{number},?|{number}\s+(?:of\s+)?{month},?)\s+{day.year}\b"
