@@ -36,13 +36,13 @@ from memhub.engine.consent_words import (
     THIRD_PERSON,
 )
 from memhub.engine.grounding import fold, named_subject, stem
-from memhub.engine.people_words import RELATION, SOMEONE_OWNED
+from memhub.engine.people_words import KIND, RELATION, SOMEONE_OWNED
 
 __all__ = ["of_a_kind", "one_matter", "said_to_end", "supports_change"]
 
 _FIRST_PERSON, _ACTOR, _THIRD_PERSON = map(re.compile, (FIRST_PERSON, ACTOR, THIRD_PERSON))
 _CHANGE, _ENDED, _ANAPHOR = map(re.compile, (CHANGE, ENDED, ANAPHOR))
-_PERSON_NAMED = re.compile(rf"(?:best |new |older |younger |little |big )?{RELATION}")
+_PERSON_NAMED = re.compile(rf"{KIND}{RELATION}")
 
 
 def of_a_kind(old: str, new: str, names: Iterable[str] = ()) -> bool:
@@ -257,7 +257,7 @@ def _relation(fact: str, names: Iterable[str]) -> str:
     # "The user's boyfriend Gethin is an electrician": the relation names the person, the
     # verb after the name states what is said of them ("boyfriend" made every two facts
     # about Gethin one matter, and a 1.5B closed his job for a school play: heldout15's x01)
-    named = next((n for n, word in enumerate(words[:3]) if n and word in skip), 0)
+    named = next((n for n, word in enumerate(words[1:3], start=1) if word in skip), 0)
     if named and _PERSON_NAMED.fullmatch(" ".join(words[:named])):
         words = words[named + 1 :]
     if not words:

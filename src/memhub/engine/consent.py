@@ -261,14 +261,15 @@ _KEPT_IN_MEMORY = frozenset(("saved", "stored", "remembered"))
 # "kept" is in memory only of a thing already said, named by a pronoun: "the salary number I
 # told you, don't want it kept anywhere" (heldout15's x07, read after its runs); "I don't
 # want the kids kept up late" keeps nothing in memory
-_WANTED_IT_SO = re.compile(r"\b(?:want|wanna|need)\s+(?:it|that|this|them)\s+$")
+_SAID_BEFORE = r"(?:it|that|this|them)"
+_A_PRONOUN_LAST = re.compile(rf"\b{_SAID_BEFORE}\s+$")
 _WHY = re.compile(r"\W*(?:why|how come|por que|pourquoi|warum|wieso|weshalb)\b")
 # "I'd rather you forgot ...", "I'd rather that wasn't stored", "I wish it wasnt kept"
 _WISHED_PAST = re.compile(
     r"\b(?:rather|wish|prefer)\s+(?:(?:that\s+)?you|(?:that|it|this)\s+(?:was|were|is)(?:n't|nt"
     r"|\s+not|\s+never))\s*$"
     # "I'd rather not have that saved anywhere" (heldout15's x10, read after its runs)
-    r"|\b(?:rather|prefer)\s+not\s+(?:to\s+)?have\s+(?:it|that|this|them)\s+$"
+    rf"|\b(?:rather|prefer)\s+not\s+(?:to\s+)?have\s+{_SAID_BEFORE}\s+$"
 )
 NEGATION = re.compile(
     r"\b(?:not|never|no|nothing|stop|nunca|jamas|tampoco|ni|ne|pas|jamais|rien|nicht|nie"
@@ -320,9 +321,8 @@ def _asks(
     if _WHY.match(before):  # "why would you forget ...?" reproaches
         addressed = False
     elif word in _PAST:
-        wished = (word in _KEPT_IN_MEMORY and _WANTED_SO.search(before)) or (
-            word == "kept" and _WANTED_IT_SO.search(before)
-        )
+        in_memory = word in _KEPT_IN_MEMORY or (word == "kept" and _A_PRONOUN_LAST.search(before))
+        wished = in_memory and _WANTED_SO.search(before)
         addressed = bool(_WISHED_PAST.search(before) or wished)
     else:
         # "Forget I like olives? Never!" asks nothing: a question asks with "can you ...".

@@ -551,9 +551,10 @@ class Consolidator:
             cite = [o for o in (*ops, *added) if any(t.id == turn.id for t in o.turns)]
             citing = [o.text for o in cite if o.text]
             gap = gaps.uncovered(texts[turn.id], citing, names, forgotten)
-            if read[turn.id] != texts[turn.id]:  # an English reading: answers are in English
-                gap = gap.read_also_as(gaps.uncovered(read[turn.id], citing, names, forgotten))
             if gap.sentences:
+                english = plan.english.get(turn.id)
+                if english:  # the model answers in English: its words count too
+                    gap = gap.read_also_as(gaps.uncovered(english, citing, names, forgotten))
                 shown = " ".join(gap.sentences)
                 said = PromptTurn(number, "user", said_at_utc(turn.created_at), shown)
                 spent, answers = await gaps.ask(self.llm, said, before, rules)

@@ -30,7 +30,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memhub.engine.consent_words import FIRST_PERSON
+from memhub.engine.consent_words import FIRST_PERSON, LEAD_WORDS
 from memhub.engine.dates import dates_something
 from memhub.engine.people_words import SOMEONE_OWNED
 
@@ -218,7 +218,7 @@ def stated_sentences(turn: str) -> list[str]:
 
 # A clause that asks: it opens with a verb before its subject or a question word.
 _ASKING = re.compile(
-    r"\W*(?:(?:so|and|but|also|ok|okay|well|anyway|oh|just)\W+)?(?:is|are|was|were|do|does|did"
+    rf"\W*(?:(?:{LEAD_WORDS}|but)\W+)?(?:is|are|was|were|do|does|did"
     r"|can|could|should|would|will|shall|may|might|must|what|what's|who|which|where|when|why"
     r"|how|any|anyone|anybody|isn't|aren't|don't|doesn't|didn't|won't|wouldn't|shouldn't"
     r"|can't)\b"

@@ -7,7 +7,7 @@ Vocabulary only, patterns over folded text
 
 from __future__ import annotations
 
-__all__ = ["OWNER", "RELATION", "SELF_NAMED", "SOMEONE_OWNED"]
+__all__ = ["KIND", "OWNER", "RELATION", "SELF_NAMED", "SOMEONE_OWNED"]
 
 # Relations a person is named with.
 RELATION = (
@@ -23,6 +23,12 @@ RELATION = (
     r"|pere|frere|soeur|grand-mere|grand-pere|cousine?|tante|oncle|amie?|patron|chef|frau"
     r"|mann|freundin|freund|sohn|tochter|mutter|vater|mutti|vati|bruder|schwester|oma|opa"
     r"|kollegin|kollege|chefin)"
+)
+# A word that says which one, before a relation: "my best friend Priya", "my little brother
+# Tom" (optional, with its space).
+KIND = (
+    r"(?:(?:best|closest|oldest|little|big|older|younger|elder|twin|ex-?|new|old|mejor|nuev[oa]"
+    r"|meilleure?|petite?|grande?|nouvelle|beste[nr]?|kleine[nr]?|neue[nr]?)\s+)?"
 )
 # The person as the owner: "my", "our" and their Spanish, French and German forms.
 OWNER = (

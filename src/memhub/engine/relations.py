@@ -15,18 +15,13 @@ import re
 from collections.abc import Iterable
 
 from memhub.engine.grounding import content_words, fold, stated_sentences
-from memhub.engine.people_words import OWNER, RELATION, SELF_NAMED
+from memhub.engine.people_words import KIND, OWNER, RELATION, SELF_NAMED
 
 __all__ = ["as_the_user", "people_named", "relation_of", "the_person_meant", "with_relation"]
 
-# A word that says which one: "my best friend Priya", "my little brother Tom".
-_KIND = (
-    r"(?:(?:best|closest|oldest|little|big|older|younger|elder|twin|ex-?|new|old|mejor|nuev[oa]"
-    r"|meilleure?|petite?|grande?|nouvelle|beste[nr]?|kleine[nr]?|neue[nr]?)\s+)?"
-)
 # A relation said before a name: "my girlfriend Anja", "mum Val" at the start of a clause;
 # group 1 is the relation.
-_INTRODUCED = rf"(?:\b{OWNER}\s+|(?:^|[.!?,;:]\s*))({_KIND}{RELATION})\s*,?\s+"
+_INTRODUCED = rf"(?:\b{OWNER}\s+|(?:^|[.!?,;:]\s*))({KIND}{RELATION})\s*,?\s+"
 # The name after the person's own introduction; "I'm Linda's mum" names Linda's mother.
 _SELF_NAMED = re.compile(rf"(?:^|[^\w'])(?:{SELF_NAMED})\s+([^\W\d_]+)\b(?!['’]s\b)")
 # A fact opening with a name: "Val got diagnosed ...", "Leo only cares about dinosaurs."
@@ -40,7 +35,7 @@ def relation_of(name: str, turns: Iterable[str]) -> str | None:
     start of a clause; None when no turn says one."""
     who = re.escape(fold(name))
     before = re.compile(rf"{_INTRODUCED}{who}\b")
-    after = re.compile(rf"\b{who}\s*,\s*{OWNER}\s+({_KIND}{RELATION})\b")
+    after = re.compile(rf"\b{who}\s*,\s*{OWNER}\s+({KIND}{RELATION})\b")
     found: str | None = None
     for turn in turns:
         said = fold(turn)
