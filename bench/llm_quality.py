@@ -71,6 +71,7 @@ SETS = {
     "heldout15": Path(__file__).parent / "llm_set" / "heldout15.json",
     "heldout16": Path(__file__).parent / "llm_set" / "heldout16.json",
     "heldout17": Path(__file__).parent / "llm_set" / "heldout17.json",
+    "heldout18": Path(__file__).parent / "llm_set" / "heldout18.json",
 }
 CATEGORIES = (
     "supported",
