@@ -30,6 +30,7 @@ from tests.engine.test_model_safety import (
     llm_settings,  # noqa: F401 (the fixture, shared)
     obeying,
     ops,
+    prompt_of,
 )
 from tests.test_telemetry import otel, points  # noqa: F401 (the fixture, shared)
 
@@ -508,3 +509,62 @@ async def test_a_request_in_a_language_the_rules_do_not_read_is_read_in_its_engl
         ]
     else:
         assert kept == sorted([DEBT, OLIVES, JOB]) and changes == []
+
+
+SALARY_TURN = "My salary is RM6,800 now, my senior said others at my level get around RM7,500."
+SALARY = "The user's salary is RM6,800."
+SENIOR = "The user's senior colleague is paid around RM7,500."
+CAT = "The user has a cat named Oyen."
+
+
+def _drawing_then_checking(forget: bool) -> Any:
+    """A model that writes two facts of the salary turn and one of the cat turn, proposes no
+    DELETE for the request (as the 1.5B answers it), and answers every forget question with
+    ``forget``."""
+
+    def answer(request: dict[str, Any]) -> str:
+        if "<request>" in str(request["messages"][-1]["content"]):
+            return json.dumps({"forget": forget})
+        if json.dumps(SALARY_TURN) in prompt_of(request):
+            return ops(
+                {"op": "ADD", "text": SALARY, "turns": [1]},
+                {"op": "ADD", "text": SENIOR, "turns": [1]},
+                {"op": "ADD", "text": CAT, "turns": [2]},
+            )
+        return ops({"op": "NONE"})
+
+    return answer
+
+
+@pytest.mark.parametrize("forget", [True, False])
+async def test_the_facts_drawn_beside_a_fact_a_request_retires_are_put_to_the_question(
+    llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
+    llm: ScriptedOpenAIServer,
+    forget: bool,
+) -> None:
+    """heldout15's x07 (read): the request names the salary by its word, which retires it;
+    the colleague's pay, drawn from the same turn, shares no word with the request and is put
+    to the model's question (scripted: it answers every question alike): a yes retires it too,
+    restorably, a no keeps it. The cat, drawn from another turn, is never asked about."""
+    llm.default = _drawing_then_checking(forget)
+    asking = "Eh the salary number I told you last time, can delete or not? Don't want it kept."
+    async with AsyncMemory(settings=llm_settings) as memory:
+        told = [
+            {"role": "user", "content": SALARY_TURN},
+            {"role": "user", "content": "Our cat Oyen wakes us at 4am."},
+        ]
+        await memory.add(told, user_id="beside")
+        await _settle(memory, "beside")
+        assert await _facts(memory, "beside") == sorted([SALARY, SENIOR, CAT])
+        await memory.add([{"role": "user", "content": asking}], user_id="beside")
+        await _settle(memory, "beside")
+        left = await _facts(memory, "beside")
+        assert left == ([CAT] if forget else sorted([SENIOR, CAT]))
+        listed = {r["memory"]: r["id"] for r in (await memory.retired(user_id="beside"))["results"]}
+        assert SALARY in listed and (SENIOR in listed) is forget
+        if forget:
+            await memory.restore(listed[SENIOR], user_id="beside")
+            assert await _facts(memory, "beside") == sorted([SENIOR, CAT])
+    asked = [json.dumps(r.json) for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    assert [SENIOR in a for a in asked] == [True]  # one question, about the colleague's pay
+    assert not any(CAT in a for a in asked)

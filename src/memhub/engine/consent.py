@@ -89,6 +89,7 @@ __all__ = [
     "own_words",
     "read_here",
     "reports_speech",
+    "request_about",
     "request_object",
     "sentences_of",
     "words_of",
@@ -531,6 +532,24 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
         if words and not words & named:
             found.append(text)
     return found
+
+
+def request_about(turn: str, fact: str) -> str | None:
+    """What a request to forget in ``turn`` says of ``fact``, to ask the model about: the text
+    of the first request naming it by a word (for one pointing back, "Don't want it kept
+    anywhere", the earlier part it means: "the salary number I told you last time"), else the
+    first request's text (one naming it by meaning only); None when ``turn`` asks nothing."""
+    facts = words_of(fact)
+    first = None
+    for request in _requests(turn):
+        first = first or request.text
+        if request.words & facts:
+            return request.text
+        if not request.words:
+            means = next((t for w, t in request.earlier if w & facts), None)
+            if means is not None:
+                return means
+    return first
 
 
 def request_object(request: str) -> str:

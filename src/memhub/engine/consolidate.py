@@ -405,6 +405,8 @@ class Consolidator:
         ops = self._with_requests(plan, ops, facts, shown_turns, read)
         to_ask = [*meant, *forgetting.tied_by_a_word(shown_turns, read, facts)]
         checked = await self._with_meant_requests(ops, facts, shown_turns, to_ask)
+        beside = forgetting.drawn_beside(ops, read, facts)
+        checked += await self._with_meant_requests(ops, facts, shown_turns, beside)
         ops = self._grounded(plan, ops, shown_turns, texts, custom, [f.memory for f in facts])
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom, read)
         spent += checked + translated
