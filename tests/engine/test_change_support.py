@@ -386,6 +386,12 @@ def test_a_change_of_someone_the_user_knows_is_said_by_their_name() -> None:
         ("Zmiana planów! Od czerwca pracuję jako inspektor spawalniczy w firmie.", False),
         ("Kerem'le ayrıldık. Kapadokya planı da iptal tabii, görmek istemiyorum artık.", False),
         ("hisashiburi! houkoku desu. ginkou wa yamemashita. Kyoto ni hikkoshimashita", False),
+        # one language's words at a time: Romanian's and Portuguese's short words ("un", "o",
+        # "a", "e", "de") are Spanish, French or English words, and summed they were read
+        ("Bună! Lucrez ca asistentă într-un spital din Iași și azi a fost o tură lungă.", False),
+        ("Olá! Sou enfermeira num hospital em Braga e a minha filha começou a escola.", False),
+        # a contraction is the word it shortens ("she's" is "she", "can't" "can")
+        ("Sis finally visiting next week, she's staying till Sunday, can't wait honestly", True),
     ],
 )
 def test_which_turns_the_change_rules_read(turn: str, read: bool) -> None:
@@ -393,34 +399,29 @@ def test_which_turns_the_change_rules_read(turn: str, read: bool) -> None:
 
 
 def test_the_labelled_sets_english_spanish_french_and_german_turns_are_read() -> None:
-    """What docs/consolidation.md says of ``consent.read_here`` over bench/llm_set: every
-    user turn of a conversation in English, Spanish, French or German is read but one Glasgow
-    turn (a wrong "not read" costs a translation call and lets the model's yes decide a
-    change), and most turns of the conversations in other languages are not."""
+    """What docs/consolidation.md says of ``consent.read_here`` over bench/llm_set: all but
+    one in a hundred user turns of the conversations in English, Spanish, French or German
+    are read (a wrong "not read" costs a translation call and lets the model's yes decide a
+    change), and under a third of the turns of the conversations in other languages are.
+    Counts only: a set not yet run blind must not have its turns printed by a failure."""
     other = re.compile(
         r"italian|dutch|turkish|polish|swahili|japanese|hindi|indonesian|portuguese|taglish"
         r"|arabic|swedish|romanian|vietnamese|greek|czech|finnish|hungarian|danish|afrikaans"
         r"|catalan|norwegian|estonian|lithuanian|slovak|icelandic",
         re.IGNORECASE,
     )
-    unread: list[str] = []
-    others = others_read = 0
+    read = {True: [0, 0], False: [0, 0]}  # in another language -> [turns, turns read]
     for path in sorted((Path(__file__).parents[2] / "bench" / "llm_set").glob("*.json")):
         for conversation in json.loads(path.read_text())["conversations"]:
-            said = [
-                m["content"]
-                for s in conversation["sessions"]
-                for m in s["messages"]
-                if m["role"] == "user"
-            ]
             # the language is named in the kind's head ("Norwegian: ..."); the rest may name
             # another in passing
-            if other.search(conversation.get("kind", "").split(":")[0]):
-                others += len(said)
-                others_read += sum(map(read_here, said))
-            else:
-                unread += [t for t in said if not read_here(t)]
-    assert unread == [
-        "cheers pal. ah play five-a-side every Tuesday wi the boys fae work, keeps me sane"
-    ]
-    assert others_read < others / 2
+            elsewhere = other.search(conversation.get("kind", "").split(":")[0]) is not None
+            for session in conversation["sessions"]:
+                for message in session["messages"]:
+                    if message["role"] == "user":
+                        read[elsewhere][0] += 1
+                        read[elsewhere][1] += read_here(message["content"])
+    (turns, turns_read), (others, others_read) = read[False], read[True]
+    unread = turns - turns_read
+    assert turns > 900 and unread <= turns // 100, f"{unread} of {turns} turns not read"
+    assert others > 200 and others_read < others / 3, f"{others_read} of {others} read"

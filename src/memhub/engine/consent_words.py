@@ -18,6 +18,8 @@ __all__ = [
     "FIRST_PERSON",
     "FORGET",
     "FORGET_EN",
+    "FRENCH_WORDS",
+    "GERMAN_WORDS",
     "KEEP",
     "KEEP_EN",
     "LEAD_WORDS",
@@ -25,26 +27,41 @@ __all__ = [
     "NEGATOR_WORDS",
     "OTHER_WORDS",
     "REPORT_VERBS",
+    "REQUEST_WORDS",
+    "SPANISH_WORDS",
     "STORED",
     "TAKEN_BACK",
     "TEXT_NOUNS",
     "THIRD_PERSON",
 ]
 
-# Function words of the other three languages (English's are grounding's), the vocabulary of
-# forgetting, memory and asking, and vague nouns ("that thing about ..."): a request and a
-# fact sharing "forget", "rather" or "thing" share nothing.
-OTHER_WORDS = frozenset(
+# Function words of the other three languages (English's are grounding's), each language on its
+# own (consent.read_here asks whether one language's words are a turn's share); then the
+# vocabulary of forgetting, memory and asking, and vague nouns ("that thing about ..."): a
+# request and a fact sharing "forget", "rather" or "thing" share nothing.
+SPANISH_WORDS = frozenset(
     """
     el la los las un una unos unas de del al que y o pero con sin por para en es son era fue
     ser estar está están soy eres mi mis tu tus su sus me te se lo le les nos yo él ella ya muy
     más todo todos esto eso esta este ese esa favor por ahora
+    """.split()  # noqa: SIM905 (a list literal of words reads worse)
+)
+FRENCH_WORDS = frozenset(
+    """
     le la les un une des du de et ou mais avec sans pour par dans en est sont était être suis
     es mon ma mes ton ta tes son sa ses je tu il elle nous vous ils elles ce cet cette ces qui
     que quoi ne pas plus tout tous très moi toi lui leur maintenant ça cela ceci
+    """.split()  # noqa: SIM905
+)
+GERMAN_WORDS = frozenset(
+    """
     der die das den dem des ein eine einen einem einer und oder aber mit ohne für von zu zur
     zum in im ist sind war bin bist mein meine meinen meiner dein deine deinen ich du er sie
     es wir ihr sich dass nicht nur auch sehr alles bitte mehr jetzt dir mir
+    """.split()  # noqa: SIM905
+)
+REQUEST_WORDS = frozenset(
+    """
     sobre dije dicho contado conté ai avais sur dit raconté über gesagt erzählt
     forget forgets forgot forgotten forgetting delete deleted remove removed erase erased wipe
     drop purge unlearn remember remembering memory memories know knows knew keep keeping store
@@ -58,8 +75,9 @@ OTHER_WORDS = frozenset(
     souvenir retiens retenir besoin chose truc préfère
     vergiss vergessen vergisst lösche löschen entferne entfernen gedächtnis speicher merk merke
     merken weißt brauchst musst sache eigentlich wieder übrigens
-    """.split()  # noqa: SIM905 (a list literal of 280 strings reads worse)
+    """.split()  # noqa: SIM905
 )
+OTHER_WORDS = SPANISH_WORDS | FRENCH_WORDS | GERMAN_WORDS | REQUEST_WORDS
 
 REPORT_VERBS = (
     r"said|says|say|told|tells|wrote|writes|written|asked|asks|ordered|instructed|according"
