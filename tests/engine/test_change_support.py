@@ -390,8 +390,15 @@ def test_a_change_of_someone_the_user_knows_is_said_by_their_name() -> None:
         # "a", "e", "de") are Spanish, French or English words, and summed they were read
         ("Bună! Lucrez ca asistentă într-un spital din Iași și azi a fost o tură lungă.", False),
         ("Olá! Sou enfermeira num hospital em Braga e a minha filha começou a escola.", False),
-        # a contraction is the word it shortens ("she's" is "she", "can't" "can")
+        # a contraction is the word it shortens ("she's" is "she", "can't" "can"), with
+        # either apostrophe, and what is left of one split ("o", "d") is no English word
         ("Sis finally visiting next week, she's staying till Sunday, can't wait honestly", True),
+        ("Sis finally visiting next week, she\u2019s staying till Sunday, can\u2019t wait", True),
+        (
+            "Boas notícias: despedi-me do banco! Desde segunda sou guia em Óbidos, a usar o"
+            " meu inglês e o meu francês.",
+            False,
+        ),
     ],
 )
 def test_which_turns_the_change_rules_read(turn: str, read: bool) -> None:
