@@ -241,6 +241,13 @@ def test_a_plan_said_to_be_off_is_replaced_by_news_of_any_kind() -> None:
             True,
         ),
         ("The user drives a silver Honda Civic.", "The user sold the Honda Civic.", (), True),
+        # where one lives, however the verb is put (heldout13's v05, read after its runs)
+        ("The user lives in Dayton Ohio.", "The user is moving out to Tucson in March.", (), True),
+        ("The user lives in Leeds.", "The user has moved to York.", (), True),
+        ("The user is based in Leeds.", "The user relocated to York.", (), True),
+        ("The user works as a QA engineer.", "The user is working at Shopify now.", (), True),
+        # a task is no job
+        ("The user works as a QA engineer.", "The user is working on a client demo.", (), False),
     ],
 )
 def test_one_word_in_common_does_not_make_two_facts_one_matter(
