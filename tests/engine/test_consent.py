@@ -311,6 +311,22 @@ def test_the_other_facts_holding_a_person_a_request_names_are_left_to_the_model(
     assert facts_tied_by_a_word(lines, money) == []
 
 
+def test_a_request_naming_a_person_and_nothing_else_asks_for_each_of_their_facts() -> None:
+    """heldout9's q08 (read after its runs): "About Kamau, please don't keep that information"
+    names Kamau alone, so each fact holding his name is asked, without the model (the 1.5B
+    said no to all three); a fact not holding it is not, nor are they when the name is not
+    written as one, and a request naming the person and something more still names the
+    facts holding both (test above)."""
+    said = "About Kamau, please don't keep that information. It is family business."
+    facts = [
+        "The user's brother Kamau is drinking too much.",
+        "The user's brother Kamau lost his job at the flower farm.",
+        "The user keeps four dairy cows at their shamba in Subukia.",
+    ]
+    assert facts_clearly_asked(said, facts) == [0, 1]
+    assert facts_clearly_asked(said.lower(), facts) == []  # no name written: the model asks
+
+
 def test_what_a_request_asks_is_the_words_after_its_verb() -> None:
     """What the embedder compares beside the request as said (engine/forgetting.meant)."""
     assert request_object("2) i'd rather you didn't keep where i work, just in case") == (

@@ -618,8 +618,12 @@ def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
     their credit card" and "wants to pay off their credit card"). What is asked of memhub
     without a model's DELETE (:mod:`memhub.engine.forgetting`)."""
     found: list[int] = []
-    for _, _, shared, best in _shares(turn, facts):
-        if best and (best >= 2 or shared.count(best) == 1):
+    named = _capitalised(turn)
+    for _, words, shared, best in _shares(turn, facts):
+        if best and (best >= 2 or shared.count(best) == 1 or words <= named):
+            # a request naming a person and nothing else ("About Kamau, please don't keep
+            # that information") asks for each fact holding the name: the 1.5B said no to
+            # all three of Kamau's (heldout9's q08, read)
             found += [n for n, count in enumerate(shared) if count == best and n not in found]
     return found
 
