@@ -264,7 +264,7 @@ def _relation(fact: str, names: Iterable[str]) -> str:
         return ""
     if len(words) > 1 and words[0] in _HAVE and words[1] == "been":
         words = ["is", *words[2:]]  # "has been based in" states what "is based in" does
-    if len(words) > 1 and words[0] in _BE | _HAVE and _ONGOING.fullmatch(" ".join(words[1:3])):
+    if len(words) > 1 and words[0] in _BE | _HAVE and _where_one_lives_or_works(words[1:3]):
         # "is moving to Tucson", "has moved to Leeds", "is living in", "is working at": where
         # one lives or works, as "moved to", "works at" say it (heldout13's v05, read after
         # its runs: "is moving out to Tucson" was of another kind than "lives in Dayton
@@ -283,10 +283,15 @@ def _relation(fact: str, names: Iterable[str]) -> str:
 
 _HOME = "live"
 _HOME_VERBS = frozenset((stem("lives"), stem("resides"), stem("moved"), stem("relocated")))
-# After "is" or "has": a verb of where one lives, or of working somewhere as something.
-_ONGOING = re.compile(
-    r"(?:living|moving|moved|residing|relocating|relocated)(?: \S+)?|working (?:as|at|for)"
-)
+_AT_WORK = frozenset(("as", "at", "for"))
+
+
+def _where_one_lives_or_works(after: list[str]) -> bool:
+    """Do the words ``after`` an "is" or "has" open a verb of where one lives ("moving",
+    "moved", "living", any inflection of a home verb) or of working somewhere as something
+    ("working at")?"""
+    working = after[0] == "working" and len(after) > 1 and after[1] in _AT_WORK
+    return working or stem(after[0]) in _HOME_VERBS
 
 
 def _states(sentence: str, news: frozenset[str], names: Iterable[str], negated: bool) -> bool:

@@ -118,8 +118,9 @@ READ_SHARE = 0.2
 # What is left of an English contraction split at its apostrophe ("don" "t"): grounding's
 # stop words hold them, but as words of a turn they are Portuguese's "o", Spanish's "y" ...
 _CONTRACTION_ENDS = frozenset(("s", "t", "ll", "re", "ve", "d", "m", "o", "y"))
+_ASKING_WORDS = frozenset(fold(w) for w in REQUEST_WORDS)
 _READ_LANGUAGES = tuple(
-    frozenset(fold(w) for w in words) | {fold(w) for w in REQUEST_WORDS}
+    frozenset(fold(w) for w in words) | _ASKING_WORDS
     for words in (STOP_WORDS - _CONTRACTION_ENDS, SPANISH_WORDS, FRENCH_WORDS, GERMAN_WORDS)
 )
 _LETTERS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
@@ -142,12 +143,9 @@ def read_here(turn: str) -> bool:
     words = [_CONTRACTED.sub("", word) for word in _LETTERS.findall(typed)]
     if len(words) < _TOO_SHORT_TO_TELL:
         return True
-    rule_words = sum(_RULE_WORD.fullmatch(w) is not None for w in words)
-    known = max(
-        sum(w in language for w in words if _RULE_WORD.fullmatch(w) is None)
-        for language in _READ_LANGUAGES
-    )
-    return known + rule_words >= READ_SHARE * len(words)
+    plain = [w for w in words if _RULE_WORD.fullmatch(w) is None]
+    known = max(sum(w in language for w in plain) for language in _READ_LANGUAGES)
+    return known + len(words) - len(plain) >= READ_SHARE * len(words)
 
 
 # --- Whose words: quotes, pasted, forwarded and chat text are someone else's ---------------

@@ -317,10 +317,11 @@ def drawn_beside(
         for turn_id in op.asked:
             said = texts.get(turn_id, "")
             request = request_about(said, op.target.memory)
+            settled = planned | asked
             beside = [
                 fact
                 for fact in facts
-                if fact.id not in planned | asked
+                if fact.id not in settled
                 and sources & set(fact.source_turn_ids)
                 and not keeps(said, fact.memory)
             ][:BESIDE_ASKED]
