@@ -240,16 +240,24 @@ BY_MEANING = [
 ]
 
 
-def _checking(forget: bool) -> Any:
+def _checking(forget: bool, extracting: dict[str, str] | None = None) -> Any:
     """A model that proposes no DELETE for any request, and answers the one question about
-    the fact a request means with ``forget``."""
+    the fact a request means with ``forget``; to a prompt showing a turn of ``extracting``
+    (the turn as said: the model's operations, as JSON) it answers those operations."""
 
     def answer(request: dict[str, Any]) -> str:
         if "<request>" in str(request["messages"][-1]["content"]):
             return json.dumps({"forget": forget})
-        return ops({"op": "NONE"})
+        shown = prompt_of(request)
+        said = [reply for turn, reply in (extracting or {}).items() if json.dumps(turn) in shown]
+        return said[0] if said else ops({"op": "NONE"})
 
     return answer
+
+
+def _forget_questions(llm: ScriptedOpenAIServer) -> list[str]:
+    """The forget questions the scripted server was asked, each request as JSON text."""
+    return [text for r in llm.chat_requests if "<request>" in (text := json.dumps(r.json))]
 
 
 async def test_a_request_naming_no_fact_retires_the_meant_fact_when_the_model_says_yes(
@@ -273,7 +281,7 @@ async def test_a_request_naming_no_fact_retires_the_meant_fact_when_the_model_sa
             (retired,) = [r for r in listed if r["memory"] == fact]
             await memory.restore(retired["id"], user_id=who)
             assert await _facts(memory, who) == sorted([fact, OLIVES, JOB])
-    asked = [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    asked = _forget_questions(llm)
     assert len(asked) == len(BY_MEANING)  # one question for each request, about its fact
 
 
@@ -293,7 +301,7 @@ async def test_a_request_naming_no_fact_retires_nothing_when_the_model_says_no(
             assert await _facts(memory, f"kept{n}") == sorted([fact, OLIVES, JOB]), said
             assert (await memory.retired(user_id=f"kept{n}"))["results"] == []
     # each request's closest facts, at most MEANT_ASKED of them, asked in turn: each a no
-    asked = [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    asked = _forget_questions(llm)
     assert len(BY_MEANING) <= len(asked) <= MEANT_ASKED * len(BY_MEANING)
 
 
@@ -323,7 +331,7 @@ async def test_the_facts_close_to_a_request_are_asked_closest_first_until_a_yes(
         assert await _facts(memory, "close") == sorted([raise_, OLIVES])
         listed = (await memory.retired(user_id="close"))["results"]
         assert sorted(r["memory"] for r in listed) == sorted([salary, said])
-    asked = [json.dumps(r.json) for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    asked = _forget_questions(llm)
     assert [raise_ in a for a in asked] == [True, False]
     assert [salary in a for a in asked] == [False, True]
 
@@ -356,13 +364,11 @@ async def test_facts_a_request_names_by_one_shared_word_are_each_put_to_the_ques
         else:
             assert await _facts(memory, "tied") == sorted([*tied, OLIVES])
             assert listed == []
-    asked = [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
-    assert sorted(fact for fact in tied for r in asked if fact in json.dumps(r.json)) == sorted(
-        tied
-    )
+    asked = _forget_questions(llm)
+    assert sorted(fact for fact in tied for r in asked if fact in r) == sorted(tied)
     assert len(asked) == 3
     # about the request's own words, not its whole turn (the 1.5B answered the turn wrongly)
-    assert all("thx" not in json.dumps(r.json) for r in asked)
+    assert all("thx" not in r for r in asked)
 
 
 async def test_no_question_is_put_without_a_request_or_a_close_fact(
@@ -382,7 +388,7 @@ async def test_no_question_is_put_without_a_request_or_a_close_fact(
             await memory.add([{"role": "user", "content": said}], user_id=who)
             await _settle(memory, who)
             assert await _facts(memory, who) == sorted([OLIVES, JOB])
-    assert not [r for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    assert not _forget_questions(llm)
 
 
 INTERVIEW = "The user has an interview at Brightline Logistics on Thursday."
@@ -517,23 +523,12 @@ SENIOR = "The user's senior colleague is paid around RM7,500."
 CAT = "The user has a cat named Oyen."
 
 
-def _drawing_then_checking(forget: bool) -> Any:
-    """A model that writes two facts of the salary turn and one of the cat turn, proposes no
-    DELETE for the request (as the 1.5B answers it), and answers every forget question with
-    ``forget``."""
-
-    def answer(request: dict[str, Any]) -> str:
-        if "<request>" in str(request["messages"][-1]["content"]):
-            return json.dumps({"forget": forget})
-        if json.dumps(SALARY_TURN) in prompt_of(request):
-            return ops(
-                {"op": "ADD", "text": SALARY, "turns": [1]},
-                {"op": "ADD", "text": SENIOR, "turns": [1]},
-                {"op": "ADD", "text": CAT, "turns": [2]},
-            )
-        return ops({"op": "NONE"})
-
-    return answer
+# the model writes two facts of the salary turn and one of the cat turn
+DRAWN = ops(
+    {"op": "ADD", "text": SALARY, "turns": [1]},
+    {"op": "ADD", "text": SENIOR, "turns": [1]},
+    {"op": "ADD", "text": CAT, "turns": [2]},
+)
 
 
 @pytest.mark.parametrize("forget", [True, False])
@@ -546,7 +541,7 @@ async def test_the_facts_drawn_beside_a_fact_a_request_retires_are_put_to_the_qu
     the colleague's pay, drawn from the same turn, shares no word with the request and is put
     to the model's question (scripted: it answers every question alike): a yes retires it too,
     restorably, a no keeps it. The cat, drawn from another turn, is never asked about."""
-    llm.default = _drawing_then_checking(forget)
+    llm.default = _checking(forget, extracting={SALARY_TURN: DRAWN})
     asking = "Eh the salary number I told you last time, can delete or not? Don't want it kept."
     async with AsyncMemory(settings=llm_settings) as memory:
         told = [
@@ -565,6 +560,6 @@ async def test_the_facts_drawn_beside_a_fact_a_request_retires_are_put_to_the_qu
         if forget:
             await memory.restore(listed[SENIOR], user_id="beside")
             assert await _facts(memory, "beside") == sorted([SENIOR, CAT])
-    asked = [json.dumps(r.json) for r in llm.chat_requests if "<request>" in json.dumps(r.json)]
+    asked = _forget_questions(llm)
     assert [SENIOR in a for a in asked] == [True]  # one question, about the colleague's pay
     assert not any(CAT in a for a in asked)
