@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import platform
 import re
 import tempfile
@@ -398,6 +399,12 @@ def main() -> None:
         default=True,
         help="memhub's second question about uncovered statements (MEMHUB_LLM_FILL_GAPS)",
     )
+    parser.add_argument(
+        "--log",
+        choices=("WARNING", "INFO"),
+        default="WARNING",
+        help="consolidation's log level: INFO says why each fact was refused or each change asked",
+    )
     parser.add_argument("--machine", default="", help="CPU and load, for the table")
     parser.add_argument("--out", type=Path, help="write the JSON result here")
     parser.add_argument("--rescore", type=Path, help="judge a saved result again, no model")
@@ -407,6 +414,8 @@ def main() -> None:
         help="with --rescore: a fact that is its turn with only the subject swapped is a copy",
     )
     args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(name)s %(levelname)s %(message)s")
+    logging.getLogger("memhub.consolidation").setLevel(args.log)
     if not args.rescore and not args.url:
         parser.error("--url is required unless --rescore")
     result = rescore(args.rescore, args.strict_copies) if args.rescore else run(args)
