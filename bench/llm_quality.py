@@ -73,6 +73,7 @@ SETS = {
     "heldout16": Path(__file__).parent / "llm_set" / "heldout16.json",
     "heldout17": Path(__file__).parent / "llm_set" / "heldout17.json",
     "heldout18": Path(__file__).parent / "llm_set" / "heldout18.json",
+    "heldout19": Path(__file__).parent / "llm_set" / "heldout19.json",
 }
 CATEGORIES = (
     "supported",
