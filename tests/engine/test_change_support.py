@@ -248,6 +248,23 @@ def test_a_plan_said_to_be_off_is_replaced_by_news_of_any_kind() -> None:
         ("The user works as a QA engineer.", "The user is working at Shopify now.", (), True),
         # a task is no job
         ("The user works as a QA engineer.", "The user is working on a client demo.", (), False),
+        # where one lives and one's job, however the fact puts them (the outside set's changes
+        # are of city and job): a home in a place, a job, an occupation at a named employer
+        ("The user lives in Dayton Ohio.", "The user bought a house in Hamilton.", (), True),
+        ("The user has a flat in Glasgow.", "The user is based in Leeds.", (), True),
+        ("The user works at Deloitte.", "The user got a job at Google.", (), True),
+        ("The user is a nurse at St James's.", "The user was hired by Amazon.", (), True),
+        ("The user quit their job at Deloitte.", "The user is employed by the council.", (), True),
+        # not a home, not a job
+        (
+            "The user lives in Leeds.",
+            "The user's favourite place in Paris is the Marais.",
+            (),
+            False,
+        ),
+        ("The user lives in Leeds.", "The user is from Cork.", (), False),
+        ("The user works at Deloitte.", "The user is a member of a choir at church.", (), False),
+        ("The user works at Deloitte.", "The user is a vegetarian.", (), False),
     ],
 )
 def test_one_word_in_common_does_not_make_two_facts_one_matter(

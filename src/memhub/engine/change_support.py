@@ -50,7 +50,7 @@ def of_a_kind(old: str, new: str, names: Iterable[str] = ()) -> bool:
     same relation (:func:`_relation`: "is a barista" and "is a web developer")?"""
     names = tuple(names)
     shared = words_of(old, names) & words_of(new, names)
-    return bool(shared) or _relation(old, names) == _relation(new, names) != ""
+    return bool(shared) or bool(_matters(old, names) & _matters(new, names))
 
 
 def one_matter(old: str, new: str, names: Iterable[str] = ()) -> bool:
@@ -63,7 +63,7 @@ def one_matter(old: str, new: str, names: Iterable[str] = ()) -> bool:
     "is smoking brisket" (heldout14, read after its runs)."""
     names = tuple(names)
     shared = words_of(old, names) & words_of(new, names)
-    if len(shared) > 1 or _relation(old, names) == _relation(new, names) != "":
+    if len(shared) > 1 or _matters(old, names) & _matters(new, names):
         return True
     said = fold(new)
     return bool(shared) and bool(_CHANGE.search(said) or _ENDED.search(said))
@@ -279,6 +279,37 @@ def _relation(fact: str, names: Iterable[str]) -> str:
     after_in = re.search(r"\bin\s+(\S)", fact)
     in_a_place = relation == "be in" and after_in is not None and after_in[1].isupper()
     return _HOME if relation == "be based" or in_a_place else relation
+
+
+def _matters(fact: str, names: Iterable[str]) -> frozenset[str]:
+    """The matters a fact speaks of: its relation (:func:`_relation`), and where one lives or
+    one's job however the fact puts them. "bought a house in Hamilton", "found a little place
+    in Oro Valley" say where one lives as "lives in Dayton" does; "got a job at Google",
+    "was hired by Amazon", "is a nurse at St James's" say one's job as "works at Deloitte"
+    does (the outside set's changes are of city and job; each verb was a relation of its own,
+    so no replacement question was put). Two facts sharing a matter are one matter."""
+    matters = {_relation(fact, names)} - {""}
+    words = re.findall(r"[^\W\d_][\w']*", fact)
+    stems = [stem(fold(word)) for word in words]
+    for n, word_stem in enumerate(stems):
+        after = words[n + 1 : n + 5]
+        favourite = n > 0 and stems[n - 1] in _FAVOURITE  # "favourite place in Paris"
+        if word_stem in _DWELLINGS and "in" in after and not favourite:
+            place = after[after.index("in") + 1 : after.index("in") + 2]
+            if place and place[0][:1].isupper():
+                matters.add(_HOME)
+        if word_stem in _JOB_WORDS:
+            matters.add(_WORK)
+    if _OCCUPATION_AT.search(fact):  # "is a nurse at St James's"; not "is a member at church"
+        matters.add(_WORK)
+    return frozenset(matters)
+
+
+_DWELLINGS = frozenset(map(stem, ("house", "home", "flat", "apartment", "condo", "place")))
+_JOB_WORDS = frozenset(map(stem, ("job", "employed", "employer", "hired", "career")))
+_WORK = stem("works")
+_FAVOURITE = frozenset(map(stem, ("favourite", "favorite")))
+_OCCUPATION_AT = re.compile(r"\b(?:is|am|was) an? (?:[\w-]+ ){1,3}(?:at|for) [A-Z]")
 
 
 _HOME = "live"
