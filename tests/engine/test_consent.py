@@ -588,8 +588,29 @@ def test_requests_naming_no_fact_in_taglish_or_by_what_was_told() -> None:
     job = ["The user works as accountant at Tanaka Shoji."]
     told = "Excuse me, about my company name I told you. Please delete it."
     assert forget_requests_naming_no_fact(told, job) == [
-        "excuse me, about my company name i told you"
+        "excuse me, about my company name i told you; please delete it"
     ]
+
+
+def test_a_request_pointing_back_at_a_thing_named_is_handed_to_meaning() -> None:
+    """heldout9's q10 (read after its runs): "the fertility stuff" in the sentence before "Could
+    you wipe whatever you've got on that?" is what the request means; no fact holds its words,
+    so the embedder and the model are asked, with the request's own words beside it. A
+    feeling before "don't keep that" names nothing (`test_a_bare_forget_it_still_points_nowhere`)."""
+    ivf = ["The user started IVF in April 2024.", "The user lives in Toronto."]
+    said = (
+        "Hey, I've had second thoughts about sharing the fertility stuff here. Could you wipe"
+        " whatever you've got on that?"
+    )
+    assert forget_requests_naming_no_fact(said, ivf) == [
+        "i've had second thoughts about sharing the fertility stuff here; could you wipe"
+        " whatever you've got on that"
+    ]
+    mentioned = "The money thing I mentioned. Please don't keep it."
+    assert forget_requests_naming_no_fact(mentioned, ivf) == [
+        "the money thing i mentioned; please don't keep it"
+    ]
+    assert forget_requests_naming_no_fact("so tired today. please don't keep that", ivf) == []
 
 
 def test_a_bare_forget_it_still_points_nowhere() -> None:

@@ -489,6 +489,11 @@ _TOLD_YOU = re.compile(
     r"|\bich (?:dir|ihnen) (?:erzahlt|gesagt)\b|\b(?:erzahlt|gesagt) (?:habe|hab)\b",
     re.I,
 )
+# What a part pointed back at says of itself: told or shared with the assistant, or named as
+# a thing ("the fertility stuff"), not a feeling ("kinda gutted").
+_TOLD_OF = re.compile(r"\b(?:stuff|thing|things|bit|part|told|shared|sharing|mentioned)\b", re.I)
+
+
 _POLITE_CONDITION = re.compile(
     r"\bif (?:(?:that|it|this)(?:'s|s| is| was| would be)|you (?:don't|dont|do not) mind)\b.*$"
 )
@@ -544,14 +549,23 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
     found = []
     for request in _requests(turn):
         words, text = request.words, request.text
-        if not words and request.earlier and _TOLD_YOU.search(request.earlier[0][1]):
-            # what it points back at, told to the assistant: "about my company name I told
-            # you. Please delete it." (heldout9's q07); "kinda gutted. don't keep that" names
-            # nothing
-            words, text = request.earlier[0]
+        if not words and request.earlier and _told_of(request.earlier[0][1]):
+            # what it points back at, told to the assistant or named as a thing: "about my
+            # company name I told you. Please delete it." (heldout9's q07), "second thoughts
+            # about sharing the fertility stuff here. Could you wipe whatever you've got on
+            # that?" (heldout9's q10); "kinda gutted. don't keep that" names nothing. The
+            # request's own words go with it: the model is asked about both.
+            words, earlier = request.earlier[0]
+            text = f"{earlier}; {text}"
         if words and not words & named:
             found.append(text)
     return found
+
+
+def _told_of(part: str) -> bool:
+    """Does a part of a turn a request points back at say it was told ("I told you", "the
+    thing I mentioned") or name a thing ("the fertility stuff")?"""
+    return bool(_TOLD_YOU.search(part) or _TOLD_OF.search(part))
 
 
 def request_about(turn: str, fact: str) -> str | None:
