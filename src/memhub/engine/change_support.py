@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import pairwise
 
 from memhub.engine.consent import (
     CLAUSE_BREAK,
@@ -292,17 +293,18 @@ def _matters(fact: str, names: Iterable[str]) -> frozenset[str]:
     words = re.findall(r"[^\W\d_][\w']*", fact)
     stems = [stem(fold(word)) for word in words]
     for n, word_stem in enumerate(stems):
-        after = words[n + 1 : n + 5]
         favourite = n > 0 and stems[n - 1] in _FAVOURITE  # "favourite place in Paris"
-        if word_stem in _DWELLINGS and "in" in after and not favourite:
-            place = after[after.index("in") + 1 : after.index("in") + 2]
-            if place and place[0][:1].isupper():
-                matters.add(_HOME)
-        if word_stem in _JOB_WORDS:
-            matters.add(_WORK)
-    if _OCCUPATION_AT.search(fact):  # "is a nurse at St James's"; not "is a member at church"
-        matters.add(_WORK)
+        if word_stem in _DWELLINGS and not favourite and _in_a_place(words[n + 1 : n + 5]):
+            matters.add(_HOME)
+    if _JOB_WORDS.intersection(stems) or _OCCUPATION_AT.search(fact):
+        matters.add(_WORK)  # "got a job at"; "is a nurse at St James's", not "at church"
     return frozenset(matters)
+
+
+def _in_a_place(after: list[str]) -> bool:
+    """Do the words ``after`` a home (the next four) say "in" and then a name ("a house in
+    Hamilton", "a little place in Oro Valley")?"""
+    return any(word == "in" and name[:1].isupper() for word, name in pairwise(after))
 
 
 _DWELLINGS = frozenset(map(stem, ("house", "home", "flat", "apartment", "condo", "place")))

@@ -492,8 +492,6 @@ _TOLD_YOU = re.compile(
 # What a part pointed back at says of itself: told or shared with the assistant, or named as
 # a thing ("the fertility stuff"), not a feeling ("kinda gutted").
 _TOLD_OF = re.compile(r"\b(?:stuff|thing|things|bit|part|told|shared|sharing|mentioned)\b", re.I)
-
-
 _POLITE_CONDITION = re.compile(
     r"\bif (?:(?:that|it|this)(?:'s|s| is| was| would be)|you (?:don't|dont|do not) mind)\b.*$"
 )
