@@ -74,6 +74,7 @@ SETS = {
     "heldout17": Path(__file__).parent / "llm_set" / "heldout17.json",
     "heldout18": Path(__file__).parent / "llm_set" / "heldout18.json",
     "heldout19": Path(__file__).parent / "llm_set" / "heldout19.json",
+    "heldout20": Path(__file__).parent / "llm_set" / "heldout20.json",
 }
 CATEGORIES = (
     "supported",
