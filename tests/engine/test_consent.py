@@ -457,6 +457,19 @@ def test_what_the_rules_still_get_wrong() -> None:
     )
 
 
+def test_the_person_saying_what_they_should_not_have_said_speaks_for_themselves() -> None:
+    """heldout19's z05 (read after its blind runs): "I shouldn't have said that" is the
+    person's own words, two words between "I" and the verb; "I think she said" is another's."""
+    ivf = "The user's pal Siobhán is going through IVF at the moment."
+    said = (
+        "actually the IVF thing about Siobhán, I shouldn't have said that, it's her business."
+        " please don't keep it"
+    )
+    assert forget_request(said, ivf)
+    assert not forget_request("I think she said forget the IVF thing", ivf)
+    assert not forget_request("I was told to forget the IVF thing", ivf)
+
+
 def test_the_person_reporting_their_own_request_asks() -> None:
     assert forget_request("Je te demande d'oublier mon adresse.", "Mon adresse: 5 rue des Lilas.")
     assert not forget_request("Il demande d'oublier mon adresse.", "Mon adresse: 5 rue des Lilas.")
@@ -482,6 +495,11 @@ def test_a_message_signed_by_someone_else_is_a_letter() -> None:
             "Bernard prend des médicaments pour la tension.",
         ),
         ("was ich dir über meine Tabletten erzählt habe, vergiss das", "Sie nimmt Tabletten."),
+        # said earlier in the chat (heldout19's z02, read after its blind runs)
+        (
+            "oh and that bit about my ex earlier, scrap it, dont want him near my life",
+            "The user's ex Declan used to read all their texts.",
+        ),
     ],
 )
 def test_what_the_person_told_the_assistant_then_forget_it_names_what_was_told(
@@ -492,6 +510,7 @@ def test_what_the_person_told_the_assistant_then_forget_it_names_what_was_told(
     mind" ("the parking thing, forget it, I'll sort it myself") and asks nothing."""
     assert forget_request(said, fact)
     assert not forget_request("the parking thing, forget it, I'll sort it", "The user parks.")
+    assert not forget_request("the parking thing, scrap it, I'll sort it", "The user parks.")
 
 
 def test_a_heading_is_the_persons_and_a_speakers_label_is_not() -> None:

@@ -398,7 +398,10 @@ _REPORTING = re.compile(rf"\b(?:{REPORT_VERBS})\b")
 # "As I said, ..." is the person's own report; "I was told ..." is someone else's.
 _SELF = re.compile(
     r"\b(?:i|i've|i have|i had|je|j'ai|yo|ich|ich habe)\s+"
-    r"(?:(?!(?:was|were|been|got|get|am|wurde|ete)\b)\w+\s+)?$"
+    # up to two words between, none a passive's or another person's: "I shouldn't have said
+    # that" is the person's own; "I think she said", "I was told" are not
+    r"(?:(?!(?:was|were|been|got|get|am|wurde|ete|he|she|they|we|you|my|his|her|their|our)\b)"
+    r"[\w'’]+\s+){0,2}$"
     # told to the assistant, the verb after its object or at the end: "ce que je t'ai dit",
     # "je vous ai dit", "was ich dir über meine Diät gesagt habe"
     r"|\b(?:je|ich)\s+(?:t'\w+|vous|dir|ihnen|euch)(?:\s+[\w']+){0,4}\s+$"
@@ -492,6 +495,13 @@ _TOLD_YOU = re.compile(
 # What a part pointed back at says of itself: told or shared with the assistant, or named as
 # a thing ("the fertility stuff"), not a feeling ("kinda gutted").
 _TOLD_OF = re.compile(r"\b(?:stuff|thing|things|bit|part|told|shared|sharing|mentioned)\b", re.I)
+# What a part just before a bare "forget it" says to point back at the conversation, not at a
+# thing to drop ("the parking thing, forget it, I'll sort it" is "never mind"): told to the
+# assistant, or said earlier ("that bit about my ex earlier, scrap it": heldout19's z02, read
+# after its blind runs).
+_SAID_EARLIER = re.compile(
+    r"\b(?:earlier|before|last time|the other day|previously|told|said|mentioned|shared)\b", re.I
+)
 _POLITE_CONDITION = re.compile(
     r"\bif (?:(?:that|it|this)(?:'s|s| is| was| would be)|you (?:don't|dont|do not) mind)\b.*$"
 )
@@ -558,6 +568,12 @@ def forget_requests_naming_no_fact(turn: str, shown: Iterable[str]) -> list[str]
         if words and not words & named:
             found.append(text)
     return found
+
+
+def _said_before(part: str) -> bool:
+    """Does a part just before a bare request ("..., scrap it") say it was told to the
+    assistant or earlier in the chat?"""
+    return bool(_TOLD_YOU.search(part) or _SAID_EARLIER.search(part))
 
 
 def _told_of(part: str) -> bool:
@@ -755,7 +771,7 @@ def _requests(turn: str) -> Iterator[_Request]:
                     earlier.append((frozenset(part.words), part.text))
                 continue
             words, text = part.words, part.text
-            told = index and _TOLD_YOU.search(parts[index - 1].text)
+            told = index and _said_before(parts[index - 1].text)
             if not words and (part.polite or told) and index and parts[index - 1].plain:
                 # "that thing about Paris, please forget it"; "what I told you about my
                 # meds, forget it" ("ce que je vous ai raconté sur mes médicaments, oubliez
