@@ -1,7 +1,7 @@
 """Why changes of fact go unasked: what separates a stored fact a user's turn ends from one it
 does not, among the pairs consolidation passes over as of another kind.
 
-``bench/llm_set/change_turns.json`` holds 47 pairs from the logged runs of five read sets,
+``bench/change_turns.json`` holds 47 pairs from the logged runs of five read sets,
 each with the user's turn the new fact came from and whether the set labels it a change (7
 do). Without a model it prints, for each rule tried on 7 December 2026, how many of the 7 and
 of the 40 others it would put to the question: the embedder's nearness of the two facts
@@ -36,7 +36,7 @@ from memhub.engine.grounding import fold, named_subject
 from memhub.engine.prompts import ReplacementReply, replacement_messages
 from memhub.llm.base import ChatMessage
 
-PAIRS_FILE = Path(__file__).parent / "llm_set" / "change_turns.json"
+PAIRS_FILE = Path(__file__).parent / "change_turns.json"
 
 TURN_SYSTEM = """\
 You keep an assistant's memory about a person current. You receive what the person just said
