@@ -32,8 +32,9 @@ from memhub.embed import create_embedder
 from memhub.engine.change_support import supports_change
 from memhub.engine.consent import own_words, reports_speech, sentences_of
 from memhub.engine.consent_words import CHANGE, ENDED
-from memhub.engine.grounding import fold, named_subject
+from memhub.engine.grounding import fold
 from memhub.engine.prompts import ReplacementReply, replacement_messages
+from memhub.llm import LLM
 from memhub.llm.base import ChatMessage
 
 PAIRS_FILE = Path(__file__).parent / "change_turns.json"
@@ -59,6 +60,7 @@ class Ended(BaseModel):
 
 @dataclass(frozen=True)
 class Pair:
+    user: str  # the user id bench.llm_quality added the conversation under
     said: str
     stored: str
     new: str
@@ -67,7 +69,9 @@ class Pair:
 
 def load() -> list[Pair]:
     rows = json.loads(PAIRS_FILE.read_text())["pairs"]
-    return [Pair(r["said"], r["stored"], r["new"], r["ends"]) for r in rows]
+    return [
+        Pair(f"u-{r['conversation']}", r["said"], r["stored"], r["new"], r["ends"]) for r in rows
+    ]
 
 
 _CHANGE_SAID = re.compile(f"{CHANGE}|{ENDED}")
@@ -114,34 +118,33 @@ def _line(name: str, chosen: list[Pair], pairs: list[Pair]) -> str:
 
 async def rules(pairs: list[Pair]) -> None:
     embedder = create_embedder("default")
-    vectors = await embedder.embed([t for p in pairs for t in (p.stored, p.new)])
+    try:
+        vectors = await embedder.embed([t for p in pairs for t in (p.stored, p.new)])
+    finally:
+        await embedder.aclose()
     cosine = {p: float(vectors[2 * i] @ vectors[2 * i + 1]) for i, p in enumerate(pairs)}
     for bar in (0.3, 0.35, 0.4, 0.45, 0.5):
         near = [p for p in pairs if cosine[p] >= bar]
         print(_line(f"cosine >= {bar}", near, pairs))
         said = [p for p in near if says_a_change(p.said)]
         print(_line(f"cosine >= {bar} and a change said", said, pairs))
-    guarded = [
-        p
-        for p in pairs
-        if supports_change([p.said], p.stored, p.new, [n] if (n := named_subject(p.stored)) else [])
-    ]
+    # the names consolidation passes the guard: the cited turns' user ids (operations.refusal)
+    guarded = [p for p in pairs if supports_change([p.said], p.stored, p.new, [p.user])]
     print(_line("the guard", guarded, pairs))
 
 
 async def model(pairs: list[Pair], url: str, name: str) -> None:
     llm = llm_at(url, name)
     for variant in ("pair", "turn", "both"):
-        yes = []
-        for p in pairs:
-            if variant == "pair":
-                reply = await llm.generate_structured(_asked(p, variant), ReplacementReply)
-                said = reply.value.replaces
-            else:
-                said = (await llm.generate_structured(_asked(p, variant), Ended)).value.ended
-            if said:
-                yes.append(p)
+        yes = [p for p in pairs if await _yes(llm, p, variant)]
         print(_line(f"the 1.5B's yes, {variant}", yes, pairs))
+
+
+async def _yes(llm: LLM, pair: Pair, variant: str) -> bool:
+    messages = _asked(pair, variant)
+    if variant == "pair":
+        return (await llm.generate_structured(messages, ReplacementReply)).value.replaces
+    return (await llm.generate_structured(messages, Ended)).value.ended
 
 
 def main() -> None:

@@ -492,15 +492,16 @@ _TOLD_YOU = re.compile(
     r"|\bich (?:dir|ihnen) (?:erzahlt|gesagt)\b|\b(?:erzahlt|gesagt) (?:habe|hab)\b",
     re.I,
 )
+_TELLING = "told|shared|mentioned"
 # What a part pointed back at says of itself: told or shared with the assistant, or named as
 # a thing ("the fertility stuff"), not a feeling ("kinda gutted").
-_TOLD_OF = re.compile(r"\b(?:stuff|thing|things|bit|part|told|shared|sharing|mentioned)\b", re.I)
+_TOLD_OF = re.compile(rf"\b(?:stuff|thing|things|bit|part|sharing|{_TELLING})\b", re.I)
 # What a part just before a bare "forget it" says to point back at the conversation, not at a
 # thing to drop ("the parking thing, forget it, I'll sort it" is "never mind"): told to the
 # assistant, or said earlier ("that bit about my ex earlier, scrap it": heldout19's z02, read
 # after its blind runs).
 _SAID_EARLIER = re.compile(
-    r"\b(?:earlier|before|last time|the other day|previously|told|said|mentioned|shared)\b", re.I
+    rf"\b(?:earlier|before|last time|the other day|previously|said|{_TELLING})\b", re.I
 )
 _POLITE_CONDITION = re.compile(
     r"\bif (?:(?:that|it|this)(?:'s|s| is| was| would be)|you (?:don't|dont|do not) mind)\b.*$"
