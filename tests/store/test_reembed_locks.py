@@ -46,7 +46,7 @@ async def test_reads_and_adds_proceed_while_reembed_embeds(
             calls.append(await _memories_locks(aconn))
             found = await asyncio.wait_for(memory.search("fact", user_id="ada"), 10)
             assert found["results"]
-            if len(calls) <= 3:  # rows added behind the run, for the swap to catch up
+            if len(calls) <= 3:  # rows added while the run embeds
                 await asyncio.wait_for(
                     memory.add(f"added during call {len(calls)}", user_id="ada", infer=False),
                     10,
@@ -59,15 +59,18 @@ async def test_reads_and_adds_proceed_while_reembed_embeds(
             async with database.connection() as conn:
                 assert not await pg_reembed.prepare(conn, embedder.model_name, 384)
                 filled = await pg_reembed.catch_up(conn, embed, batch=4)
+                # Ids are not time-ordered, so the pass may or may not have met the rows added
+                # during it; this one it cannot have met: the swap must catch it up.
+                await memory.add("added after the pass", user_id="ada", infer=False, wait=True)
                 await pg_reembed.build_index(conn)
                 caught_up = await pg_reembed.swap(conn, embedder.model_name, 384, embed)
         finally:
             await release_database(database)
-    assert filled >= 10 and caught_up >= 1
+    assert filled >= 10 and caught_up >= 1 and filled + caught_up == 14
     assert calls and not any(_BLOCKING.intersection(locks) for locks in calls), calls
     cur = await aconn.execute("SELECT count(*), count(embedding) FROM memories")
     total, embedded = await cur.fetchone() or (0, 0)
-    assert total == embedded == 13
+    assert total == embedded == 14
     async with AsyncMemory(settings=settings) as memory:
         hits = (await memory.search("added during call 2", user_id="ada", limit=1))["results"]
     assert hits[0]["memory"] == "added during call 2"
