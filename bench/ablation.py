@@ -2,8 +2,9 @@
 
 ``python -m bench.ablation`` prints (and with ``--markdown FILE`` writes) a table of evidence
 recall@10 per category and top-10 tokens for each variant in :data:`VARIANTS`. It drives
-memhub's own search pieces (``pg_search.search_candidates`` and ``fusion.fuse``) directly, so
-a variant can change what the facade does not expose yet (the text ranking) without a rebuild.
+the search's own two steps (``retrieve.candidates`` on the store, as every search fetches its
+candidates, then ``fusion.fuse``) directly, so a variant can change what the facade does not
+expose (the text ranking) without a rebuild.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from bench.locomo import CATEGORY_NAMES, RECALL_CATEGORIES, Conversation, load_l
 from bench.metrics import QuestionResult, aggregate
 from bench.recall import TOP_N, ingest
 from memhub.engine.fusion import PRESETS, FusionConfig, fuse
-from memhub.engine.retrieve import rank
-from memhub.store.postgres.search import search_candidates
+from memhub.engine.retrieve import candidates
 from memhub.store.records import DEFAULT_TEXT_RANKING, Scope, TextRanking
 
 
@@ -101,12 +101,10 @@ async def _ingest(db_url: str, conversations: Sequence[Conversation]) -> float:
 async def _evaluate(
     db_url: str, conversations: Sequence[Conversation], variants: Sequence[Variant]
 ) -> list[dict[str, Any]]:
-    import psycopg
-    from pgvector.psycopg import register_vector_async
-
     import memhub
     from bench.tokens import count_tokens
     from memhub.memory.services import embedder_from_settings
+    from memhub.store.postgres.store import PostgresStore
 
     asked = [
         (f"locomo-{c.sample_id}", q)
@@ -117,9 +115,8 @@ async def _evaluate(
     embedder = embedder_from_settings(memhub.MemhubSettings())
     vectors = await embedder.embed([q.question for _, q in asked])
     rows: list[dict[str, Any]] = []
-    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
-        await register_vector_async(conn)
-        await conn.execute("SET hnsw.iterative_scan = relaxed_order")
+    store = await PostgresStore.open(memhub.MemhubSettings(database_url=db_url))
+    try:
         # Recency is measured from the conversation's own end, not today (LoCoMo is from 2023).
         now = max(t.date for c in conversations for t in c.turns).replace(tzinfo=UTC)
         for variant in variants:
@@ -127,17 +124,17 @@ async def _evaluate(
             started = time.perf_counter()
             for (user_id, question), vector in zip(asked, vectors, strict=True):
                 k = max(TOP_N, variant.fusion.candidates)
-                found = await search_candidates(
-                    conn,
+                found = await candidates(
+                    store,
                     Scope(user_id=user_id),
                     question.question,
                     vector,
                     k,
                     None,
                     False,
-                    ranking=variant.ranking,
+                    variant.ranking,
                 )
-                scored = fuse(rank(found), variant.fusion, now)[:TOP_N]
+                scored = fuse(found, variant.fusion, now)[:TOP_N]
                 assert all(0.0 <= s.score <= 1.0 for s in scored)
                 ranked = tuple(str(s.candidate.record.metadata.get("dia_id", "")) for s in scored)
                 tokens = sum(count_tokens(s.candidate.record.memory) for s in scored[:10])
@@ -151,6 +148,8 @@ async def _evaluate(
                 }
             )
             print(_row(rows[-1]), flush=True)
+    finally:
+        await store.aclose()
     await embedder.aclose()
     return rows
 

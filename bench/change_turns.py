@@ -33,7 +33,7 @@ from memhub.engine.change_support import supports_change
 from memhub.engine.consent import own_words, reports_speech, sentences_of
 from memhub.engine.consent_words import CHANGE, ENDED
 from memhub.engine.grounding import fold
-from memhub.engine.prompts import ReplacementReply, replacement_messages
+from memhub.engine.prompts import ReplacementReply, replacement_messages, tagged
 from memhub.llm import LLM
 from memhub.llm.base import ChatMessage
 
@@ -86,22 +86,18 @@ def says_a_change(said: str) -> bool:
     )
 
 
-def _tagged(tag: str, text: str) -> str:
-    return f"<{tag}>{json.dumps(text, ensure_ascii=False)}</{tag}>"
-
-
 def _asked(pair: Pair, variant: str) -> list[ChatMessage]:
     if variant == "pair":
         return replacement_messages(pair.stored, pair.new)
-    shown = [_tagged("said", pair.said[:600])]
+    shown = [tagged("said", pair.said[:600])]
     system = TURN_SYSTEM
     if variant == "both":
-        shown.append(_tagged("new_fact", pair.new))
+        shown.append(tagged("new_fact", pair.new))
         system = system.replace(
             "what the person just said\nand one fact",
             "what the person just said, a new fact drawn from it,\nand one fact",
         )
-    shown.append(_tagged("stored_fact", pair.stored))
+    shown.append(tagged("stored_fact", pair.stored))
     question = "Does what the person said mean the stored fact is no longer true? Reply as JSON."
     return [
         ChatMessage(role="system", content=system),

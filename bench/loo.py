@@ -139,31 +139,29 @@ def _variants() -> list[Variant]:
 async def _candidates(
     db_url: str, asked: Sequence[Asked], vectors: Sequence[Any], ranking: TextRanking
 ) -> list[list[Candidate]]:
-    import psycopg
-    from pgvector.psycopg import register_vector_async
-
-    from memhub.engine.retrieve import rank
-    from memhub.store.postgres.search import search_candidates
+    from memhub import MemhubSettings
+    from memhub.engine.retrieve import candidates
+    from memhub.store.postgres.store import PostgresStore
 
     found = []
-    async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
-        await register_vector_async(conn)
-        await conn.execute("SET hnsw.iterative_scan = relaxed_order")
+    # The store's own two steps, as every search fetches its candidates (retrieve.candidates).
+    store = await PostgresStore.open(MemhubSettings(database_url=db_url))
+    try:
         for (user_id, question), vector in zip(asked, vectors, strict=True):
             found.append(
-                rank(
-                    await search_candidates(
-                        conn,
-                        Scope(user_id=user_id),
-                        question.question,
-                        vector,
-                        FIT_CANDIDATES,
-                        None,
-                        False,
-                        ranking=ranking,
-                    )
+                await candidates(
+                    store,
+                    Scope(user_id=user_id),
+                    question.question,
+                    vector,
+                    FIT_CANDIDATES,
+                    None,
+                    False,
+                    ranking,
                 )
             )
+    finally:
+        await store.aclose()
     return found
 
 

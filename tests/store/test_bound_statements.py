@@ -75,7 +75,8 @@ async def test_scoped_reads_are_prepared_once_and_stay_correct(db_url: str) -> N
             tagged = parse_filters({"tag": user})
             listed = await pg_memories.list_memories(conn, scope, tagged, 10, False)
             assert [r.memory for r in listed] == [f"note of {user}"]
-            found = await pg_search.search_candidates(conn, scope, "note", vector, 5, tagged, False)
+            hits = await pg_search.text_hits(conn, scope, "note", 5, tagged, False)
+            found = await pg_search.vector_candidates(conn, scope, vector, 5, tagged, False, hits)
             assert [c.record.memory for c in found] == [f"note of {user}"]
         cur = await conn.execute("SELECT statement FROM pg_prepared_statements")
         prepared = [str(row[0]) for row in await cur.fetchall()]

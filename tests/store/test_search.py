@@ -137,15 +137,10 @@ async def test_ts_rank_ranking_stays_available(store: PostgresStore, db_url: str
 
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         await register_vector_async(conn)
-        raw = await pg_search.search_candidates(
-            conn,
-            Scope(user_id="u"),
-            "violin",
-            _vector(2),
-            5,
-            None,
-            False,
-            ranking=TextRanking(method="ts_rank", score_all=False),
+        scope, ranking = Scope(user_id="u"), TextRanking(method="ts_rank", score_all=False)
+        hits = await pg_search.text_hits(conn, scope, "violin", 5, None, False, ranking)
+        raw = await pg_search.vector_candidates(
+            conn, scope, _vector(2), 5, None, False, hits, ranking
         )
     found = retrieve.rank(raw)
     assert [c.record.memory for c in found if c.text_rank == 1] == ["violin lesson"]

@@ -38,6 +38,7 @@ __all__ = [
     "prompt_tokens",
     "replacement_messages",
     "reply_tokens",
+    "tagged",
     "translation_messages",
     "turn_translation_messages",
     "turn_windows",
@@ -433,7 +434,7 @@ def gap_messages(
         )
     context = ""
     if before:
-        context = f"{_tagged('before', before[:400])} (who is who)\n"
+        context = f"{tagged('before', before[:400])} (who is who)\n"
     user = (
         f"{context}<said>{said.said_at:%Y-%m-%d} "
         f"{json.dumps(said.text, ensure_ascii=False)}{_dates_note(said)}</said>\n\n"
@@ -445,14 +446,14 @@ def gap_messages(
 def replacement_messages(stored: str, new: str) -> list[ChatMessage]:
     """The chat messages asking whether ``new`` replaces ``stored``."""
     user = (
-        f"{_tagged('stored_fact', stored)}\n"
-        f"{_tagged('new_fact', new)}\n\n"
+        f"{tagged('stored_fact', stored)}\n"
+        f"{tagged('new_fact', new)}\n\n"
         "Does the new fact mean the stored fact is no longer true? Reply as JSON."
     )
     return _chat(REPLACEMENT_SYSTEM, user)
 
 
-def _tagged(tag: str, text: str) -> str:
+def tagged(tag: str, text: str) -> str:
     """``text`` as one JSON string inside ``<tag>``: data the model reads, not instructions."""
     return f"<{tag}>{json.dumps(text, ensure_ascii=False)}</{tag}>"
 
@@ -464,8 +465,8 @@ def _chat(system: str, user: str) -> list[ChatMessage]:
 def forget_check_messages(request: str, stored: str) -> list[ChatMessage]:
     """The chat messages asking whether the person's ``request`` to forget means ``stored``."""
     user = (
-        f"{_tagged('request', request[:600])}\n"
-        f"{_tagged('stored_fact', stored)}\n\n"
+        f"{tagged('request', request[:600])}\n"
+        f"{tagged('stored_fact', stored)}\n\n"
         "Is the stored fact about the thing the request names? Reply as JSON."
     )
     return _chat(FORGET_CHECK_SYSTEM, user)
@@ -473,13 +474,13 @@ def forget_check_messages(request: str, stored: str) -> list[ChatMessage]:
 
 def translation_messages(request: str) -> list[ChatMessage]:
     """The chat messages asking for the person's ``request`` to forget in English."""
-    user = f"{_tagged('request', request[:600])}\n\nTranslate the request into English as JSON."
+    user = f"{tagged('request', request[:600])}\n\nTranslate the request into English as JSON."
     return _chat(TRANSLATION_SYSTEM, user)
 
 
 def turn_translation_messages(said: str) -> list[ChatMessage]:
     """The chat messages asking for what a person ``said`` in English."""
-    shown = _tagged("said", said[:TURN_TRANSLATED_CHARS])
+    shown = tagged("said", said[:TURN_TRANSLATED_CHARS])
     return _chat(TURN_TRANSLATION_SYSTEM, f"{shown}\n\nTranslate it into English as JSON.")
 
 

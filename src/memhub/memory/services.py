@@ -42,7 +42,6 @@ __all__ = [
     "Services",
     "acquire_services",
     "builds_a_model",
-    "close_all_services",
     "embedder_for_store",
     "embedder_from_settings",
     "finish_all_services",
@@ -396,12 +395,6 @@ async def release_services(services: Services) -> None:
             guard = _guards.pop(asyncio.get_running_loop(), None)
             if guard is not None and not guard.released.done():
                 guard.released.set_result(None)
-
-
-async def close_all_services() -> None:
-    """Stop the services of the running loop (interpreter exit)."""
-    for one in _shared.take_all():
-        await one.close()
 
 
 async def finish_all_services() -> None:

@@ -39,7 +39,6 @@ from memhub.store.records import (
 
 __all__ = [
     "TextHits",
-    "search_candidates",
     "text_hits",
     "text_hits_from_row",
     "text_statement",
@@ -332,24 +331,6 @@ async def vector_candidates(
     # Not prepared, as text_hits: an exact scan suits a small scope, the HNSW index a big one.
     cur = await conn.execute(query, values, prepare=False)
     return [_candidate(row) for row in await cur.fetchall()]
-
-
-async def search_candidates(
-    conn: AsyncConn,
-    scope: Scope,
-    text_query: str,
-    vector: Any,
-    k: int,
-    filters: Filter | None,
-    include_superseded: bool,
-    *,
-    ranking: TextRanking = DEFAULT_TEXT_RANKING,
-) -> list[RawCandidate]:
-    """Both statements, one after the other, on one connection (benchmarks, tests)."""
-    hits = await text_hits(conn, scope, text_query, k, filters, include_superseded, ranking)
-    return await vector_candidates(
-        conn, scope, vector, k, filters, include_superseded, hits, ranking
-    )
 
 
 def _candidate(row: Sequence[Any]) -> RawCandidate:
