@@ -65,7 +65,7 @@ def fuzzed_app(pg_admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> I
         embedder="minilm",
         database_url=database_url(pg_admin_url, name),
         data_dir=tmp_path_factory.mktemp("schemathesis"),
-        connect_timeout=3.0,
+        connect_timeout=30.0,  # as the settings fixture: a loaded machine is slow to connect
     )
     # Rate limits off: the run explores the API; 429s are tested on their own.
     server_settings = ServerSettings(
