@@ -12,15 +12,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from psycopg.types.json import Jsonb
-
 from memhub.errors import Conflict
 from memhub.store.postgres.consolidation import PgConsolidationWrites, batch_step
 from memhub.store.postgres.database import AsyncConn, Database
 from memhub.store.postgres.errors import translate_errors
-from memhub.store.postgres.jobs import lock_scopes
+from memhub.store.postgres.jobs import (
+    complete_jobs,
+    enqueue,
+    held_leases,
+    lock_scopes,
+    record_progress,
+)
 from memhub.store.postgres.memories import fill_vectors
-from memhub.store.records import JOB_DONE, FilledVector, Job, NewJob
+from memhub.store.records import FilledVector, Job, NewJob
 
 __all__ = ["PgJobBatch", "apply_jobs"]
 
@@ -39,51 +43,21 @@ class PgJobBatch(PgConsolidationWrites):
     @batch_step
     async def complete(self, job_ids: Sequence[int]) -> None:
         """Remove finished jobs from the queue."""
-        await self.conn.execute("DELETE FROM memory_jobs WHERE id = ANY(%s)", (list(job_ids),))
+        await complete_jobs(self.conn, job_ids)
 
     @batch_step
     async def progress(self, job_id: int, done: int) -> None:
         """Record that the first ``done`` turns of a job are stored (large jobs go in parts)."""
-        await self.conn.execute(
-            "UPDATE memory_jobs SET payload = jsonb_set(payload, %s::text[], to_jsonb(%s::int)),"
-            " lease_until = greatest(lease_until, now() + interval '30 seconds') WHERE id = %s",
-            ([JOB_DONE], done, job_id),
-        )
+        await record_progress(self.conn, job_id, done)
 
     @batch_step
     async def enqueue(self, job: NewJob, run_after: datetime | None, join_window: bool) -> None:
-        """Queue a follow-up job in the current transaction.
-
-        With ``join_window`` it runs with the owner's earliest queued, unleased job of its kind
-        (when there is one) instead of at ``run_after``: turns that arrive while a consolidation
-        window is open share its call.
-        """
-        await self.conn.execute(
-            "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload, run_after)"
-            " VALUES (%(kind)s, %(u)s, %(a)s, %(r)s, %(payload)s, coalesce("
-            "  (SELECT min(run_after) FROM memory_jobs WHERE %(join)s AND status = 'queued'"
-            "   AND coalesce(user_id, agent_id, run_id, '') = %(owner)s AND kind = %(kind)s"
-            "   AND lease_owner IS NULL),"
-            "  %(at)s, now()))",
-            {
-                "kind": job.kind,
-                "u": job.scope.user_id,
-                "a": job.scope.agent_id,
-                "r": job.scope.run_id,
-                "payload": Jsonb(job.payload.to_json()),
-                "join": join_window,
-                "owner": job.scope.owner,
-                "at": run_after,
-            },
-        )
+        """Queue a follow-up job in the current transaction (:func:`jobs.enqueue`)."""
+        await enqueue(self.conn, job, run_after, join_window)
 
 
 async def _check_lease(conn: AsyncConn, jobs: Sequence[Job], owner: str) -> None:
-    cur = await conn.execute(
-        "SELECT id FROM memory_jobs WHERE id = ANY(%s) AND lease_owner = %s FOR UPDATE",
-        ([job.id for job in jobs], owner),
-    )
-    held = {int(row[0]) for row in await cur.fetchall()}
+    held = await held_leases(conn, [job.id for job in jobs], owner)
     lost = sorted({job.id for job in jobs} - held)
     if lost:
         raise Conflict(f"lease of jobs {lost} lost (erased, or reclaimed after expiry)")

@@ -15,6 +15,7 @@ from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 from memhub.store.postgres.database import AsyncConn
+from memhub.store.postgres.jobs import insert_jobs
 from memhub.store.records import ImportBatch, ImportCursor, NewMemory, utc_wall_time
 
 __all__ = [
@@ -64,25 +65,7 @@ async def write_batch(conn: AsyncConn, batch: ImportBatch) -> list[int]:
                 row = (turn_id, t.user_id, t.session_id, t.role, t.message, t.agent_id, meta, at)
                 await copy.write_row(row)
         await _copy_memories(cur, batch.memories, now)
-        job_ids: list[int] = []
-        if batch.jobs:
-            await cur.executemany(
-                "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
-                " VALUES (%s, %s, %s, %s, %s) RETURNING id",
-                [
-                    (
-                        j.kind,
-                        *(j.scope.user_id, j.scope.agent_id, j.scope.run_id),
-                        Jsonb(j.payload.to_json()),
-                    )
-                    for j in batch.jobs
-                ],
-                returning=True,
-            )
-            while True:
-                job_ids += [int(row[0]) for row in await cur.fetchall()]
-                if not cur.nextset():
-                    break
+        job_ids = await insert_jobs(cur, batch.jobs)
         if batch.cursor is not None:
             c = batch.cursor
             await cur.execute(

@@ -10,8 +10,8 @@ from psycopg.types.json import Jsonb
 
 from memhub.errors import UsageError
 from memhub.store.postgres.database import AsyncConn
+from memhub.store.postgres.jobs import TURNS_JOB_STEP, turns_job_values
 from memhub.store.records import (
-    JOB_TURN_IDS,
     IdempotencyKey,
     NewJob,
     NewTurn,
@@ -64,14 +64,6 @@ _INSERT_TURNS = (
     " RETURNING id"
     "), turns AS (SELECT id, row_number() OVER (ORDER BY id) AS ord FROM inserted)"
 )
-_INSERT_JOB = (
-    ", job AS ("
-    " INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
-    " SELECT %(kind)s, %(job_user_id)s, %(job_agent_id)s, %(job_run_id)s,"
-    "  %(payload)s::jsonb || jsonb_build_object(%(turn_ids_key)s::text,"
-    "  coalesce(jsonb_agg(t.id ORDER BY t.id) FILTER (WHERE new.long_term), '[]'::jsonb))"
-    " FROM turns t JOIN new USING (ord))"
-)
 # The turns' memories (add() returns their ids): text now, so the ids resolve and the words
 # are found at once; the ingest job fills in the vectors under the same ids, as it does for
 # `memhub import`'s rows (memories.insert_memories). Their ADD events go in the same
@@ -114,17 +106,6 @@ def _turn_columns(turns: Sequence[NewTurn]) -> dict[str, list[Any]]:
     }
 
 
-def _job_values(job: NewJob) -> dict[str, Any]:
-    return {
-        "kind": job.kind,
-        "job_user_id": job.scope.user_id,
-        "job_agent_id": job.scope.agent_id,
-        "job_run_id": job.scope.run_id,
-        "payload": Jsonb(job.payload.to_json()),
-        "turn_ids_key": JOB_TURN_IDS,
-    }
-
-
 def _memory_columns(turns: Sequence[NewTurn]) -> dict[str, list[Any]]:
     """The turns' memories as array parameters; ``memory_ords`` pairs each with its turn."""
     pending = [(n, t.memory) for n, t in enumerate(turns, start=1) if t.memory is not None]
@@ -143,8 +124,8 @@ async def _insert(conn: AsyncConn, turns: Sequence[NewTurn], job: NewJob | None)
     query = _INSERT_TURNS
     values = _turn_columns(turns)
     if job is not None:
-        query += _INSERT_JOB
-        values |= _job_values(job)
+        query += TURNS_JOB_STEP
+        values |= turns_job_values(job)
         if any(t.memory is not None for t in turns):
             query += _INSERT_MEMORIES
             values |= _memory_columns(turns)

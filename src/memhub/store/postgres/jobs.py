@@ -4,6 +4,12 @@ A claim is one short transaction: it leases jobs to a worker (owner, expiry) and
 attempt, so a crash or any exception counts toward parking. The work then runs with no
 transaction open; its results are applied by :func:`memhub.store.postgres.apply.apply_jobs` in one
 short transaction that first takes the scope's lock and checks the lease and the facts it read.
+
+Every statement on ``memory_jobs`` is here, those that run in another concern's transaction
+too: a turn write queues its job in the same statement as its turns (:data:`TURNS_JOB_STEP`),
+an import batch with its rows (:func:`insert_jobs`), an apply finishes, advances and follows
+up its jobs (:func:`complete_jobs`, :func:`record_progress`, :func:`enqueue`). Only erasing a
+scope, ``reset`` and a named space's table list name the table beside the others.
 """
 
 from __future__ import annotations
@@ -13,13 +19,30 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from psycopg import AsyncCursor
+from psycopg.types.json import Jsonb
+
 from memhub.store.postgres.database import AsyncConn, Database
 from memhub.store.postgres.errors import translate_errors
-from memhub.store.records import JOB_TURN_IDS, Job, Lane, Lease, Scope, round_robin
+from memhub.store.records import (
+    JOB_DONE,
+    JOB_TURN_IDS,
+    Job,
+    Lane,
+    Lease,
+    NewJob,
+    Scope,
+    round_robin,
+)
 
 __all__ = [
+    "TURNS_JOB_STEP",
     "claim_jobs",
+    "complete_jobs",
+    "enqueue",
     "extend_leases",
+    "held_leases",
+    "insert_jobs",
     "job_counts",
     "list_jobs",
     "lock_scopes",
@@ -28,9 +51,11 @@ __all__ = [
     "queue_by_kind",
     "queued_jobs_among",
     "queued_jobs_with_prefix",
+    "record_progress",
     "release_jobs",
     "requeue_parked",
     "take_heads",
+    "turns_job_values",
 ]
 
 
@@ -323,6 +348,110 @@ async def leased_job_ids(conn: AsyncConn, owner: str) -> list[int]:
         "SELECT id FROM memory_jobs WHERE lease_owner = %s ORDER BY id", (owner,)
     )
     return [int(row[0]) for row in await cur.fetchall()]
+
+
+# -- writes that share another concern's transaction -------------------------------------------
+#: The job of a turn write, queued in the same statement as its turns
+#: (``conversations.append_turns``): a step of that statement's ``WITH``, reading its ``new``
+#: rows and the ``turns`` they became; the job's turn ids are the turns kept long-term.
+TURNS_JOB_STEP = (
+    ", job AS ("
+    " INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
+    " SELECT %(kind)s, %(job_user_id)s, %(job_agent_id)s, %(job_run_id)s,"
+    "  %(payload)s::jsonb || jsonb_build_object(%(turn_ids_key)s::text,"
+    "  coalesce(jsonb_agg(t.id ORDER BY t.id) FILTER (WHERE new.long_term), '[]'::jsonb))"
+    " FROM turns t JOIN new USING (ord))"
+)
+
+
+def turns_job_values(job: NewJob) -> dict[str, Any]:
+    """The values :data:`TURNS_JOB_STEP` binds."""
+    return {
+        "kind": job.kind,
+        "job_user_id": job.scope.user_id,
+        "job_agent_id": job.scope.agent_id,
+        "job_run_id": job.scope.run_id,
+        "payload": Jsonb(job.payload.to_json()),
+        "turn_ids_key": JOB_TURN_IDS,
+    }
+
+
+async def insert_jobs(cur: AsyncCursor[Any], jobs: Sequence[NewJob]) -> list[int]:
+    """Queue ``jobs`` in the cursor's transaction (an import batch's); returns their ids."""
+    if not jobs:
+        return []
+    await cur.executemany(
+        "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload)"
+        " VALUES (%s, %s, %s, %s, %s) RETURNING id",
+        [
+            (
+                j.kind,
+                *(j.scope.user_id, j.scope.agent_id, j.scope.run_id),
+                Jsonb(j.payload.to_json()),
+            )
+            for j in jobs
+        ],
+        returning=True,
+    )
+    job_ids: list[int] = []
+    while True:
+        job_ids += [int(row[0]) for row in await cur.fetchall()]
+        if not cur.nextset():
+            break
+    return job_ids
+
+
+async def held_leases(conn: AsyncConn, job_ids: Sequence[int], owner: str) -> set[int]:
+    """Those of ``job_ids`` ``owner`` still leases, locked until the transaction ends (an apply
+    checks its lease before it writes)."""
+    cur = await conn.execute(
+        "SELECT id FROM memory_jobs WHERE id = ANY(%s) AND lease_owner = %s FOR UPDATE",
+        (list(job_ids), owner),
+    )
+    return {int(row[0]) for row in await cur.fetchall()}
+
+
+async def complete_jobs(conn: AsyncConn, job_ids: Sequence[int]) -> None:
+    """Remove finished jobs from the queue."""
+    await conn.execute("DELETE FROM memory_jobs WHERE id = ANY(%s)", (list(job_ids),))
+
+
+async def record_progress(conn: AsyncConn, job_id: int, done: int) -> None:
+    """Record that the first ``done`` turns of a job are stored (large jobs go in parts)."""
+    await conn.execute(
+        "UPDATE memory_jobs SET payload = jsonb_set(payload, %s::text[], to_jsonb(%s::int)),"
+        " lease_until = greatest(lease_until, now() + interval '30 seconds') WHERE id = %s",
+        ([JOB_DONE], done, job_id),
+    )
+
+
+async def enqueue(
+    conn: AsyncConn, job: NewJob, run_after: datetime | None, join_window: bool
+) -> None:
+    """Queue a follow-up job in the current transaction.
+
+    With ``join_window`` it runs with the owner's earliest queued, unleased job of its kind
+    (when there is one) instead of at ``run_after``: turns that arrive while a consolidation
+    window is open share its call.
+    """
+    await conn.execute(
+        "INSERT INTO memory_jobs (kind, user_id, agent_id, run_id, payload, run_after)"
+        " VALUES (%(kind)s, %(u)s, %(a)s, %(r)s, %(payload)s, coalesce("
+        "  (SELECT min(run_after) FROM memory_jobs WHERE %(join)s AND status = 'queued'"
+        "   AND coalesce(user_id, agent_id, run_id, '') = %(owner)s AND kind = %(kind)s"
+        "   AND lease_owner IS NULL),"
+        "  %(at)s, now()))",
+        {
+            "kind": job.kind,
+            "u": job.scope.user_id,
+            "a": job.scope.agent_id,
+            "r": job.scope.run_id,
+            "payload": Jsonb(job.payload.to_json()),
+            "join": join_window,
+            "owner": job.scope.owner,
+            "at": run_after,
+        },
+    )
 
 
 # -- reading the queue ---------------------------------------------------------------------------
