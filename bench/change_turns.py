@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -39,11 +40,12 @@ from memhub.engine.change_support import supports_change
 from memhub.engine.consent import own_words, reports_speech, sentences_of
 from memhub.engine.consent_words import CHANGE, ENDED
 from memhub.engine.grounding import content_words, fold
-from memhub.engine.prompts import ReplacementReply, replacement_messages, tagged
+from memhub.engine.prompts import ReplacementReply, chat, replacement_messages, tagged
 from memhub.llm import LLM
 from memhub.llm.base import ChatMessage
 
 PAIRS_FILE = Path(__file__).parent / "change_turns.json"
+SAID_CHARS = 600  # of the person's turn shown, as forget_check_messages cuts a request
 
 TURN_SYSTEM = """\
 You keep an assistant's memory about a person current. You receive what the person just said
@@ -123,24 +125,10 @@ def says_a_change(said: str) -> bool:
     )
 
 
-def _asked(pair: Pair, variant: str) -> list[ChatMessage]:
-    if variant == "pair":
-        return replacement_messages(pair.stored, pair.new)
-    if variant == "verdict":
-        facts = f"{tagged('stored', pair.stored)}\n{tagged('new', pair.new)}"
-        return [
-            ChatMessage(role="system", content=VERDICT_SYSTEM),
-            ChatMessage(role="user", content=f"{facts}\n\nCan both be true today? Reply as JSON."),
-        ]
-    if variant == "rewrite":
-        both = f"{tagged('stored_fact', pair.stored)}\n{tagged('said', pair.said[:600])}"
-        return [
-            ChatMessage(role="system", content=REWRITE_SYSTEM),
-            ChatMessage(role="user", content=f"{both}\n\nThe stored fact as true today, as JSON."),
-        ]
-    shown = [tagged("said", pair.said[:600])]
+def _turn_messages(pair: Pair, with_new_fact: bool) -> list[ChatMessage]:
+    shown = [tagged("said", pair.said[:SAID_CHARS])]
     system = TURN_SYSTEM
-    if variant == "both":
+    if with_new_fact:
         shown.append(tagged("new_fact", pair.new))
         system = system.replace(
             "what the person just said\nand one fact",
@@ -148,10 +136,60 @@ def _asked(pair: Pair, variant: str) -> list[ChatMessage]:
         )
     shown.append(tagged("stored_fact", pair.stored))
     question = "Does what the person said mean the stored fact is no longer true? Reply as JSON."
-    return [
-        ChatMessage(role="system", content=system),
-        ChatMessage(role="user", content="\n".join(shown) + "\n\n" + question),
-    ]
+    return chat(system, "\n".join(shown) + "\n\n" + question)
+
+
+def _verdict_messages(pair: Pair) -> list[ChatMessage]:
+    facts = f"{tagged('stored', pair.stored)}\n{tagged('new', pair.new)}"
+    return chat(VERDICT_SYSTEM, f"{facts}\n\nCan both be true today? Reply as JSON.")
+
+
+def _rewrite_messages(pair: Pair) -> list[ChatMessage]:
+    both = f"{tagged('stored_fact', pair.stored)}\n{tagged('said', pair.said[:SAID_CHARS])}"
+    return chat(REWRITE_SYSTEM, f"{both}\n\nThe stored fact as true today, as JSON.")
+
+
+def rewrite_lost(stored: str, rewritten: str) -> frozenset[str]:
+    """The stored fact's content words the model's rewrite dropped: none when it copied the
+    fact or only added to it; a change when the rewrite lost one ("pescatarian" for vegan)."""
+    return content_words(stored) - content_words(rewritten)
+
+
+async def _pair(llm: LLM, pair: Pair) -> bool:
+    messages = replacement_messages(pair.stored, pair.new)
+    return (await llm.generate_structured(messages, ReplacementReply)).value.replaces
+
+
+async def _turn(llm: LLM, pair: Pair) -> bool:
+    messages = _turn_messages(pair, with_new_fact=False)
+    return (await llm.generate_structured(messages, Ended)).value.ended
+
+
+async def _both(llm: LLM, pair: Pair) -> bool:
+    messages = _turn_messages(pair, with_new_fact=True)
+    return (await llm.generate_structured(messages, Ended)).value.ended
+
+
+async def _verdict(llm: LLM, pair: Pair) -> bool:
+    reply = await llm.generate_structured(_verdict_messages(pair), Verdict)
+    return reply.value.verdict == "old no longer true"
+
+
+async def _rewrite(llm: LLM, pair: Pair) -> bool:
+    fact = (await llm.generate_structured(_rewrite_messages(pair), Rewritten)).value.fact
+    lost = rewrite_lost(pair.stored, fact)
+    print(f"  {pair.ends!s:5} lost={sorted(lost)} | {pair.stored} -> {fact}")
+    return bool(lost)
+
+
+# Each way of asking the model whether a pair is a change, by the name --variants takes.
+QUESTIONS: dict[str, Callable[[LLM, Pair], Awaitable[bool]]] = {
+    "pair": _pair,
+    "turn": _turn,
+    "both": _both,
+    "verdict": _verdict,
+    "rewrite": _rewrite,
+}
 
 
 def _line(name: str, chosen: list[Pair], pairs: list[Pair]) -> str:
@@ -181,35 +219,32 @@ async def rules(pairs: list[Pair]) -> None:
 async def model(pairs: list[Pair], url: str, name: str, variants: list[str]) -> None:
     llm = llm_at(url, name)
     for variant in variants:
-        yes = [p for p in pairs if await _yes(llm, p, variant)]
+        ask = QUESTIONS[variant]
+        yes = [p for p in pairs if await ask(llm, p)]
         print(_line(f"the 1.5B's yes, {variant}", yes, pairs))
 
 
-async def _yes(llm: LLM, pair: Pair, variant: str) -> bool:
-    messages = _asked(pair, variant)
-    if variant == "pair":
-        return (await llm.generate_structured(messages, ReplacementReply)).value.replaces
-    if variant == "verdict":
-        verdict = (await llm.generate_structured(messages, Verdict)).value.verdict
-        return verdict == "old no longer true"
-    if variant == "rewrite":
-        fact = (await llm.generate_structured(messages, Rewritten)).value.fact
-        lost = content_words(pair.stored) - content_words(fact)
-        print(f"  {pair.ends!s:5} lost={sorted(lost)} | {pair.stored} -> {fact}")
-        return bool(lost)
-    return (await llm.generate_structured(messages, Ended)).value.ended
+def variant_names(text: str) -> list[str]:
+    """``--variants``: names of :data:`QUESTIONS`, comma-separated; an unknown one refused."""
+    names = text.split(",")
+    unknown = [name for name in names if name not in QUESTIONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown {unknown}; known: {', '.join(QUESTIONS)}")
+    return names
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="an OpenAI-compatible server's /v1 URL")
     parser.add_argument("--model", default="local", help="model name sent to the server")
-    parser.add_argument("--variants", default="pair,turn,both", help="questions to ask")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--variants", type=variant_names, default="pair,turn,both", help="questions to ask"
+    )
+    args = parser.parse_args(argv)
     pairs = load()
     asyncio.run(rules(pairs))
     if args.url:
-        asyncio.run(model(pairs, args.url.rstrip("/"), args.model, args.variants.split(",")))
+        asyncio.run(model(pairs, args.url.rstrip("/"), args.model, args.variants))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,24 @@
-"""bench.change_turns: its pairs load with their labels, and a change is read only in the
-person's own statements."""
+"""bench.change_turns: its pairs load with their labels, a change is read only in the
+person's own statements, and each question to the model shows the facts as data."""
 
 from __future__ import annotations
 
-from bench.change_turns import load, says_a_change
+import json
+
+import pytest
+from bench.change_turns import (
+    QUESTIONS,
+    _rewrite_messages,
+    _turn_messages,
+    _verdict_messages,
+    load,
+    main,
+    rewrite_lost,
+    says_a_change,
+    variant_names,
+)
+
+from memhub.engine.grounding import content_words
 
 
 def test_the_pairs_load_with_the_sets_own_change_labels() -> None:
@@ -19,3 +34,34 @@ def test_a_change_is_read_in_the_persons_own_statements_only() -> None:
     assert not says_a_change("have you moved the meeting?")  # a question
     assert not says_a_change('my sister wrote: "we moved to Leeds"')  # quoted, not theirs
     assert not says_a_change("I'm looking for an apartment in Utrecht")
+
+
+def test_every_question_shows_the_stored_fact_as_data() -> None:
+    pair = load()[0]
+    for messages in (
+        _turn_messages(pair, with_new_fact=False),
+        _turn_messages(pair, with_new_fact=True),
+        _verdict_messages(pair),
+        _rewrite_messages(pair),
+    ):
+        assert [m["role"] for m in messages] == ["system", "user"]
+        assert json.dumps(pair.stored, ensure_ascii=False) in messages[1]["content"]
+    assert json.dumps(pair.new, ensure_ascii=False) in _verdict_messages(pair)[1]["content"]
+    assert "new_fact" not in _turn_messages(pair, with_new_fact=False)[1]["content"]
+
+
+def test_a_rewrite_is_a_change_only_when_it_drops_a_word_of_the_stored_fact() -> None:
+    lost = rewrite_lost("The user is pescatarian.", "The user is vegan.")
+    assert lost == content_words("pescatarian")  # stems, as grounding keeps them
+    assert not rewrite_lost("The user lives in Adelaide.", "The user lives in Adelaide.")
+    # adding what else was said keeps every stored word: not a change
+    assert not rewrite_lost(
+        "The user lives in Adelaide.", "The user lives in Adelaide and restores a BSA."
+    )
+
+
+def test_an_unknown_variant_is_refused_before_any_call() -> None:
+    assert variant_names("verdict,rewrite") == ["verdict", "rewrite"]
+    assert set(QUESTIONS) == {"pair", "turn", "both", "verdict", "rewrite"}
+    with pytest.raises(SystemExit):
+        main(["--url", "http://127.0.0.1:9/v1", "--variants", "pair,nope"])

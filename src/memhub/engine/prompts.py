@@ -31,6 +31,7 @@ __all__ = [
     "ReplacementReply",
     "TranslationReply",
     "TurnTranslationReply",
+    "chat",
     "consolidation_messages",
     "forget_check_messages",
     "gap_messages",
@@ -418,7 +419,7 @@ def consolidation_messages(
             f"store; they override the rules above:\n{custom_instructions.strip()}"
         )
     user = f"{_facts(facts)}\n\n{_fence_turns(turns)}\n\nReply with the operations as JSON."
-    return _chat(system, user)
+    return chat(system, user)
 
 
 def gap_messages(
@@ -440,7 +441,7 @@ def gap_messages(
         f"{json.dumps(said.text, ensure_ascii=False)}{_dates_note(said)}</said>\n\n"
         "Reply with the facts of <said> as JSON."
     )
-    return _chat(system, user)
+    return chat(system, user)
 
 
 def replacement_messages(stored: str, new: str) -> list[ChatMessage]:
@@ -450,7 +451,7 @@ def replacement_messages(stored: str, new: str) -> list[ChatMessage]:
         f"{tagged('new_fact', new)}\n\n"
         "Does the new fact mean the stored fact is no longer true? Reply as JSON."
     )
-    return _chat(REPLACEMENT_SYSTEM, user)
+    return chat(REPLACEMENT_SYSTEM, user)
 
 
 def tagged(tag: str, text: str) -> str:
@@ -458,7 +459,8 @@ def tagged(tag: str, text: str) -> str:
     return f"<{tag}>{json.dumps(text, ensure_ascii=False)}</{tag}>"
 
 
-def _chat(system: str, user: str) -> list[ChatMessage]:
+def chat(system: str, user: str) -> list[ChatMessage]:
+    """A system message and one user message: every question memhub puts to a model."""
     return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
 
 
@@ -469,25 +471,25 @@ def forget_check_messages(request: str, stored: str) -> list[ChatMessage]:
         f"{tagged('stored_fact', stored)}\n\n"
         "Is the stored fact about the thing the request names? Reply as JSON."
     )
-    return _chat(FORGET_CHECK_SYSTEM, user)
+    return chat(FORGET_CHECK_SYSTEM, user)
 
 
 def translation_messages(request: str) -> list[ChatMessage]:
     """The chat messages asking for the person's ``request`` to forget in English."""
     user = f"{tagged('request', request[:600])}\n\nTranslate the request into English as JSON."
-    return _chat(TRANSLATION_SYSTEM, user)
+    return chat(TRANSLATION_SYSTEM, user)
 
 
 def turn_translation_messages(said: str) -> list[ChatMessage]:
     """The chat messages asking for what a person ``said`` in English."""
     shown = tagged("said", said[:TURN_TRANSLATED_CHARS])
-    return _chat(TURN_TRANSLATION_SYSTEM, f"{shown}\n\nTranslate it into English as JSON.")
+    return chat(TURN_TRANSLATION_SYSTEM, f"{shown}\n\nTranslate it into English as JSON.")
 
 
 def procedural_messages(turns: Sequence[PromptTurn]) -> list[ChatMessage]:
     """The chat messages that summarise an agent's run into one procedural memory."""
     user = f"{_fence_turns(turns)}\n\nReply with the summary as JSON."
-    return _chat(PROCEDURAL_SYSTEM, user)
+    return chat(PROCEDURAL_SYSTEM, user)
 
 
 # -- what fits in the model's context window ---------------------------------------------------
