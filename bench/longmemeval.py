@@ -16,6 +16,8 @@ The subset is deterministic: ``--half a|b`` takes the even (a) or odd (b) positi
 question type in file order (tune on one half, report the other), ``--types`` keeps some types,
 ``--questions N`` the first N of each type after that. The embedder is the configured one
 (``MEMHUB_EMBEDDER=minilm`` for quick runs); the output names it.
+
+``--json`` keeps every question's figures under ``per_question``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Item:
     dates: tuple[datetime, ...]
     answer_sessions: frozenset[str]
     answer: str = ""
+    question_date: datetime | None = None
 
     @property
     def turns(self) -> int:
@@ -80,6 +83,7 @@ def parse_item(raw: dict[str, Any]) -> Item:
         dates=tuple(parse_date(d) for d in raw["haystack_dates"]),
         answer_sessions=frozenset(str(s) for s in raw["answer_session_ids"]),
         answer=str(raw.get("answer", "")),
+        question_date=parse_date(raw["question_date"]) if raw.get("question_date") else None,
     )
 
 
@@ -106,6 +110,7 @@ def select(
 class Scored:
     """One question's figures."""
 
+    question_id: str
     question_type: str
     any_at_5: bool
     all_at_5: bool
@@ -129,6 +134,7 @@ def score(
     evidence = {m for m, (_, answer) in where.items() if answer}
     top10 = {r["id"] for r in found[:10]}
     return Scored(
+        question_id=item.question_id,
         question_type=item.question_type,
         any_at_5=bool(item.answer_sessions & set(sessions[:5])),
         all_at_5=item.answer_sessions <= set(sessions[:5]),
@@ -304,6 +310,10 @@ def run(
         "overall": aggregate(scored),
         "per_type": per_type,
         "budgets": {label: aggregate(found) for label, found in budgeted.items()},
+        "per_question": {
+            "default": [vars(s) for s in scored],
+            **{label: [vars(s) for s in found] for label, found in budgeted.items()},
+        },
         "search_p50_ms": percentile(latencies, 50) * 1e3,
         "search_p95_ms": percentile(latencies, 95) * 1e3,
         "ingest_turns_per_s": turns / ingest_seconds if ingest_seconds else float("nan"),

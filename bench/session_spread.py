@@ -136,7 +136,12 @@ def scored(
 
 
 def lme_questions(
-    keep: Path, postgres: BenchPostgres, per_type: int | None
+    keep: Path,
+    postgres: BenchPostgres,
+    per_type: int | None,
+    query_parts: bool = False,
+    asked_at: bool = False,
+    touched_only: bool = False,
 ) -> list[dict[str, Any]]:
     """LongMemEval's dev questions of both halves with their top 50 (ingesting what is not)."""
     from bench.longmemeval import MAX_TEXT_CHARS, default_data_path, ingest, parse_item, select
@@ -144,6 +149,8 @@ def lme_questions(
 
     every = [parse_item(r) for r in json.loads(default_data_path().read_text(encoding="utf-8"))]
     halves = {h: select(every, h, None, per_type) for h in "ab"}
+    if touched_only:  # the halves stay those of the whole file
+        halves = {h: [i for i in items if touched(i)] for h, items in halves.items()}
     url, _ = postgres.kept_database("lme")
     where_file = keep / "lme-where.json"
     where: dict[str, dict[str, list[Any]]] = (
@@ -165,7 +172,13 @@ def lme_questions(
                     where_file.write_text(json.dumps(where), encoding="utf-8")
                     print(f"  ingested {item.question_id} ({item.turns} turns)", flush=True)
                 mapping = where[item.question_id]
-                hits = memory.search(item.question, user_id=user, limit=TOP)["results"]
+                hits = _searched(
+                    memory,
+                    user,
+                    item.question,
+                    item.question_date if asked_at else None,
+                    query_parts,
+                )
                 questions.append(
                     {
                         "half": half,
@@ -188,7 +201,34 @@ def lme_questions(
     return questions
 
 
-def locomo_questions(postgres: BenchPostgres) -> list[dict[str, Any]]:
+def touched(item: Any) -> bool:
+    """Whether a dated question or query parts could change ``item``'s search: a question
+    that names neither a span of the past on its date nor several things is searched exactly
+    as before (the code that would differ does not run)."""
+    from bench.question_spans import query_parts, query_window
+
+    dated = item.question_date is not None and query_window(item.question, item.question_date)
+    return bool(dated or query_parts(item.question))
+
+
+def _searched(
+    memory: Any, user: str, question: str, asked_at: Any, query_parts: bool
+) -> list[Result]:
+    """The top 50 of ``question``, with the span it names on ``asked_at`` (when given) and
+    its parts (``query_parts``) searched beside it (bench.question_spans)."""
+    from bench.question_spans import dated_search, search_by_parts
+
+    def search(query: str, **options: Any) -> list[Result]:
+        found: list[Result] = memory.search(query, user_id=user, limit=TOP, **options)["results"]
+        return found
+
+    hits = dated_search(search, question, asked_at)
+    if query_parts:
+        hits = search_by_parts(search, question, hits)
+    return hits[:TOP]
+
+
+def locomo_questions(postgres: BenchPostgres, query_parts: bool = False) -> list[dict[str, Any]]:
     """LoCoMo's dev questions of categories 1-4 with their top 50 (ingesting once)."""
     from bench.locomo import RECALL_CATEGORIES, default_data_path, load_locomo
     from bench.loo import _ingest
@@ -210,7 +250,8 @@ def locomo_questions(postgres: BenchPostgres) -> list[dict[str, Any]]:
             for q in c.questions:
                 if q.category not in RECALL_CATEGORIES or not q.evidence:
                     continue
-                hits = memory.search(q.question, user_id=f"locomo-{c.sample_id}", limit=TOP)
+                user = f"locomo-{c.sample_id}"
+                hits = {"results": _searched(memory, user, q.question, None, query_parts)}
                 questions.append(
                     {
                         "conversation": c.sample_id,
@@ -300,12 +341,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, required=True, help="where the databases are kept")
     parser.add_argument("--questions", type=int, default=None, help="first N of each LME type")
     parser.add_argument("--json", type=Path, default=None, help="also write the top 50s here")
+    parser.add_argument(
+        "--asked-at",
+        action="store_true",
+        help="also search the span a LongMemEval question names, read from its date",
+    )
+    parser.add_argument(
+        "--query-parts", action="store_true", help="also search each thing a question names"
+    )
+    parser.add_argument(
+        "--touched-only",
+        action="store_true",
+        help="only the LongMemEval questions a date or query parts could change",
+    )
     args = parser.parse_args(argv)
     args.keep.mkdir(parents=True, exist_ok=True)
     postgres = BenchPostgres(args.keep / "pg", keep=True)
     try:
-        lme = lme_questions(args.keep, postgres, args.questions)
-        locomo = locomo_questions(postgres)
+        lme = lme_questions(
+            args.keep, postgres, args.questions, args.query_parts, args.asked_at, args.touched_only
+        )
+        locomo = locomo_questions(postgres, args.query_parts)
         machine = describe(postgres.kept_database("lme")[0])
     finally:
         postgres.close()

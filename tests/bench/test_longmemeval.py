@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bench.longmemeval import Item, aggregate, parse_date, score, select
+from bench.longmemeval import Item, aggregate, parse_date, parse_item, score, select
 
 
 def _item(question_id: str, kind: str, answers: frozenset[str] = frozenset({"s2"})) -> Item:
@@ -13,6 +13,23 @@ def _item(question_id: str, kind: str, answers: frozenset[str] = frozenset({"s2"
 
 def test_dates_read_as_longmemeval_writes_them() -> None:
     assert parse_date("2023/05/20 (Sat) 02:21") == datetime(2023, 5, 20, 2, 21)
+
+
+def test_an_item_keeps_the_date_its_question_is_asked_on() -> None:
+    raw = {
+        "question_id": "q1",
+        "question_type": "temporal-reasoning",
+        "question": "What kitchen appliance did I buy 10 days ago?",
+        "question_date": "2023/03/25 (Sat) 18:26",
+        "answer": "a smoker",
+        "answer_session_ids": ["s1"],
+        "haystack_dates": ["2023/03/15 (Wed) 11:56"],
+        "haystack_session_ids": ["s1"],
+        "haystack_sessions": [[{"role": "user", "content": "I just got a smoker today."}]],
+    }
+    item = parse_item(raw)
+    assert item.question_date == datetime(2023, 3, 25, 18, 26)
+    assert parse_item({**raw, "question_date": ""}).question_date is None
 
 
 def test_halves_are_alternate_questions_of_each_type_and_disjoint() -> None:
