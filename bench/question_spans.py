@@ -22,26 +22,13 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+# The counts and units a turn's relative dates are read with (memhub.engine.dates).
+from memhub.engine.dates import _NUMBERS, _UNITS
 from memhub.engine.grounding import content_words
 
 Result = dict[str, Any]
 Search = Callable[..., list[Result]]
 
-_NUMBERS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-}
-_UNITS = r"(day|week|month|year)s?"
 
 # A question's own relative dates ("what did I buy 10 days ago?"): when the thing was said, read
 # from when the question is asked. Only the past: a question about "next week" asks about

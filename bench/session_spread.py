@@ -23,6 +23,11 @@ recorded when adding it: this measures whether an idea is worth building, not a 
 feature. ``--keep DIR`` keeps the ingested databases (and the map from memory ids to sessions)
 in ``DIR``, so a second run only searches; ``--questions N`` takes the first N of each
 LongMemEval type in each half (default: all).
+
+``--asked-at`` and ``--query-parts`` search with two more ideas (``bench.question_spans``):
+the span of the past a LongMemEval question names, read from its date, and each thing a
+question names, each merged with the whole search before the re-rankings; ``--touched-only``
+keeps the LongMemEval questions either could change (the halves stay those of the whole file).
 """
 
 from __future__ import annotations
