@@ -260,6 +260,7 @@ def locomo_questions(postgres: BenchPostgres, query_parts: bool = False) -> list
                 questions.append(
                     {
                         "conversation": c.sample_id,
+                        "category": q.category,
                         "evidence": list(q.evidence),
                         "results": [
                             {
@@ -291,6 +292,25 @@ def as_two_roles(questions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         for q in questions
     ]
+
+
+def where_evidence_lies(locomo: Sequence[dict[str, Any]]) -> dict[str, tuple[float, float, float]]:
+    """Per LoCoMo category, the shares of evidence turns the searched order puts in the top
+    10, at 11-50, and not in the top 50: what no re-ranking of the top 50 can reach."""
+    from bench.locomo import CATEGORY_NAMES
+
+    counts: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
+    for q in locomo:
+        ranked = [r["id"] for r in q["results"]]
+        for turn in q["evidence"]:
+            place = ranked.index(turn) if turn in ranked[:TOP] else TOP
+            kind = CATEGORY_NAMES.get(q.get("category", 0), "all")
+            counts[kind][0 if place < 10 else 1 if place < TOP else 2] += 1
+    shares = {}
+    for kind, (top, middle, beyond) in sorted(counts.items()):
+        total = top + middle + beyond
+        shares[kind] = (top / total, middle / total, beyond / total)
+    return shares
 
 
 def table(lme: Sequence[dict[str, Any]], locomo: Sequence[dict[str, Any]]) -> str:
@@ -336,6 +356,11 @@ def table(lme: Sequence[dict[str, Any]], locomo: Sequence[dict[str, Any]]) -> st
     lines.append(
         f"\n{len(half_a)} + {len(half_b)} LongMemEval questions, {len(locomo)} LoCoMo questions"
     )
+    lines.append("LoCoMo evidence turns in the searched top 10 / at 11-50 / not in the top 50:")
+    lines += [
+        f"  {kind}: {top:.3f} / {middle:.3f} / {beyond:.3f}"
+        for kind, (top, middle, beyond) in where_evidence_lies(locomo).items()
+    ]
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ from bench.session_spread import (
     lme_scores,
     locomo_scores,
     spread,
+    where_evidence_lies,
 )
 
 
@@ -68,3 +69,14 @@ def test_scores_count_sessions_and_evidence_turns() -> None:
 def test_two_roles_makes_the_second_speaker_the_assistant() -> None:
     question = {"results": [{"id": "D1:1", "second_speaker": True, "role": "user"}]}
     assert as_two_roles([question])[0]["results"][0]["role"] == "assistant"
+
+
+def test_where_evidence_lies_counts_each_evidence_turn_by_its_place() -> None:
+    results = [{"id": f"D1:{n}"} for n in range(1, 61)]  # D1:1 first ... D1:60 sixtieth
+    locomo = [
+        {"category": 1, "evidence": ["D1:3", "D1:15", "D9:9"], "results": results},
+        {"category": 4, "evidence": ["D1:51"], "results": results},  # 51st: past the top 50
+    ]
+    shares = where_evidence_lies(locomo)
+    assert shares["multi-hop"] == (1 / 3, 1 / 3, 1 / 3)
+    assert shares["single-hop"] == (0.0, 0.0, 1.0)
