@@ -144,6 +144,7 @@ def lme_questions(
     keep: Path,
     postgres: BenchPostgres,
     per_type: int | None,
+    *,
     query_parts: bool = False,
     asked_at: bool = False,
     touched_only: bool = False,
@@ -233,7 +234,7 @@ def _searched(
     return hits[:TOP]
 
 
-def locomo_questions(postgres: BenchPostgres, query_parts: bool = False) -> list[dict[str, Any]]:
+def locomo_questions(postgres: BenchPostgres, *, query_parts: bool = False) -> list[dict[str, Any]]:
     """LoCoMo's dev questions of categories 1-4 with their top 50 (ingesting once)."""
     from bench.locomo import RECALL_CATEGORIES, default_data_path, load_locomo
     from bench.loo import _ingest
@@ -389,9 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     postgres = BenchPostgres(args.keep / "pg", keep=True)
     try:
         lme = lme_questions(
-            args.keep, postgres, args.questions, args.query_parts, args.asked_at, args.touched_only
+            args.keep,
+            postgres,
+            args.questions,
+            query_parts=args.query_parts,
+            asked_at=args.asked_at,
+            touched_only=args.touched_only,
         )
-        locomo = locomo_questions(postgres, args.query_parts)
+        locomo = locomo_questions(postgres, query_parts=args.query_parts)
         machine = describe(postgres.kept_database("lme")[0])
     finally:
         postgres.close()
