@@ -61,22 +61,19 @@ def _count(word: str) -> int:
 def _calendar(day: date, which: str, what: str) -> tuple[date, date]:
     """The calendar week, month, year or weekend ``which`` ("last" or "this") of ``day``:
     first day, and the day after the last."""
+    back = 1 if which == "last" else 0  # how many weeks, months or years before this one
     if what == "weekend":
-        # The last Saturday before the day, or (this) the one of its own week.
-        saturday = day + timedelta(days=5 - day.weekday())
-        if which == "last":
-            saturday -= timedelta(weeks=1)
+        # The Saturday of the day's own week, or (last) the one before it.
+        saturday = day + timedelta(days=5 - day.weekday(), weeks=-back)
         return saturday, saturday + timedelta(days=2)
     if what == "week":
-        monday = day - timedelta(days=day.weekday()) - timedelta(weeks=which == "last")
+        monday = day - timedelta(days=day.weekday(), weeks=back)
         return monday, monday + timedelta(weeks=1)
     if what == "month":
-        index = day.year * 12 + day.month - 1 - (which == "last")
-        first = date(index // 12, index % 12 + 1, 1)
+        index = day.year * 12 + day.month - 1 - back
         after = index + 1
-        return first, date(after // 12, after % 12 + 1, 1)
-    year = day.year - (which == "last")
-    return date(year, 1, 1), date(year + 1, 1, 1)
+        return date(index // 12, index % 12 + 1, 1), date(after // 12, after % 12 + 1, 1)
+    return date(day.year - back, 1, 1), date(day.year - back + 1, 1, 1)
 
 
 def query_window(query: str, asked_at: datetime) -> tuple[datetime, datetime] | None:

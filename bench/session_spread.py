@@ -304,9 +304,9 @@ def where_evidence_lies(locomo: Sequence[dict[str, Any]]) -> dict[str, tuple[flo
     for q in locomo:
         ranked = [r["id"] for r in q["results"]]
         for turn in q["evidence"]:
-            place = ranked.index(turn) if turn in ranked[:TOP] else TOP
-            kind = CATEGORY_NAMES.get(q.get("category", 0), "all")
-            counts[kind][0 if place < 10 else 1 if place < TOP else 2] += 1
+            place = ranked.index(turn) if turn in ranked else TOP
+            band = 0 if place < 10 else 1 if place < TOP else 2
+            counts[CATEGORY_NAMES[q["category"]]][band] += 1
     shares = {}
     for kind, (top, middle, beyond) in sorted(counts.items()):
         total = top + middle + beyond
