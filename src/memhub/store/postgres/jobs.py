@@ -364,6 +364,11 @@ TURNS_JOB_STEP = (
 )
 
 
+def _payload(job: NewJob) -> Jsonb:
+    """``job``'s payload as the ``memory_jobs.payload`` column binds it."""
+    return Jsonb(job.payload.to_json())
+
+
 def turns_job_values(job: NewJob) -> dict[str, Any]:
     """The values :data:`TURNS_JOB_STEP` binds."""
     return {
@@ -371,7 +376,7 @@ def turns_job_values(job: NewJob) -> dict[str, Any]:
         "job_user_id": job.scope.user_id,
         "job_agent_id": job.scope.agent_id,
         "job_run_id": job.scope.run_id,
-        "payload": Jsonb(job.payload.to_json()),
+        "payload": _payload(job),
         "turn_ids_key": JOB_TURN_IDS,
     }
 
@@ -387,7 +392,7 @@ async def insert_jobs(cur: AsyncCursor[Any], jobs: Sequence[NewJob]) -> list[int
             (
                 j.kind,
                 *(j.scope.user_id, j.scope.agent_id, j.scope.run_id),
-                Jsonb(j.payload.to_json()),
+                _payload(j),
             )
             for j in jobs
         ],
@@ -446,7 +451,7 @@ async def enqueue(
             "u": job.scope.user_id,
             "a": job.scope.agent_id,
             "r": job.scope.run_id,
-            "payload": Jsonb(job.payload.to_json()),
+            "payload": _payload(job),
             "join": join_window,
             "owner": job.scope.owner,
             "at": run_after,
