@@ -7,10 +7,12 @@ do). Without a model it prints, for each rule tried on 7 December 2026, how many
 of the 40 others it would put to the question: the embedder's nearness of the two facts
 (cosine, default embedder) at several bars, alone and with a change said in the turn
 (``change_support``'s words), and the guard a replacement must pass
-(``change_support.supports_change``). With ``--url`` it also asks the 1.5B, for each pair,
-the replacement question as consolidation asks it (``pair``), and two wordings that show the
-person's own words: the turn and the stored fact (``turn``), the turn, the new fact and the
-stored fact (``both``). Two more framings, tried on the eighteenth stop, are asked with
+(``change_support.supports_change``), and whether both facts give one attribute a person has
+one of at a time (``bench.attributes``: a home, a diet), alone and with a change said, also on
+``bench.replacement_question``'s 40 labelled pairs. With ``--url`` it also asks the 1.5B, for
+each pair, the replacement question as consolidation asks it (``pair``), and two wordings that
+show the person's own words: the turn and the stored fact (``turn``), the turn, the new fact
+and the stored fact (``both``). Two more framings, tried on the eighteenth stop, are asked with
 ``--variants verdict,rewrite``: a choice between "both true" and "old no longer true" for the
 two facts (``verdict``), and the stored fact rewritten to be true today given the turn, a
 change counted when the rewrite loses one of its content words (``rewrite``; each pair's
@@ -34,7 +36,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from bench.attributes import Attributes
 from bench.forget_question import llm_at
+from bench.replacement_question import PAIRS as ASKED_PAIRS
 from memhub.embed import create_embedder
 from memhub.engine.change_support import supports_change
 from memhub.engine.consent import own_words, reports_speech, sentences_of
@@ -214,6 +218,27 @@ async def rules(pairs: list[Pair]) -> None:
     # the names consolidation passes the guard: the cited turns' user ids (operations.refusal)
     guarded = [p for p in pairs if supports_change([p.said], p.stored, p.new, [p.user])]
     print(_line("the guard", guarded, pairs))
+    await attribute_rules(pairs)
+
+
+async def attribute_rules(pairs: list[Pair]) -> None:
+    """How often both facts give one attribute a person has one of at a time
+    (bench.attributes), here and on ``bench.replacement_question``'s 40 labelled pairs
+    (which have no turn: a change said is not asked of them)."""
+    asked = [Pair("", "", stored, new, ends) for stored, new, ends in ASKED_PAIRS]
+    embedder = create_embedder("default")
+    try:
+        given = await Attributes(embedder).of([t for p in pairs + asked for t in (p.stored, p.new)])
+    finally:
+        await embedder.aclose()
+    both = [given[i] is not None and given[i] == given[i + 1] for i in range(0, len(given), 2)]
+    one = {p for p, same in zip(pairs + asked, both, strict=True) if same}
+    print(_line("one attribute", [p for p in pairs if p in one], pairs))
+    said = [p for p in pairs if p in one and says_a_change(p.said)]
+    print(_line("one attribute and a change said", said, pairs))
+    print(
+        _line("replacement_question's pairs, one attribute", [p for p in asked if p in one], asked)
+    )
 
 
 async def model(pairs: list[Pair], url: str, name: str, variants: list[str]) -> None:

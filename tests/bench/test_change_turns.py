@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from bench.attributes import Attributes
 from bench.change_turns import (
     QUESTIONS,
     _rewrite_messages,
@@ -18,6 +19,7 @@ from bench.change_turns import (
     variant_names,
 )
 
+from memhub.embed import create_embedder
 from memhub.engine.grounding import content_words
 
 
@@ -65,3 +67,26 @@ def test_an_unknown_variant_is_refused_before_any_call() -> None:
     assert set(QUESTIONS) == {"pair", "turn", "both", "verdict", "rewrite"}
     with pytest.raises(SystemExit):
         main(["--url", "http://127.0.0.1:9/v1", "--variants", "pair,nope"])
+
+
+async def test_facts_of_one_attribute_are_placed_together_and_others_apart() -> None:
+    """bench.attributes by a real embedder (MiniLM, the tests' own; the bar was set on the
+    default all-mpnet-base-v2, where ``bench.change_turns`` prints what it separates)."""
+    embedder = create_embedder("minilm")
+    try:
+        given = await Attributes(embedder).of(
+            [
+                "The user is pescatarian.",
+                "The user went fully vegan since April 2024.",
+                "The user lives in Dayton Ohio.",
+                "The user is moving out to Tucson in February.",
+                "The user uses a Samsung A14 phone.",
+                "The user upgraded to an iPhone 15.",
+                "The user failed the first Orgo midterm.",
+                "The user has a dog named Rex.",
+            ]
+        )
+        assert given == ["diet", "diet", "home", "home", "phone", "phone", None, None]
+        assert await Attributes(embedder).of([]) == []
+    finally:
+        await embedder.aclose()
