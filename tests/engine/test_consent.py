@@ -314,9 +314,9 @@ def test_the_other_facts_holding_a_person_a_request_names_are_left_to_the_model(
 def test_a_request_naming_a_person_and_nothing_else_asks_for_each_of_their_facts() -> None:
     """heldout9's q08 (read after its runs): "About Kamau, please don't keep that information"
     names Kamau alone, so each fact holding his name is asked, without the model (the 1.5B
-    said no to all three); a fact not holding it is not, nor are they when the name is not
-    written as one, and a request naming the person and something more still names the
-    facts holding both (test above)."""
+    said no to all three); a fact not holding it is not, and a request naming the person and
+    something more still names the facts holding both (test above). Written without a
+    capital, the name is still the one word of the request the facts hold (next test)."""
     said = "About Kamau, please don't keep that information. It is family business."
     facts = [
         "The user's brother Kamau is drinking too much.",
@@ -324,7 +324,29 @@ def test_a_request_naming_a_person_and_nothing_else_asks_for_each_of_their_facts
         "The user keeps four dairy cows at their shamba in Subukia.",
     ]
     assert facts_clearly_asked(said, facts) == [0, 1]
-    assert facts_clearly_asked(said.lower(), facts) == []  # no name written: the model asks
+    assert facts_clearly_asked(said.lower(), facts) == [0, 1]
+
+
+def test_a_request_whose_one_held_word_ties_a_few_facts_asks_for_each() -> None:
+    """heldout19's z02 (read after its runs): "that bit about my ex earlier, scrap it" names
+    one word any fact holds, "ex", and both facts about the ex hold it; the 1.5B said no to
+    its question about each and both stayed. A request naming one thing by one word asks for
+    the few facts holding it (a wrong one is a retire in the person's review list, undone in
+    one step). Two of the request's words held by different facts, or more facts than
+    ``TIED_AT_MOST`` holding the word, stay the model's question."""
+    said = "oh and that bit about my ex earlier, scrap it, dont want him anywhere near my life"
+    facts = [
+        "The user's ex Declan was a nightmare.",
+        "The user met Callum at a pub quiz.",
+        "The user's ex Declan used to read all their texts.",
+    ]
+    assert facts_clearly_asked(said, facts) == [0, 2]
+    two_things = "please forget the salary and the bonus"
+    pay = ["The user's salary is 48k.", "The user's bonus was 3k.", "The user lives in Leeds."]
+    assert facts_clearly_asked(two_things, pay) == []
+    assert [facts for _, facts in facts_tied_by_a_word(two_things, pay)] == [[0, 1]]
+    likes = [f"The user likes {thing}." for thing in ("olives", "jazz", "rain", "chess")]
+    assert facts_clearly_asked("forget what I like", likes) == []
 
 
 def test_what_a_request_asks_is_the_words_after_its_verb() -> None:

@@ -642,12 +642,23 @@ def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
     request, the fact sharing more of its words than any other ("forget that I like olives"
     names "likes olives", not each fact that "likes" something), or every fact sharing the
     most when that is two words or more ("the credit card stuff" names both "has 14k on
-    their credit card" and "wants to pay off their credit card"). What is asked of memhub
+    their credit card" and "wants to pay off their credit card"), or, when the facts hold one
+    word of the request and no more than ``TIED_AT_MOST`` hold it, each of those ("that bit
+    about my ex earlier, scrap it" names both facts about the ex). What is asked of memhub
     without a model's DELETE (:mod:`memhub.engine.forgetting`)."""
     found: list[int] = []
     named = _capitalised(turn)
+    held = [words_of(fact) for fact in facts]
     for _, words, shared, best in _shares(turn, facts):
-        if best and (best >= 2 or shared.count(best) == 1 or words <= named):
+        # the one word of the request that any fact holds, if only one is ("that bit about
+        # my ex earlier, scrap it": "ex", held by both facts about the ex)
+        one_word = len(frozenset().union(*(words & fact for fact in held))) == 1
+        if best and (
+            best >= 2
+            or shared.count(best) == 1
+            or words <= named
+            or (one_word and shared.count(best) <= TIED_AT_MOST)
+        ):
             # a request naming a person and nothing else ("About Kamau, please don't keep
             # that information") asks for each fact holding the name: the 1.5B said no to
             # all three of Kamau's (heldout9's q08, read)
