@@ -341,6 +341,8 @@ def test_a_request_whose_one_held_word_ties_a_few_facts_asks_for_each() -> None:
         "The user's ex Declan used to read all their texts.",
     ]
     assert facts_clearly_asked(said, facts) == [0, 2]
+    weights = ["The user weighs 84 kg.", "The user aims to weigh 78 kg.", "The user is a nurse."]
+    assert facts_clearly_asked("pls forget my weight", weights) == [0, 1]
     two_things = "please forget the salary and the bonus"
     pay = ["The user's salary is 48k.", "The user's bonus was 3k.", "The user lives in Leeds."]
     assert facts_clearly_asked(two_things, pay) == []

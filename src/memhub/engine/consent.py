@@ -648,11 +648,11 @@ def facts_clearly_asked(turn: str, facts: Sequence[str]) -> list[int]:
     without a model's DELETE (:mod:`memhub.engine.forgetting`)."""
     found: list[int] = []
     named = _capitalised(turn)
-    held = [words_of(fact) for fact in facts]
+    held = frozenset().union(*(words_of(fact) for fact in facts))
     for _, words, shared, best in _shares(turn, facts):
-        # the one word of the request that any fact holds, if only one is ("that bit about
-        # my ex earlier, scrap it": "ex", held by both facts about the ex)
-        one_word = len(frozenset().union(*(words & fact for fact in held))) == 1
+        # the facts hold one word of the request and no other ("that bit about my ex
+        # earlier, scrap it": "ex", held by both facts about the ex)
+        one_word = len(words & held) == 1
         if best and (
             best >= 2
             or shared.count(best) == 1

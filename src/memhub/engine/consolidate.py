@@ -487,8 +487,10 @@ class Consolidator:
         to_ask: Sequence[forgetting.Ask],
     ) -> Usage:
         """A request to forget naming no shown fact by a word ("the medication thing from
-        before") or several by one word they share ("my weight" beside "weighs 84 kg" and
-        "aims to weigh 78 kg") that the model answered with no DELETE. Each fact of
+        before") or several by one word each ("my weight and the gym times" beside "weighs 84
+        kg", "aims to weigh 78 kg" and "goes to the gym"; one word alone held by a few facts
+        names them clearly, ``consent.facts_clearly_asked``) that the model answered with no
+        DELETE. Each fact of
         ``to_ask`` (those the embedder finds closest, asked closest first until a yes; or
         those the word names, each asked) is put to the model as one yes-or-no question
         about the request's own words, and a yes retires it (appended to ``ops``) as a DELETE
