@@ -329,8 +329,8 @@ def test_a_request_naming_a_person_and_nothing_else_asks_for_each_of_their_facts
 
 def test_a_request_whose_one_held_word_ties_a_few_facts_asks_for_each() -> None:
     """heldout19's z02 (read after its runs): "that bit about my ex earlier, scrap it" names
-    one word any fact holds, "ex", and both facts about the ex hold it; the 1.5B said no to
-    its question about each and both stayed. A request naming one thing by one word asks for
+    one word any fact holds, "ex", and both facts about the ex hold it; put to the model's
+    question, both stayed in one run. A request naming one thing by one word asks for
     the few facts holding it (a wrong one is a retire in the person's review list, undone in
     one step). Two of the request's words held by different facts, or more facts than
     ``TIED_AT_MOST`` holding the word, stay the model's question."""
