@@ -49,7 +49,7 @@ def test_results_far_weaker_than_the_best_are_left_out(shared_memory: AsyncMemor
     unrelated = "My car needs new tyres before the winter."
 
     async def run() -> tuple[list[dict[str, Any]], ...]:
-        for text in [*TEXTS, unrelated]:
+        for text in [unrelated, *TEXTS]:  # first: no words said before it
             await shared_memory.add(text, user_id="u", infer=False)
         await shared_memory.wait_idle()
         shared_memory.search_config = SearchConfig(PRESETS["compact"])
@@ -79,7 +79,7 @@ def test_the_cut_off_per_call_and_the_settings_defaults(settings: MemhubSettings
 
     async def run() -> tuple[list[str], ...]:
         async with AsyncMemory(settings=settings) as plain:
-            for text in [*TEXTS, unrelated]:
+            for text in [unrelated, *TEXTS]:  # first: no words said before it
                 await plain.add(text, user_id="u", infer=False)
             await plain.wait_idle()
             everything = await plain.search("bees honey", user_id="u")

@@ -10,6 +10,7 @@ from memhub import AsyncMemory
 from memhub._portal import run_sync
 from memhub.engine.fusion import FusionConfig
 from memhub.engine.search_config import SearchConfig
+from memhub.store.records import TextRanking
 
 SPEAKERS = ("Caroline", "Melanie")
 THINGS = ("the park", "a pottery class", "the beach", "a concert", "the library", "her garden")
@@ -85,10 +86,14 @@ def test_same_turns_in_another_order_and_repeated_queries_rank_the_same(
                 assert len(first) == 10
                 assert await _top(shared_memory, "in-order", query) == first, query
                 assert await _top(shared_memory, "interleaved", query) == first, query
-        # Without the neighbour signal (which follows each session's order of turns), any
-        # order of writes gives the same ranking.
+        # Without the neighbour signal and the previous memory's words (both follow each
+        # session's order of turns), any order of writes gives the same ranking.
         shared_memory.search_config = SearchConfig(
-            FusionConfig(previous_turn_weight=0.0, next_turn_weight=0.0)
+            FusionConfig(
+                previous_turn_weight=0.0,
+                next_turn_weight=0.0,
+                text=TextRanking(previous_words_weight=0.0),
+            )
         )
         for query in QUERIES:
             first = await _top(shared_memory, "in-order", query)

@@ -24,7 +24,7 @@ from memhub.errors import (
 )
 from memhub.filters import parse_filters
 from memhub.store.protocol import Store
-from memhub.store.records import NewJob, NewTurn, Scope
+from memhub.store.records import NewJob, NewTurn, Scope, TextRanking
 from tests.store.contract import U, V, X, Y, insert, mem, turns_and_their_memories
 
 
@@ -314,3 +314,32 @@ async def test_a_candidate_knows_the_turn_said_before_its_first_source_turn(stor
         "tea later": first[1],  # its first source turn decides, across the other session
         "tea without turns": None,
     }
+
+
+async def test_a_memory_is_found_by_the_words_of_the_memory_said_before_it(store: Store) -> None:
+    said = ["What did you paint last weekend?", "A sunset over the lake.", "Lovely colours."]
+    turns = await store.append_turns([NewTurn("u", "s1", "user", text) for text in said], None)
+    ids = await insert(
+        store, *(mem(text, source_turn_ids=(turn,)) for text, turn in zip(said, turns, strict=True))
+    )
+
+    async def found(query: str, weight: float = 0.3, most: int = 64) -> dict[str, float]:
+        ranking = TextRanking(previous_words_weight=weight, previous_words_max=most)
+        hits = await store.text_hits(U, query, 10, None, False, ranking)
+        texts = {m.id: m.memory for m in await store.list_memories(U, None, 10, False)}
+        return {texts[i]: s for i, s in zip(hits.ids, hits.scores, strict=True)}
+
+    # The answer shares no word with the question asked of it, but follows the words: it is
+    # found by them at a share of their weight, and the turn after it is not.
+    scores = await found("paint")
+    assert set(scores) == {"What did you paint last weekend?", "A sunset over the lake."}
+    assert 0 < scores["A sunset over the lake."] < scores["What did you paint last weekend?"]
+    assert set(await found("paint", weight=0.0)) == {"What did you paint last weekend?"}
+    # a previous memory of more distinct words than the limit (paint, last, weekend) lends none
+    assert set(await found("paint", most=2)) == {"What did you paint last weekend?"}
+    # and the answer lends its own words to the turn after it
+    assert set(await found("lake")) == {"A sunset over the lake.", "Lovely colours."}
+    # a memory taken out of reads lends its words to none
+    assert ids[0] is not None
+    await store.retire_memory(U, ids[0], "model", "asked to forget")
+    assert await found("paint") == {}

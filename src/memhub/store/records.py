@@ -10,10 +10,11 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Final, Literal
+from typing import Any, Final
 from uuid import UUID
 
 from memhub.filters import memory_kind
+from memhub.store.ranking import DEFAULT_TEXT_RANKING, TextRanking
 
 __all__ = [
     "DEFAULT_TEXT_RANKING",
@@ -661,42 +662,6 @@ class Lease:
     owner: str
     seconds: float
     max_attempts: int
-
-
-@dataclass(frozen=True)
-class TextRanking:
-    """How the full-text side ranks its candidates (the benchmark's ablation varies it).
-
-    ``bm25`` is Okapi BM25 with per-scope document frequencies computed at query time: every
-    query lexeme fetches at most ``term_cap + 1`` matching memories of the scope, so a common
-    word costs bounded work at any scope size. A word with more than ``term_cap`` matches is
-    common: it does not bring candidates (which ones it would bring depends on the physical
-    order of rows), it only adds its weight, from a lower-bound frequency, to the candidates the
-    other words and the vector side found. Term frequency is taken as 1: memories are short
-    and rarely repeat a content word. ``ts_rank`` is PostgreSQL's rank over the OR of
-    the query's words (no IDF), kept for comparison.
-
-    Attributes:
-        method: ``bm25`` or ``ts_rank``.
-        k1: BM25 term-saturation constant (only matters through length normalisation here).
-        b: BM25 length normalisation, 0 (none) to 1 (full).
-        term_cap: Memories fetched per query lexeme, at most.
-        scope_cap: The scope's size is counted up to this; larger scopes count as this size.
-        score_all: Give every candidate both signals (its cosine similarity, and its text score
-            if it matches any query word), not only the retriever that found it; with False a
-            vector-only candidate has no text score even when it matches some words. With
-            ``ts_rank`` on PostgreSQL only the text hits carry a text score.
-    """
-
-    method: Literal["bm25", "ts_rank"] = "bm25"
-    k1: float = 1.2
-    b: float = 0.75
-    term_cap: int = 100
-    scope_cap: int = 1000
-    score_all: bool = True
-
-
-DEFAULT_TEXT_RANKING = TextRanking()
 
 
 def usage_summary(calls: int, prompt: int, completion: int, turns: int) -> dict[str, float]:

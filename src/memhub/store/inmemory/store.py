@@ -11,7 +11,7 @@ import asyncio
 import bisect
 import copy
 import dataclasses
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence, Set
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -181,7 +181,9 @@ class InMemoryStore(InMemoryKeys):
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
     ) -> TextHits:
         async with self.lock:
-            return self.tables.text_hits(scope, text_query, k, filters, include_superseded, ranking)
+            return self.tables.text_hits(
+                scope, text_query, k, filters, include_superseded, ranking, self._previous_turns
+            )
 
     async def vector_candidates(
         self,
@@ -196,33 +198,43 @@ class InMemoryStore(InMemoryKeys):
         # Exact scoring over the scope: the PostgreSQL work caps of ``ranking`` do not apply.
         async with self.lock:
             found = self.tables.vector_candidates(
-                scope, vector, k, filters, include_superseded, hits, ranking
+                scope, vector, k, filters, include_superseded, hits, ranking, self._previous_turns
             )
             return self._with_previous_turns(found)
 
     def _with_previous_turns(self, found: list[RawCandidate]) -> list[RawCandidate]:
-        """Each candidate with the turn said before its first source turn in that session.
-
-        One pass over the stored turns per search (call under the lock).
-        """
+        """Each candidate with the turn said before its first source turn in that session
+        (call under the lock)."""
         firsts = {c.record.source_turn_ids[0] for c in found if c.record.source_turn_ids}
+        before = self._previous_turns(firsts)
+        return [
+            dataclasses.replace(
+                c,
+                previous_turn_id=before.get(c.record.source_turn_ids[0])
+                if c.record.source_turn_ids
+                else None,
+            )
+            for c in found
+        ]
+
+    def _previous_turns(self, firsts: Set[int]) -> dict[int, int | None]:
+        """The turn said just before each of ``firsts`` in its session (None: the first).
+
+        One pass over the stored turns (call under the lock)."""
         ids: dict[tuple[str, str], list[int]] = {
             (t.user_id, t.session_id): [] for i, t in self._turns.items() if i in firsts
         }
         for i, t in self._turns.items():  # ids grow with insertion, so each list is sorted
             if (key := (t.user_id, t.session_id)) in ids:
                 ids[key].append(i)
-        result = []
-        for c in found:
-            first = c.record.source_turn_ids[0] if c.record.source_turn_ids else None
-            turn = self._turns.get(first) if first is not None else None
-            previous = None
+        before: dict[int, int | None] = {}
+        for first in firsts:
+            turn = self._turns.get(first)
             if turn is not None:
                 session = ids[(turn.user_id, turn.session_id)]
                 at = bisect.bisect_left(session, turn.id)
-                previous = session[at - 1] if at > 0 else None
-            result.append(dataclasses.replace(c, previous_turn_id=previous))
-        return result
+                before[first] = session[at - 1] if at > 0 else None
+        return before
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
         async with self.lock:

@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -52,6 +52,12 @@ from memhub.store.records import (
 __all__ = ["Tables", "Undo"]
 
 Undo = list[Callable[[], None]] | None  # where a write records its inverse (None: no rollback)
+# The turn said just before each of some turns in its session (the store holds the turns).
+PreviousTurns = Callable[[Set[int]], Mapping[int, int | None]]
+
+
+def _no_previous_turns(turns: Set[int]) -> Mapping[int, int | None]:
+    return {}
 
 
 class Tables:
@@ -331,6 +337,34 @@ class Tables:
         whatever order they were added in."""
         return sorted(self.eligible(scope, filters, include_superseded), key=lambda m: m.hash)
 
+    def previous_words(
+        self,
+        scope: Scope,
+        eligible: Sequence[MemoryRow],
+        previous_turns: PreviousTurns,
+        ranking: TextRanking,
+    ) -> dict[UUID, Counter[str]]:
+        """The words of the memory said just before each of ``eligible``, as the SQL reads
+        them: the current memory of the scope whose first source turn is the turn before the
+        memory's first (an episode first, then by hash), unless it has more distinct words
+        than ``previous_words_max``; none when the weight is 0."""
+        if ranking.previous_words_weight <= 0:
+            return {}
+        firsts = {m.source_turn_ids[0] for m in eligible if m.source_turn_ids}
+        before_turn = previous_turns(firsts)
+        by_first: dict[int, MemoryRow] = {}
+        current = self.eligible(scope, None, False)
+        for mem in sorted(current, key=lambda m: (m.role is None, m.hash)):
+            if mem.source_turn_ids:
+                by_first.setdefault(mem.source_turn_ids[0], mem)
+        words = {}
+        for mem in eligible:
+            turn = before_turn.get(mem.source_turn_ids[0]) if mem.source_turn_ids else None
+            previous = by_first.get(turn) if turn is not None else None
+            if previous is not None and len(previous.terms) <= ranking.previous_words_max:
+                words[mem.id] = previous.terms
+        return words
+
     def text_hits(
         self,
         scope: Scope,
@@ -339,13 +373,17 @@ class Tables:
         filters: Filter | None,
         include_superseded: bool,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
+        previous_turns: PreviousTurns = _no_previous_turns,
     ) -> TextHits:
-        """The ``k`` best by BM25 (exact: the PostgreSQL work caps of ``ranking`` do not apply)."""
+        """The ``k`` best by BM25 (exact: the PostgreSQL work caps of ``ranking`` do not apply).
+
+        ``previous_turns`` gives the turn said before each of some turns (the store's)."""
         if k <= 0:
             return TextHits([], [])
         eligible = self._by_hash(scope, filters, include_superseded)
         lexemes = sorted(terms(text_query))
-        scores = _text_scores(eligible, lexemes, ranking)
+        before = self.previous_words(scope, eligible, previous_turns, ranking)
+        scores = _text_scores(eligible, lexemes, ranking, before)
         # As the SQL picks its k: rounded scores, ties in hash order (the sort is stable).
         best = sorted(
             (m for m in eligible if m.id in scores),
@@ -363,6 +401,7 @@ class Tables:
         include_superseded: bool,
         hits: TextHits,
         ranking: TextRanking = DEFAULT_TEXT_RANKING,
+        previous_turns: PreviousTurns = _no_previous_turns,
     ) -> list[RawCandidate]:
         """The ``k`` nearest by cosine and the text hits still eligible, scored on both signals.
 
@@ -385,7 +424,8 @@ class Tables:
         best, by_passage = _nearest_passages(eligible, query, k)
         for memory_id, (_, sim) in best.items():  # a long memory scores as its best passage
             sims[memory_id] = max(sims[memory_id], sim) if memory_id in sims else sim
-        scores = _text_scores(eligible, hits.lexemes, ranking)
+        before = self.previous_words(scope, eligible, previous_turns, ranking)
+        scores = _text_scores(eligible, hits.lexemes, ranking, before)
         found = set(hits.ids)
         chosen = {m.id: m for m in nearest + by_passage + [m for m in eligible if m.id in found]}
         return [
@@ -431,8 +471,19 @@ def _nearest_passages(
 
 
 def _text_scores(
-    eligible: Sequence[MemoryRow], lexemes: Sequence[str], ranking: TextRanking
+    eligible: Sequence[MemoryRow],
+    lexemes: Sequence[str],
+    ranking: TextRanking,
+    before: Mapping[UUID, Counter[str]],
 ) -> dict[UUID, float]:
-    """BM25 of every eligible memory sharing a term with the query (N: all of them)."""
-    bm25 = bm25_scores([m.terms for m in eligible], lexemes, ranking.k1, ranking.b)
+    """BM25 of every eligible memory sharing a term with the query, or whose previous memory
+    (``before``) does (N: all of them)."""
+    bm25 = bm25_scores(
+        [m.terms for m in eligible],
+        lexemes,
+        ranking.k1,
+        ranking.b,
+        [before.get(m.id) for m in eligible],
+        ranking.previous_words_weight,
+    )
     return {m.id: s for m, s in zip(eligible, bm25, strict=True) if s is not None}

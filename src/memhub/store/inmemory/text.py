@@ -80,29 +80,43 @@ def terms(text: str) -> Counter[str]:
 
 
 def bm25_scores(
-    documents: Sequence[Counter[str]], query: Iterable[str], k1: float = 1.2, b: float = 0.75
+    documents: Sequence[Counter[str]],
+    query: Iterable[str],
+    k1: float = 1.2,
+    b: float = 0.75,
+    before: Sequence[Counter[str] | None] | None = None,
+    before_weight: float = 0.0,
 ) -> list[float | None]:
     """memhub's PostgreSQL BM25 for each document (None: no shared term).
 
     ``documents`` are all memories the search may return (the scope, after filters): their
     count is N. Term frequency counts as 1; a document's length is its number of distinct
     terms (``length(tsvector)``) and the average length is taken over the (term, document)
-    matches, as the SQL does. Unlike the SQL, no per-term or per-scope cap applies.
+    matches, as the SQL does. ``before`` are the words of the memory said before each
+    document (None: none): a term only they hold counts ``before_weight`` of its weight, and
+    they count in the document's length; a term's document frequency counts the documents'
+    own words. Unlike the SQL, no per-term or per-scope cap applies.
     """
     n = len(documents)
-    hits = {t: [i for i, doc in enumerate(documents) if t in doc] for t in set(query)}
-    pairs = [(t, i) for t, found in hits.items() for i in found]
+    extra = list(before) if before is not None else [None] * n
+    keys = [doc.keys() | (more or {}).keys() for doc, more in zip(documents, extra, strict=True)]
+    # a term no document holds of its own finds nothing, as the SQL's probe finds nothing
+    found_own = {t: c for t in set(query) if (c := sum(1 for doc in documents if t in doc))}
+    wanted = found_own.keys()
+    pairs = [(t, i) for i, key in enumerate(keys) for t in wanted & key]
     scores: list[float | None] = [None] * n
     if not pairs:
         return scores
-    avgdl = max(sum(len(documents[i]) for _, i in pairs) / len(pairs), 1.0)
+    avgdl = max(sum(len(keys[i]) for _, i in pairs) / len(pairs), 1.0)
     idf = {
-        t: math.log(1 + (max(n, len(found)) - len(found) + 0.5) / (len(found) + 0.5))
-        for t, found in hits.items()
+        t: math.log(1 + (max(n, count) - count + 0.5) / (count + 0.5))
+        for t, count in found_own.items()
     }
     total: dict[int, float] = {}
     for t, i in pairs:
-        total[i] = total.get(i, 0.0) + idf[t]
+        share = 1.0 if t in documents[i] else before_weight
+        total[i] = total.get(i, 0.0) + idf[t] * share
     for i, weight in total.items():
-        scores[i] = weight * (k1 + 1) / (1 + k1 * (1 - b + b * len(documents[i]) / avgdl))
+        if weight > 0:
+            scores[i] = weight * (k1 + 1) / (1 + k1 * (1 - b + b * len(keys[i]) / avgdl))
     return scores

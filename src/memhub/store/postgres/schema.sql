@@ -116,6 +116,7 @@ CREATE INDEX memories_embedding_hnsw ON public.memories USING hnsw (embedding ve
 CREATE INDEX memories_expires_at ON public.memories USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 CREATE INDEX memories_metadata ON public.memories USING gin (metadata jsonb_path_ops) WITH (fastupdate=off);
 CREATE UNIQUE INDEX memories_pkey ON public.memories USING btree (id);
+CREATE INDEX memories_previous_turn ON public.memories USING btree (previous_turn_id) WHERE (previous_turn_id > 0);
 CREATE INDEX memories_retired ON public.memories USING btree (retired_at) WHERE (retired_at IS NOT NULL);
 CREATE INDEX memories_run ON public.memories USING btree (run_id) WHERE (run_id IS NOT NULL);
 CREATE INDEX memories_source_turn_ids ON public.memories USING gin (source_turn_ids) WITH (fastupdate=off);

@@ -106,47 +106,101 @@ def _ts_rank_ctes(words: _Words) -> sql.Composable:
     )
 
 
-def _bm25_ctes(words: _Words, where: sql.Composable) -> sql.Composable:
-    # The query's lexemes come from the same to_tsvector() that built tsv (stop words out,
-    # stemmed, deduplicated). Per lexeme, a LIMITed GIN probe of term_cap + 1 rows tells
-    # whether the lexeme is rare (all its matches fit under term_cap: they are all scored) or
-    # common. A common lexeme's sample depends on the rows' physical order, so it never finds
-    # candidates: it only adds its weight to the candidates found otherwise (the vector
-    # statement checks every candidate against every lexeme). That keeps the result
-    # independent of insertion order with bounded work.
-    # BM25 with tf = 1 is sum(idf) * (k1 + 1) / (1 + k1 * (1 - b + b * dl / avgdl)), where dl
-    # is the memory's lexeme count and avgdl is averaged over the rare lexemes' matches.
+# The turn before the memory's first source turn in its session: stored with the memory when
+# it was added (0: none), looked up for memories stored before migration 0018 or imported.
+_PREVIOUS_TURN = sql.SQL(
+    "CASE WHEN m.previous_turn_id IS NOT NULL THEN nullif(m.previous_turn_id, 0) ELSE {lookup} END"
+).format(lookup=previous_turn(sql.SQL("m.source_turn_ids[1]")))
+
+
+def _previous_words(where: sql.Composable) -> sql.Composable:
+    """A ``LEFT JOIN LATERAL`` giving ``pw.tsv``: the words of the memory said just before
+    memory ``m`` (the current memory whose first source turn is its previous turn, as the
+    neighbour signal reads it; an episode before a fact of the same turn, then the content
+    hash), or no words when there is none, when it has more distinct words than
+    ``previous_words_max``, or when the weight is 0. ``where`` is the scope's condition on
+    ``pm``: the words must be the same user's, and a retired or deleted memory lends none
+    (search no longer finds what was forgotten)."""
     return sql.SQL(
-        "terms AS ("
-        "  SELECT t.lexeme, {tq} AS tq FROM unnest(to_tsvector('english', {q})) t"
-        "), probe AS ("
-        "  SELECT t.lexeme, h.id, h.hash, h.dl FROM terms t CROSS JOIN LATERAL ("
-        "   SELECT w.id, w.hash, length(w.tsv) AS dl FROM {source}"
-        "   WHERE {words} AND w.tsv @@ t.tq LIMIT {term_cap} + 1) h"
-        "), n AS ("
-        "  SELECT count(*)::float8 AS n FROM (SELECT 1 FROM memories m WHERE {where}"
-        "   LIMIT {scope_cap}) s"
-        "), idf AS ("
-        "  SELECT p.lexeme, count(*) > {term_cap} AS common,"
-        "   ln(1 + (greatest(max(n.n), count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS w"
-        "  FROM probe p, n GROUP BY p.lexeme"
-        "), hits AS ("
-        "  SELECT p.lexeme, p.id, p.hash, p.dl, idf.w FROM probe p JOIN idf USING (lexeme)"
-        "  WHERE NOT idf.common"
-        "), avgdl AS (SELECT greatest(avg(dl), 1)::float8 AS a FROM hits),"
-        " txt_all AS ("
-        "  SELECT h.id, h.hash, sum(h.w) * ({k1} + 1)"
-        "   / (1 + {k1} * (1 - {b} + {b} * max(h.dl) / max(avgdl.a))) AS score"
-        "  FROM hits h, avgdl GROUP BY h.id, h.hash"
-        ")"
+        "LEFT JOIN LATERAL (SELECT CASE WHEN length(pm.tsv) <= {max} THEN pm.tsv"
+        "  ELSE ''::tsvector END AS tsv"
+        " FROM (SELECT {turn} AS turn WHERE {weight} > 0) pt JOIN memories pm"
+        "  ON pm.source_turn_ids @> ARRAY[pt.turn] AND pm.source_turn_ids[1] = pt.turn"
+        " WHERE {where} AND (pm.expires_at IS NULL OR pm.expires_at > now())"
+        " ORDER BY pm.role IS NULL, pm.hash LIMIT 1) pw ON TRUE"
     ).format(
+        turn=_PREVIOUS_TURN,
+        where=where,
+        max=sql.Placeholder("previous_max"),
+        weight=sql.Placeholder("previous_weight"),
+    )
+
+
+# The query's lexemes come from the same to_tsvector() that built tsv (stop words out,
+# stemmed, deduplicated). Per lexeme, a LIMITed GIN probe of term_cap + 1 rows tells
+# whether the lexeme is rare (all its matches fit under term_cap: they are all scored) or
+# common. A common lexeme's sample depends on the rows' physical order, so it never finds
+# candidates: it only adds its weight to the candidates found otherwise (the vector
+# statement checks every candidate against every lexeme). That keeps the result
+# independent of insertion order with bounded work.
+# A rare lexeme also finds the memories said just after its matches (their previous turn
+# is the match's first source turn): their words include the previous memory's, each
+# worth previous_weight of its weight where their own words do not hold it.
+# BM25 with tf = 1 is sum(idf) * (k1 + 1) / (1 + k1 * (1 - b + b * dl / avgdl)), where dl
+# is the memory's lexeme count with its previous memory's, and avgdl is averaged over the
+# rare lexemes' matches.
+_BM25_CTES = sql.SQL(
+    "terms AS ("
+    "  SELECT t.lexeme, {tq} AS tq FROM unnest(to_tsvector('english', {q})) t"
+    "), probe AS ("
+    "  SELECT t.lexeme, h.id FROM terms t CROSS JOIN LATERAL ("
+    "   SELECT w.id FROM {source}"
+    "   WHERE {words} AND w.tsv @@ t.tq LIMIT {term_cap} + 1) h"
+    "), n AS ("
+    "  SELECT count(*)::float8 AS n FROM (SELECT 1 FROM memories m WHERE {where}"
+    "   LIMIT {scope_cap}) s"
+    "), idf AS ("
+    "  SELECT p.lexeme, count(*) > {term_cap} AS common,"
+    "   ln(1 + (greatest(max(n.n), count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS w"
+    "  FROM probe p, n GROUP BY p.lexeme"
+    "), rare AS ("
+    "  SELECT idf.lexeme, idf.w, terms.tq FROM idf JOIN terms USING (lexeme)"
+    "  WHERE NOT idf.common"
+    "), found AS ("
+    "  SELECT p.id FROM probe p JOIN rare USING (lexeme)"
+    "  UNION SELECT y.id FROM probe p JOIN rare USING (lexeme)"
+    "   JOIN memories x ON x.id = p.id"
+    "   JOIN memories y ON y.previous_turn_id = x.source_turn_ids[1]"
+    "   WHERE {weight} > 0 AND x.source_turn_ids[1] > 0 AND y.previous_turn_id > 0"
+    "), keyed AS ("
+    "  SELECT m.id, m.hash, m.tsv AS own, coalesce(pw.tsv, ''::tsvector) AS before"
+    "  FROM found f JOIN memories m ON m.id = f.id {previous} WHERE {where}"
+    "), hits AS ("
+    "  SELECT k.id, k.hash, length(k.own || k.before) AS dl,"
+    "   rare.w * CASE WHEN k.own @@ rare.tq THEN 1 ELSE {weight} END AS w"
+    "  FROM keyed k JOIN rare ON k.own @@ rare.tq OR k.before @@ rare.tq"
+    "), avgdl AS (SELECT greatest(avg(dl), 1)::float8 AS a FROM hits),"
+    " txt_all AS ("
+    "  SELECT h.id, h.hash, sum(h.w) * ({k1} + 1)"
+    "   / (1 + {k1} * (1 - {b} + {b} * max(h.dl) / max(avgdl.a))) AS score"
+    "  FROM hits h, avgdl GROUP BY h.id, h.hash"
+    ")"
+)
+
+
+def _bm25_ctes(words: _Words, where: sql.Composable, previous: sql.Composable) -> sql.Composable:
+    """The BM25 CTEs (``_BM25_CTES``) of a scope: ``where`` on ``memories m``, ``previous``
+    the join that gives each memory the words said just before it."""
+    return _BM25_CTES.format(
         tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("t.lexeme")),
         q=sql.Placeholder("q"),
         source=words.source,
         words=words.where,
         where=where,
+        previous=previous,
         term_cap=sql.Placeholder("term_cap"),
         scope_cap=sql.Placeholder("scope_cap"),
+        weight=sql.Placeholder("previous_weight"),
         k1=sql.Placeholder("k1"),
         b=sql.Placeholder("b"),
     )
@@ -173,7 +227,11 @@ def text_statement(
     params = Params()
     where = memories_where(scope, filters, include_superseded, params)
     words = _words(scope, filters, include_superseded, params)
-    ctes = _bm25_ctes(words, where) if ranking.method == "bm25" else _ts_rank_ctes(words)
+    if ranking.method == "bm25":
+        previous = _previous_words(_previous_where(scope, params))
+        ctes = _bm25_ctes(words, where, previous)
+    else:
+        ctes = _ts_rank_ctes(words)
     query = sql.SQL(
         "WITH {ctes}, txt AS (SELECT id, score FROM txt_all ORDER BY {order} LIMIT {k})"
         " SELECT ARRAY(SELECT id FROM txt), ARRAY(SELECT score FROM txt),"
@@ -188,27 +246,37 @@ def text_statement(
         "scope_cap": ranking.scope_cap,
         "k1": ranking.k1,
         "b": ranking.b,
+        **_previous_values(ranking),
         **params.values,
     }
     return query, values
 
 
-# The turn before the memory's first source turn in its session: stored with the memory when
-# it was added (0: none), looked up for memories stored before migration 0018 or imported.
-_PREVIOUS_TURN = sql.SQL(
-    "CASE WHEN m.previous_turn_id IS NOT NULL THEN nullif(m.previous_turn_id, 0) ELSE {lookup} END"
-).format(lookup=previous_turn(sql.SQL("m.source_turn_ids[1]")))
+def _previous_where(scope: Scope, params: Params) -> sql.Composable:
+    # The previous memory is read in the search's scope, current, whatever the filters.
+    return memories_where(scope, None, False, params, alias="pm")
+
+
+def _previous_values(ranking: TextRanking) -> dict[str, Any]:
+    return {
+        "previous_weight": ranking.previous_words_weight,
+        "previous_max": ranking.previous_words_max,
+    }
 
 
 def _bm25_score() -> sql.Composable:
     # Every candidate's full BM25 score: the weight of each query lexeme it contains, rare or
-    # common, length-normalised against the rare lexemes' average length.
+    # common, or its previous memory contains (``pw``, at previous_weight), length-normalised
+    # against the rare lexemes' average length, as the full-text statement scores its hits.
     return sql.SQL(
-        "(SELECT CASE WHEN sum(t.w) > 0 THEN sum(t.w) * ({k1} + 1)"
-        "  / (1 + {k1} * (1 - {b} + {b} * length(m.tsv) / {avgdl})) END"
+        "(SELECT CASE WHEN sum(t.w) > 0"
+        "  THEN sum(t.w * CASE WHEN m.tsv @@ {tq} THEN 1 ELSE {weight} END) * ({k1} + 1)"
+        "  / (1 + {k1} * (1 - {b} + {b} * length(m.tsv || {before}) / {avgdl})) END"
         " FROM unnest({lexemes}::text[], {weights}::float8[]) t(lexeme, w)"
-        " WHERE m.tsv @@ {tq})"
+        " WHERE (m.tsv || {before}) @@ {tq})"
     ).format(
+        weight=sql.Placeholder("previous_weight"),
+        before=sql.SQL("coalesce(pw.tsv, ''::tsvector)"),
         k1=sql.Placeholder("k1"),
         b=sql.Placeholder("b"),
         avgdl=sql.Placeholder("avgdl"),
@@ -253,7 +321,7 @@ _VECTOR_QUERY = (
     " SELECT {cols}, {sim}, {text_score}, {previous}, ps.ordinal, ps.start_char, ps.end_char"
     " FROM memories m"
     " JOIN (SELECT id FROM near UNION SELECT unnest({txt_ids}::uuid[])) ids ON ids.id = m.id"
-    " {best_passage}"
+    " {best_passage} {previous_words}"
     " WHERE {where}"
 )
 
@@ -279,6 +347,9 @@ def vector_statement(
         sim=_SIM if ranking.score_all else _VECTOR_ONLY_SIM,
         best_passage=_BEST_PASSAGE,
         text_score=_bm25_score() if rescore else _GIVEN_SCORE,
+        previous_words=(
+            _previous_words(_previous_where(scope, params)) if rescore else sql.SQL("")
+        ),
         previous=_PREVIOUS_TURN,
         txt_ids=sql.Placeholder("txt_ids"),
     )
@@ -292,6 +363,7 @@ def vector_statement(
         "avgdl": hits.avgdl,
         "k1": ranking.k1,
         "b": ranking.b,
+        **_previous_values(ranking),
         **params.values,
     }
     return query, values
