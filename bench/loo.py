@@ -16,7 +16,7 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,6 +122,17 @@ def _variants() -> list[Variant]:
             token_cap=ISSUE_TOKENS,
         ),
         Variant("shipped default (no cut-off)", (cut,)),
+        Variant(
+            "shipped default without the previous memory's words",
+            (replace(cut, text=TextRanking(previous_words_weight=0.0)),),
+        ),
+        Variant(
+            "the previous memory's words, weight refitted per fold",
+            tuple(
+                replace(cut, text=TextRanking(previous_words_weight=w))
+                for w in (0.0, 0.15, 0.3, 0.45, 0.6)
+            ),
+        ),
         Variant("no cut-off, BM25 b=1.0", (replace(default, text=TextRanking(b=1.0)),)),
         Variant("compact preset (with the cut-off)", (PRESETS["compact"],)),
         *(
@@ -167,21 +178,23 @@ async def _candidates(
 
 def _fit(
     grid: Sequence[FusionConfig],
-    pool: Sequence[list[Candidate]],
+    pools: Mapping[TextRanking, Sequence[list[Candidate]]],
     asked: Sequence[Asked],
     count_tokens: Callable[[str], int],
     token_cap: float | None = None,
 ) -> FusionConfig:
     """The grid point with the best mean recall@10 on these questions (first wins ties).
 
-    With ``token_cap``, only points whose top 10 averages at most that many tokens qualify
-    (the shortest point if none does).
+    ``pools`` holds each question's candidates for every text ranking of the grid (a
+    ranking's words decide which memories are candidates, so each has its own pool). With
+    ``token_cap``, only points whose top 10 averages at most that many tokens qualify (the
+    shortest point if none does).
     """
     now = datetime.now(UTC)
     scored = []
     for config in grid:
         total, tokens, counted = 0.0, 0, 0
-        for candidates, (_, question) in zip(pool, asked, strict=True):
+        for candidates, (_, question) in zip(pools[config.text], asked, strict=True):
             if not question.evidence:
                 continue
             # Fitting sees FIT_CANDIDATES per retriever; config.candidates is not varied here.
@@ -242,13 +255,13 @@ def _evaluate(data: _Data, variant: Variant, count_tokens: Callable[[str], int])
     latencies: list[float] = []
     row: dict[str, Any] = {"variant": variant.name, "fitted": variant.fitted}
     if variant.fitted:
-        ranking = variant.grid[0].text
-        if ranking not in data.pools:
-            data.pools[ranking] = asyncio.run(
-                _candidates(data.db_url, data.asked, data.vectors, ranking)
-            )
-        pool = data.pools[ranking]
-        in_sample = _fit(variant.grid, pool, data.asked, count_tokens, variant.token_cap)
+        for ranking in {config.text for config in variant.grid}:
+            if ranking not in data.pools:
+                data.pools[ranking] = asyncio.run(
+                    _candidates(data.db_url, data.asked, data.vectors, ranking)
+                )
+        pools = data.pools
+        in_sample = _fit(variant.grid, pools, data.asked, count_tokens, variant.token_cap)
         row["in_sample_config"] = repr(in_sample)
         inside = _score(data.db_url, in_sample, data.asked, count_tokens, latencies)
         outside: list[QuestionResult] = []
@@ -257,7 +270,7 @@ def _evaluate(data: _Data, variant: Variant, count_tokens: Callable[[str], int])
             train = [i for i, (u, _) in enumerate(data.asked) if u != held_out]
             config = _fit(
                 variant.grid,
-                [pool[i] for i in train],
+                {ranking: [pool[i] for i in train] for ranking, pool in pools.items()},
                 [data.asked[i] for i in train],
                 count_tokens,
                 variant.token_cap,

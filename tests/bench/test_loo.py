@@ -1,13 +1,14 @@
 """Unit tests for bench.loo's fitting: the grids are valid configs, the fit picks the best one."""
 
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from bench.locomo import Question
 from bench.loo import _fit, neighbour_grid, ratio_grid, weight_grid
 
 from memhub.engine.fusion import PRESETS, FusionConfig
-from memhub.store.records import Candidate, MemoryRecord, Scope
+from memhub.store.records import Candidate, MemoryRecord, Scope, TextRanking
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -56,7 +57,19 @@ def test_fit_picks_the_config_that_finds_the_evidence() -> None:
             min_score_ratio=0.0,
         ),
     )
-    assert _fit(grid, [[question, answer, *distractors]], asked, len) is grid[1]
+    pools = {TextRanking(): [[question, answer, *distractors]]}
+    assert _fit(grid, pools, asked, len) is grid[1]
+
+
+def test_fit_scores_each_config_on_the_candidates_of_its_own_text_ranking() -> None:
+    # Only the pool of the ranking with the previous memory's words holds the evidence.
+    answer = _candidate("D1:2", 0.9, 1, None)
+    distractors = [_candidate(f"D2:{n}", 0.2, 10 + n, None) for n in range(11)]
+    asked = [("u", Question("q?", 4, ("D1:2",)))]
+    without, with_words = TextRanking(previous_words_weight=0.0), TextRanking()
+    grid = tuple(replace(FusionConfig.only("vector"), text=r) for r in (without, with_words))
+    pools = {without: [distractors], with_words: [[answer, *distractors]]}
+    assert _fit(grid, pools, asked, len) is grid[1]
 
 
 def test_fit_under_a_token_cap_picks_the_best_config_that_is_short_enough() -> None:
@@ -66,7 +79,7 @@ def test_fit_under_a_token_cap_picks_the_best_config_that_is_short_enough() -> N
     weak = [_candidate(f"D2:{n}", 0.1, 10 + n, None) for n in range(10)]
     asked = [("u", Question("q?", 4, ("D2:0",)))]
     grid = ratio_grid(FusionConfig.only("vector"))
-    pool = [[*strong, *weak]]
-    assert _fit(grid, pool, asked, len).min_score_ratio == 0.0
-    assert _fit(grid, pool, asked, len, token_cap=10.0).min_score_ratio > 0.0
-    assert _fit(grid, pool, asked, len, token_cap=1.0).min_score_ratio > 0.0
+    pools = {TextRanking(): [[*strong, *weak]]}
+    assert _fit(grid, pools, asked, len).min_score_ratio == 0.0
+    assert _fit(grid, pools, asked, len, token_cap=10.0).min_score_ratio > 0.0
+    assert _fit(grid, pools, asked, len, token_cap=1.0).min_score_ratio > 0.0
