@@ -124,7 +124,7 @@ def _previous_words(where: sql.Composable) -> sql.Composable:
     return sql.SQL(
         "LEFT JOIN LATERAL (SELECT CASE WHEN length(pm.tsv) <= {max} THEN pm.tsv"
         "  ELSE ''::tsvector END AS tsv"
-        " FROM (SELECT {turn} AS turn WHERE {weight} > 0) pt JOIN memories pm"
+        " FROM (SELECT ({turn})::bigint AS turn WHERE {weight} > 0) pt JOIN memories pm"
         "  ON pm.source_turn_ids @> ARRAY[pt.turn] AND pm.source_turn_ids[1] = pt.turn"
         " WHERE {where} AND (pm.expires_at IS NULL OR pm.expires_at > now())"
         " ORDER BY pm.role IS NULL, pm.hash LIMIT 1) pw ON TRUE"
