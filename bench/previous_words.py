@@ -3,8 +3,11 @@
 On LoCoMo's dev conversations (kept, as ``bench.session_spread --keep DIR`` keeps them, or
 ingested here as ``bench.loo`` ingests them), every category 1-4 question is searched twice
 through the public ``Memory.search()``, with ``previous_words_weight`` at its default and at 0,
-in alternating order, so the machine's drift hits both. Prints each one's p50 / p95 in ms and
-recall@10 (docs/retrieval.md, "The words said just before").
+in alternating order, so the machine's drift hits both. Prints each one's p50 / p95 in ms,
+recall@10 and the top 10's tokens (four characters a token, as ``max_tokens`` counts them);
+with ``--lme``, the same for the LongMemEval questions that ``bench.session_spread`` kept,
+recall being their evidence turns in the top 10 (docs/retrieval.md, "The words said just
+before").
 
     python -m bench.previous_words --keep /tmp/spread
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,10 +25,46 @@ from typing import Any
 from bench.metrics import recall_at_k, summary
 from bench.pg import BenchPostgres
 
+# A question: the user it is asked of, its words, and what finds its evidence in a top 10.
+Asked = tuple[str, str, Callable[[Sequence[Mapping[str, Any]]], float]]
 
-def compare(url: str) -> dict[str, Any]:
+
+def locomo_asked() -> list[Asked]:
     from bench.locomo import RECALL_CATEGORIES, default_data_path, load_locomo
+
+    def scorer(evidence: Sequence[str]) -> Callable[[Sequence[Mapping[str, Any]]], float]:
+        return lambda hits: recall_at_k(
+            [str(h["metadata"].get("dia_id", "")) for h in hits], evidence, 10
+        )
+
+    return [
+        (f"locomo-{c.sample_id}", q.question, scorer(q.evidence))
+        for c in load_locomo(default_data_path())
+        for q in c.questions
+        if q.category in RECALL_CATEGORIES and q.evidence
+    ]
+
+
+def lme_asked(keep: Path) -> list[Asked]:
+    """The LongMemEval dev questions ``bench.session_spread`` ingested in ``keep``."""
+    from bench.longmemeval import default_data_path, parse_item
+
+    where = json.loads((keep / "lme-where.json").read_text(encoding="utf-8"))
+    items = [parse_item(r) for r in json.loads(default_data_path().read_text(encoding="utf-8"))]
+
+    def scorer(evidence: Sequence[str]) -> Callable[[Sequence[Mapping[str, Any]]], float]:
+        return lambda hits: recall_at_k([h["id"] for h in hits], evidence, 10)
+
+    return [
+        (f"lme-{i.question_id}", i.question, scorer([m for m, (_, a) in found.items() if a]))
+        for i in items
+        if (found := where.get(i.question_id)) and any(a for _, a in found.values())
+    ]
+
+
+def compare(url: str, asked: Sequence[Asked]) -> dict[str, Any]:
     from memhub import PRESETS, MemhubSettings, Memory
+    from memhub.engine.text import estimate_tokens
     from memhub.store.ranking import TextRanking
 
     default = PRESETS["default"]
@@ -36,25 +76,24 @@ def compare(url: str) -> dict[str, Any]:
     memories = {name: Memory(settings=settings, fusion=c) for name, c in configs.items()}
     times: dict[str, list[float]] = {name: [] for name in configs}
     recall: dict[str, list[float]] = {name: [] for name in configs}
-    asked = [
-        (f"locomo-{c.sample_id}", q)
-        for c in load_locomo(default_data_path())
-        for q in c.questions
-        if q.category in RECALL_CATEGORIES and q.evidence
-    ]
+    tokens: dict[str, list[int]] = {name: [] for name in configs}
     try:
-        for n, (user, q) in enumerate(asked):
+        for n, (user, question, found) in enumerate(asked):
             for name in list(configs)[:: 1 if n % 2 else -1]:
                 began = time.perf_counter()
-                hits = memories[name].search(q.question, user_id=user, limit=10)["results"]
+                hits = memories[name].search(question, user_id=user, limit=10)["results"]
                 times[name].append((time.perf_counter() - began) * 1000)
-                ranked = [str(h["metadata"].get("dia_id", "")) for h in hits]
-                recall[name].append(recall_at_k(ranked, q.evidence, 10))
+                recall[name].append(found(hits))
+                tokens[name].append(sum(estimate_tokens(h["memory"]) for h in hits))
     finally:
         for memory in memories.values():
             memory.close()
     return {
-        name: {"search_ms": summary(times[name]), "recall@10": sum(r) / len(r)}
+        name: {
+            "search_ms": summary(times[name]),
+            "recall@10": sum(r) / len(r),
+            "tokens@10": sum(tokens[name]) / len(tokens[name]),
+        }
         for name, r in recall.items()
     }
 
@@ -65,13 +104,19 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m bench.previous_words", description=__doc__)
     parser.add_argument("--keep", type=Path, required=True, help="where the databases are kept")
+    parser.add_argument(
+        "--lme", action="store_true", help="also the LongMemEval questions session_spread kept"
+    )
     args = parser.parse_args(argv)
     postgres = BenchPostgres(args.keep / "pg", keep=True)
     try:
         url, created = postgres.kept_database("locomo")
         if created:
             _ingest(url, load_locomo(default_data_path()))
-        print(json.dumps(compare(url), indent=2))
+        figures = {"locomo": compare(url, locomo_asked())}
+        if args.lme:
+            figures["longmemeval"] = compare(postgres.kept_database("lme")[0], lme_asked(args.keep))
+        print(json.dumps(figures, indent=2))
     finally:
         postgres.close()
     return 0
