@@ -6,8 +6,9 @@ through the public ``Memory.search()``, with ``previous_words_weight`` at its de
 in alternating order, so the machine's drift hits both. Prints each one's p50 / p95 in ms,
 recall@10 and the top 10's tokens (four characters a token, as ``max_tokens`` counts them);
 with ``--lme``, the same for the LongMemEval questions that ``bench.session_spread`` kept,
-recall being their evidence turns in the top 10 (docs/retrieval.md, "The words said just
-before").
+recall being their evidence turns in the top 10; with ``--scale HOME``, search times alone on
+``bench.query``'s database of 100,000 synthetic memories of one user, each stored with the
+turn before it (docs/retrieval.md, "The words said just before").
 
     python -m bench.previous_words --keep /tmp/spread
 """
@@ -15,6 +16,7 @@ before").
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -98,16 +100,46 @@ def compare(url: str, asked: Sequence[Asked]) -> dict[str, Any]:
     }
 
 
+async def at_scale(memory: Any, queries: list[str]) -> dict[str, Any]:
+    """Search p50 / p95 with and without the words said before, alternated query by query, on
+    ``bench.search_timeline.on_query_database``'s memory."""
+    from bench.profile_search import USER
+    from memhub import PRESETS, SearchConfig
+    from memhub.store.ranking import TextRanking
+
+    default = PRESETS["default"]
+    configs = {
+        "with the words said before": SearchConfig(default),
+        "without": SearchConfig(replace(default, text=TextRanking(previous_words_weight=0.0))),
+    }
+    times: dict[str, list[float]] = {name: [] for name in configs}
+    for n, query in enumerate(queries):
+        for name in list(configs)[:: 1 if n % 2 else -1]:
+            memory.search_config = configs[name]
+            began = time.perf_counter()
+            await memory.search(query, user_id=USER, limit=10)
+            times[name].append((time.perf_counter() - began) * 1000)
+    return {name: summary(t) for name, t in times.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     from bench.locomo import default_data_path, load_locomo
     from bench.loo import _ingest
 
     parser = argparse.ArgumentParser(prog="python -m bench.previous_words", description=__doc__)
-    parser.add_argument("--keep", type=Path, required=True, help="where the databases are kept")
+    parser.add_argument("--keep", type=Path, default=None, help="where the databases are kept")
     parser.add_argument(
         "--lme", action="store_true", help="also the LongMemEval questions session_spread kept"
     )
+    parser.add_argument("--scale", type=Path, default=None, help="bench.query's database")
     args = parser.parse_args(argv)
+    if args.scale is not None:
+        from bench.search_timeline import on_query_database
+
+        print(json.dumps(asyncio.run(on_query_database(args.scale, 400, at_scale)), indent=2))
+        return 0
+    if args.keep is None:
+        parser.error("--keep DIR (or --scale HOME)")
     postgres = BenchPostgres(args.keep / "pg", keep=True)
     try:
         url, created = postgres.kept_database("locomo")

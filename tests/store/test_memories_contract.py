@@ -343,3 +343,16 @@ async def test_a_memory_is_found_by_the_words_of_the_memory_said_before_it(store
     assert ids[0] is not None
     await store.retire_memory(U, ids[0], "model", "asked to forget")
     assert await found("paint") == {}
+
+
+async def test_a_memory_of_another_scope_lends_no_words(store: Store) -> None:
+    # Contrived: the question's memory is another user's (a store never writes that), so only
+    # the scope condition on the previous memory keeps its words out of u's search.
+    said = ["What did you paint last weekend?", "A sunset over the lake."]
+    turns = await store.append_turns([NewTurn("u", "s1", "user", text) for text in said], None)
+    await insert(store, mem(said[0], scope=V, source_turn_ids=(turns[0],)))
+    await insert(store, mem(said[1], source_turn_ids=(turns[1],)), mem("I paint on Sundays."))
+    found = await retrieve.candidates(store, U, "paint", np.asarray(X, np.float32), 10, None, False)
+    # the answer is found by its vector and scored on its own words alone: none is the query's
+    scores = {c.record.memory: c.text_score for c in found}
+    assert scores[said[1]] is None and scores["I paint on Sundays."] is not None
