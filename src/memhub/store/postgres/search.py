@@ -4,7 +4,9 @@ The full-text statement needs no vector, so a search (:mod:`memhub.engine.retrie
 while the query is being embedded; the vector statement then adds the nearest memories and
 scores every candidate on both signals; ranking them is the engine's. The full-text statement
 probes ``memory_words``, the narrow copy of each memory's words kept by triggers (migration
-0019), whose pages hold ten times more rows than memories' (those carry the vectors).
+0019), whose pages hold ten times more rows than memories' (those carry the vectors); only the
+matches the probes return are then read on ``memories``, with the words of the memory said
+just before each (docs/retrieval.md, "The words said just before").
 """
 
 from __future__ import annotations
