@@ -34,7 +34,6 @@ from memhub.store.inmemory.rows import (
 from memhub.store.inmemory.text import bm25_scores, terms
 from memhub.store.protocol import Vector
 from memhub.store.records import (
-    DEFAULT_TEXT_RANKING,
     TEXT_SCORE_DIGITS,
     FilledVector,
     HistoryEvent,
@@ -54,10 +53,6 @@ __all__ = ["Tables", "Undo"]
 Undo = list[Callable[[], None]] | None  # where a write records its inverse (None: no rollback)
 # The turn said just before each of some turns in its session (the store holds the turns).
 PreviousTurns = Callable[[Set[int]], Mapping[int, int | None]]
-
-
-def _no_previous_turns(turns: Set[int]) -> Mapping[int, int | None]:
-    return {}
 
 
 class Tables:
@@ -372,8 +367,8 @@ class Tables:
         k: int,
         filters: Filter | None,
         include_superseded: bool,
-        ranking: TextRanking = DEFAULT_TEXT_RANKING,
-        previous_turns: PreviousTurns = _no_previous_turns,
+        ranking: TextRanking,
+        previous_turns: PreviousTurns,
     ) -> TextHits:
         """The ``k`` best by BM25 (exact: the PostgreSQL work caps of ``ranking`` do not apply).
 
@@ -400,8 +395,8 @@ class Tables:
         filters: Filter | None,
         include_superseded: bool,
         hits: TextHits,
-        ranking: TextRanking = DEFAULT_TEXT_RANKING,
-        previous_turns: PreviousTurns = _no_previous_turns,
+        ranking: TextRanking,
+        previous_turns: PreviousTurns,
     ) -> list[RawCandidate]:
         """The ``k`` nearest by cosine and the text hits still eligible, scored on both signals.
 
