@@ -356,3 +356,22 @@ async def test_a_memory_of_another_scope_lends_no_words(store: Store) -> None:
     # the answer is found by its vector and scored on its own words alone: none is the query's
     scores = {c.record.memory: c.text_score for c in found}
     assert scores[said[1]] is None and scores["I paint on Sundays."] is not None
+
+
+@pytest.mark.parametrize("gone", ["deleted", "expired"])
+async def test_a_deleted_or_expired_memory_lends_no_words(store: Store, gone: str) -> None:
+    said = ["What did you paint last weekend?", "A sunset over the lake."]
+    turns = await store.append_turns([NewTurn("u", "s1", "user", text) for text in said], None)
+    past = datetime.now(UTC) - timedelta(days=1)
+    question = mem(said[0], source_turn_ids=(turns[0],))
+    if gone == "expired":
+        question = mem(said[0], source_turn_ids=(turns[0],), expires_at=past)
+    ids = await insert(store, question, mem(said[1], source_turn_ids=(turns[1],)))
+    # a third memory holds the word, so the word has a weight the answer could borrow
+    await insert(store, mem("I paint on Sundays."))
+    if gone == "deleted":
+        assert ids[0] is not None
+        await store.delete_memory(U, ids[0], "user")
+    found = await retrieve.candidates(store, U, "paint", np.asarray(X, np.float32), 10, None, False)
+    scores = {c.record.memory: c.text_score for c in found}
+    assert scores[said[1]] is None and said[0] not in scores
