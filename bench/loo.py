@@ -123,14 +123,19 @@ def _variants() -> list[Variant]:
         ),
         Variant("shipped default (no cut-off)", (cut,)),
         Variant(
-            "shipped default without the previous memory's words",
-            (replace(cut, text=TextRanking(previous_words_weight=0.0)),),
+            "shipped default without the words said around",
+            (replace(cut, text=TextRanking(neighbour_words_weight=0.0)),),
         ),
         Variant(
-            "the previous memory's words, weight refitted per fold",
+            "the words said around, one turn each side",
+            (replace(cut, text=TextRanking(neighbour_words_turns=1)),),
+        ),
+        Variant(
+            "the words said around, turns and weight refitted per fold",
             tuple(
-                replace(cut, text=TextRanking(previous_words_weight=w))
-                for w in (0.0, 0.15, 0.3, 0.45, 0.6)
+                replace(cut, text=TextRanking(neighbour_words_weight=w, neighbour_words_turns=n))
+                for n in (1, 2, 3)
+                for w in (0.15, 0.3, 0.45)
             ),
         ),
         Variant("no cut-off, BM25 b=1.0", (replace(default, text=TextRanking(b=1.0)),)),

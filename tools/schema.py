@@ -90,6 +90,21 @@ ORDER BY t.tgname
 FUNCTIONS = """
 SELECT pg_get_functiondef(p.oid) FROM pg_proc p
 JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = %s AND p.prokind = 'f' AND NOT EXISTS (
+    SELECT 1 FROM pg_depend d
+    WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+)
+ORDER BY p.proname, pg_get_function_identity_arguments(p.oid)
+"""
+
+
+# Aggregates, which pg_get_functiondef does not render: the parts memhub's use.
+AGGREGATES = """
+SELECT format('CREATE AGGREGATE %%s(%%s) (SFUNC = %%s, STYPE = %%s, INITCOND = %%L)',
+              p.proname, pg_get_function_identity_arguments(p.oid), a.aggtransfn::regproc,
+              format_type(a.aggtranstype, NULL), a.agginitval)
+FROM pg_aggregate a JOIN pg_proc p ON p.oid = a.aggfnoid
+JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE n.nspname = %s AND NOT EXISTS (
     SELECT 1 FROM pg_depend d
     WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
@@ -138,6 +153,8 @@ async def render(conn: psycopg.AsyncConnection[tuple[object, ...]], schema: str 
         out.extend(f"{d};" for (d,) in await _rows(conn, TRIGGERS, oid))
     for (definition,) in await _rows(conn, FUNCTIONS, schema):
         out.append(f"\n{str(definition).strip()};")
+    for (definition,) in await _rows(conn, AGGREGATES, schema):
+        out.append(f"\n{definition};")
     return "\n".join(out) + "\n"
 
 

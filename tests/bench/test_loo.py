@@ -62,11 +62,11 @@ def test_fit_picks_the_config_that_finds_the_evidence() -> None:
 
 
 def test_fit_scores_each_config_on_the_candidates_of_its_own_text_ranking() -> None:
-    # Only the pool of the ranking with the previous memory's words holds the evidence.
+    # Only the pool of the ranking with the words said around holds the evidence.
     answer = _candidate("D1:2", 0.9, 1, None)
     distractors = [_candidate(f"D2:{n}", 0.2, 10 + n, None) for n in range(11)]
     asked = [("u", Question("q?", 4, ("D1:2",)))]
-    without, with_words = TextRanking(previous_words_weight=0.0), TextRanking()
+    without, with_words = TextRanking(neighbour_words_weight=0.0), TextRanking()
     grid = tuple(replace(FusionConfig.only("vector"), text=r) for r in (without, with_words))
     pools = {without: [distractors], with_words: [[answer, *distractors]]}
     assert _fit(grid, pools, asked, len) is grid[1]

@@ -92,7 +92,7 @@ def test_same_turns_in_another_order_and_repeated_queries_rank_the_same(
             FusionConfig(
                 previous_turn_weight=0.0,
                 next_turn_weight=0.0,
-                text=TextRanking(previous_words_weight=0.0),
+                text=TextRanking(neighbour_words_weight=0.0),
             )
         )
         for query in QUERIES:

@@ -316,33 +316,51 @@ async def test_a_candidate_knows_the_turn_said_before_its_first_source_turn(stor
     }
 
 
-async def test_a_memory_is_found_by_the_words_of_the_memory_said_before_it(store: Store) -> None:
+async def test_a_memory_is_found_by_the_words_of_the_memories_said_around_it(
+    store: Store,
+) -> None:
     said = ["What did you paint last weekend?", "A sunset over the lake.", "Lovely colours."]
-    turns = await store.append_turns([NewTurn("u", "s1", "user", text) for text in said], None)
+    question, answer, reply = said
+    (first,) = await store.append_turns([NewTurn("u", "s1", "user", said[0])], None)
+    # another session's turn, said in between, is not in s1's window of turns
+    (other,) = await store.append_turns([NewTurn("u", "s2", "user", "Did you paint?")], None)
+    rest = await store.append_turns([NewTurn("u", "s1", "user", text) for text in said[1:]], None)
+    turns = [first, *rest]
     ids = await insert(
         store, *(mem(text, source_turn_ids=(turn,)) for text, turn in zip(said, turns, strict=True))
     )
+    await insert(store, mem("Did you paint?", source_turn_ids=(other,)))
 
-    async def found(query: str, weight: float = 0.3, most: int = 64) -> dict[str, float]:
-        ranking = TextRanking(previous_words_weight=weight, previous_words_max=most)
+    async def found(
+        query: str, weight: float = 0.3, most: int = 64, turns: int = 2
+    ) -> dict[str, float]:
+        ranking = TextRanking(
+            neighbour_words_weight=weight, neighbour_words_max=most, neighbour_words_turns=turns
+        )
         hits = await store.text_hits(U, query, 10, None, False, ranking)
         texts = {m.id: m.memory for m in await store.list_memories(U, None, 10, False)}
         return {texts[i]: s for i, s in zip(hits.ids, hits.scores, strict=True)}
 
     # The answer shares no word with the question asked of it, but follows the words: it is
-    # found by them at a share of their weight, and the turn after it is not.
-    scores = await found("paint")
-    assert set(scores) == {"What did you paint last weekend?", "A sunset over the lake."}
-    assert 0 < scores["A sunset over the lake."] < scores["What did you paint last weekend?"]
-    assert set(await found("paint", weight=0.0)) == {"What did you paint last weekend?"}
-    # a previous memory of more distinct words than the limit (paint, last, weekend) lends none
-    assert set(await found("paint", most=2)) == {"What did you paint last weekend?"}
-    # and the answer lends its own words to the turn after it
-    assert set(await found("lake")) == {"A sunset over the lake.", "Lovely colours."}
+    # found by them at a share of their weight, and so is the turn after it, two turns on.
+    scores = await found("lake")
+    assert set(scores) == set(said)
+    assert 0 < scores[question] < scores[answer] and 0 < scores[reply] < scores[answer]
+    assert set(await found("lake", weight=0.0)) == {answer}
+    assert set(await found("lake", turns=0)) == {answer}
+    # one turn on each side: the question and the reply, each next to the answer
+    assert set(await found("lake", turns=1)) == set(said)
+    assert set(await found("weekend", turns=1)) == {question, answer}
+    assert set(await found("weekend", turns=2)) == set(said)
+    # a neighbour of more distinct words than the limit (paint, last, weekend) lends none
+    assert set(await found("weekend", most=2)) == {question}
+    # s2's turn holds "paint" of its own and lends it to no turn of s1: the reply, two turns
+    # after the question in s1, is not found at one turn
+    assert set(await found("paint", turns=1)) == {question, answer, "Did you paint?"}
     # a memory taken out of reads lends its words to none
-    assert ids[0] is not None
-    await store.retire_memory(U, ids[0], "model", "asked to forget")
-    assert await found("paint") == {}
+    assert ids[1] is not None
+    await store.retire_memory(U, ids[1], "model", "asked to forget")
+    assert await found("lake") == {}
 
 
 async def test_a_memory_of_another_scope_lends_no_words(store: Store) -> None:

@@ -35,14 +35,16 @@ class TextRanking:
             if it matches any query word), not only the retriever that found it; with False a
             vector-only candidate has no text score even when it matches some words. With
             ``ts_rank`` on PostgreSQL only the text hits carry a text score.
-        previous_words_weight: With ``bm25``, a memory's words include those of the memory
-            said just before it (the current memory of its previous turn in the session,
-            the conversation's turn before the fact's first), each counting this share of
-            its weight where the memory's own words do not hold it, and counting in its
-            length: an answer is often found by the words of the question before it. 0: a
-            memory's own words only.
-        previous_words_max: A previous memory of more distinct words than this adds none
-            (a long message said before a short reply would drown the reply's own words).
+        neighbour_words_weight: With ``bm25``, a memory's words include those of the
+            memories said around it: the current memory of each of the
+            ``neighbour_words_turns`` turns before and after its first source turn in the
+            conversation's session. Each such word counts this share of its weight where
+            the memory's own words do not hold it, and counts in its length: an answer is
+            often found by the words of the question before it, or of the turns just around
+            it. 0: a memory's own words only.
+        neighbour_words_max: A neighbour of more distinct words than this lends none (a long
+            message said beside a short reply would drown the reply's own words).
+        neighbour_words_turns: How many turns on each side lend their words.
     """
 
     method: Literal["bm25", "ts_rank"] = "bm25"
@@ -51,9 +53,15 @@ class TextRanking:
     term_cap: int = 100
     scope_cap: int = 1000
     score_all: bool = True
-    # docs/retrieval.md, "The words said just before": LoCoMo and LongMemEval's dev sets
-    previous_words_weight: float = 0.3
-    previous_words_max: int = 64
+    # docs/retrieval.md, "The words said around a memory": LoCoMo and LongMemEval's dev sets
+    neighbour_words_weight: float = 0.3
+    neighbour_words_max: int = 64
+    neighbour_words_turns: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("term_cap", "scope_cap", "neighbour_words_max", "neighbour_words_turns"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"TextRanking.{name} must be 0 or more")
 
 
 DEFAULT_TEXT_RANKING = TextRanking()

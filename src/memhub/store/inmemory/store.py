@@ -182,7 +182,7 @@ class InMemoryStore(InMemoryKeys):
     ) -> TextHits:
         async with self.lock:
             return self.tables.text_hits(
-                scope, text_query, k, filters, include_superseded, ranking, self._previous_turns
+                scope, text_query, k, filters, include_superseded, ranking, self._turns_around
             )
 
     async def vector_candidates(
@@ -198,7 +198,7 @@ class InMemoryStore(InMemoryKeys):
         # Exact scoring over the scope: the PostgreSQL work caps of ``ranking`` do not apply.
         async with self.lock:
             found = self.tables.vector_candidates(
-                scope, vector, k, filters, include_superseded, hits, ranking, self._previous_turns
+                scope, vector, k, filters, include_superseded, hits, ranking, self._turns_around
             )
             return self._with_previous_turns(found)
 
@@ -218,23 +218,39 @@ class InMemoryStore(InMemoryKeys):
         ]
 
     def _previous_turns(self, firsts: Set[int]) -> dict[int, int | None]:
-        """The turn said just before each of ``firsts`` in its session (None: the first).
+        """The turn said just before each of ``firsts`` in its session (None: the first)
+        (call under the lock)."""
+        around = self._session_turns(firsts)
+        before: dict[int, int | None] = {}
+        for first, (session, at) in around.items():
+            before[first] = session[at - 1] if at > 0 else None
+        return before
 
-        One pass over the stored turns (call under the lock)."""
+    def _turns_around(self, firsts: Set[int], n: int) -> dict[int, list[int]]:
+        """The turns said within ``n`` turns before and after each of ``firsts`` in its
+        session (call under the lock)."""
+        around = self._session_turns(firsts)
+        return {
+            first: session[max(at - n, 0) : at] + session[at + 1 : at + 1 + n]
+            for first, (session, at) in around.items()
+        }
+
+    def _session_turns(self, firsts: Set[int]) -> dict[int, tuple[list[int], int]]:
+        """For each of ``firsts`` the store holds: its session's turn ids in order, and its
+        position among them. One pass over the stored turns (call under the lock)."""
         ids: dict[tuple[str, str], list[int]] = {
             (t.user_id, t.session_id): [] for i, t in self._turns.items() if i in firsts
         }
         for i, t in self._turns.items():  # ids grow with insertion, so each list is sorted
             if (key := (t.user_id, t.session_id)) in ids:
                 ids[key].append(i)
-        before: dict[int, int | None] = {}
+        found: dict[int, tuple[list[int], int]] = {}
         for first in firsts:
             turn = self._turns.get(first)
             if turn is not None:
                 session = ids[(turn.user_id, turn.session_id)]
-                at = bisect.bisect_left(session, turn.id)
-                before[first] = session[at - 1] if at > 0 else None
-        return before
+                found[first] = (session, bisect.bisect_left(session, turn.id))
+        return found
 
     async def get_memory(self, scope: Scope | None, memory_id: UUID) -> MemoryRecord | None:
         async with self.lock:

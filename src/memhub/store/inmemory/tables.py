@@ -51,8 +51,9 @@ from memhub.store.records import (
 __all__ = ["Tables", "Undo"]
 
 Undo = list[Callable[[], None]] | None  # where a write records its inverse (None: no rollback)
-# The turn said just before each of some turns in its session (the store holds the turns).
-PreviousTurns = Callable[[Set[int]], Mapping[int, int | None]]
+# The turns said within n turns before and after each of some turns in its session (the
+# store holds the turns).
+TurnsAround = Callable[[Set[int], int], Mapping[int, Sequence[int]]]
 
 
 class Tables:
@@ -332,32 +333,37 @@ class Tables:
         whatever order they were added in."""
         return sorted(self.eligible(scope, filters, include_superseded), key=lambda m: m.hash)
 
-    def previous_words(
+    def neighbour_words(
         self,
         scope: Scope,
         eligible: Sequence[MemoryRow],
-        previous_turns: PreviousTurns,
+        turns_around: TurnsAround,
         ranking: TextRanking,
     ) -> dict[UUID, Counter[str]]:
-        """The words of the memory said just before each of ``eligible``, as the SQL reads
-        them: the current memory of the scope whose first source turn is the turn before the
-        memory's first (an episode first, then by hash), unless it has more distinct words
-        than ``previous_words_max``; none when the weight is 0."""
-        if ranking.previous_words_weight <= 0:
+        """The words of the memories said around each of ``eligible``, as the SQL reads
+        them: for each turn within ``neighbour_words_turns`` of the memory's first source
+        turn in its session, the current memory of the scope whose first source turn it is
+        (an episode first, then by hash), unless it has more distinct words than
+        ``neighbour_words_max``; none when the weight is 0."""
+        if ranking.neighbour_words_weight <= 0 or ranking.neighbour_words_turns <= 0:
             return {}
         firsts = {m.source_turn_ids[0] for m in eligible if m.source_turn_ids}
-        before_turn = previous_turns(firsts)
+        around = turns_around(firsts, ranking.neighbour_words_turns)
         by_first: dict[int, MemoryRow] = {}
         current = self.eligible(scope, None, False)
         for mem in sorted(current, key=lambda m: (m.role is None, m.hash)):
             if mem.source_turn_ids:
                 by_first.setdefault(mem.source_turn_ids[0], mem)
-        words = {}
+        words: dict[UUID, Counter[str]] = {}
         for mem in eligible:
-            turn = before_turn.get(mem.source_turn_ids[0]) if mem.source_turn_ids else None
-            previous = by_first.get(turn) if turn is not None else None
-            if previous is not None and len(previous.terms) <= ranking.previous_words_max:
-                words[mem.id] = previous.terms
+            turns = around.get(mem.source_turn_ids[0], ()) if mem.source_turn_ids else ()
+            lent: Counter[str] = Counter()
+            for turn in turns:
+                neighbour = by_first.get(turn)
+                if neighbour is not None and len(neighbour.terms) <= ranking.neighbour_words_max:
+                    lent.update(neighbour.terms.keys())
+            if lent:
+                words[mem.id] = lent
         return words
 
     def text_hits(
@@ -368,17 +374,17 @@ class Tables:
         filters: Filter | None,
         include_superseded: bool,
         ranking: TextRanking,
-        previous_turns: PreviousTurns,
+        turns_around: TurnsAround,
     ) -> TextHits:
         """The ``k`` best by BM25 (exact: the PostgreSQL work caps of ``ranking`` do not apply).
 
-        ``previous_turns`` gives the turn said before each of some turns (the store's)."""
+        ``turns_around`` gives the turns said around each of some turns (the store's)."""
         if k <= 0:
             return TextHits([], [])
         eligible = self._by_hash(scope, filters, include_superseded)
         lexemes = sorted(terms(text_query))
-        before = self.previous_words(scope, eligible, previous_turns, ranking)
-        scores = _text_scores(eligible, lexemes, ranking, before)
+        around = self.neighbour_words(scope, eligible, turns_around, ranking)
+        scores = _text_scores(eligible, lexemes, ranking, around)
         # As the SQL picks its k: rounded scores, ties in hash order (the sort is stable).
         best = sorted(
             (m for m in eligible if m.id in scores),
@@ -396,7 +402,7 @@ class Tables:
         include_superseded: bool,
         hits: TextHits,
         ranking: TextRanking,
-        previous_turns: PreviousTurns,
+        turns_around: TurnsAround,
     ) -> list[RawCandidate]:
         """The ``k`` nearest by cosine and the text hits still eligible, scored on both signals.
 
@@ -419,8 +425,8 @@ class Tables:
         best, by_passage = _nearest_passages(eligible, query, k)
         for memory_id, (_, sim) in best.items():  # a long memory scores as its best passage
             sims[memory_id] = max(sims[memory_id], sim) if memory_id in sims else sim
-        before = self.previous_words(scope, eligible, previous_turns, ranking)
-        scores = _text_scores(eligible, hits.lexemes, ranking, before)
+        around = self.neighbour_words(scope, eligible, turns_around, ranking)
+        scores = _text_scores(eligible, hits.lexemes, ranking, around)
         found = set(hits.ids)
         chosen = {m.id: m for m in nearest + by_passage + [m for m in eligible if m.id in found]}
         return [
@@ -469,16 +475,16 @@ def _text_scores(
     eligible: Sequence[MemoryRow],
     lexemes: Sequence[str],
     ranking: TextRanking,
-    before: Mapping[UUID, Counter[str]],
+    around: Mapping[UUID, Counter[str]],
 ) -> dict[UUID, float]:
-    """BM25 of every eligible memory sharing a term with the query, or whose previous memory
-    (``before``) does (N: all of them)."""
+    """BM25 of every eligible memory sharing a term with the query, or whose neighbours
+    (``around``) do (N: all of them)."""
     bm25 = bm25_scores(
         [m.terms for m in eligible],
         lexemes,
         ranking.k1,
         ranking.b,
-        [before.get(m.id) for m in eligible],
-        ranking.previous_words_weight,
+        [around.get(m.id) for m in eligible],
+        ranking.neighbour_words_weight,
     )
     return {m.id: s for m, s in zip(eligible, bm25, strict=True) if s is not None}

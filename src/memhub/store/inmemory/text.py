@@ -4,7 +4,7 @@ PostgreSQL indexes ``to_tsvector('english', memory)``. Here text is split into l
 runs of letters and digits, PostgreSQL's english stop words are dropped and the rest go
 through a light stemmer (inflections only: plurals, ``-ing``, ``-ed``, a final ``e``; none of
 the derivational suffixes Snowball strips). A memory matches when it shares any term with the
-query; :func:`bm25_scores` is the formula of :func:`memhub.store.postgres.memories._bm25_cte` (the
+query; :func:`bm25_scores` is the formula of :mod:`memhub.store.postgres.search`'s BM25 (the
 default ranking), so ranks agree with PostgreSQL's whenever the two stemmers agree on the
 words involved.
 """
@@ -84,21 +84,21 @@ def bm25_scores(
     query: Iterable[str],
     k1: float = 1.2,
     b: float = 0.75,
-    before: Sequence[Counter[str] | None] | None = None,
-    before_weight: float = 0.0,
+    around: Sequence[Counter[str] | None] | None = None,
+    around_weight: float = 0.0,
 ) -> list[float | None]:
     """memhub's PostgreSQL BM25 for each document (None: no shared term).
 
     ``documents`` are all memories the search may return (the scope, after filters): their
     count is N. Term frequency counts as 1; a document's length is its number of distinct
     terms (``length(tsvector)``) and the average length is taken over the (term, document)
-    matches, as the SQL does. ``before`` are the words of the memory said before each
-    document (None: none): a term only they hold counts ``before_weight`` of its weight, and
+    matches, as the SQL does. ``around`` are the words of the memories said around each
+    document (None: none): a term only they hold counts ``around_weight`` of its weight, and
     they count in the document's length; a term's document frequency counts the documents'
     own words. Unlike the SQL, no per-term or per-scope cap applies.
     """
     n = len(documents)
-    extra = list(before) if before is not None else [None] * n
+    extra = list(around) if around is not None else [None] * n
     keys = [doc.keys() | (more or {}).keys() for doc, more in zip(documents, extra, strict=True)]
     # a term no document holds of its own finds nothing, as the SQL's probe finds nothing
     found_own = {t: c for t in set(query) if (c := sum(1 for doc in documents if t in doc))}
@@ -114,7 +114,7 @@ def bm25_scores(
     }
     total: dict[int, float] = {}
     for t, i in pairs:
-        share = 1.0 if t in documents[i] else before_weight
+        share = 1.0 if t in documents[i] else around_weight
         total[i] = total.get(i, 0.0) + idf[t] * share
     for i, weight in total.items():
         if weight > 0:

@@ -114,9 +114,9 @@ CREATE INDEX memories_current_scope ON public.memories USING btree (user_id, age
 CREATE INDEX memories_current_user_c ON public.memories USING btree (user_id COLLATE "C") WHERE ((valid_to IS NULL) AND (user_id IS NOT NULL));
 CREATE INDEX memories_embedding_hnsw ON public.memories USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX memories_expires_at ON public.memories USING btree (expires_at) WHERE (expires_at IS NOT NULL);
+CREATE INDEX memories_first_turn ON public.memories USING btree ((source_turn_ids[1]));
 CREATE INDEX memories_metadata ON public.memories USING gin (metadata jsonb_path_ops) WITH (fastupdate=off);
 CREATE UNIQUE INDEX memories_pkey ON public.memories USING btree (id);
-CREATE INDEX memories_previous_turn ON public.memories USING btree (previous_turn_id) WHERE (previous_turn_id > 0);
 CREATE INDEX memories_retired ON public.memories USING btree (retired_at) WHERE (retired_at IS NOT NULL);
 CREATE INDEX memories_run ON public.memories USING btree (run_id) WHERE (run_id IS NOT NULL);
 CREATE INDEX memories_source_turn_ids ON public.memories USING gin (source_turn_ids) WITH (fastupdate=off);
@@ -293,3 +293,5 @@ BEGIN
     RETURN NULL;
 END
 $function$;
+
+CREATE AGGREGATE memhub_tsvector_union(tsvector) (SFUNC = tsvector_concat, STYPE = tsvector, INITCOND = '');

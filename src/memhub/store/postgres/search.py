@@ -5,8 +5,8 @@ while the query is being embedded; the vector statement then adds the nearest me
 scores every candidate on both signals; ranking them is the engine's. The full-text statement
 probes ``memory_words``, the narrow copy of each memory's words kept by triggers (migration
 0019), whose pages hold ten times more rows than memories' (those carry the vectors); only the
-matches the probes return are then read on ``memories``, with the words of the memory said
-just before each (docs/retrieval.md, "The words said just before").
+matches the probes return are then read on ``memories``, with the words of the memories said
+around each (docs/retrieval.md, "The words said around a memory").
 """
 
 from __future__ import annotations
@@ -115,26 +115,52 @@ _PREVIOUS_TURN = sql.SQL(
 ).format(lookup=previous_turn(sql.SQL("m.source_turn_ids[1]")))
 
 
-def _previous_words(where: sql.Composable) -> sql.Composable:
-    """A ``LEFT JOIN LATERAL`` giving ``pw.tsv``: the words of the memory said just before
-    memory ``m`` (the current memory whose first source turn is its previous turn, as the
-    neighbour signal reads it; an episode before a fact of the same turn, then the content
-    hash), or no words when there is none, when it has more distinct words than
-    ``previous_words_max``, or when the weight is 0. ``where`` is the scope's condition on
-    ``pm``: the words must be the same user's, and a retired or deleted memory lends none
-    (search no longer finds what was forgotten)."""
-    return sql.SQL(
-        "LEFT JOIN LATERAL (SELECT CASE WHEN length(pm.tsv) <= {max} THEN pm.tsv"
-        "  ELSE ''::tsvector END AS tsv"
-        " FROM (SELECT ({turn})::bigint AS turn WHERE {weight} > 0) pt JOIN memories pm"
-        "  ON pm.source_turn_ids @> ARRAY[pt.turn] AND pm.source_turn_ids[1] = pt.turn"
-        " WHERE {where} AND (pm.expires_at IS NULL OR pm.expires_at > now())"
-        " ORDER BY pm.role IS NULL, pm.hash LIMIT 1) pw ON TRUE"
-    ).format(
-        turn=_PREVIOUS_TURN,
+# The turns said around turn ``t`` in its session: ``neighbour_turns`` before and as many
+# after, two range probes on conversation_context's (user_id, session_id, id).
+_TURNS_AROUND = sql.SQL(
+    "(SELECT c.id::bigint AS id FROM conversation_context c WHERE c.user_id = t.user_id"
+    "  AND c.session_id = t.session_id AND c.id < t.id ORDER BY c.id DESC LIMIT {turns})"
+    " UNION ALL (SELECT c.id::bigint FROM conversation_context c WHERE c.user_id = t.user_id"
+    "  AND c.session_id = t.session_id AND c.id > t.id ORDER BY c.id LIMIT {turns})"
+).format(turns=sql.Placeholder("neighbour_turns"))
+
+# The words said around each turn of ``firsts(turn)`` (the memories' first source turns; a
+# memory's neighbours depend on nothing else, so an episode and its facts share them): for
+# each turn within neighbour_turns of it in the session, the current memory of the scope
+# whose first source turn it is (an episode before a fact of the same turn, then the content
+# hash), unless it has more distinct words than neighbour_max. ``lent(first, tsv)`` has a
+# row for each first turn with any, their words united by memhub_tsvector_union (an
+# aggregate of tsvector's ||, migration 0028). Set-based: each turn and each lender is read once
+# however many memories share it, by the memories_first_turn index (migration 0028).
+# ``{where}`` is the scope's condition on ``pm``: the words must be the same user's, and a
+# retired, deleted or expired memory lends none (search no longer finds what was forgotten).
+_LENT_CTES = sql.SQL(
+    "window_turns AS ("
+    "  SELECT f.turn AS first, nt.id AS turn FROM firsts f"
+    "  CROSS JOIN LATERAL (SELECT t.id, t.user_id, t.session_id FROM conversation_context t"
+    "   WHERE t.id = f.turn LIMIT 1) t"
+    "  CROSS JOIN LATERAL ({around}) nt WHERE {weight} > 0"
+    "), lenders AS MATERIALIZED ("
+    "  SELECT w.turn, l.tsv FROM (SELECT DISTINCT turn FROM window_turns) w"
+    "  CROSS JOIN LATERAL (SELECT strip(pm.tsv) AS tsv FROM memories pm"
+    "   WHERE pm.source_turn_ids[1] = w.turn AND {where}"
+    "   AND (pm.expires_at IS NULL OR pm.expires_at > now())"
+    "   ORDER BY pm.role IS NULL, pm.hash LIMIT 1) l"
+    "), lent AS ("
+    "  SELECT w.first, memhub_tsvector_union(l.tsv) AS tsv"
+    "  FROM window_turns w JOIN lenders l ON l.turn = w.turn"
+    "  WHERE length(l.tsv) <= {max} GROUP BY w.first"
+    ")"
+)
+
+
+def _lent_ctes(where: sql.Composable) -> sql.Composable:
+    """``_LENT_CTES`` with the scope's condition on ``pm``."""
+    return _LENT_CTES.format(
+        around=_TURNS_AROUND,
         where=where,
-        max=sql.Placeholder("previous_max"),
-        weight=sql.Placeholder("previous_weight"),
+        max=sql.Placeholder("neighbour_max"),
+        weight=sql.Placeholder("neighbour_weight"),
     )
 
 
@@ -145,12 +171,12 @@ def _previous_words(where: sql.Composable) -> sql.Composable:
 # candidates: it only adds its weight to the candidates found otherwise (the vector
 # statement checks every candidate against every lexeme). That keeps the result
 # independent of insertion order with bounded work.
-# A rare lexeme also finds the memories said just after its matches (their previous turn
-# is the match's first source turn): their words include the previous memory's, each
-# worth previous_weight of its weight where their own words do not hold it.
+# A rare lexeme also finds the memories said around its matches (within neighbour_turns
+# turns of the match's first source turn): their words include the match's, each worth
+# neighbour_weight of its weight where their own words do not hold it.
 # BM25 with tf = 1 is sum(idf) * (k1 + 1) / (1 + k1 * (1 - b + b * dl / avgdl)), where dl
-# is the memory's lexeme count with its previous memory's, and avgdl is averaged over the
-# rare lexemes' matches.
+# is the memory's lexeme count with its neighbours', and avgdl is averaged over the rare
+# lexemes' matches.
 _BM25_CTES = sql.SQL(
     "terms AS ("
     "  SELECT t.lexeme, {tq} AS tq FROM unnest(to_tsvector('english', {q})) t"
@@ -172,16 +198,22 @@ _BM25_CTES = sql.SQL(
     "  SELECT DISTINCT p.id FROM probe p JOIN rare USING (lexeme)"
     "), found AS ("
     "  SELECT id FROM matched"
-    "  UNION SELECT y.id FROM matched JOIN memories x ON x.id = matched.id"
-    "   JOIN memories y ON y.previous_turn_id = x.source_turn_ids[1]"
-    "   WHERE {weight} > 0 AND x.source_turn_ids[1] > 0 AND y.previous_turn_id > 0"
-    "), keyed AS ("
-    "  SELECT m.id, m.hash, m.tsv AS own, coalesce(pw.tsv, ''::tsvector) AS before"
-    "  FROM found f JOIN memories m ON m.id = f.id {previous} WHERE {where}"
+    "  UNION SELECT y.id FROM memories y WHERE {weight} > 0 AND y.source_turn_ids[1] = ANY(ARRAY("
+    "   SELECT DISTINCT nt.id FROM matched JOIN memories x ON x.id = matched.id"
+    "   CROSS JOIN LATERAL (SELECT t.id, t.user_id, t.session_id FROM conversation_context t"
+    "    WHERE t.id = x.source_turn_ids[1] LIMIT 1) t"
+    "   CROSS JOIN LATERAL ({around}) nt))"
+    "), found_memories AS ("
+    "  SELECT m.id, m.hash, m.tsv, m.source_turn_ids[1] AS first"
+    "  FROM found f JOIN memories m ON m.id = f.id WHERE {where}"
+    "), firsts AS (SELECT DISTINCT first AS turn FROM found_memories WHERE first IS NOT NULL),"
+    " {lent}, keyed AS ("
+    "  SELECT k.id, k.hash, k.tsv AS own, coalesce(l.tsv, ''::tsvector) AS around"
+    "  FROM found_memories k LEFT JOIN lent l ON l.first = k.first"
     "), hits AS ("
-    "  SELECT k.id, k.hash, length(k.own || k.before) AS dl,"
+    "  SELECT k.id, k.hash, length(k.own || k.around) AS dl,"
     "   rare.w * CASE WHEN k.own @@ rare.tq THEN 1 ELSE {weight} END AS w"
-    "  FROM keyed k JOIN rare ON k.own @@ rare.tq OR k.before @@ rare.tq"
+    "  FROM keyed k JOIN rare ON k.own @@ rare.tq OR k.around @@ rare.tq"
     "), avgdl AS (SELECT greatest(avg(dl), 1)::float8 AS a FROM hits),"
     " txt_all AS ("
     "  SELECT h.id, h.hash, sum(h.w) * ({k1} + 1)"
@@ -191,19 +223,20 @@ _BM25_CTES = sql.SQL(
 )
 
 
-def _bm25_ctes(words: _Words, where: sql.Composable, previous: sql.Composable) -> sql.Composable:
-    """The BM25 CTEs (``_BM25_CTES``) of a scope: ``where`` on ``memories m``, ``previous``
-    the join that gives each memory the words said just before it."""
+def _bm25_ctes(words: _Words, where: sql.Composable, lent: sql.Composable) -> sql.Composable:
+    """The BM25 CTEs (``_BM25_CTES``) of a scope: ``where`` on ``memories m``, ``lent`` the
+    CTEs that give each memory the words said around it (``_lent_ctes``)."""
     return _BM25_CTES.format(
         tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("t.lexeme")),
         q=sql.Placeholder("q"),
         source=words.source,
         words=words.where,
         where=where,
-        previous=previous,
+        lent=lent,
+        around=_TURNS_AROUND,
         term_cap=sql.Placeholder("term_cap"),
         scope_cap=sql.Placeholder("scope_cap"),
-        weight=sql.Placeholder("previous_weight"),
+        weight=sql.Placeholder("neighbour_weight"),
         k1=sql.Placeholder("k1"),
         b=sql.Placeholder("b"),
     )
@@ -231,8 +264,7 @@ def text_statement(
     where = memories_where(scope, filters, include_superseded, params)
     words = _words(scope, filters, include_superseded, params)
     if ranking.method == "bm25":
-        previous = _previous_words(_previous_where(scope, params))
-        ctes = _bm25_ctes(words, where, previous)
+        ctes = _bm25_ctes(words, where, _lent_ctes(_neighbour_where(scope, params)))
     else:
         ctes = _ts_rank_ctes(words)
     query = sql.SQL(
@@ -249,27 +281,28 @@ def text_statement(
         "scope_cap": ranking.scope_cap,
         "k1": ranking.k1,
         "b": ranking.b,
-        **_previous_values(ranking),
+        **_neighbour_values(ranking),
         **params.values,
     }
     return query, values
 
 
-def _previous_where(scope: Scope, params: Params) -> sql.Composable:
-    # The previous memory is read in the search's scope, current, whatever the filters.
+def _neighbour_where(scope: Scope, params: Params) -> sql.Composable:
+    # The neighbours are read in the search's scope, current, whatever the filters.
     return memories_where(scope, None, False, params, alias="pm")
 
 
-def _previous_values(ranking: TextRanking) -> dict[str, Any]:
+def _neighbour_values(ranking: TextRanking) -> dict[str, Any]:
     return {
-        "previous_weight": ranking.previous_words_weight,
-        "previous_max": ranking.previous_words_max,
+        "neighbour_weight": ranking.neighbour_words_weight,
+        "neighbour_max": ranking.neighbour_words_max,
+        "neighbour_turns": ranking.neighbour_words_turns,
     }
 
 
 def _bm25_score() -> sql.Composable:
     # Every candidate's full BM25 score: the weight of each query lexeme it contains, rare or
-    # common, or its previous memory contains (``pw``, at previous_weight), length-normalised
+    # common, or its neighbours contain (``pw``, at neighbour_weight), length-normalised
     # against the rare lexemes' average length, as the full-text statement scores its hits.
     return sql.SQL(
         "(SELECT CASE WHEN sum(t.w) > 0"
@@ -278,7 +311,7 @@ def _bm25_score() -> sql.Composable:
         " FROM unnest({lexemes}::text[], {weights}::float8[]) t(lexeme, w)"
         " WHERE (m.tsv || {before}) @@ {tq})"
     ).format(
-        weight=sql.Placeholder("previous_weight"),
+        weight=sql.Placeholder("neighbour_weight"),
         before=sql.SQL("coalesce(pw.tsv, ''::tsvector)"),
         k1=sql.Placeholder("k1"),
         b=sql.Placeholder("b"),
@@ -318,14 +351,21 @@ _VECTOR_QUERY = (
     "), pvec AS ("
     "  SELECT p.memory_id AS id FROM memory_passages p JOIN memories m ON m.id = p.memory_id"
     "  WHERE {where} ORDER BY p.embedding <=> {v} LIMIT {k}"
-    "), near AS (SELECT id FROM vec UNION SELECT id FROM pvec)"
+    "), near AS (SELECT id FROM vec UNION SELECT id FROM pvec),"
+    " candidates AS (SELECT id FROM near UNION SELECT unnest({txt_ids}::uuid[])) {lent}"
     # The text hits are checked against the scope again: a memory may have been deleted
     # or superseded between the two statements.
     " SELECT {cols}, {sim}, {text_score}, {previous}, ps.ordinal, ps.start_char, ps.end_char"
-    " FROM memories m"
-    " JOIN (SELECT id FROM near UNION SELECT unnest({txt_ids}::uuid[])) ids ON ids.id = m.id"
-    " {best_passage} {previous_words}"
+    " FROM memories m JOIN candidates ids ON ids.id = m.id {best_passage} {lent_join}"
     " WHERE {where}"
+)
+
+
+# Every candidate's neighbours' words, for its full BM25 score.
+_VECTOR_LENT = sql.SQL(
+    ", firsts AS (SELECT DISTINCT m.turn FROM candidates c CROSS JOIN LATERAL ("
+    " SELECT m.source_turn_ids[1] AS turn FROM memories m WHERE m.id = c.id LIMIT 1) m"
+    " WHERE m.turn IS NOT NULL), {}"
 )
 
 
@@ -350,9 +390,12 @@ def vector_statement(
         sim=_SIM if ranking.score_all else _VECTOR_ONLY_SIM,
         best_passage=_BEST_PASSAGE,
         text_score=_bm25_score() if rescore else _GIVEN_SCORE,
-        previous_words=(
-            _previous_words(_previous_where(scope, params)) if rescore else sql.SQL("")
-        ),
+        lent=_VECTOR_LENT.format(_lent_ctes(_neighbour_where(scope, params)))
+        if rescore
+        else sql.SQL(""),
+        lent_join=sql.SQL("LEFT JOIN lent pw ON pw.first = m.source_turn_ids[1]")
+        if rescore
+        else sql.SQL(""),
         previous=_PREVIOUS_TURN,
         txt_ids=sql.Placeholder("txt_ids"),
     )
@@ -366,7 +409,7 @@ def vector_statement(
         "avgdl": hits.avgdl,
         "k1": ranking.k1,
         "b": ranking.b,
-        **_previous_values(ranking),
+        **_neighbour_values(ranking),
         **params.values,
     }
     return query, values

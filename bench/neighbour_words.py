@@ -1,16 +1,16 @@
-"""What the words said just before cost a search, timed against the search without them.
+"""What the words said around a memory cost a search, timed against the search without them.
 
 On LoCoMo's dev conversations (kept, as ``bench.session_spread --keep DIR`` keeps them, or
 ingested here as ``bench.loo`` ingests them), every category 1-4 question is searched twice
-through the public ``Memory.search()``, with ``previous_words_weight`` at its default and at 0,
+through the public ``Memory.search()``, with ``neighbour_words_weight`` at its default and at 0,
 in alternating order, so the machine's drift hits both. Prints each one's p50 / p95 in ms,
 recall@10 and the top 10's tokens (four characters a token, as ``max_tokens`` counts them);
 with ``--lme``, the same for the LongMemEval questions that ``bench.session_spread`` kept,
 recall being their evidence turns in the top 10; with ``--scale HOME``, search times alone on
 ``bench.query``'s database of 100,000 synthetic memories of one user, each stored with the
-turn before it (docs/retrieval.md, "The words said just before").
+turn before it (docs/retrieval.md, "The words said around a memory").
 
-    python -m bench.previous_words --keep /tmp/spread
+    python -m bench.neighbour_words --keep /tmp/spread
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def compare(url: str, asked: Sequence[Asked]) -> dict[str, Any]:
 
     default = PRESETS["default"]
     configs = {
-        "with the words said before": default,
-        "without": replace(default, text=TextRanking(previous_words_weight=0.0)),
+        "with the words said around": default,
+        "without": replace(default, text=TextRanking(neighbour_words_weight=0.0)),
     }
     settings = MemhubSettings.from_env(database_url=url, worker="off")
     memories = {name: Memory(settings=settings, fusion=c) for name, c in configs.items()}
@@ -101,7 +101,7 @@ def compare(url: str, asked: Sequence[Asked]) -> dict[str, Any]:
 
 
 async def at_scale(memory: Any, queries: list[str]) -> dict[str, Any]:
-    """Search p50 / p95 with and without the words said before, alternated query by query, on
+    """Search p50 / p95 with and without the words said around, alternated query by query, on
     ``bench.search_timeline.on_query_database``'s memory."""
     from bench.profile_search import USER
     from memhub import PRESETS, SearchConfig
@@ -109,8 +109,8 @@ async def at_scale(memory: Any, queries: list[str]) -> dict[str, Any]:
 
     default = PRESETS["default"]
     configs = {
-        "with the words said before": SearchConfig(default),
-        "without": SearchConfig(replace(default, text=TextRanking(previous_words_weight=0.0))),
+        "with the words said around": SearchConfig(default),
+        "without": SearchConfig(replace(default, text=TextRanking(neighbour_words_weight=0.0))),
     }
     times: dict[str, list[float]] = {name: [] for name in configs}
     for n, query in enumerate(queries):
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.locomo import default_data_path, load_locomo
     from bench.loo import _ingest
 
-    parser = argparse.ArgumentParser(prog="python -m bench.previous_words", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.neighbour_words", description=__doc__)
     parser.add_argument("--keep", type=Path, default=None, help="where the databases are kept")
     parser.add_argument(
         "--lme", action="store_true", help="also the LongMemEval questions session_spread kept"
