@@ -45,8 +45,6 @@ CREATE TABLE conversation_context (
 CREATE UNIQUE INDEX conversation_context_pkey ON public.conversation_context USING btree (id);
 CREATE INDEX conversation_context_user_c ON public.conversation_context USING btree (user_id COLLATE "C");
 CREATE INDEX conversation_context_user_session_id ON public.conversation_context USING btree (user_id, session_id, id);
-CREATE INDEX idx_session_id ON public.conversation_context USING btree (session_id);
-CREATE INDEX idx_user_id ON public.conversation_context USING btree (user_id);
 
 CREATE TABLE idempotency_keys (
     owner text NOT NULL,

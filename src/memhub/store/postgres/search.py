@@ -130,25 +130,25 @@ _TURNS_AROUND = sql.SQL(
 # whose first source turn it is (an episode before a fact of the same turn, then the content
 # hash), unless it has more distinct words than neighbour_max. ``lent(first, tsv)`` has a
 # row for each first turn with any, their words united by memhub_tsvector_union (an
-# aggregate of tsvector's ||, migration 0028). Set-based: each turn and each lender is read once
-# however many memories share it, by the memories_first_turn index (migration 0028).
-# ``{where}`` is the scope's condition on ``pm``: the words must be the same user's, and a
-# retired, deleted or expired memory lends none (search no longer finds what was forgotten).
+# aggregate of tsvector's ||, migration 0028). ``{where}`` is the scope's condition on
+# ``pm``: the words must be the same user's, and a retired, deleted or expired memory lends
+# none (search no longer finds what was forgotten).
+# The plan must not depend on table statistics (a new database has none for its first
+# minute): the CTEs are materialized (inlined, lent was recomputed for every memory) and the
+# inner OFFSET 0 keeps the lookup of a turn's memories on the memories_first_turn index
+# (migration 0028), which the scope's index otherwise displaced.
 _LENT_CTES = sql.SQL(
-    "window_turns AS ("
+    "window_turns AS MATERIALIZED ("
     "  SELECT f.turn AS first, nt.id AS turn FROM firsts f"
     "  CROSS JOIN LATERAL (SELECT t.id, t.user_id, t.session_id FROM conversation_context t"
     "   WHERE t.id = f.turn LIMIT 1) t"
     "  CROSS JOIN LATERAL ({around}) nt WHERE {weight} > 0"
-    "), lenders AS MATERIALIZED ("
-    "  SELECT w.turn, l.tsv FROM (SELECT DISTINCT turn FROM window_turns) w"
-    "  CROSS JOIN LATERAL (SELECT strip(pm.tsv) AS tsv FROM memories pm"
-    "   WHERE pm.source_turn_ids[1] = w.turn AND {where}"
+    "), lent AS MATERIALIZED ("
+    "  SELECT w.first, memhub_tsvector_union(l.tsv) AS tsv FROM window_turns w"
+    "  CROSS JOIN LATERAL (SELECT strip(pm.tsv) AS tsv FROM (SELECT * FROM memories pm"
+    "   WHERE pm.source_turn_ids[1] = w.turn OFFSET 0) pm WHERE {where}"
     "   AND (pm.expires_at IS NULL OR pm.expires_at > now())"
     "   ORDER BY pm.role IS NULL, pm.hash LIMIT 1) l"
-    "), lent AS ("
-    "  SELECT w.first, memhub_tsvector_union(l.tsv) AS tsv"
-    "  FROM window_turns w JOIN lenders l ON l.turn = w.turn"
     "  WHERE length(l.tsv) <= {max} GROUP BY w.first"
     ")"
 )

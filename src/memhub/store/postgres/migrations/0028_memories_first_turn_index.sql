@@ -10,3 +10,9 @@ DROP INDEX CONCURRENTLY IF EXISTS memories_previous_turn;
 CREATE OR REPLACE AGGREGATE memhub_tsvector_union(tsvector) (
     SFUNC = tsvector_concat, STYPE = tsvector, INITCOND = ''
 );
+-- Every statement of memhub on conversation_context names the user, which the
+-- (user_id, session_id, id) index leads with; these two indexes of the first migration only
+-- cost every append, and on a database without statistics yet the planner took the session's
+-- one, and a sort, for the probes of the turns around a memory.
+DROP INDEX CONCURRENTLY IF EXISTS idx_user_id;
+DROP INDEX CONCURRENTLY IF EXISTS idx_session_id;
