@@ -507,7 +507,8 @@ class TextHits:
 
     Attributes:
         ids: The best ``k`` memories by full text.
-        scores: Their text scores (used as they are unless every candidate is rescored).
+        scores: Their text scores, which the vector step takes as they are (PostgreSQL's BM25:
+            each one's full score, every query lexeme; the step scores the others alike).
         lexemes: The query's lexemes (PostgreSQL's: those that match anything in the scope)...
         weights: ...and each one's BM25 weight (its IDF), so that the vector step scores every
             candidate on the same terms (``memory://`` recomputes the weights: no weights).

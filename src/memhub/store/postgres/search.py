@@ -242,6 +242,20 @@ def _bm25_ctes(words: _Words, where: sql.Composable, lent: sql.Composable) -> sq
     )
 
 
+# The k best are chosen by their rare lexemes; the score returned for each is its full BM25,
+# every query lexeme's weight, rare or common, as the vector statement would score it
+# (``_bm25_score``), with the neighbours' words the text statement has already read: the
+# vector statement then reads neighbours only for the candidates the text side did not return.
+_FULL_SCORES = sql.SQL(
+    "SELECT (SELECT CASE WHEN sum(i.w) > 0"
+    "  THEN sum(i.w * CASE WHEN k.own @@ tm.tq THEN 1 ELSE {weight} END) * ({k1} + 1)"
+    "  / (1 + {k1} * (1 - {b} + {b} * length(k.own || k.around) / (SELECT a FROM avgdl))) END"
+    "  FROM idf i JOIN terms tm USING (lexeme) WHERE (k.own || k.around) @@ tm.tq)"
+    " FROM txt t JOIN keyed k ON k.id = t.id"
+).format(
+    weight=sql.Placeholder("neighbour_weight"), k1=sql.Placeholder("k1"), b=sql.Placeholder("b")
+)
+
 # BM25 sums float weights in whatever order the aggregate sees them, so equal scores can
 # differ in the last bits; rounding before ordering (and ordering ties by the text's hash,
 # which does not depend on when it was added) makes the choice of the best k a function of
@@ -268,11 +282,17 @@ def text_statement(
     else:
         ctes = _ts_rank_ctes(words)
     query = sql.SQL(
-        "WITH {ctes}, txt AS (SELECT id, score FROM txt_all ORDER BY {order} LIMIT {k})"
-        " SELECT ARRAY(SELECT id FROM txt), ARRAY(SELECT score FROM txt),"
+        "WITH {ctes}, txt AS (SELECT id, score, row_number() OVER (ORDER BY {order}) AS n"
+        " FROM txt_all ORDER BY {order} LIMIT {k})"
+        " SELECT ARRAY(SELECT id FROM txt ORDER BY n), ARRAY({scores} ORDER BY t.n),"
         " ARRAY(SELECT lexeme FROM idf ORDER BY lexeme), ARRAY(SELECT w FROM idf ORDER BY lexeme),"
         " (SELECT a FROM avgdl)"
-    ).format(ctes=ctes, order=_TEXT_ORDER, k=sql.Placeholder("k"))
+    ).format(
+        ctes=ctes,
+        order=_TEXT_ORDER,
+        k=sql.Placeholder("k"),
+        scores=_FULL_SCORES if ranking.method == "bm25" else sql.SQL("SELECT t.score FROM txt t"),
+    )
     values = {
         "k": k,
         "q": text_query,
@@ -361,11 +381,12 @@ _VECTOR_QUERY = (
 )
 
 
-# Every candidate's neighbours' words, for its full BM25 score.
+# The neighbours' words of every candidate the text statement did not score, for its full
+# BM25 score (the text hits come with theirs).
 _VECTOR_LENT = sql.SQL(
     ", firsts AS (SELECT DISTINCT m.turn FROM candidates c CROSS JOIN LATERAL ("
     " SELECT m.source_turn_ids[1] AS turn FROM memories m WHERE m.id = c.id LIMIT 1) m"
-    " WHERE m.turn IS NOT NULL), {}"
+    " WHERE m.turn IS NOT NULL AND NOT c.id = ANY({txt_ids}::uuid[])), {lent}"
 )
 
 
@@ -389,8 +410,12 @@ def vector_statement(
         cols=COLUMNS,
         sim=_SIM if ranking.score_all else _VECTOR_ONLY_SIM,
         best_passage=_BEST_PASSAGE,
-        text_score=_bm25_score() if rescore else _GIVEN_SCORE,
-        lent=_VECTOR_LENT.format(_lent_ctes(_neighbour_where(scope, params)))
+        text_score=sql.SQL("coalesce({}, {})").format(_GIVEN_SCORE, _bm25_score())
+        if rescore
+        else _GIVEN_SCORE,
+        lent=_VECTOR_LENT.format(
+            txt_ids=sql.Placeholder("txt_ids"), lent=_lent_ctes(_neighbour_where(scope, params))
+        )
         if rescore
         else sql.SQL(""),
         lent_join=sql.SQL("LEFT JOIN lent pw ON pw.first = m.source_turn_ids[1]")
