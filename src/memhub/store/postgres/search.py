@@ -28,6 +28,8 @@ from memhub.store.postgres.memories import (
     memories_where,
     previous_turn,
     record_from_row,
+    turns_after,
+    turns_before,
 )
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
@@ -117,32 +119,38 @@ _PREVIOUS_TURN = sql.SQL(
 
 # The turns said around turn ``t`` in its session: ``neighbour_turns`` before and as many
 # after, two range probes on conversation_context's (user_id, session_id, id).
-_TURNS_AROUND = sql.SQL(
-    "(SELECT c.id::bigint AS id FROM conversation_context c WHERE c.user_id = t.user_id"
-    "  AND c.session_id = t.session_id AND c.id < t.id ORDER BY c.id DESC LIMIT {turns})"
-    " UNION ALL (SELECT c.id::bigint FROM conversation_context c WHERE c.user_id = t.user_id"
-    "  AND c.session_id = t.session_id AND c.id > t.id ORDER BY c.id LIMIT {turns})"
-).format(turns=sql.Placeholder("neighbour_turns"))
+_TURNS_AROUND = sql.SQL("({}) UNION ALL ({})").format(
+    turns_before(sql.Placeholder("neighbour_turns")),
+    turns_after(sql.Placeholder("neighbour_turns")),
+)
 
-# The words said around each turn of ``firsts(turn)`` (the memories' first source turns; a
-# memory's neighbours depend on nothing else, so an episode and its facts share them): for
-# each turn within neighbour_turns of it in the session, the current memory of the scope
-# whose first source turn it is (an episode before a fact of the same turn, then the content
-# hash), unless it has more distinct words than neighbour_max. ``lent(first, tsv)`` has a
-# row for each first turn with any, their words united by memhub_tsvector_union (an
-# aggregate of tsvector's ||, migration 0028). ``{where}`` is the scope's condition on
-# ``pm``: the words must be the same user's, and a retired, deleted or expired memory lends
-# none (search no longer finds what was forgotten).
+
+def _windows(firsts: sql.Composable) -> sql.Composed:
+    """SQL for the rows ``(first, turn)``: each turn said around each ``turn`` of the query
+    ``firsts`` (memories' first source turns) in its session; none when the weight is 0."""
+    return sql.SQL(
+        "SELECT f.turn AS first, nt.id AS turn FROM ({firsts}) f"
+        " CROSS JOIN LATERAL (SELECT t.id, t.user_id, t.session_id FROM conversation_context t"
+        "  WHERE t.id = f.turn LIMIT 1) t"
+        " CROSS JOIN LATERAL ({around}) nt WHERE {weight} > 0"
+    ).format(firsts=firsts, around=_TURNS_AROUND, weight=sql.Placeholder("neighbour_weight"))
+
+
+# The words said around each first source turn of ``{windows}`` (rows ``(first, turn)`` of
+# ``_windows``; a memory's neighbours depend on nothing else, so an episode and its facts
+# share them): for each turn around it, the current memory of the scope whose first source
+# turn it is (an episode before a fact of the same turn, then the content hash), unless it
+# has more distinct words than neighbour_max. ``lent(first, tsv)`` has a row for each first
+# turn with any, their words united by memhub_tsvector_union (an aggregate of tsvector's ||,
+# migration 0028). ``{where}`` is the scope's condition on ``pm``: the words must be the same
+# user's, and a retired, deleted or expired memory lends none (search no longer finds what
+# was forgotten).
 # The plan must not depend on table statistics (a new database has none for its first
 # minute): the CTEs are materialized (inlined, lent was recomputed for every memory) and the
 # inner OFFSET 0 keeps the lookup of a turn's memories on the memories_first_turn index
 # (migration 0028), which the scope's index otherwise displaced.
 _LENT_CTES = sql.SQL(
-    "window_turns AS MATERIALIZED ("
-    "  SELECT f.turn AS first, nt.id AS turn FROM firsts f"
-    "  CROSS JOIN LATERAL (SELECT t.id, t.user_id, t.session_id FROM conversation_context t"
-    "   WHERE t.id = f.turn LIMIT 1) t"
-    "  CROSS JOIN LATERAL ({around}) nt WHERE {weight} > 0"
+    "window_turns AS MATERIALIZED ({windows}"
     "), lent AS MATERIALIZED ("
     "  SELECT w.first, memhub_tsvector_union(l.tsv) AS tsv FROM window_turns w"
     "  CROSS JOIN LATERAL (SELECT strip(pm.tsv) AS tsv FROM (SELECT * FROM memories pm"
@@ -154,14 +162,9 @@ _LENT_CTES = sql.SQL(
 )
 
 
-def _lent_ctes(where: sql.Composable) -> sql.Composable:
-    """``_LENT_CTES`` with the scope's condition on ``pm``."""
-    return _LENT_CTES.format(
-        around=_TURNS_AROUND,
-        where=where,
-        max=sql.Placeholder("neighbour_max"),
-        weight=sql.Placeholder("neighbour_weight"),
-    )
+def _lent_ctes(where: sql.Composable, windows: sql.Composable) -> sql.Composable:
+    """``_LENT_CTES`` with the scope's condition on ``pm`` and the turns around (``_windows``)."""
+    return _LENT_CTES.format(windows=windows, where=where, max=sql.Placeholder("neighbour_max"))
 
 
 # The query's lexemes come from the same to_tsvector() that built tsv (stop words out,
@@ -196,13 +199,13 @@ _BM25_CTES = sql.SQL(
     "  WHERE NOT idf.common"
     "), matched AS ("
     "  SELECT DISTINCT p.id FROM probe p JOIN rare USING (lexeme)"
+    "), matched_firsts AS ("
+    "  SELECT DISTINCT x.source_turn_ids[1] AS turn FROM matched JOIN memories x"
+    "  ON x.id = matched.id WHERE x.source_turn_ids[1] IS NOT NULL"
+    "), matched_windows AS MATERIALIZED ({matched_windows}"
     "), found AS ("
-    "  SELECT id FROM matched"
-    "  UNION SELECT y.id FROM memories y WHERE {weight} > 0 AND y.source_turn_ids[1] = ANY(ARRAY("
-    "   SELECT DISTINCT nt.id FROM matched JOIN memories x ON x.id = matched.id"
-    "   CROSS JOIN LATERAL (SELECT t.id, t.user_id, t.session_id FROM conversation_context t"
-    "    WHERE t.id = x.source_turn_ids[1] LIMIT 1) t"
-    "   CROSS JOIN LATERAL ({around}) nt))"
+    "  SELECT id FROM matched UNION SELECT y.id FROM memories y"
+    "  WHERE y.source_turn_ids[1] = ANY(ARRAY(SELECT DISTINCT turn FROM matched_windows))"
     "), found_memories AS ("
     "  SELECT m.id, m.hash, m.tsv, m.source_turn_ids[1] AS first"
     "  FROM found f JOIN memories m ON m.id = f.id WHERE {where}"
@@ -223,17 +226,25 @@ _BM25_CTES = sql.SQL(
 )
 
 
-def _bm25_ctes(words: _Words, where: sql.Composable, lent: sql.Composable) -> sql.Composable:
-    """The BM25 CTEs (``_BM25_CTES``) of a scope: ``where`` on ``memories m``, ``lent`` the
-    CTEs that give each memory the words said around it (``_lent_ctes``)."""
+def _bm25_ctes(
+    words: _Words, where: sql.Composable, neighbour_where: sql.Composable
+) -> sql.Composable:
+    """The BM25 CTEs (``_BM25_CTES``) of a scope: ``where`` on ``memories m``,
+    ``neighbour_where`` on the neighbours ``pm`` whose words each memory reads
+    (``_lent_ctes``). The turns around the matches, probed to find the memories said around
+    them, are not probed again for their words."""
+    others = sql.SQL("SELECT turn FROM firsts WHERE turn NOT IN (SELECT turn FROM matched_firsts)")
+    windows = sql.SQL("SELECT first, turn FROM matched_windows UNION ALL {}").format(
+        _windows(others)
+    )
     return _BM25_CTES.format(
         tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("t.lexeme")),
         q=sql.Placeholder("q"),
         source=words.source,
         words=words.where,
         where=where,
-        lent=lent,
-        around=_TURNS_AROUND,
+        matched_windows=_windows(sql.SQL("SELECT turn FROM matched_firsts")),
+        lent=_lent_ctes(neighbour_where, windows),
         term_cap=sql.Placeholder("term_cap"),
         scope_cap=sql.Placeholder("scope_cap"),
         weight=sql.Placeholder("neighbour_weight"),
@@ -278,7 +289,7 @@ def text_statement(
     where = memories_where(scope, filters, include_superseded, params)
     words = _words(scope, filters, include_superseded, params)
     if ranking.method == "bm25":
-        ctes = _bm25_ctes(words, where, _lent_ctes(_neighbour_where(scope, params)))
+        ctes = _bm25_ctes(words, where, _neighbour_where(scope, params))
     else:
         ctes = _ts_rank_ctes(words)
     query = sql.SQL(
@@ -414,7 +425,10 @@ def vector_statement(
         if rescore
         else _GIVEN_SCORE,
         lent=_VECTOR_LENT.format(
-            txt_ids=sql.Placeholder("txt_ids"), lent=_lent_ctes(_neighbour_where(scope, params))
+            txt_ids=sql.Placeholder("txt_ids"),
+            lent=_lent_ctes(
+                _neighbour_where(scope, params), _windows(sql.SQL("SELECT turn FROM firsts"))
+            ),
         )
         if rescore
         else sql.SQL(""),
