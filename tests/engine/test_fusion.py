@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memhub.engine.fusion import PRESETS, FusionConfig, fuse
 from memhub.errors import UsageError
-from memhub.store.records import Candidate, MemoryRecord, Scope
+from memhub.store.records import Candidate, MemoryRecord, Scope, TextRanking
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -48,6 +48,16 @@ def test_weights_must_add_up_to_one_and_not_be_negative() -> None:
         FusionConfig(vector_weight=0.5, text_weight=0.1, rrf_weight=0.1)
     with pytest.raises(UsageError, match="negative"):
         FusionConfig(vector_weight=1.2, text_weight=-0.2, rrf_weight=0.0)
+
+
+@pytest.mark.parametrize(
+    "field", ["term_cap", "scope_cap", "neighbour_words_max", "neighbour_words_turns"]
+)
+def test_text_ranking_counts_must_not_be_negative(field: str) -> None:
+    # a negative LIMIT would be PostgreSQL's error at search time, not the caller's
+    with pytest.raises(UsageError, match=f"TextRanking.{field} must be 0 or more"):
+        TextRanking(**{field: -1})  # type: ignore[arg-type]
+    assert getattr(TextRanking(**{field: 0}), field) == 0  # type: ignore[arg-type]
 
 
 def test_presets_are_valid_and_only_puts_all_weight_on_one_signal() -> None:

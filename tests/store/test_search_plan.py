@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 from pgvector.psycopg import register_vector_async
+from psycopg import sql
 
 from memhub import MemhubSettings
 from memhub.store.postgres import search as pg_search
@@ -42,7 +43,11 @@ async def test_the_words_said_around_are_planned_on_their_indexes_without_statis
 ) -> None:
     async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as conn:
         for table in ("memories", "conversation_context"):  # no analyze during the test
-            await conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)".encode())
+            await conn.execute(
+                sql.SQL("ALTER TABLE {} SET (autovacuum_enabled = false)").format(
+                    sql.Identifier(table)
+                )
+            )
     for session in ("s1", "s2", "s3"):
         said = [f"{session} turn {n} about tea" for n in range(20)]
         turns = await store.append_turns([NewTurn("u", session, "user", t) for t in said], None)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from memhub.errors import UsageError
+
 __all__ = ["DEFAULT_TEXT_RANKING", "TextRanking"]
 
 
@@ -61,7 +63,7 @@ class TextRanking:
     def __post_init__(self) -> None:
         for name in ("term_cap", "scope_cap", "neighbour_words_max", "neighbour_words_turns"):
             if getattr(self, name) < 0:
-                raise ValueError(f"TextRanking.{name} must be 0 or more")
+                raise UsageError(f"TextRanking.{name} must be 0 or more")
 
 
 DEFAULT_TEXT_RANKING = TextRanking()
