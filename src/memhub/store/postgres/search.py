@@ -353,11 +353,10 @@ def _bm25_score() -> sql.Composable:
     )
 
 
-# Without rescoring, a candidate has the signals of the retrievers that found it.
-_GIVEN_SCORE = sql.SQL(
-    "(SELECT x.score FROM unnest({txt_ids}::uuid[], {txt_scores}::float8[]) x(id, score)"
-    " WHERE x.id = m.id)"
-).format(txt_ids=sql.Placeholder("txt_ids"), txt_scores=sql.Placeholder("txt_scores"))
+# Without rescoring, a candidate has the signals of the retrievers that found it: the text
+# hits' scores come as two parallel arrays, joined to the candidates once (``given``) rather
+# than unnested again for each candidate.
+_GIVEN_SCORE = sql.SQL("given.score")
 # A long memory's vector score is its best passage's when that is nearer (migration 0026);
 # greatest() ignores the NULL of a memory without passages, whose score is unchanged.
 _SIM = sql.SQL("greatest(1 - (m.embedding <=> {v}), ps.sim)").format(v=sql.Placeholder("v"))
@@ -383,11 +382,15 @@ _VECTOR_QUERY = (
     "  SELECT p.memory_id AS id FROM memory_passages p JOIN memories m ON m.id = p.memory_id"
     "  WHERE {where} ORDER BY p.embedding <=> {v} LIMIT {k}"
     "), near AS (SELECT id FROM vec UNION SELECT id FROM pvec),"
-    " candidates AS (SELECT id FROM near UNION SELECT unnest({txt_ids}::uuid[])) {lent}"
+    " candidates AS (SELECT id FROM near UNION SELECT unnest({txt_ids}::uuid[])),"
+    " given AS MATERIALIZED ("
+    "  SELECT x.id, x.score FROM unnest({txt_ids}::uuid[], {txt_scores}::float8[]) x(id, score)"
+    " ) {lent}"
     # The text hits are checked against the scope again: a memory may have been deleted
     # or superseded between the two statements.
     " SELECT {cols}, {sim}, {text_score}, {previous}, ps.ordinal, ps.start_char, ps.end_char"
-    " FROM memories m JOIN candidates ids ON ids.id = m.id {best_passage} {lent_join}"
+    " FROM memories m JOIN candidates ids ON ids.id = m.id {best_passage}"
+    " LEFT JOIN given ON given.id = m.id {lent_join}"
     " WHERE {where}"
 )
 
@@ -437,6 +440,7 @@ def vector_statement(
         else sql.SQL(""),
         previous=_PREVIOUS_TURN,
         txt_ids=sql.Placeholder("txt_ids"),
+        txt_scores=sql.Placeholder("txt_scores"),
     )
     values = {
         "v": np.asarray(vector, dtype=np.float32),
