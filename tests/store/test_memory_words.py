@@ -20,6 +20,12 @@ from memhub.store.records import Scope
 from tests.store.contract import U, V, X, Y, insert, mem
 
 COPIED = "id, user_id, agent_id, run_id, valid_to, hash, tsv"
+# What search reads of a memory's neighbours (migration 0029): its role and expiry, and where
+# its first source turn stands in its session.
+PLACED = (
+    "SELECT m.id, m.role, m.expires_at, c.session_first, c.position FROM memories m"
+    " LEFT JOIN conversation_context c ON c.id = m.source_turn_ids[1]"
+)
 
 
 # conftest's store, PostgreSQL only: these tests look at its tables.
@@ -41,6 +47,18 @@ async def differences(store: PostgresStore) -> tuple[int, int, int]:
     return int(row[0]), int(row[1]), int(row[2])
 
 
+async def misplaced(store: PostgresStore) -> int:
+    """Rows of the copy whose role, expiry or turn position is not what memories say."""
+    async with store.database.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM (SELECT id, role, expires_at, first_turn_session,"
+            f" first_turn_position FROM memory_words EXCEPT {PLACED}) a"
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 async def test_every_write_keeps_the_copy_exact(store: PostgresStore) -> None:
     a, b, c, d, _, _ = await insert(
         store,
@@ -53,6 +71,7 @@ async def test_every_write_keeps_the_copy_exact(store: PostgresStore) -> None:
     )
     assert a and b and c and d
     assert await differences(store) == (0, 0, 5)
+    assert await misplaced(store) == 0
 
     await store.update_memory(U, a, "likes green tea", "h2", np.asarray(Y, np.float32), None, "u")
     assert await differences(store) == (0, 0, 5)
@@ -65,11 +84,13 @@ async def test_every_write_keeps_the_copy_exact(store: PostgresStore) -> None:
     # tea and its earlier wording (closed), Paris (closed), Rome, chess (retired by forget,
     # restorable), the cat, the episode "said hello"
     assert await differences(store) == (0, 0, 7)
+    assert await misplaced(store) == 0
 
     await store.delete_memory(U, new, actor="u")
     assert await differences(store) == (0, 0, 6)
     assert await store.delete_all(Scope(user_id=V.user_id)) == 1
     assert await differences(store) == (0, 0, 5)
+    assert await misplaced(store) == 0
     await store.reset()
     assert await differences(store) == (0, 0, 0)
 
@@ -110,6 +131,7 @@ async def test_the_refill_in_operations_md_restores_the_copy(store: PostgresStor
         await conn.execute("ALTER TABLE memories ENABLE TRIGGER USER")
         await conn.execute(" ".join(found.group(1).split()))  # type: ignore[call-overload]
     assert await differences(store) == (0, 0, 2)
+    assert await misplaced(store) == 0
 
 
 async def test_memories_keep_no_full_text_index_of_their_own(store: PostgresStore) -> None:

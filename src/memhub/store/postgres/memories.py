@@ -124,14 +124,6 @@ def turns_before(limit: sql.Composable) -> sql.Composed:
     ).format(limit=limit)
 
 
-def turns_after(limit: sql.Composable) -> sql.Composed:
-    """As :func:`turns_before`, for the turns said after turn ``t``, the nearest first."""
-    return sql.SQL(
-        "SELECT c.id::bigint AS id FROM conversation_context c WHERE c.user_id = t.user_id"
-        " AND c.session_id = t.session_id AND c.id > t.id ORDER BY c.id LIMIT {limit}"
-    ).format(limit=limit)
-
-
 def previous_turn(turn_id: sql.Composable) -> sql.Composed:
     """SQL for the turn said just before turn ``turn_id`` in its session (NULL if none).
 

@@ -40,11 +40,14 @@ CREATE TABLE conversation_context (
     created_at timestamp without time zone DEFAULT CURRENT_TIMESTAMP,
     agent_id character varying(255),
     metadata jsonb,
+    session_first bigint,
+    position bigint,
     CONSTRAINT conversation_context_pkey PRIMARY KEY (id)
 );
 CREATE UNIQUE INDEX conversation_context_pkey ON public.conversation_context USING btree (id);
 CREATE INDEX conversation_context_user_c ON public.conversation_context USING btree (user_id COLLATE "C");
 CREATE INDEX conversation_context_user_session_id ON public.conversation_context USING btree (user_id, session_id, id);
+CREATE TRIGGER turn_position BEFORE INSERT ON public.conversation_context FOR EACH ROW EXECUTE FUNCTION memhub_turn_position();
 
 CREATE TABLE idempotency_keys (
     owner text NOT NULL,
@@ -112,7 +115,6 @@ CREATE INDEX memories_current_scope ON public.memories USING btree (user_id, age
 CREATE INDEX memories_current_user_c ON public.memories USING btree (user_id COLLATE "C") WHERE ((valid_to IS NULL) AND (user_id IS NOT NULL));
 CREATE INDEX memories_embedding_hnsw ON public.memories USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX memories_expires_at ON public.memories USING btree (expires_at) WHERE (expires_at IS NOT NULL);
-CREATE INDEX memories_first_turn ON public.memories USING btree ((source_turn_ids[1]));
 CREATE INDEX memories_metadata ON public.memories USING gin (metadata jsonb_path_ops) WITH (fastupdate=off);
 CREATE UNIQUE INDEX memories_pkey ON public.memories USING btree (id);
 CREATE INDEX memories_retired ON public.memories USING btree (retired_at) WHERE (retired_at IS NOT NULL);
@@ -124,7 +126,7 @@ CREATE TRIGGER memory_passages_removed AFTER DELETE ON public.memories REFERENCI
 CREATE TRIGGER memory_passages_stale AFTER UPDATE OF hash ON public.memories FOR EACH ROW WHEN ((old.hash IS DISTINCT FROM new.hash)) EXECUTE FUNCTION memhub_memory_passages_stale();
 CREATE TRIGGER memory_passages_truncated AFTER TRUNCATE ON public.memories FOR EACH STATEMENT EXECUTE FUNCTION memhub_memory_passages_truncated();
 CREATE TRIGGER memory_words_added AFTER INSERT ON public.memories REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memhub_memory_words_added();
-CREATE TRIGGER memory_words_changed AFTER UPDATE OF user_id, agent_id, run_id, memory, hash, valid_to ON public.memories FOR EACH ROW WHEN ((((((((old.user_id)::text IS DISTINCT FROM (new.user_id)::text) OR ((old.agent_id)::text IS DISTINCT FROM (new.agent_id)::text)) OR ((old.run_id)::text IS DISTINCT FROM (new.run_id)::text)) OR (old.memory IS DISTINCT FROM new.memory)) OR (old.hash IS DISTINCT FROM new.hash)) OR (old.valid_to IS DISTINCT FROM new.valid_to))) EXECUTE FUNCTION memhub_memory_words_changed();
+CREATE TRIGGER memory_words_changed AFTER UPDATE OF user_id, agent_id, run_id, memory, hash, valid_to, role, expires_at, source_turn_ids ON public.memories FOR EACH ROW WHEN (((((((((((old.user_id)::text IS DISTINCT FROM (new.user_id)::text) OR ((old.agent_id)::text IS DISTINCT FROM (new.agent_id)::text)) OR ((old.run_id)::text IS DISTINCT FROM (new.run_id)::text)) OR (old.memory IS DISTINCT FROM new.memory)) OR (old.hash IS DISTINCT FROM new.hash)) OR (old.valid_to IS DISTINCT FROM new.valid_to)) OR (old.role IS DISTINCT FROM new.role)) OR (old.expires_at IS DISTINCT FROM new.expires_at)) OR (old.source_turn_ids IS DISTINCT FROM new.source_turn_ids))) EXECUTE FUNCTION memhub_memory_words_changed();
 CREATE TRIGGER memory_words_removed AFTER DELETE ON public.memories REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION memhub_memory_words_removed();
 CREATE TRIGGER memory_words_truncated AFTER TRUNCATE ON public.memories FOR EACH STATEMENT EXECUTE FUNCTION memhub_memory_words_truncated();
 
@@ -212,11 +214,16 @@ CREATE TABLE memory_words (
     valid_to timestamp with time zone,
     hash text NOT NULL,
     tsv tsvector NOT NULL,
+    role text,
+    expires_at timestamp with time zone,
+    first_turn_session bigint,
+    first_turn_position bigint,
     CONSTRAINT memory_words_pkey PRIMARY KEY (id)
 );
 CREATE UNIQUE INDEX memory_words_pkey ON public.memory_words USING btree (id);
 CREATE INDEX memory_words_scope_tsv ON public.memory_words USING gin (user_id, agent_id, run_id, tsv) WITH (fastupdate=off);
 CREATE INDEX memory_words_tsv ON public.memory_words USING gin (tsv) WITH (fastupdate=off);
+CREATE INDEX memory_words_turn_position ON public.memory_words USING btree (first_turn_session, first_turn_position);
 
 CREATE OR REPLACE FUNCTION public.memhub_memory_passages_removed()
  RETURNS trigger
@@ -253,8 +260,11 @@ CREATE OR REPLACE FUNCTION public.memhub_memory_words_added()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-    INSERT INTO memory_words (id, user_id, agent_id, run_id, valid_to, hash, tsv)
-    SELECT id, user_id, agent_id, run_id, valid_to, hash, tsv FROM added;
+    INSERT INTO memory_words (id, user_id, agent_id, run_id, valid_to, hash, tsv, role,
+                              expires_at, first_turn_session, first_turn_position)
+    SELECT a.id, a.user_id, a.agent_id, a.run_id, a.valid_to, a.hash, a.tsv, a.role,
+           a.expires_at, c.session_first, c.position
+    FROM added a LEFT JOIN conversation_context c ON c.id = a.source_turn_ids[1];
     RETURN NULL;
 END
 $function$;
@@ -266,7 +276,12 @@ AS $function$
 BEGIN
     UPDATE memory_words
     SET user_id = NEW.user_id, agent_id = NEW.agent_id, run_id = NEW.run_id,
-        valid_to = NEW.valid_to, hash = NEW.hash, tsv = NEW.tsv
+        valid_to = NEW.valid_to, hash = NEW.hash, tsv = NEW.tsv, role = NEW.role,
+        expires_at = NEW.expires_at,
+        first_turn_session = (SELECT c.session_first FROM conversation_context c
+                              WHERE c.id = NEW.source_turn_ids[1]),
+        first_turn_position = (SELECT c.position FROM conversation_context c
+                               WHERE c.id = NEW.source_turn_ids[1])
     WHERE id = NEW.id;
     RETURN NULL;
 END
@@ -289,6 +304,22 @@ AS $function$
 BEGIN
     TRUNCATE memory_words;
     RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.memhub_turn_position()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    last_turn RECORD;
+BEGIN
+    SELECT c.session_first, c.position INTO last_turn FROM conversation_context c
+    WHERE c.user_id = NEW.user_id AND c.session_id = NEW.session_id
+    ORDER BY c.id DESC LIMIT 1;
+    NEW.session_first := coalesce(last_turn.session_first, NEW.id);
+    NEW.position := coalesce(last_turn.position, 0) + 1;
+    RETURN NEW;
 END
 $function$;
 

@@ -28,8 +28,6 @@ from memhub.store.postgres.memories import (
     memories_where,
     previous_turn,
     record_from_row,
-    turns_after,
-    turns_before,
 )
 from memhub.store.records import (
     DEFAULT_TEXT_RANKING,
@@ -117,54 +115,57 @@ _PREVIOUS_TURN = sql.SQL(
 ).format(lookup=previous_turn(sql.SQL("m.source_turn_ids[1]")))
 
 
-# The turns said around turn ``t`` in its session: ``neighbour_turns`` before and as many
-# after, two range probes on conversation_context's (user_id, session_id, id).
-_TURNS_AROUND = sql.SQL("({}) UNION ALL ({})").format(
-    turns_before(sql.Placeholder("neighbour_turns")),
-    turns_after(sql.Placeholder("neighbour_turns")),
+# The memories said around a memory ``at`` (a memory_words row, or a row with its two
+# columns): those of its first source turn's session whose first source turn stands within
+# neighbour_turns of its own (migration 0029's positions), one range probe of the
+# memory_words_turn_position index. The turn itself is not around it (its other memories say
+# the same), nor is anything around a memory that cites no turn.
+_AROUND = sql.SQL(
+    "{alias}.first_turn_session = {at}.first_turn_session"
+    " AND {alias}.first_turn_position BETWEEN {at}.first_turn_position - {turns}"
+    " AND {at}.first_turn_position + {turns}"
+    " AND {alias}.first_turn_position <> {at}.first_turn_position"
 )
 
 
-def _windows(firsts: sql.Composable) -> sql.Composed:
-    """SQL for the rows ``(first, turn)``: each turn said around each ``turn`` of the query
-    ``firsts`` (memories' first source turns) in its session; none when the weight is 0."""
-    return sql.SQL(
-        "SELECT f.turn AS first, nt.id AS turn FROM ({firsts}) f"
-        " CROSS JOIN LATERAL (SELECT t.id, t.user_id, t.session_id FROM conversation_context t"
-        "  WHERE t.id = f.turn LIMIT 1) t"
-        " CROSS JOIN LATERAL ({around}) nt WHERE {weight} > 0"
-    ).format(firsts=firsts, around=_TURNS_AROUND, weight=sql.Placeholder("neighbour_weight"))
+def _around(alias: str, at: str) -> sql.Composed:
+    """``_AROUND`` for the memory_words rows ``alias`` around the memory ``at``."""
+    return _AROUND.format(
+        alias=sql.Identifier(alias),
+        at=sql.Identifier(at),
+        turns=sql.Placeholder("neighbour_turns"),
+    )
 
 
-# The words said around each first source turn of ``{windows}`` (rows ``(first, turn)`` of
-# ``_windows``; a memory's neighbours depend on nothing else, so an episode and its facts
-# share them): for each turn around it, the current memory of the scope whose first source
-# turn it is (an episode before a fact of the same turn, then the content hash), unless it
-# has more distinct words than neighbour_max. ``lent(first, tsv)`` has a row for each first
-# turn with any, their words united by memhub_tsvector_union (an aggregate of tsvector's ||,
-# migration 0028). ``{where}`` is the scope's condition on ``pm``: the words must be the same
-# user's, and a retired, deleted or expired memory lends none (search no longer finds what
-# was forgotten).
-# The plan must not depend on table statistics (a new database has none for its first
-# minute): the CTEs are materialized (inlined, lent was recomputed for every memory) and the
-# inner OFFSET 0 keeps the lookup of a turn's memories on the memories_first_turn index
-# (migration 0028), which the scope's index otherwise displaced.
-_LENT_CTES = sql.SQL(
-    "window_turns AS MATERIALIZED ({windows}"
-    "), lent AS MATERIALIZED ("
-    "  SELECT w.first, memhub_tsvector_union(l.tsv) AS tsv FROM window_turns w"
-    "  CROSS JOIN LATERAL (SELECT strip(pm.tsv) AS tsv FROM (SELECT * FROM memories pm"
-    "   WHERE pm.source_turn_ids[1] = w.turn OFFSET 0) pm WHERE {where}"
-    "   AND (pm.expires_at IS NULL OR pm.expires_at > now())"
-    "   ORDER BY pm.role IS NULL, pm.hash LIMIT 1) l"
-    "  WHERE length(l.tsv) <= {max} GROUP BY w.first"
-    ")"
+# The words said around memory ``{at}``, an expression (a memory's neighbours depend on
+# nothing else, so an episode and its facts read the same): for each position around it, the
+# current memory of the scope said there (an episode before a fact of the same turn, then the
+# content hash), unless it has more distinct words than neighbour_max, united by
+# memhub_tsvector_union (an aggregate of tsvector's ||, migration 0028); '' when none, or
+# when the weight is 0. ``{where}`` is the scope's condition on ``pm``: the words must be the
+# same user's, and a retired, deleted or expired memory lends none (search no longer finds
+# what was forgotten).
+# Evaluated for each memory on its own index probe, so the plan does not depend on table
+# statistics (a new database has none for its first minute); the inner OFFSET 0 keeps the
+# probe on memory_words_turn_position, which the scope's index otherwise displaced.
+_AROUND_WORDS = sql.SQL(
+    "coalesce((SELECT memhub_tsvector_union(n.tsv) FROM ("
+    "  SELECT DISTINCT ON (pm.first_turn_position) strip(pm.tsv) AS tsv"
+    "  FROM (SELECT * FROM memory_words pm WHERE {around} OFFSET 0) pm WHERE {where}"
+    "  AND (pm.expires_at IS NULL OR pm.expires_at > now())"
+    "  ORDER BY pm.first_turn_position, pm.role IS NULL, pm.hash) n"
+    " WHERE length(n.tsv) <= {max} AND {weight} > 0), ''::tsvector)"
 )
 
 
-def _lent_ctes(where: sql.Composable, windows: sql.Composable) -> sql.Composable:
-    """``_LENT_CTES`` with the scope's condition on ``pm`` and the turns around (``_windows``)."""
-    return _LENT_CTES.format(windows=windows, where=where, max=sql.Placeholder("neighbour_max"))
+def _around_words(where: sql.Composable, at: str) -> sql.Composable:
+    """``_AROUND_WORDS`` for the memory ``at``, with the scope's condition on ``pm``."""
+    return _AROUND_WORDS.format(
+        around=_around("pm", at),
+        where=where,
+        weight=sql.Placeholder("neighbour_weight"),
+        max=sql.Placeholder("neighbour_max"),
+    )
 
 
 # The query's lexemes come from the same to_tsvector() that built tsv (stop words out,
@@ -199,28 +200,29 @@ _BM25_CTES = sql.SQL(
     "  WHERE NOT idf.common"
     "), matched AS ("
     "  SELECT DISTINCT p.id FROM probe p JOIN rare USING (lexeme)"
-    "), matched_firsts AS ("
-    "  SELECT DISTINCT x.source_turn_ids[1] AS turn FROM matched JOIN memories x"
-    "  ON x.id = matched.id WHERE x.source_turn_ids[1] IS NOT NULL"
-    "), matched_windows AS MATERIALIZED ({matched_windows}"
+    "), matched_at AS MATERIALIZED ("
+    "  SELECT DISTINCT x.first_turn_session, x.first_turn_position"
+    "  FROM matched JOIN memory_words x ON x.id = matched.id"
+    "  WHERE x.first_turn_session IS NOT NULL AND {weight} > 0"
     "), found AS ("
-    "  SELECT id FROM matched UNION SELECT y.id FROM memories y"
-    "  WHERE y.source_turn_ids[1] = ANY(ARRAY(SELECT DISTINCT turn FROM matched_windows))"
+    "  SELECT id FROM matched UNION SELECT y.id FROM matched_at a CROSS JOIN LATERAL ("
+    "   SELECT y.id FROM memory_words y WHERE {around_matched} OFFSET 0) y"
     "), found_memories AS ("
-    "  SELECT m.id, m.hash, m.tsv, m.source_turn_ids[1] AS first"
-    "  FROM found f JOIN memories m ON m.id = f.id WHERE {where}"
-    "), firsts AS (SELECT DISTINCT first AS turn FROM found_memories WHERE first IS NOT NULL),"
-    " {lent}, keyed AS ("
-    "  SELECT k.id, k.hash, k.tsv AS own, coalesce(l.tsv, ''::tsvector) AS around"
-    "  FROM found_memories k LEFT JOIN lent l ON l.first = k.first"
+    "  SELECT m.id, m.hash, m.tsv, w.first_turn_session, w.first_turn_position"
+    "  FROM found f JOIN memories m ON m.id = f.id JOIN memory_words w ON w.id = m.id"
+    "  WHERE {where}"
+    "), keyed AS ("
+    "  SELECT k.id, k.hash, k.tsv AS own, l.around, k.tsv || l.around AS words"
+    "  FROM found_memories k CROSS JOIN LATERAL (SELECT {around_words} AS around OFFSET 0) l"
     "), hits AS ("
-    "  SELECT k.id, k.hash, length(k.own || k.around) AS dl,"
+    "  SELECT k.id, k.hash, k.own, k.words, length(k.words) AS dl,"
     "   rare.w * CASE WHEN k.own @@ rare.tq THEN 1 ELSE {weight} END AS w"
     "  FROM keyed k JOIN rare ON k.own @@ rare.tq OR k.around @@ rare.tq"
     "), avgdl AS (SELECT greatest(avg(dl), 1)::float8 AS a FROM hits),"
     " txt_all AS ("
     "  SELECT h.id, h.hash, sum(h.w) * ({k1} + 1)"
-    "   / (1 + {k1} * (1 - {b} + {b} * max(h.dl) / max(avgdl.a))) AS score"
+    "   / (1 + {k1} * (1 - {b} + {b} * max(h.dl) / max(avgdl.a))) AS score,"
+    "   (array_agg(h.own))[1] AS own, (array_agg(h.words))[1] AS words"
     "  FROM hits h, avgdl GROUP BY h.id, h.hash"
     ")"
 )
@@ -231,20 +233,15 @@ def _bm25_ctes(
 ) -> sql.Composable:
     """The BM25 CTEs (``_BM25_CTES``) of a scope: ``where`` on ``memories m``,
     ``neighbour_where`` on the neighbours ``pm`` whose words each memory reads
-    (``_lent_ctes``). The turns around the matches, probed to find the memories said around
-    them, are not probed again for their words."""
-    others = sql.SQL("SELECT turn FROM firsts WHERE turn NOT IN (SELECT turn FROM matched_firsts)")
-    windows = sql.SQL("SELECT first, turn FROM matched_windows UNION ALL {}").format(
-        _windows(others)
-    )
+    (``_around_words``)."""
     return _BM25_CTES.format(
         tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("t.lexeme")),
         q=sql.Placeholder("q"),
         source=words.source,
         words=words.where,
         where=where,
-        matched_windows=_windows(sql.SQL("SELECT turn FROM matched_firsts")),
-        lent=_lent_ctes(neighbour_where, windows),
+        around_matched=_around("y", "a"),
+        around_words=_around_words(neighbour_where, "k"),
         term_cap=sql.Placeholder("term_cap"),
         scope_cap=sql.Placeholder("scope_cap"),
         weight=sql.Placeholder("neighbour_weight"),
@@ -259,10 +256,10 @@ def _bm25_ctes(
 # vector statement then reads neighbours only for the candidates the text side did not return.
 _FULL_SCORES = sql.SQL(
     "SELECT (SELECT CASE WHEN sum(i.w) > 0"
-    "  THEN sum(i.w * CASE WHEN k.own @@ tm.tq THEN 1 ELSE {weight} END) * ({k1} + 1)"
-    "  / (1 + {k1} * (1 - {b} + {b} * length(k.own || k.around) / (SELECT a FROM avgdl))) END"
-    "  FROM idf i JOIN terms tm USING (lexeme) WHERE (k.own || k.around) @@ tm.tq)"
-    " FROM txt t JOIN keyed k ON k.id = t.id"
+    "  THEN sum(i.w * CASE WHEN t.own @@ tm.tq THEN 1 ELSE {weight} END) * ({k1} + 1)"
+    "  / (1 + {k1} * (1 - {b} + {b} * length(t.words) / (SELECT a FROM avgdl))) END"
+    "  FROM idf i JOIN terms tm USING (lexeme) WHERE t.words @@ tm.tq)"
+    " FROM txt t"
 ).format(
     weight=sql.Placeholder("neighbour_weight"), k1=sql.Placeholder("k1"), b=sql.Placeholder("b")
 )
@@ -293,7 +290,7 @@ def text_statement(
     else:
         ctes = _ts_rank_ctes(words)
     query = sql.SQL(
-        "WITH {ctes}, txt AS (SELECT id, score, row_number() OVER (ORDER BY {order}) AS n"
+        "WITH {ctes}, txt AS (SELECT *, row_number() OVER (ORDER BY {order}) AS n"
         " FROM txt_all ORDER BY {order} LIMIT {k})"
         " SELECT ARRAY(SELECT id FROM txt ORDER BY n), ARRAY({scores} ORDER BY t.n),"
         " ARRAY(SELECT lexeme FROM idf ORDER BY lexeme), ARRAY(SELECT w FROM idf ORDER BY lexeme),"
@@ -385,7 +382,7 @@ _VECTOR_QUERY = (
     " candidates AS (SELECT id FROM near UNION SELECT unnest({txt_ids}::uuid[])),"
     " given AS MATERIALIZED ("
     "  SELECT x.id, x.score FROM unnest({txt_ids}::uuid[], {txt_scores}::float8[]) x(id, score)"
-    " ) {lent}"
+    " )"
     # The text hits are checked against the scope again: a memory may have been deleted
     # or superseded between the two statements.
     " SELECT {cols}, {sim}, {text_score}, {previous}, ps.ordinal, ps.start_char, ps.end_char"
@@ -397,10 +394,9 @@ _VECTOR_QUERY = (
 
 # The neighbours' words of every candidate the text statement did not score, for its full
 # BM25 score (the text hits come with theirs).
-_VECTOR_LENT = sql.SQL(
-    ", firsts AS (SELECT DISTINCT m.turn FROM candidates c CROSS JOIN LATERAL ("
-    " SELECT m.source_turn_ids[1] AS turn FROM memories m WHERE m.id = c.id LIMIT 1) m"
-    " WHERE m.turn IS NOT NULL AND NOT c.id = ANY({txt_ids}::uuid[])), {lent}"
+_VECTOR_AROUND = sql.SQL(
+    "LEFT JOIN LATERAL (SELECT {around_words} AS tsv FROM memory_words mw"
+    " WHERE mw.id = m.id AND NOT m.id = ANY({txt_ids}::uuid[]) OFFSET 0) pw ON TRUE"
 )
 
 
@@ -427,15 +423,10 @@ def vector_statement(
         text_score=sql.SQL("coalesce({}, {})").format(_GIVEN_SCORE, _bm25_score())
         if rescore
         else _GIVEN_SCORE,
-        lent=_VECTOR_LENT.format(
+        lent_join=_VECTOR_AROUND.format(
+            around_words=_around_words(_neighbour_where(scope, params), "mw"),
             txt_ids=sql.Placeholder("txt_ids"),
-            lent=_lent_ctes(
-                _neighbour_where(scope, params), _windows(sql.SQL("SELECT turn FROM firsts"))
-            ),
         )
-        if rescore
-        else sql.SQL(""),
-        lent_join=sql.SQL("LEFT JOIN lent pw ON pw.first = m.source_turn_ids[1]")
         if rescore
         else sql.SQL(""),
         previous=_PREVIOUS_TURN,
