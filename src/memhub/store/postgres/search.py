@@ -180,7 +180,8 @@ def _around_words(where: sql.Composable, at: str) -> sql.Composable:
 # neighbour_weight of its weight where their own words do not hold it.
 # BM25 with tf = 1 is sum(idf) * (k1 + 1) / (1 + k1 * (1 - b + b * dl / avgdl)), where dl
 # is the memory's lexeme count with its neighbours', and avgdl is averaged over the rare
-# lexemes' matches.
+# lexemes' matches. Each hit keeps its words (``own``, and ``words`` with its neighbours') for
+# its full score (``_FULL_SCORES``), so they are not joined back.
 _BM25_CTES = sql.SQL(
     "terms AS ("
     "  SELECT t.lexeme, {tq} AS tq FROM unnest(to_tsvector('english', {q})) t"
