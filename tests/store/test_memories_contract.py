@@ -363,6 +363,40 @@ async def test_a_memory_is_found_by_the_words_of_the_memories_said_around_it(
     assert await found("lake") == {}
 
 
+async def test_an_erased_turn_leaves_its_place_in_the_window(store: Store) -> None:
+    # One session where the user's turns and an agent's alternate; erasing the agent's scope
+    # takes its turns out of the middle. The window counts turns as they were said, so the
+    # user's turns two places apart are not each other's neighbours at one turn, and are at
+    # two (docs/retrieval.md, "The words said around a memory").
+    said = [
+        ("u", None, "What did you paint last weekend?"),
+        ("u", "helper", "Noted."),
+        ("u", None, "A sunset over the lake."),
+    ]
+    turns = await store.append_turns([NewTurn(u, "s1", "user", t, a) for u, a, t in said], None)
+    helper = Scope(user_id="u", agent_id="helper")
+    await insert(
+        store,
+        mem(said[0][2], source_turn_ids=(turns[0],)),
+        mem(said[1][2], scope=helper, source_turn_ids=(turns[1],)),
+        mem(said[2][2], source_turn_ids=(turns[2],)),
+    )
+    assert await store.delete_all(helper) == 1
+
+    async def found(query: str, turns: int) -> set[str]:
+        ranking = TextRanking(neighbour_words_turns=turns)
+        hits = await store.text_hits(U, query, 10, None, False, ranking)
+        texts = {m.id: m.memory for m in await store.list_memories(U, None, 10, False)}
+        return {texts[i] for i in hits.ids}
+
+    assert await found("lake", turns=1) == {said[2][2]}
+    assert await found("lake", turns=2) == {said[0][2], said[2][2]}
+    # a turn added after the erase follows the session's latest turn still held
+    (later,) = await store.append_turns([NewTurn("u", "s1", "user", "Lovely colours.")], None)
+    await insert(store, mem("Lovely colours.", source_turn_ids=(later,)))
+    assert await found("lake", turns=1) == {said[2][2], "Lovely colours."}
+
+
 async def test_a_memory_of_another_scope_lends_no_words(store: Store) -> None:
     # Contrived: the question's memory is another user's (a store never writes that), so only
     # the scope condition on the previous memory keeps its words out of u's search.

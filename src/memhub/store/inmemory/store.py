@@ -81,6 +81,11 @@ class InMemoryStore(InMemoryKeys):
         self.jobs.clear()
         self._turns: dict[int, Turn] = {}
         self._next_turn = 1
+        # Where each turn stands, as migration 0029 keeps it: (the session's first turn id,
+        # its position from 1), set when it is added and kept after an erase; and the latest
+        # turn still held of each (user, session), which the next turn follows.
+        self._places: dict[int, tuple[int, int]] = {}
+        self._session_last: dict[tuple[str, str], int] = {}
         self._usage: list[UsageRow] = []
         self._idempotency: dict[tuple[str, str], tuple[str, tuple[int, ...]]] = {}
 
@@ -144,6 +149,7 @@ class InMemoryStore(InMemoryKeys):
                 self._turns[turn_id] = Turn(
                     turn_id, t.user_id, t.session_id, t.role, t.message, t.agent_id, meta, said_at
                 )
+                self._place(turn_id, (t.user_id, t.session_id))
             if job is not None:
                 wanted = [i for i, t in zip(ids, turns, strict=True) if t.long_term]
                 self.jobs.add(job, {**payload, JOB_TURN_IDS: wanted}, now)
@@ -226,14 +232,35 @@ class InMemoryStore(InMemoryKeys):
             before[first] = session[at - 1] if at > 0 else None
         return before
 
+    def _place(self, turn_id: int, session: tuple[str, str]) -> None:
+        """Give a turn just added its place: after the session's latest turn still held, or
+        first of a new one (call under the lock)."""
+        last = self._session_last.get(session)
+        if last is None:
+            self._places[turn_id] = (turn_id, 1)
+        else:
+            first, position = self._places[last]
+            self._places[turn_id] = (first, position + 1)
+        self._session_last[session] = turn_id
+
     def _turns_around(self, firsts: Set[int], n: int) -> dict[int, list[int]]:
-        """The turns said within ``n`` turns before and after each of ``firsts`` in its
-        session (call under the lock)."""
-        around = self._session_turns(firsts)
-        return {
-            first: session[max(at - n, 0) : at] + session[at + 1 : at + 1 + n]
-            for first, (session, at) in around.items()
-        }
+        """The turns placed within ``n`` positions before and after each of ``firsts`` in its
+        session, as PostgreSQL reads them: an erased turn's place stays, empty or not (call
+        under the lock)."""
+        wanted = {self._places[f][0] for f in firsts if f in self._places}
+        placed: dict[int, dict[int, int]] = {}  # session -> position -> turn
+        for turn_id, (session, position) in self._places.items():
+            if session in wanted:
+                placed.setdefault(session, {})[position] = turn_id
+        around: dict[int, list[int]] = {}
+        for first in firsts:
+            if first in self._places:
+                session, at = self._places[first]
+                near = range(at - n, at + n + 1)
+                around[first] = [
+                    placed[session][p] for p in near if p != at and p in placed[session]
+                ]
+        return around
 
     def _session_turns(self, firsts: Set[int]) -> dict[int, tuple[list[int], int]]:
         """For each of ``firsts`` the store holds: its session's turn ids in order, and its
@@ -371,6 +398,9 @@ class InMemoryStore(InMemoryKeys):
                 for i, t in self._turns.items()
                 if not all(getattr(t, column) == value for column, value in wanted.items())
             }
+            self._session_last = {}
+            for i, t in self._turns.items():  # ids grow with insertion: the last one wins
+                self._session_last[(t.user_id, t.session_id)] = i
             return removed
 
     async def history(self, scope: Scope | None, memory_id: UUID) -> list[HistoryEvent]:
