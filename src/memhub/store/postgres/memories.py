@@ -114,25 +114,17 @@ def _dedup_key(memory: NewMemory) -> tuple[str, str, str, str]:
     return (scope.user_id or "", scope.agent_id or "", scope.run_id or "", memory.hash)
 
 
-def turns_before(limit: sql.Composable) -> sql.Composed:
-    """SQL for the ids (``id``, bigint) of at most ``limit`` turns said before turn ``t`` (a
-    conversation_context row of the enclosing query) in its session, the nearest first: one
-    range probe of conversation_context's (user_id, session_id, id)."""
-    return sql.SQL(
-        "SELECT c.id::bigint AS id FROM conversation_context c WHERE c.user_id = t.user_id"
-        " AND c.session_id = t.session_id AND c.id < t.id ORDER BY c.id DESC LIMIT {limit}"
-    ).format(limit=limit)
-
-
 def previous_turn(turn_id: sql.Composable) -> sql.Composed:
     """SQL for the turn said just before turn ``turn_id`` in its session (NULL if none).
 
     Two index probes: the turn itself, then conversation_context's (user_id, session_id, id).
     """
     return sql.SQL(
-        "(SELECT p.id FROM conversation_context t JOIN LATERAL ({before}) p ON TRUE"
+        "(SELECT p.id FROM conversation_context t JOIN LATERAL ("
+        " SELECT p.id FROM conversation_context p WHERE p.user_id = t.user_id"
+        " AND p.session_id = t.session_id AND p.id < t.id ORDER BY p.id DESC LIMIT 1) p ON TRUE"
         " WHERE t.id = {turn_id})"
-    ).format(before=turns_before(sql.SQL("1")), turn_id=turn_id)
+    ).format(turn_id=turn_id)
 
 
 # One memory; the last value is its first source turn, whose previous turn search reads
