@@ -202,16 +202,17 @@ _BM25_CTES = sql.SQL(
     "), matched AS ("
     "  SELECT DISTINCT p.id FROM probe p JOIN rare USING (lexeme)"
     "), matched_at AS MATERIALIZED ("
-    "  SELECT DISTINCT x.first_turn_session, x.first_turn_position"
+    "  SELECT x.id, x.first_turn_session, x.first_turn_position"
     "  FROM matched JOIN memory_words x ON x.id = matched.id"
-    "  WHERE x.first_turn_session IS NOT NULL AND {weight} > 0"
     "), found AS ("
-    "  SELECT id FROM matched UNION SELECT y.id FROM matched_at a CROSS JOIN LATERAL ("
-    "   SELECT y.id FROM memory_words y WHERE {around_matched} OFFSET 0) y"
+    "  SELECT * FROM matched_at UNION"
+    "  SELECT y.id, y.first_turn_session, y.first_turn_position FROM ("
+    "   SELECT DISTINCT first_turn_session, first_turn_position FROM matched_at"
+    "   WHERE first_turn_session IS NOT NULL AND {weight} > 0) a CROSS JOIN LATERAL ("
+    "   SELECT y.* FROM memory_words y WHERE {around_matched} OFFSET 0) y"
     "), found_memories AS ("
-    "  SELECT m.id, m.hash, m.tsv, w.first_turn_session, w.first_turn_position"
-    "  FROM found f JOIN memories m ON m.id = f.id JOIN memory_words w ON w.id = m.id"
-    "  WHERE {where}"
+    "  SELECT m.id, m.hash, m.tsv, f.first_turn_session, f.first_turn_position"
+    "  FROM found f JOIN memories m ON m.id = f.id WHERE {where}"
     "), keyed AS ("
     "  SELECT k.id, k.hash, k.tsv AS own, l.around, k.tsv || l.around AS words"
     "  FROM found_memories k CROSS JOIN LATERAL (SELECT {around_words} AS around OFFSET 0) l"
@@ -251,18 +252,42 @@ def _bm25_ctes(
     )
 
 
+def _full_bm25(
+    own: sql.Composable, words: sql.Composable, lexemes: sql.Composable, avgdl: sql.Composable
+) -> sql.Composed:
+    """A memory's full BM25 score, as both statements compute it: the weight of each query
+    lexeme (``lexemes``: rows ``(lexeme, w)``, rare or common) its ``words`` (its ``own`` and
+    its neighbours') hold, at neighbour_weight where only the neighbours' do, length-normalised
+    by ``words`` against ``avgdl``, the rare lexemes' average length; NULL when it holds none."""
+    return sql.SQL(
+        "(SELECT CASE WHEN sum(lx.w) > 0"
+        "  THEN sum(lx.w * CASE WHEN {own} @@ {tq} THEN 1 ELSE {weight} END) * ({k1} + 1)"
+        "  / (1 + {k1} * (1 - {b} + {b} * length({words}) / {avgdl})) END"
+        " FROM {lexemes} lx(lexeme, w) WHERE {words} @@ {tq})"
+    ).format(
+        own=own,
+        words=words,
+        lexemes=lexemes,
+        avgdl=avgdl,
+        tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("lx.lexeme")),
+        weight=sql.Placeholder("neighbour_weight"),
+        k1=sql.Placeholder("k1"),
+        b=sql.Placeholder("b"),
+    )
+
+
 # The k best are chosen by their rare lexemes; the score returned for each is its full BM25,
-# every query lexeme's weight, rare or common, as the vector statement would score it
-# (``_bm25_score``), with the neighbours' words the text statement has already read: the
-# vector statement then reads neighbours only for the candidates the text side did not return.
-_FULL_SCORES = sql.SQL(
-    "SELECT (SELECT CASE WHEN sum(i.w) > 0"
-    "  THEN sum(i.w * CASE WHEN t.own @@ tm.tq THEN 1 ELSE {weight} END) * ({k1} + 1)"
-    "  / (1 + {k1} * (1 - {b} + {b} * length(t.words) / (SELECT a FROM avgdl))) END"
-    "  FROM idf i JOIN terms tm USING (lexeme) WHERE t.words @@ tm.tq)"
-    " FROM txt t"
-).format(
-    weight=sql.Placeholder("neighbour_weight"), k1=sql.Placeholder("k1"), b=sql.Placeholder("b")
+# every query lexeme's weight, rare or common, as the vector statement scores the other
+# candidates (``_full_bm25``), with the neighbours' words the text statement has already read:
+# the vector statement then reads neighbours only for the candidates the text side did not
+# return.
+_FULL_SCORES = sql.SQL("SELECT {} FROM txt t").format(
+    _full_bm25(
+        sql.SQL("t.own"),
+        sql.SQL("t.words"),
+        sql.SQL("(SELECT lexeme, w FROM idf)"),
+        sql.SQL("(SELECT a FROM avgdl)"),
+    )
 )
 
 # BM25 sums float weights in whatever order the aggregate sees them, so equal scores can
@@ -329,26 +354,16 @@ def _neighbour_values(ranking: TextRanking) -> dict[str, Any]:
     }
 
 
-def _bm25_score() -> sql.Composable:
-    # Every candidate's full BM25 score: the weight of each query lexeme it contains, rare or
-    # common, or its neighbours contain (``pw``, at neighbour_weight), length-normalised
-    # against the rare lexemes' average length, as the full-text statement scores its hits.
-    return sql.SQL(
-        "(SELECT CASE WHEN sum(t.w) > 0"
-        "  THEN sum(t.w * CASE WHEN m.tsv @@ {tq} THEN 1 ELSE {weight} END) * ({k1} + 1)"
-        "  / (1 + {k1} * (1 - {b} + {b} * length(m.tsv || {before}) / {avgdl})) END"
-        " FROM unnest({lexemes}::text[], {weights}::float8[]) t(lexeme, w)"
-        " WHERE (m.tsv || {before}) @@ {tq})"
-    ).format(
-        weight=sql.Placeholder("neighbour_weight"),
-        before=sql.SQL("coalesce(pw.tsv, ''::tsvector)"),
-        k1=sql.Placeholder("k1"),
-        b=sql.Placeholder("b"),
-        avgdl=sql.Placeholder("avgdl"),
-        lexemes=sql.Placeholder("lexemes"),
-        weights=sql.Placeholder("weights"),
-        tq=sql.SQL(_LEXEME_QUERY).format(sql.SQL("t.lexeme")),
-    )
+# Every candidate's full BM25 score (``_full_bm25``): its neighbours' words are ``pw``'s, the
+# query's lexemes, weights and average length the full-text statement's.
+_CANDIDATE_BM25 = _full_bm25(
+    sql.SQL("m.tsv"),
+    sql.SQL("(m.tsv || coalesce(pw.tsv, ''::tsvector))"),
+    sql.SQL("unnest({}::text[], {}::float8[])").format(
+        sql.Placeholder("lexemes"), sql.Placeholder("weights")
+    ),
+    sql.Placeholder("avgdl"),
+)
 
 
 # Without rescoring, a candidate has the signals of the retrievers that found it: the text
@@ -421,7 +436,7 @@ def vector_statement(
         cols=COLUMNS,
         sim=_SIM if ranking.score_all else _VECTOR_ONLY_SIM,
         best_passage=_BEST_PASSAGE,
-        text_score=sql.SQL("coalesce({}, {})").format(_GIVEN_SCORE, _bm25_score())
+        text_score=sql.SQL("coalesce({}, {})").format(_GIVEN_SCORE, _CANDIDATE_BM25)
         if rescore
         else _GIVEN_SCORE,
         lent_join=_VECTOR_AROUND.format(
