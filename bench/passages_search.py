@@ -26,7 +26,9 @@ from typing import Any
 from bench.longmemeval import MAX_TEXT_CHARS, default_data_path, ingest, parse_item
 from bench.metrics import percentile
 
-# The vector statement before migration 0026 (store/postgres/search.py then), score_all.
+# The vector statement before migration 0026 (store/postgres/search.py then), score_all, with
+# every candidate's text scored as search scores it now (the words said around it included),
+# so that the two differ by the passages alone.
 _BEFORE = (
     "WITH vec AS ("
     "  SELECT m.id FROM memories m"
@@ -34,6 +36,8 @@ _BEFORE = (
     ")"
     " SELECT {cols}, 1 - (m.embedding <=> {v}), {text_score}, {previous} FROM memories m"
     " JOIN (SELECT id FROM vec UNION SELECT unnest({txt_ids}::uuid[])) ids ON ids.id = m.id"
+    " LEFT JOIN LATERAL (SELECT {around_words} AS tsv FROM memory_words mw"
+    "  WHERE mw.id = m.id OFFSET 0) pw ON TRUE"
     " WHERE {where}"
 )
 
@@ -52,7 +56,8 @@ def _before_statement(scope: Any, vector: Any, k: int, hits: Any) -> tuple[Any, 
         v=sql.Placeholder("v"),
         k=sql.Placeholder("k"),
         cols=COLUMNS,
-        text_score=search._bm25_score(),
+        text_score=search._CANDIDATE_BM25,
+        around_words=search._around_words(search._neighbour_where(scope, params), "mw"),
         previous=search._PREVIOUS_TURN,
         txt_ids=sql.Placeholder("txt_ids"),
     )
