@@ -563,3 +563,62 @@ async def test_the_facts_drawn_beside_a_fact_a_request_retires_are_put_to_the_qu
     asked = _forget_questions(llm)
     assert [SENIOR in a for a in asked] == [True]  # one question, about the colleague's pay
     assert not any(CAT in a for a in asked)
+
+
+BONUS = "The user's year-end bonus was RM2,000."
+OSLO_HOME, BERGEN_HOME = "The user lives in Oslo.", "The user lives in Bergen."
+MOVED = "We moved from Oslo to Bergen last month."
+
+
+def _yes_to_every_question(extracting: dict[str, str]) -> Any:
+    """A model that says yes to every forget and every replacement question, proposes no
+    DELETE, and answers the operations of ``extracting`` for a prompt showing its turn."""
+
+    def answer(request: dict[str, Any]) -> str:
+        asked = str(request["messages"][-1]["content"])
+        if "<request>" in asked:
+            return json.dumps({"forget": True})
+        if "<stored_fact>" in asked:
+            return json.dumps({"replaces": True})
+        shown = prompt_of(request)
+        said = [reply for turn, reply in extracting.items() if json.dumps(turn) in shown]
+        return said[0] if said else ops({"op": "NONE"})
+
+    return answer
+
+
+async def test_the_facts_drawn_beside_a_request_take_what_the_cap_leaves_after_a_change(
+    llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """heldout19's z05 (read): a request named one fact, the model's yes to the question
+    about each other fact drawn from the same turn spent the cap of removals per call, and the
+    move the person stated in the same call was refused as capped, its old city left current.
+    The facts drawn beside are the model's guesses of what a request meant: they are asked
+    after the changes the person stated, with what the cap leaves (here one of two)."""
+    drawn = ops(
+        {"op": "ADD", "text": SALARY, "turns": [1]},
+        {"op": "ADD", "text": SENIOR, "turns": [1]},
+        {"op": "ADD", "text": BONUS, "turns": [1]},
+        {"op": "ADD", "text": OSLO_HOME, "turns": [2]},
+    )
+    turn = SALARY_TURN + " And the year-end bonus was RM2,000."
+    llm.default = _yes_to_every_question(
+        {turn: drawn, MOVED: ops({"op": "ADD", "text": BERGEN_HOME, "turns": [2]})}
+    )
+    asking = "The salary number I told you last time, can delete or not? Don't want it kept."
+    async with AsyncMemory(settings=llm_settings) as memory:
+        told = [{"role": "user", "content": turn}, {"role": "user", "content": "We live in Oslo."}]
+        await memory.add(told, user_id="capped")
+        await _settle(memory, "capped")
+        assert await _facts(memory, "capped") == sorted([SALARY, SENIOR, BONUS, OSLO_HOME])
+        news = [{"role": "user", "content": asking}, {"role": "user", "content": MOVED}]
+        await memory.add(news, user_id="capped")
+        await _settle(memory, "capped")
+        left = await _facts(memory, "capped")
+        # the move stands (the fact keeps its date: engine/dates.py)
+        assert OSLO_HOME not in left and any(f.startswith(BERGEN_HOME[:-1]) for f in left)
+        assert SALARY not in left  # the fact the request names
+        assert len({SENIOR, BONUS} & set(left)) == 1  # one drawn beside, the cap's last
+    asked = _forget_questions(llm)
+    assert sum(SENIOR in a or BONUS in a for a in asked) == 2  # both asked, one capped

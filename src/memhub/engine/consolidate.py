@@ -245,12 +245,14 @@ class Consolidator:
             log.info("%d turns do not fit one prompt: %d calls", len(turns), len(windows))
         usage = Usage()
         touched: set[UUID] = set()
+        read_all: dict[int, str] = {}  # every turn as the request rules read it
         for window in windows:
             asking = [turns[i] for i, _ in window]
             said = {turns[i].id: text for i, text in window}
             # the request rules read a turn in a language they do not know in English
             spent, read = await forgetting.read_in_english(self.llm, asking, said)
             usage += spent
+            read_all.update(read)
             plan.english.update((i, english) for i, english in read.items() if english != said[i])
             spent, ops = await self._window(plan, shown, facts, turns, window, custom, read)
             usage += spent
@@ -269,6 +271,7 @@ class Consolidator:
             usage += await self._replacements(store, plan, facts, touched)
         # after the replacements, which add SUPERSEDEs of their own
         self._not_written_again(plan)
+        usage += await self._drawn_beside(plan, facts, turns, read_all)
         for reason, count in plan.refused.items():
             for _ in range(count):
                 record_refused_operation(self.llm.model_name, reason)
@@ -317,6 +320,38 @@ class Consolidator:
             plan.ops[i] = superseding
             touched.add(closest.id)
             removals += 1
+        return usage
+
+    async def _drawn_beside(
+        self,
+        plan: Plan,
+        facts: Sequence[MemoryRecord],
+        turns: Sequence[Turn],
+        read: Mapping[int, str],
+    ) -> Usage:
+        """The other facts drawn from the turns of a fact a request retired, each put to the
+        model's question (``forgetting.drawn_beside``), with what the cap of removals leaves
+        once every change the person stated is planned: they are the model's guesses of what
+        a request meant. Asked in the window, their yeses spent the cap a replacement stated
+        in the same call needed, and the old fact stayed current (heldout19's z05, read). A
+        new fact of this job that says a fact so retired again is refused."""
+        beside = forgetting.drawn_beside(plan.ops, read, facts)
+        if not beside:
+            return Usage()
+        ops = list(plan.ops)
+        usage = await self._with_meant_requests(ops, facts, turns, beside)
+        retired = [op.target.memory for op in ops[len(plan.ops) :] if op.target is not None]
+        # DELETEs hold no text: appended after the ops, the vectors stay aligned with them
+        plan.ops = ops
+
+        def said_again(op: PlannedOp) -> bool:
+            if op.kind != "DELETE" and op.text and says_again(op.text, retired):
+                log.warning("%s refused: %r was asked to be forgotten", op.kind, op.text)
+                self._refuse(plan, "REFUSED_ASKED_TO_FORGET")
+                return True
+            return False
+
+        plan.drop(said_again)
         return usage
 
     def _not_written_again(self, plan: Plan) -> None:
@@ -405,8 +440,6 @@ class Consolidator:
         ops = self._with_requests(plan, ops, facts, shown_turns, read)
         to_ask = [*meant, *forgetting.tied_by_a_word(shown_turns, read, facts)]
         checked = await self._with_meant_requests(ops, facts, shown_turns, to_ask)
-        beside = forgetting.drawn_beside(ops, read, facts)
-        checked += await self._with_meant_requests(ops, facts, shown_turns, beside)
         ops = self._grounded(plan, ops, shown_turns, texts, custom, [f.memory for f in facts])
         spent, filled = await self._filled(plan, ops, facts, shown_turns, texts, custom, read)
         spent += checked + translated
