@@ -24,12 +24,14 @@ def _candidate(
     age_days: float = 0.0,
     turn: int | None = None,
     previous_turn: int | None = None,
+    role: str | None = None,
+    memory: str = "m",
 ) -> Candidate:
     at = NOW - timedelta(days=age_days)
     record = MemoryRecord(
         id=uuid.uuid4(),
         scope=Scope(user_id="u"),
-        memory="m",
+        memory=memory,
         hash="h",
         metadata={},
         memory_type=None,
@@ -39,6 +41,7 @@ def _candidate(
         source_turn_ids=() if turn is None else (turn,),
         created_at=at,
         updated_at=None,
+        role=role,
     )
     return Candidate(record, sim, vrank, text, trank, previous_turn)
 
@@ -178,3 +181,39 @@ def test_the_cut_off_keeps_a_prefix_of_the_full_ranking(
     assert [s.candidate for s in kept] == [s.candidate for s in everything[: len(kept)]]
     assert kept and all(s.score >= ratio * kept[0].score for s in kept)
     assert all(s.score < ratio * kept[0].score for s in everything[len(kept) :])
+
+
+LONG = "A long answer about sourdough. " * 30  # 930 characters
+
+
+def test_a_long_assistant_message_scores_below_the_persons_turn_it_ties() -> None:
+    """LongMemEval: long answers match a question by topic and crowd the person's own turns
+    out of the top results; a long assistant message loses the discount's share."""
+    answer = _candidate(0.8, 1, 1.0, 1, role="assistant", memory=LONG)
+    said = _candidate(0.8, 1, 1.0, 1, age_days=1, role="user", memory="I bake sourdough.")
+    ranked = fuse([answer, said], FusionConfig(), NOW)
+    assert [s.candidate for s in ranked] == [said, answer]
+    assert ranked[1].score == pytest.approx(ranked[0].score * 0.75)
+    # without the discount the tie goes to the newer, the answer
+    plain = fuse([answer, said], FusionConfig(long_assistant_discount=0.0), NOW)
+    assert [s.candidate for s in plain] == [answer, said]
+
+
+@pytest.mark.parametrize(
+    ("role", "memory"), [("assistant", "A short answer."), ("user", LONG), (None, LONG)]
+)
+def test_a_short_assistant_message_and_a_long_turn_of_the_person_keep_their_score(
+    role: str | None, memory: str
+) -> None:
+    kept = _candidate(0.8, 1, 1.0, 1, role=role, memory=memory)
+    other = _candidate(0.8, 1, 1.0, 1, age_days=1, role="user")
+    (first, second) = fuse([kept, other], FusionConfig(), NOW)
+    assert first.candidate is kept and first.score == second.score
+
+
+def test_the_discount_of_long_assistant_messages_is_checked() -> None:
+    with pytest.raises(UsageError, match="long_assistant_discount"):
+        FusionConfig(long_assistant_discount=1.0)
+    with pytest.raises(UsageError, match="long_message_chars"):
+        FusionConfig(long_message_chars=-1)
+    assert FusionConfig.only("vector").long_assistant_discount == 0.0

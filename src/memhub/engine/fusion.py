@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Literal
 
 from memhub.errors import UsageError
-from memhub.store.records import DEFAULT_TEXT_RANKING, Candidate, TextRanking
+from memhub.store.records import DEFAULT_TEXT_RANKING, Candidate, MemoryRecord, TextRanking
 
 __all__ = ["PRESETS", "FusionConfig", "ScoredCandidate", "fuse"]
 
@@ -45,6 +45,12 @@ class FusionConfig:
             (0, the default, keeps them all): the ``compact`` preset sets 0.5, which keeps
             the top results short at little cost in recall, but can drop a memory that
             matters and matches the query weakly.
+        long_assistant_discount: The share taken off the score of an assistant message longer
+            than ``long_message_chars``: a long answer (advice, a recipe, a list) matches a
+            question by its topic over many sentences and crowds out of the top results the
+            person's own turns, where what is known about them was said (0: none).
+        long_message_chars: How long an assistant message must be to be discounted: the
+            length search cuts a result to its excerpt (192 tokens of four characters).
     """
 
     # Tuned on LoCoMo's dev conversations (docs/retrieval.md, `python -m bench.ablation`;
@@ -65,6 +71,11 @@ class FusionConfig:
     # `python -m bench.loo` (docs/retrieval.md): at 0.5 the top 10 is about 8 % shorter for
     # 0.4 points of recall on LoCoMo, so the compact preset uses it.
     min_score_ratio: float = 0.0
+    # Fitted on LongMemEval's dev half a, 0.25 raised the held-out half b's evidence turns in
+    # the top 10 from 0.828 to 0.881; no LoCoMo turn is this long, so nothing of it moves
+    # (docs/retrieval.md, "Long assistant messages").
+    long_assistant_discount: float = 0.25
+    long_message_chars: int = 768
 
     def __post_init__(self) -> None:
         weights = (self.vector_weight, self.text_weight, self.rrf_weight, self.recency_weight)
@@ -79,12 +90,18 @@ class FusionConfig:
             raise UsageError("neighbour turn weights must not be negative")
         if not 0.0 <= self.min_score_ratio <= 1.0:
             raise UsageError(f"min_score_ratio must be in [0, 1], got {self.min_score_ratio}")
+        if not 0.0 <= self.long_assistant_discount < 1.0 or self.long_message_chars < 0:
+            raise UsageError(
+                "long_assistant_discount in [0, 1) and long_message_chars >= 0 expected, got "
+                f"{self.long_assistant_discount} and {self.long_message_chars}"
+            )
 
     @classmethod
     def only(cls, signal: Signal) -> FusionConfig:
         """All the weight on one signal (the ablation's single-retriever rows).
 
-        No neighbour turns and no cut-off relative to the best score: the retriever alone.
+        No neighbour turns, no discount of long assistant messages and no cut-off relative to
+        the best score: the retriever alone.
         """
         return cls(
             vector_weight=float(signal == "vector"),
@@ -94,6 +111,7 @@ class FusionConfig:
             previous_turn_weight=0.0,
             next_turn_weight=0.0,
             min_score_ratio=0.0,
+            long_assistant_discount=0.0,
         )
 
     def cut_at(self, min_score_ratio: float) -> FusionConfig:
@@ -159,6 +177,13 @@ def fuse(
         top = max(own, default=0.0)
         if top > 1.0:
             own = [s / top for s in own]
+    if config.long_assistant_discount:
+        kept = 1.0 - config.long_assistant_discount
+        longest = config.long_message_chars
+        own = [
+            s * kept if _long_assistant_message(c.record, longest) else s
+            for c, s in zip(candidates, own, strict=True)
+        ]
     scored = [
         ScoredCandidate(candidate=c, score=min(1.0, max(0.0, s)))
         for c, s in zip(candidates, own, strict=True)
@@ -168,6 +193,10 @@ def fuse(
         floor = scored[0].score * config.min_score_ratio
         return [s for s in scored if s.score >= floor]
     return scored
+
+
+def _long_assistant_message(record: MemoryRecord, longest: int) -> bool:
+    return record.role == "assistant" and len(record.memory) > longest
 
 
 def _with_neighbours(
