@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -193,10 +194,29 @@ def test_a_long_assistant_message_scores_below_the_persons_turn_it_ties() -> Non
     said = _candidate(0.8, 1, 1.0, 1, age_days=1, role="user", memory="I bake sourdough.")
     ranked = fuse([answer, said], FusionConfig(), NOW)
     assert [s.candidate for s in ranked] == [said, answer]
-    assert ranked[1].score == pytest.approx(ranked[0].score * 0.75)
+    assert ranked[1].score == pytest.approx(ranked[0].score * 0.7)
     # without the discount the tie goes to the newer, the answer
     plain = fuse([answer, said], FusionConfig(long_assistant_discount=0.0), NOW)
     assert [s.candidate for s in plain] == [answer, said]
+
+
+def test_the_turn_after_a_long_answer_inherits_its_discounted_score() -> None:
+    """The discount comes before the neighbour turns: the person's next turn, matching
+    nothing, gains a share of the answer's discounted score and stays below the answer."""
+    answer = _candidate(0.8, 1, 1.0, 1, turn=1, role="assistant", memory=LONG)
+    after = _candidate(0.1, 2, None, None, turn=2, previous_turn=1, role="user")
+    first, second = fuse([after, answer], FusionConfig(), NOW)
+    assert first.candidate is answer and second.candidate is after
+    alone = replace(FusionConfig(), previous_turn_weight=0.0, next_turn_weight=0.0)
+    own = {
+        s.candidate.record.id: s.score
+        for s in fuse([answer, after], replace(alone, long_assistant_discount=0.0), NOW)
+    }
+    own_answer, own_after = own[answer.record.id], own[after.record.id]
+    scored = fuse([answer, after], replace(FusionConfig(), next_turn_weight=0.0), NOW)
+    assert [s.score for s in scored] == pytest.approx(
+        [own_answer * 0.7, own_after + 0.3 * own_answer * 0.7]
+    )
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import UUID
@@ -31,6 +31,7 @@ from memhub.engine.grounding import says_again
 from memhub.engine.operations import (
     CHANGES,
     MAX_REMOVALS,
+    Plan,
     PlannedOp,
     one_fact_each,
     plan_operations,
@@ -113,44 +114,6 @@ def fact_scope(scope: Scope) -> Scope:
     if scope.user_id is None and scope.agent_id is None:
         return scope
     return Scope(user_id=scope.user_id, agent_id=scope.agent_id)
-
-
-@dataclass
-class Plan:
-    """What one consolidation call decided, ready to apply in one short transaction."""
-
-    jobs: Sequence[Job]
-    scope: Scope  # the facts' scope (see fact_scope)
-    turn_ids: list[int]
-    read_set: dict[UUID, str] = field(default_factory=dict)  # facts shown: id -> hash
-    ops: list[PlannedOp] = field(default_factory=list)
-    vectors: list[Any] = field(default_factory=list)  # one per op with a text, in order
-    runs: dict[int, str] = field(default_factory=dict)  # turn id -> its run (thread)
-    memory_type: str | None = None
-    usage: dict[str, int] | None = None
-    turns: int = 0
-    refused: Counter[str] = field(default_factory=Counter)  # refused operations, by reason
-    episodes: dict[int, UUID] = field(default_factory=dict)  # turn id -> its episode's id
-    # user turn id -> its English, for a turn in a language the rules do not read
-    # (forgetting.read_in_english): facts may stand on it, changes are judged on it
-    english: dict[int, str] = field(default_factory=dict)
-    # what is left of the user's budgets of model changes (None: per day; else per
-    # conversation, by session id), read when applying
-    changes_left: dict[str | None, int] = field(default_factory=dict)
-
-    def with_vectors(self) -> list[tuple[int, PlannedOp, Any]]:
-        """Each operation with its place in ``ops`` and its text's vector (None for an
-        operation without a text): ``vectors`` holds one per operation with a text, in order."""
-        if sum(1 for op in self.ops if op.text) != len(self.vectors):
-            raise ValueError("a plan holds one vector per operation with a text")
-        embedded = iter(self.vectors)
-        return [(i, op, next(embedded) if op.text else None) for i, op in enumerate(self.ops)]
-
-    def drop(self, refused: Callable[[PlannedOp], bool]) -> None:
-        """Leave out the operations ``refused`` says, with their vectors."""
-        kept = [(op, vector) for _, op, vector in self.with_vectors() if not refused(op)]
-        self.ops = [op for op, _ in kept]
-        self.vectors = [vector for op, vector in kept if op.text]
 
 
 class Consolidator:
@@ -245,14 +208,12 @@ class Consolidator:
             log.info("%d turns do not fit one prompt: %d calls", len(turns), len(windows))
         usage = Usage()
         touched: set[UUID] = set()
-        read_all: dict[int, str] = {}  # every turn as the request rules read it
         for window in windows:
             asking = [turns[i] for i, _ in window]
             said = {turns[i].id: text for i, text in window}
             # the request rules read a turn in a language they do not know in English
             spent, read = await forgetting.read_in_english(self.llm, asking, said)
             usage += spent
-            read_all.update(read)
             plan.english.update((i, english) for i, english in read.items() if english != said[i])
             spent, ops = await self._window(plan, shown, facts, turns, window, custom, read)
             usage += spent
@@ -271,7 +232,7 @@ class Consolidator:
             usage += await self._replacements(store, plan, facts, touched)
         # after the replacements, which add SUPERSEDEs of their own
         self._not_written_again(plan)
-        usage += await self._drawn_beside(plan, facts, turns, read_all)
+        usage += await self._drawn_beside(plan, facts, turns)
         for reason, count in plan.refused.items():
             for _ in range(count):
                 record_refused_operation(self.llm.model_name, reason)
@@ -327,7 +288,6 @@ class Consolidator:
         plan: Plan,
         facts: Sequence[MemoryRecord],
         turns: Sequence[Turn],
-        read: Mapping[int, str],
     ) -> Usage:
         """The other facts drawn from the turns of a fact a request retired, each put to the
         model's question (``forgetting.drawn_beside``), with what the cap of removals leaves
@@ -335,6 +295,8 @@ class Consolidator:
         a request meant. Asked in the window, their yeses spent the cap a replacement stated
         in the same call needed, and the old fact stayed current (heldout19's z05, read). A
         new fact of this job that says a fact so retired again is refused."""
+        # each turn as the request rules read it: in English where it was put into English
+        read = {t.id: plan.english.get(t.id) or turn_text(t) for t in turns}
         beside = forgetting.drawn_beside(plan.ops, read, facts)
         if not beside:
             return Usage()

@@ -4,16 +4,19 @@
 shown turns; :func:`refusal` is the one rule a DELETE, SUPERSEDE or UPDATE must pass (a user
 turn shown in that prompt supports it, :mod:`memhub.engine.consent`), and
 :func:`removal_refused` applies it with the cap of ``MAX_REMOVALS`` per call, logging and
-counting each refusal. :mod:`memhub.engine.consolidate` runs the flow around them.
+counting each refusal; a :class:`Plan` holds what one call decided.
+:mod:`memhub.engine.consolidate` runs the flow around them.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
+from uuid import UUID
 
 from memhub.engine import forgetting
 from memhub.engine.change_support import supports_change
@@ -23,12 +26,13 @@ from memhub.engine.grounding import one_sentence_each
 from memhub.engine.prompts import ConsolidationReply
 from memhub.engine.text import turn_text
 from memhub.errors import ProviderOutputError
-from memhub.store.records import MemoryRecord, Turn
+from memhub.store.records import Job, MemoryRecord, Scope, Turn
 from memhub.telemetry import record_guard
 
 __all__ = [
     "CHANGES",
     "MAX_REMOVALS",
+    "Plan",
     "PlannedOp",
     "one_fact_each",
     "plan_operations",
@@ -64,6 +68,44 @@ class PlannedOp:
     def said_at(self) -> datetime:
         """The conversation's own time: the latest turn the operation cites."""
         return max(said_at_utc(t.created_at) for t in self.turns)
+
+
+@dataclass
+class Plan:
+    """What one consolidation call decided, ready to apply in one short transaction."""
+
+    jobs: Sequence[Job]
+    scope: Scope  # the facts' scope (consolidate.fact_scope)
+    turn_ids: list[int]
+    read_set: dict[UUID, str] = field(default_factory=dict)  # facts shown: id -> hash
+    ops: list[PlannedOp] = field(default_factory=list)
+    vectors: list[Any] = field(default_factory=list)  # one per op with a text, in order
+    runs: dict[int, str] = field(default_factory=dict)  # turn id -> its run (thread)
+    memory_type: str | None = None
+    usage: dict[str, int] | None = None
+    turns: int = 0
+    refused: Counter[str] = field(default_factory=Counter)  # refused operations, by reason
+    episodes: dict[int, UUID] = field(default_factory=dict)  # turn id -> its episode's id
+    # user turn id -> its English, for a turn in a language the rules do not read
+    # (forgetting.read_in_english): facts may stand on it, changes are judged on it
+    english: dict[int, str] = field(default_factory=dict)
+    # what is left of the user's budgets of model changes (None: per day; else per
+    # conversation, by session id), read when applying
+    changes_left: dict[str | None, int] = field(default_factory=dict)
+
+    def with_vectors(self) -> list[tuple[int, PlannedOp, Any]]:
+        """Each operation with its place in ``ops`` and its text's vector (None for an
+        operation without a text): ``vectors`` holds one per operation with a text, in order."""
+        if sum(1 for op in self.ops if op.text) != len(self.vectors):
+            raise ValueError("a plan holds one vector per operation with a text")
+        embedded = iter(self.vectors)
+        return [(i, op, next(embedded) if op.text else None) for i, op in enumerate(self.ops)]
+
+    def drop(self, refused: Callable[[PlannedOp], bool]) -> None:
+        """Leave out the operations ``refused`` says, with their vectors."""
+        kept = [(op, vector) for _, op, vector in self.with_vectors() if not refused(op)]
+        self.ops = [op for op, _ in kept]
+        self.vectors = [vector for op, vector in kept if op.text]
 
 
 def refusal(
