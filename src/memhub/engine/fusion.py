@@ -45,10 +45,11 @@ class FusionConfig:
             (0, the default, keeps them all): the ``compact`` preset sets 0.5, which keeps
             the top results short at little cost in recall, but can drop a memory that
             matters and matches the query weakly.
-        long_assistant_discount: The share taken off the score of an assistant message longer
-            than ``long_message_chars``: a long answer (advice, a recipe, a list) matches a
-            question by its topic over many sentences and crowds out of the top results the
-            person's own turns, where what is known about them was said (0: none).
+        long_assistant_discount: The share taken off the own score of an assistant message
+            longer than ``long_message_chars``, before the neighbour turns: a long answer
+            (advice, a recipe, a list) matches a question by its topic over many sentences
+            and crowds out of the top results the person's own turns, where what is known
+            about them was said (0: none).
         long_message_chars: How long an assistant message must be to be discounted: the
             length search cuts a result to its excerpt (192 tokens of four characters).
     """
