@@ -622,3 +622,32 @@ async def test_the_facts_drawn_beside_a_request_take_what_the_cap_leaves_after_a
         assert len({SENIOR, BONUS} & set(left)) == 1  # one drawn beside, the cap's last
     asked = _forget_questions(llm)
     assert sum(SENIOR in a or BONUS in a for a in asked) == 2  # both asked, one capped
+
+
+async def test_a_new_fact_saying_again_a_fact_retired_beside_a_request_is_refused(
+    llm_settings: MemhubSettings,  # noqa: F811 (the fixture imported above)
+    llm: ScriptedOpenAIServer,
+) -> None:
+    """A job's new fact that says again a fact its request retired is refused, as it was when
+    the facts beside a request were asked in the window: here the colleague's pay, drawn
+    beside the retired salary and retired on the model's yes, written again from the turn
+    after the request. The facts beside are asked after the job's other steps, so this is
+    checked after them too."""
+    again = "The user's senior colleague is paid RM7,500."
+    asking = "Eh the salary number I told you last time, can delete or not? Don't want it kept."
+    aside = "My senior colleague gets RM7,500 anyway."
+    llm.default = _checking(
+        True,
+        extracting={SALARY_TURN: DRAWN, aside: ops({"op": "ADD", "text": again, "turns": [2]})},
+    )
+    async with AsyncMemory(settings=llm_settings) as memory:
+        told = [
+            {"role": "user", "content": SALARY_TURN},
+            {"role": "user", "content": "Our cat Oyen wakes us at 4am."},
+        ]
+        await memory.add(told, user_id="again")
+        await _settle(memory, "again")
+        news = [{"role": "user", "content": asking}, {"role": "user", "content": aside}]
+        await memory.add(news, user_id="again")
+        await _settle(memory, "again")
+        assert await _facts(memory, "again") == [CAT]
