@@ -521,6 +521,14 @@ SALARY_TURN = "My salary is RM6,800 now, my senior said others at my level get a
 SALARY = "The user's salary is RM6,800."
 SENIOR = "The user's senior colleague is paid around RM7,500."
 CAT = "The user has a cat named Oyen."
+SALARY_ASKING = "Eh the salary number I told you last time, can delete or not? Don't want it kept."
+
+
+async def _told(memory: AsyncMemory, who: str, *said: str) -> list[str]:
+    """``who``'s user turns ``said``, added as one message list and consolidated: the facts."""
+    await memory.add([{"role": "user", "content": text} for text in said], user_id=who)
+    await _settle(memory, who)
+    return await _facts(memory, who)
 
 
 # the model writes two facts of the salary turn and one of the cat turn
@@ -542,18 +550,10 @@ async def test_the_facts_drawn_beside_a_fact_a_request_retires_are_put_to_the_qu
     to the model's question (scripted: it answers every question alike): a yes retires it too,
     restorably, a no keeps it. The cat, drawn from another turn, is never asked about."""
     llm.default = _checking(forget, extracting={SALARY_TURN: DRAWN})
-    asking = "Eh the salary number I told you last time, can delete or not? Don't want it kept."
     async with AsyncMemory(settings=llm_settings) as memory:
-        told = [
-            {"role": "user", "content": SALARY_TURN},
-            {"role": "user", "content": "Our cat Oyen wakes us at 4am."},
-        ]
-        await memory.add(told, user_id="beside")
-        await _settle(memory, "beside")
-        assert await _facts(memory, "beside") == sorted([SALARY, SENIOR, CAT])
-        await memory.add([{"role": "user", "content": asking}], user_id="beside")
-        await _settle(memory, "beside")
-        left = await _facts(memory, "beside")
+        told = await _told(memory, "beside", SALARY_TURN, "Our cat Oyen wakes us at 4am.")
+        assert told == sorted([SALARY, SENIOR, CAT])
+        left = await _told(memory, "beside", SALARY_ASKING)
         assert left == ([CAT] if forget else sorted([SENIOR, CAT]))
         listed = {r["memory"]: r["id"] for r in (await memory.retired(user_id="beside"))["results"]}
         assert SALARY in listed and (SENIOR in listed) is forget
@@ -608,14 +608,9 @@ async def test_the_facts_drawn_beside_a_request_take_what_the_cap_leaves_after_a
     )
     asking = "The salary number I told you last time, can delete or not? Don't want it kept."
     async with AsyncMemory(settings=llm_settings) as memory:
-        told = [{"role": "user", "content": turn}, {"role": "user", "content": "We live in Oslo."}]
-        await memory.add(told, user_id="capped")
-        await _settle(memory, "capped")
-        assert await _facts(memory, "capped") == sorted([SALARY, SENIOR, BONUS, OSLO_HOME])
-        news = [{"role": "user", "content": asking}, {"role": "user", "content": MOVED}]
-        await memory.add(news, user_id="capped")
-        await _settle(memory, "capped")
-        left = await _facts(memory, "capped")
+        told = await _told(memory, "capped", turn, "We live in Oslo.")
+        assert told == sorted([SALARY, SENIOR, BONUS, OSLO_HOME])
+        left = await _told(memory, "capped", asking, MOVED)
         # the move stands (the fact keeps its date: engine/dates.py)
         assert OSLO_HOME not in left and any(f.startswith(BERGEN_HOME[:-1]) for f in left)
         assert SALARY not in left  # the fact the request names
@@ -634,20 +629,11 @@ async def test_a_new_fact_saying_again_a_fact_retired_beside_a_request_is_refuse
     after the request. The facts beside are asked after the job's other steps, so this is
     checked after them too."""
     again = "The user's senior colleague is paid RM7,500."
-    asking = "Eh the salary number I told you last time, can delete or not? Don't want it kept."
     aside = "My senior colleague gets RM7,500 anyway."
     llm.default = _checking(
         True,
         extracting={SALARY_TURN: DRAWN, aside: ops({"op": "ADD", "text": again, "turns": [2]})},
     )
     async with AsyncMemory(settings=llm_settings) as memory:
-        told = [
-            {"role": "user", "content": SALARY_TURN},
-            {"role": "user", "content": "Our cat Oyen wakes us at 4am."},
-        ]
-        await memory.add(told, user_id="again")
-        await _settle(memory, "again")
-        news = [{"role": "user", "content": asking}, {"role": "user", "content": aside}]
-        await memory.add(news, user_id="again")
-        await _settle(memory, "again")
-        assert await _facts(memory, "again") == [CAT]
+        await _told(memory, "again", SALARY_TURN, "Our cat Oyen wakes us at 4am.")
+        assert await _told(memory, "again", SALARY_ASKING, aside) == [CAT]
