@@ -308,8 +308,7 @@ class Consolidator:
 
         def said_again(op: PlannedOp) -> bool:
             if op.kind != "DELETE" and op.text and says_again(op.text, retired):
-                log.warning("%s refused: %r was asked to be forgotten", op.kind, op.text)
-                self._refuse(plan, "REFUSED_ASKED_TO_FORGET")
+                self._refuse_asked_away(plan, op)
                 return True
             return False
 
@@ -420,11 +419,13 @@ class Consolidator:
         (``forgetting.asked_away``), each refused and logged."""
         away = forgetting.asked_away(turns, texts, facts, ops)
         for index in sorted(away):
-            log.warning(
-                "%s refused: %r was asked to be forgotten", ops[index].kind, ops[index].text
-            )
-            self._refuse(plan, "REFUSED_ASKED_TO_FORGET")
+            self._refuse_asked_away(plan, ops[index])
         return [op for i, op in enumerate(ops) if i not in away]
+
+    def _refuse_asked_away(self, plan: Plan, op: PlannedOp) -> None:
+        """Log and count ``op`` refused: its new fact is one a user turn asked to forget."""
+        log.warning("%s refused: %r was asked to be forgotten", op.kind, op.text)
+        self._refuse(plan, "REFUSED_ASKED_TO_FORGET")
 
     async def _meant(
         self, turns: Sequence[Turn], texts: Mapping[int, str], facts: Sequence[MemoryRecord]
