@@ -12,6 +12,7 @@ from bench.change_turns import (
     _rewrite_messages,
     _turn_messages,
     _verdict_messages,
+    gives_another_value,
     load,
     main,
     rewrite_lost,
@@ -64,7 +65,7 @@ def test_a_rewrite_is_a_change_only_when_it_drops_a_word_of_the_stored_fact() ->
 
 def test_an_unknown_variant_is_refused_before_any_call() -> None:
     assert variant_names("verdict,rewrite") == ["verdict", "rewrite"]
-    assert set(QUESTIONS) == {"pair", "turn", "both", "verdict", "rewrite"}
+    assert set(QUESTIONS) == {"pair", "turn", "both", "verdict", "rewrite", "qa"}
     with pytest.raises(SystemExit):
         main(["--url", "http://127.0.0.1:9/v1", "--variants", "pair,nope"])
 
@@ -90,3 +91,15 @@ async def test_facts_of_one_attribute_are_placed_together_and_others_apart() -> 
         assert await Attributes(embedder).of([]) == []
     finally:
         await embedder.aclose()
+
+
+def test_an_answer_gives_another_value_with_words_of_its_own_and_none_of_the_facts() -> None:
+    """The ``qa`` variant's decision: "vegan" answers "What diet does the user follow?" with
+    another value than "is pescatarian"; UNKNOWN, the fact's own value or no content word
+    do not."""
+    assert gives_another_value("vegan", "The user is pescatarian.")
+    assert gives_another_value("Tucson", "The user lives in Dayton Ohio.")
+    assert not gives_another_value("Perth", "The user's home base is Perth.")
+    assert not gives_another_value("UNKNOWN", "The user is pescatarian.")
+    assert not gives_another_value("Unknown.", "The user is pescatarian.")
+    assert not gives_another_value("the", "The user is pescatarian.")
