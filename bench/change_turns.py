@@ -21,12 +21,13 @@ stored fact answers ("What diet does the user follow?"), then that question answ
 person's words alone, UNKNOWN where they do not say; a change is counted when the answer has
 content words of its own and none of the stored fact's ("vegan" for "is pescatarian"). It
 prints the pairs chosen so, and those among them whose turn says a change; each pair's
-question and answer are printed. docs/llm.md holds the figures.
+question and answer are printed. ``qa_new`` answers the same question from the new fact
+instead of the person's turn. docs/llm.md holds the figures.
 
     .venv/bin/python -m bench.change_turns
     .venv/bin/python -m bench.change_turns --url http://127.0.0.1:PORT/v1
     .venv/bin/python -m bench.change_turns --url http://127.0.0.1:PORT/v1 --variants verdict,rewrite
-    .venv/bin/python -m bench.change_turns --url http://127.0.0.1:PORT/v1 --variants qa
+    .venv/bin/python -m bench.change_turns --url http://127.0.0.1:PORT/v1 --variants qa,qa_new
 """
 
 from __future__ import annotations
@@ -227,17 +228,30 @@ def gives_another_value(answer: str, stored: str) -> bool:
     return bool(words) and "unknown" not in fold(answer) and not words & content_words(stored)
 
 
+async def _fact_question(llm: LLM, stored: str) -> str:
+    asked = chat(QUESTION_SYSTEM, f"{tagged('fact', stored)}\n\nIts question, as JSON.")
+    return (await llm.generate_structured(asked, FactQuestion)).value.question
+
+
+async def _answer(llm: LLM, said: str, question: str) -> str:
+    shown = f"{tagged('said', said[:SAID_CHARS])}\n{tagged('question', question)}"
+    answered = chat(ANSWER_SYSTEM, f"{shown}\n\nThe answer, as JSON.")
+    return (await llm.generate_structured(answered, FactAnswer)).value.answer
+
+
 async def _qa(llm: LLM, pair: Pair) -> bool:
-    asked = chat(QUESTION_SYSTEM, f"{tagged('fact', pair.stored)}\n\nIts question, as JSON.")
-    question = (await llm.generate_structured(asked, FactQuestion)).value.question
-    shown = f"{tagged('said', pair.said[:SAID_CHARS])}\n{tagged('question', question)}"
-    answer = (
-        await llm.generate_structured(
-            chat(ANSWER_SYSTEM, f"{shown}\n\nThe answer, as JSON."), FactAnswer
-        )
-    ).value.answer
+    question = await _fact_question(llm, pair.stored)
+    answer = await _answer(llm, pair.said, question)
     change = gives_another_value(answer, pair.stored)
     print(f"  {pair.ends!s:5} {change!s:5} | {pair.stored} | {question} -> {answer}")
+    return change
+
+
+async def _qa_new(llm: LLM, pair: Pair) -> bool:
+    question = await _fact_question(llm, pair.stored)
+    answer = await _answer(llm, pair.new, question)
+    change = gives_another_value(answer, pair.stored)
+    print(f"  {pair.ends!s:5} {change!s:5} | {pair.stored} | {question} -> {pair.new} -> {answer}")
     return change
 
 
@@ -249,6 +263,7 @@ QUESTIONS: dict[str, Callable[[LLM, Pair], Awaitable[bool]]] = {
     "verdict": _verdict,
     "rewrite": _rewrite,
     "qa": _qa,
+    "qa_new": _qa_new,
 }
 
 
@@ -303,7 +318,7 @@ async def model(pairs: list[Pair], url: str, name: str, variants: list[str]) -> 
         ask = QUESTIONS[variant]
         yes = [p for p in pairs if await ask(llm, p)]
         print(_line(f"the 1.5B's yes, {variant}", yes, pairs))
-        if variant == "qa":
+        if variant.startswith("qa"):
             said = [p for p in yes if says_a_change(p.said)]
             print(_line("the same, and a change said in the person's own statement", said, pairs))
 

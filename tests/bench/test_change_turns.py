@@ -65,7 +65,7 @@ def test_a_rewrite_is_a_change_only_when_it_drops_a_word_of_the_stored_fact() ->
 
 def test_an_unknown_variant_is_refused_before_any_call() -> None:
     assert variant_names("verdict,rewrite") == ["verdict", "rewrite"]
-    assert set(QUESTIONS) == {"pair", "turn", "both", "verdict", "rewrite", "qa"}
+    assert set(QUESTIONS) == {"pair", "turn", "both", "verdict", "rewrite", "qa", "qa_new"}
     with pytest.raises(SystemExit):
         main(["--url", "http://127.0.0.1:9/v1", "--variants", "pair,nope"])
 
