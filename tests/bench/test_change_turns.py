@@ -12,11 +12,9 @@ from bench.change_turns import (
     _rewrite_messages,
     _turn_messages,
     _verdict_messages,
-    gives_another_value,
     load,
     main,
     rewrite_lost,
-    says_a_change,
     variant_names,
 )
 
@@ -29,14 +27,6 @@ def test_the_pairs_load_with_the_sets_own_change_labels() -> None:
     assert len(pairs) == 47
     assert sum(pair.ends for pair in pairs) == 7
     assert all(pair.said and pair.stored and pair.new for pair in pairs)
-
-
-def test_a_change_is_read_in_the_persons_own_statements_only() -> None:
-    assert says_a_change("I moved to Nairobi two weeks ago")
-    assert says_a_change("the keto's done, lasted about 6 weeks")
-    assert not says_a_change("have you moved the meeting?")  # a question
-    assert not says_a_change('my sister wrote: "we moved to Leeds"')  # quoted, not theirs
-    assert not says_a_change("I'm looking for an apartment in Utrecht")
 
 
 def test_every_question_shows_the_stored_fact_as_data() -> None:
@@ -91,15 +81,3 @@ async def test_facts_of_one_attribute_are_placed_together_and_others_apart() -> 
         assert await Attributes(embedder).of([]) == []
     finally:
         await embedder.aclose()
-
-
-def test_an_answer_gives_another_value_with_words_of_its_own_and_none_of_the_facts() -> None:
-    """The ``qa`` variant's decision: "vegan" answers "What diet does the user follow?" with
-    another value than "is pescatarian"; UNKNOWN, the fact's own value or no content word
-    do not."""
-    assert gives_another_value("vegan", "The user is pescatarian.")
-    assert gives_another_value("Tucson", "The user lives in Dayton Ohio.")
-    assert not gives_another_value("Perth", "The user's home base is Perth.")
-    assert not gives_another_value("UNKNOWN", "The user is pescatarian.")
-    assert not gives_another_value("Unknown.", "The user is pescatarian.")
-    assert not gives_another_value("the", "The user is pescatarian.")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memhub.engine.change_support import one_matter, said_to_end, supports_change
+from memhub.engine.change_support import one_matter, said_to_end, says_a_change, supports_change
 from memhub.engine.consent import read_here
 
 SUPERSEDE_ATTACKS = [  # (user turn, old, new): a model's SUPERSEDE each must not support
@@ -456,3 +456,18 @@ def test_the_labelled_sets_english_spanish_french_and_german_turns_are_read() ->
     unread = turns - turns_read
     assert turns > 900 and unread <= turns // 100, f"{unread} of {turns} turns not read"
     assert others > 200 and others_read < others / 3, f"{others_read} of {others} read"
+
+
+def test_a_change_is_said_in_the_persons_own_statement() -> None:
+    """What ``replacing.replaceable`` reads before putting a fact of another kind to its own
+    question: a change or an end in a statement of the person's own words, not in a question
+    or someone else's words reported."""
+    assert says_a_change(["I've gone fully vegan so no more fish for me"])
+    assert says_a_change(["hi!", "moved to Tucson last month, loving it"])
+    assert not says_a_change(["I'm reading about vegan food, I love fish though"])
+    assert not says_a_change(["have you ever moved to a new city?"])
+    assert not says_a_change(["my sister said she moved to Tucson"])
+    assert says_a_change(["I moved to Nairobi two weeks ago"])
+    assert says_a_change(["the keto's done, lasted about 6 weeks"])
+    assert not says_a_change(['my sister wrote: "we moved to Leeds"'])  # quoted, not theirs
+    assert not says_a_change(["I'm looking for an apartment in Utrecht"])

@@ -435,3 +435,98 @@ async def test_a_fact_the_model_itself_changed_is_not_written_again_with_the_che
         )
         (operations,) = await cur.fetchone() or (None,)
     assert operations["REFUSED_ALREADY_CHANGED"] == 1
+
+
+VEGAN_SAID = "hey again, I've gone fully vegan so no more fish for me"
+PESCATARIAN = "The user is pescatarian."
+VEGAN = "The user went fully vegan."
+
+
+def answering(adds: dict[str, str], question: str, answer: str | None) -> Any:
+    """ADDs as :func:`model`, says yes to the replacement question, and answers the two
+    questions about a stored fact (``replacing.answered_otherwise``) with ``question`` and
+    ``answer`` (None: an answer that is not JSON)."""
+    extract = model(adds, replaces=True)
+
+    def reply(request: dict[str, Any]) -> str:
+        prompt = prompt_of(request)
+        if "<question>" in prompt:
+            return "not json" if answer is None else json.dumps({"answer": answer})
+        if "<fact>" in prompt:
+            return json.dumps({"question": question})
+        return str(extract(request))
+
+    return reply
+
+
+def fact_questions(llm: ScriptedOpenAIServer) -> list[str]:
+    """The stored facts whose question was asked, as the prompts show them."""
+    return [p for r in llm.chat_requests if "<fact>" in (p := prompt_of(r.json))]
+
+
+def answer_questions(llm: ScriptedOpenAIServer) -> list[str]:
+    """The prompts asking a stored fact's question of a new fact."""
+    return [p for r in llm.chat_requests if "<question>" in (p := prompt_of(r.json))]
+
+
+async def test_a_change_the_rules_read_as_of_another_kind_is_answered_by_the_persons_words(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """heldout19's z03 (read after its runs): "gone fully vegan ... no more fish" beside "is
+    pescatarian" share no word and no relation the rules know, so no replacement question is
+    put; the person says a change, so the fact's question ("What diet does the user follow?")
+    is answered from the new fact, and "vegan" gives another value: the new fact supersedes
+    the old one, listed among the model's changes and undone in one step."""
+    llm.default = answering({VEGAN_SAID: VEGAN}, "What diet does the user follow?", "vegan")
+    with caplog.at_level(logging.INFO, logger="memhub.consolidation"):
+        (old,) = await told(memory, "z03", VEGAN_SAID, PESCATARIAN)
+    assert replacement_questions(llm) == []  # not the yes-or-no question
+    (asked,) = fact_questions(llm)
+    assert json.dumps(PESCATARIAN) in asked
+    (answered,) = answer_questions(llm)  # asked of the new fact, not of the turn
+    assert f"<said>{json.dumps(VEGAN)}</said>" in answered and VEGAN_SAID not in answered
+    assert await current(memory, "z03") == [VEGAN]
+    (change,) = (await memory.model_changes(user_id="z03"))["results"]
+    assert (change["memory_id"], change["event"], change["after"]) == (old, "SUPERSEDE", VEGAN)
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("question of")]
+    assert logged == [
+        f"question of {PESCATARIAN!r}: 'What diet does the user follow?' answered 'vegan'"
+        f" by {VEGAN!r} (another value)"
+    ]
+    await memory.undo_change(change["id"], user_id="z03")  # the old fact back, as it was
+    assert await current(memory, "z03") == [PESCATARIAN]
+
+
+@pytest.mark.parametrize("answer", ["UNKNOWN", "pescatarian, still", "", None])
+async def test_an_answer_that_gives_no_other_value_changes_nothing(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer, answer: str | None
+) -> None:
+    """The new fact does not answer the stored fact's question, answers it with the fact's own
+    value, answers nothing, or the answer is unusable: the ADD stands beside the stored fact."""
+    llm.default = answering({VEGAN_SAID: VEGAN}, "What diet does the user follow?", answer)
+    await told(memory, "z03", VEGAN_SAID, PESCATARIAN)
+    assert len(fact_questions(llm)) == 1
+    assert await current(memory, "z03") == [PESCATARIAN, VEGAN]
+    assert (await memory.model_changes(user_id="z03"))["results"] == []
+
+
+async def test_no_fact_question_is_put_where_the_person_says_no_change(
+    memory: AsyncMemory, llm: ScriptedOpenAIServer
+) -> None:
+    """The same facts, told without a word of change ("I'm vegan-curious, I love fish"): a
+    model that would answer "vegan" is not asked, and both facts stay."""
+    said = "I'm reading about vegan food, I love fish though"
+    llm.default = answering({said: VEGAN}, "What diet does the user follow?", "vegan")
+    await told(memory, "z03", said, PESCATARIAN)
+    assert fact_questions(llm) == []
+    assert await current(memory, "z03") == [PESCATARIAN, VEGAN]
+
+
+def test_another_value_is_words_of_its_own_none_of_the_facts() -> None:
+    assert replacing.gives_another_value("vegan", PESCATARIAN)
+    assert replacing.gives_another_value("Tucson", "The user lives in Dayton Ohio.")
+    assert not replacing.gives_another_value("Perth", "The user's home base is Perth.")
+    assert not replacing.gives_another_value("UNKNOWN", PESCATARIAN)
+    assert not replacing.gives_another_value("Unknown.", PESCATARIAN)
+    assert not replacing.gives_another_value("", PESCATARIAN)
+    assert not replacing.gives_another_value("the", PESCATARIAN)  # no content word

@@ -39,7 +39,7 @@ from memhub.engine.consent_words import (
 from memhub.engine.grounding import fold, named_subject, stem
 from memhub.engine.people_words import KIND, RELATION, SOMEONE_OWNED
 
-__all__ = ["of_a_kind", "one_matter", "said_to_end", "supports_change"]
+__all__ = ["of_a_kind", "one_matter", "said_to_end", "says_a_change", "supports_change"]
 
 _FIRST_PERSON, _ACTOR, _THIRD_PERSON = map(re.compile, (FIRST_PERSON, ACTOR, THIRD_PERSON))
 _CHANGE, _ENDED, _ANAPHOR = map(re.compile, (CHANGE, ENDED, ANAPHOR))
@@ -165,6 +165,19 @@ _DIGIT = re.compile(r"\d")
 
 # A line's heading before a colon ("Big change: ...") names nobody.
 _HEADING = re.compile(r"^[ \t]*[^\W\d_][\w' \t-]{0,30}:", re.MULTILINE)
+
+
+def says_a_change(turns: Iterable[str]) -> bool:
+    """Does a statement of the person's own words in ``turns`` (not a question, not someone
+    else's reported) say that something changed or ended, by the words :func:`supports_change`
+    reads a change by ("I've gone fully vegan since last month so no more fish")?"""
+    return any(
+        not question
+        and not reports_speech(sentence)
+        and bool(_CHANGE.search(folded := fold(sentence)) or _ENDED.search(folded))
+        for turn in turns
+        for sentence, question in sentences_of(own_words(turn))
+    )
 
 
 def said_to_end(turns: Iterable[str], old: str, new: str, names: Iterable[str] = ()) -> bool:

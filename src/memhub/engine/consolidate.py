@@ -63,6 +63,7 @@ from memhub.llm.parsing import iter_json_values
 from memhub.store.protocol import ConsolidationWrites, JobBatch, Store
 from memhub.store.records import (
     MODEL_BUDGET_WINDOW,
+    Candidate,
     Job,
     MemoryRecord,
     NewMemory,
@@ -251,6 +252,8 @@ class Consolidator:
         the same named person (``grounding.named_subject``), is put to the model as one
         yes-or-no question. A yes is then held to the guard and cap; a mistake that passes is
         a closed fact, which ``restore`` reopens. An unusable answer leaves the ADD as it was.
+        A fact the rules pass over as of another kind, beside a change the person says, is
+        asked by its own question instead (``replacing.Pick.by_answer``).
         """
         shown = {f.id for f in facts}
         removals = sum(op.kind in CHANGES for op in plan.ops)
@@ -261,27 +264,36 @@ class Consolidator:
             found = await retrieve.candidates(
                 store, plan.scope, op.text, vector, 5, _FACTS_ONLY, False
             )
-            candidate = replacing.replaceable(
-                found, op.text, op.turns, shown, touched, plan.english
-            )
-            if candidate is None:
+            pick = replacing.replaceable(found, op.text, op.turns, shown, touched, plan.english)
+            if pick is None:
                 continue
-            closest = candidate.record
-            messages = replacement_messages(closest.memory, op.text)
-            # the pair and its cosine in the log: a person reviewing a run sees what a yes closed
-            about = f"{op.text} (for {closest.memory!r}, cosine {candidate.vector_similarity:.3f})"
-            spent, answer = await self._asked(messages, ReplacementReply, "replacement", about)
+            closest = pick.candidate.record
+            if pick.by_answer:
+                spent, ends = await replacing.answered_otherwise(self.llm, closest.memory, op.text)
+            else:
+                spent, ends = await self._replaces(pick.candidate, op.text)
             usage += spent
-            if answer is None or not answer.replaces:  # unusable or failed: the ADD stands
+            if not ends:  # unusable, failed or no: the ADD stands
                 continue
             cap_spent = removals >= self.max_removals
-            superseding = replace(op, kind="SUPERSEDE", target=closest, paired=True)
+            superseding = replace(
+                op, kind="SUPERSEDE", target=closest, paired=True, answered=pick.by_answer
+            )
             if removal_refused(superseding, op.turns, cap_spent, plan.english):
                 continue
             plan.ops[i] = superseding
             touched.add(closest.id)
             removals += 1
         return usage
+
+    async def _replaces(self, candidate: Candidate, new: str) -> tuple[Usage, bool]:
+        """The model's yes or no: does ``new`` replace the candidate's fact?"""
+        closest = candidate.record
+        messages = replacement_messages(closest.memory, new)
+        # the pair and its cosine in the log: a person reviewing a run sees what a yes closed
+        about = f"{new} (for {closest.memory!r}, cosine {candidate.vector_similarity:.3f})"
+        spent, answer = await self._asked(messages, ReplacementReply, "replacement", about)
+        return spent, answer is not None and answer.replaces
 
     async def _drawn_beside(
         self,

@@ -63,6 +63,9 @@ class PlannedOp:
     # a SUPERSEDE the model chose as one pair, asked whether the new fact replaces the old
     # (consolidation's replacement question), not one it proposed among all it was shown
     paired: bool = False
+    # a SUPERSEDE whose stored fact's question the person's own words answered with another
+    # value (replacing.answered_otherwise), where the rules read no change of that fact
+    answered: bool = False
 
     @property
     def said_at(self) -> datetime:
@@ -116,6 +119,7 @@ def refusal(
     asking: Sequence[int],
     paired: bool = False,
     english: Mapping[int, str] | None = None,
+    answered: bool = False,
 ) -> str | None:
     """Why a DELETE, SUPERSEDE or UPDATE may not stand; None when a user turn supports it.
 
@@ -134,6 +138,10 @@ def refusal(
     rules do not read) is read in that English, as a turn said in English is: "rzuciłem
     palenie" holds no word they read, "I quit smoking" does. Without one, the model's own
     SUPERSEDE from such a turn is refused and a ``paired`` one stands on the yes, as above.
+
+    An ``answered`` SUPERSEDE stands on the person's own words: a cited user turn says a
+    change, and answers the stored fact's question with another value
+    (:func:`memhub.engine.replacing.answered_otherwise`), where the rules read none.
     """
     users = users_as_read(cited, english)
     if not users:
@@ -144,6 +152,8 @@ def refusal(
     if supports_change(users, target.memory, text, names):
         return None
     if paired and kind == "SUPERSEDE" and not any(map(read_here, users)):
+        return None
+    if answered and kind == "SUPERSEDE":
         return None
     return "no cited user turn is about this fact and says what replaces it"
 
@@ -165,7 +175,7 @@ def removal_refused(
     ``english``: the cited turns' English readings, as :func:`refusal` reads them."""
     kind, target = op.kind, op.target
     assert target is not None
-    reason = refusal(kind, target, op.text or "", cited, op.asked, op.paired, english)
+    reason = refusal(kind, target, op.text or "", cited, op.asked, op.paired, english, op.answered)
     outcome = "refused"
     if reason is None and cap_spent:
         reason, outcome = "the cap of removals per call is spent", "capped"
