@@ -63,8 +63,9 @@ class PlannedOp:
     # a SUPERSEDE the model chose as one pair, asked whether the new fact replaces the old
     # (consolidation's replacement question), not one it proposed among all it was shown
     paired: bool = False
-    # a SUPERSEDE whose stored fact's question the person's own words answered with another
-    # value (replacing.answered_otherwise), where the rules read no change of that fact
+    # a SUPERSEDE whose stored fact's question the new fact answered with another value,
+    # beside a change the person says (replacing.answered_otherwise), where the rules read no
+    # change of that fact
     answered: bool = False
 
     @property
@@ -139,9 +140,9 @@ def refusal(
     palenie" holds no word they read, "I quit smoking" does. Without one, the model's own
     SUPERSEDE from such a turn is refused and a ``paired`` one stands on the yes, as above.
 
-    An ``answered`` SUPERSEDE stands on the person's own words: a cited user turn says a
-    change, and answers the stored fact's question with another value
-    (:func:`memhub.engine.replacing.answered_otherwise`), where the rules read none.
+    An ``answered`` SUPERSEDE stands where a cited user turn says a change and the new fact
+    answers the stored fact's question with another value
+    (:func:`memhub.engine.replacing.answered_otherwise`): the rules tie the change to no fact.
     """
     users = users_as_read(cited, english)
     if not users:

@@ -103,7 +103,7 @@ class Pick:
     """The stored fact an ADD may replace, and how it is asked: the model's yes or no
     (:func:`memhub.engine.prompts.replacement_messages`), or, for a fact passed over only as
     of another kind where the person says a change, the fact's own question answered from
-    their words (``by_answer``, :func:`answered_otherwise`)."""
+    the new fact (``by_answer``, :func:`answered_otherwise`)."""
 
     candidate: Candidate
     by_answer: bool = False
@@ -143,7 +143,7 @@ def replaceable(
 
 
 def gives_another_value(answer: str, stored: str) -> bool:
-    """Does the person's ``answer`` to the question ``stored`` answers give another value:
+    """Does ``answer``, to the question ``stored`` answers, give another value:
     words of its own and none of the fact's, and not UNKNOWN ("vegan" for "is pescatarian";
     not "Perth" for "home base is Perth")?"""
     words = content_words(answer)
