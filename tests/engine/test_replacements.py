@@ -469,7 +469,7 @@ def answer_questions(llm: ScriptedOpenAIServer) -> list[str]:
     return [p for r in llm.chat_requests if "<question>" in (p := prompt_of(r.json))]
 
 
-async def test_a_change_the_rules_read_as_of_another_kind_is_answered_by_the_persons_words(
+async def test_a_change_the_rules_read_as_of_another_kind_is_answered_by_the_new_fact(
     memory: AsyncMemory, llm: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """heldout19's z03 (read after its runs): "gone fully vegan ... no more fish" beside "is
