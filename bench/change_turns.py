@@ -49,17 +49,8 @@ from bench.replacement_question import PAIRS as ASKED_PAIRS
 from memhub.embed import create_embedder
 from memhub.engine.change_support import says_a_change, supports_change
 from memhub.engine.grounding import content_words
-from memhub.engine.prompts import (
-    FactAnswerReply,
-    FactQuestionReply,
-    ReplacementReply,
-    chat,
-    fact_answer_messages,
-    fact_question_messages,
-    replacement_messages,
-    tagged,
-)
-from memhub.engine.replacing import gives_another_value
+from memhub.engine.prompts import ReplacementReply, chat, replacement_messages, tagged
+from memhub.engine.replacing import answered_otherwise
 from memhub.llm import LLM
 from memhub.llm.base import ChatMessage
 
@@ -189,30 +180,20 @@ async def _rewrite(llm: LLM, pair: Pair) -> bool:
     return bool(lost)
 
 
-async def _fact_question(llm: LLM, stored: str) -> str:
-    reply = await llm.generate_structured(fact_question_messages(stored), FactQuestionReply)
-    return reply.value.question
-
-
-async def _answer(llm: LLM, said: str, question: str) -> str:
-    reply = await llm.generate_structured(fact_answer_messages(said, question), FactAnswerReply)
-    return reply.value.answer
+async def _answered(llm: LLM, pair: Pair, text: str) -> bool:
+    """Consolidation's two questions about ``pair``'s stored fact, answered from ``text``."""
+    answered = await answered_otherwise(llm, pair.stored, text)
+    shown = f"{answered.question} -> {text} -> {answered.answer}"
+    print(f"  {pair.ends!s:5} {answered.another_value!s:5} | {pair.stored} | {shown}")
+    return answered.another_value
 
 
 async def _qa(llm: LLM, pair: Pair) -> bool:
-    question = await _fact_question(llm, pair.stored)
-    answer = await _answer(llm, pair.said, question)
-    change = gives_another_value(answer, pair.stored)
-    print(f"  {pair.ends!s:5} {change!s:5} | {pair.stored} | {question} -> {answer}")
-    return change
+    return await _answered(llm, pair, pair.said)
 
 
 async def _qa_new(llm: LLM, pair: Pair) -> bool:
-    question = await _fact_question(llm, pair.stored)
-    answer = await _answer(llm, pair.new, question)
-    change = gives_another_value(answer, pair.stored)
-    print(f"  {pair.ends!s:5} {change!s:5} | {pair.stored} | {question} -> {pair.new} -> {answer}")
-    return change
+    return await _answered(llm, pair, pair.new)
 
 
 # Each way of asking the model whether a pair is a change, by the name --variants takes.

@@ -269,7 +269,8 @@ class Consolidator:
                 continue
             closest = pick.candidate.record
             if pick.by_answer:
-                spent, ends = await replacing.answered_otherwise(self.llm, closest.memory, op.text)
+                answered = await replacing.answered_otherwise(self.llm, closest.memory, op.text)
+                spent, ends = answered.usage, answered.another_value
             else:
                 spent, ends = await self._replaces(pick.candidate, op.text)
             usage += spent

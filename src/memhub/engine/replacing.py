@@ -32,6 +32,7 @@ from memhub.store.records import Candidate, Turn
 
 __all__ = [
     "REPLACES_AT_LEAST",
+    "Answered",
     "Pick",
     "answered_otherwise",
     "best_rank",
@@ -150,7 +151,18 @@ def gives_another_value(answer: str, stored: str) -> bool:
     return bool(words) and "unknown" not in fold(answer) and not words & content_words(stored)
 
 
-async def answered_otherwise(llm: LLM, stored: str, new: str) -> tuple[Usage, bool]:
+@dataclass(frozen=True)
+class Answered:
+    """What :func:`answered_otherwise` asked and decided, and what it cost (the question and
+    answer empty where a call failed or was unusable)."""
+
+    usage: Usage
+    question: str = ""
+    answer: str = ""
+    another_value: bool = False
+
+
+async def answered_otherwise(llm: LLM, stored: str, new: str) -> Answered:
     """Two short questions: the one ``stored`` answers ("What type of diet does the user
     follow?"), then that question answered from the ``new`` fact ("vegan"); whether the answer
     gives another value (:func:`gives_another_value`). A failed or unusable answer is no
@@ -158,7 +170,7 @@ async def answered_otherwise(llm: LLM, stored: str, new: str) -> tuple[Usage, bo
 
     Asked whether one fact replaces the other, a 1.5B says yes to nearly every pair; so asked,
     it gave another value for 4 of the 7 labelled changes among the pairs the rules passed over
-    as of another kind in five read sets' runs and for 2 of 40 others whose turn says a change
+    as of another kind in five read sets' runs and for 1-2 of 40 others whose turn says a change
     (answered from the person's turn instead: 6 of 7, and 6 of 40; bench.change_turns,
     docs/llm.md, twenty-fifth stop)."""
     usage = Usage()
@@ -170,15 +182,9 @@ async def answered_otherwise(llm: LLM, stored: str, new: str) -> tuple[Usage, bo
         usage += answer.usage
     except ProviderError as exc:
         log.info("question of %r skipped: %s", stored, exc)
-        return usage + (exc.usage if isinstance(exc, UnusableAnswerError) else Usage()), False
-    otherwise = gives_another_value(answer.value.answer, stored)
+        return Answered(usage + (exc.usage if isinstance(exc, UnusableAnswerError) else Usage()))
+    said = answer.value.answer
+    otherwise = gives_another_value(said, stored)
     decided = "another value" if otherwise else "no other value"
-    log.info(
-        "question of %r: %r answered %r by %r (%s)",
-        stored,
-        question,
-        answer.value.answer,
-        new,
-        decided,
-    )
-    return usage, otherwise
+    log.info("question of %r: %r answered %r by %r (%s)", stored, question, said, new, decided)
+    return Answered(usage, question, said, otherwise)
