@@ -176,7 +176,16 @@ def removal_refused(
     ``english``: the cited turns' English readings, as :func:`refusal` reads them."""
     kind, target = op.kind, op.target
     assert target is not None
-    reason = refusal(kind, target, op.text or "", cited, op.asked, op.paired, english, op.answered)
+    reason = refusal(
+        kind,
+        target,
+        op.text or "",
+        cited,
+        op.asked,
+        paired=op.paired,
+        english=english,
+        answered=op.answered,
+    )
     outcome = "refused"
     if reason is None and cap_spent:
         reason, outcome = "the cap of removals per call is spent", "capped"
